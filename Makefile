@@ -1,0 +1,61 @@
+# Two commands on a fresh machine: `make run` and `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PORT ?= 8000
+
+.PHONY: run test install install-dev migrate demo serve lint chromium clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: requirements.txt | $(BIN)/python
+	$(BIN)/pip install --quiet -r requirements.txt
+	touch $@
+
+$(VENV)/.installed-dev: requirements.txt requirements-dev.txt | $(BIN)/python
+	$(BIN)/pip install --quiet -r requirements-dev.txt
+	touch $@ $(VENV)/.installed
+
+install: $(VENV)/.installed
+install-dev: $(VENV)/.installed-dev
+
+# `make run` serves the development server; DEBUG is on unless you say otherwise.
+run migrate demo serve: export DEBUG ?= 1
+
+migrate: install
+	mkdir -p var
+	$(BIN)/python manage.py migrate --noinput
+
+demo: migrate
+	$(BIN)/python manage.py load_demo
+
+serve: install
+	@echo "Serving on http://127.0.0.1:$(PORT)/  (log in as rater1, rater2 or admin)"
+	$(BIN)/python manage.py runserver 127.0.0.1:$(PORT)
+
+run: demo serve
+
+# The browser tests drive Debian's Chromium; install it when missing (needs root).
+chromium:
+	@if ! command -v chromium >/dev/null 2>&1 && [ -z "$$CHROMIUM" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "Installing Debian's chromium for the browser tests..."; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else \
+	    echo "The browser tests need Chromium: run 'sudo apt-get install chromium' (or set CHROMIUM=/path)." >&2; \
+	    exit 1; \
+	  fi; \
+	fi
+
+test: install-dev chromium
+	$(BIN)/python -m pytest
+
+lint: install-dev
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+clean:
+	rm -rf $(VENV) var staticfiles

@@ -1,0 +1,223 @@
+"""REST API for raters: their assignments and the read/save/submit of their rating.
+
+Writes carry the version the client read, either as `"version"` in the body or as
+an `If-Match: "<version>"` header; responses carry the new version in both the body
+and the `ETag` header. A stale version is answered 409 and nothing is written.
+Raters only ever see their own assignments; the generator and pipeline metadata of a
+summary are never serialised here (blinding).
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import generics, serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotate import selectors, services
+from annotate.models import Assignment, SourceSentence
+
+
+class SentenceSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = SourceSentence
+        fields = ["index", "start", "end", "text", "ref"]
+
+
+class AssignmentListSerializer(serializers.ModelSerializer):
+    study = serializers.CharField(source="study.slug")
+    url = serializers.HyperlinkedIdentityField(
+        view_name="api:assignment-detail", lookup_field="uuid", lookup_url_kwarg="assignment_uuid"
+    )
+
+    class Meta:
+        model = Assignment
+        fields = ["uuid", "url", "study", "position", "state", "version", "first_opened_at", "submitted_at"]
+
+
+class AssignmentDetailSerializer(AssignmentListSerializer):
+    summary = serializers.SerializerMethodField()
+    source = serializers.SerializerMethodField()
+    rubric = serializers.SerializerMethodField()
+
+    class Meta(AssignmentListSerializer.Meta):
+        fields = AssignmentListSerializer.Meta.fields + ["skip_reason", "active_seconds", "summary", "source", "rubric"]
+
+    def get_summary(self, obj: Assignment) -> dict:
+        # Only the text: generator, metadata and flags stay on the server.
+        return {"uuid": str(obj.summary.uuid), "text": obj.summary.text}
+
+    def get_source(self, obj: Assignment) -> dict:
+        source = obj.summary.source
+        return {
+            "uuid": str(source.uuid),
+            "title": source.title,
+            "licence": source.licence,
+            "attribution": source.attribution,
+            "sentences": SentenceSerializer(source.sentences.all(), many=True).data,
+        }
+
+    def get_rubric(self, obj: Assignment) -> dict:
+        rubric = obj.study.rubric
+        return {"key": rubric.key, "version": rubric.version, "definition": rubric.definition}
+
+
+class RatingWriteSerializer(serializers.Serializer):
+    version = serializers.IntegerField(required=False, help_text="The version you read (or send If-Match).")
+    answers = serializers.DictField(child=serializers.JSONField(), required=False, default=dict)
+    rationales = serializers.DictField(child=serializers.CharField(allow_blank=True), required=False, default=dict)
+    active_seconds = serializers.IntegerField(required=False, default=0, min_value=0)
+
+
+class SkipSerializer(serializers.Serializer):
+    version = serializers.IntegerField(required=False)
+    reason = serializers.CharField()
+
+
+class VersionSerializer(serializers.Serializer):
+    version = serializers.IntegerField(required=False)
+
+
+class RatingStateSerializer(serializers.Serializer):
+    assignment = serializers.UUIDField()
+    state = serializers.CharField()
+    version = serializers.IntegerField()
+    revision = serializers.IntegerField(allow_null=True)
+    status = serializers.CharField(allow_null=True)
+    rubric_version = serializers.IntegerField(allow_null=True)
+    answers = serializers.DictField(child=serializers.JSONField())
+    rationales = serializers.DictField(child=serializers.CharField())
+
+
+def _version(request: Request, body: dict):
+    """The version the client read: body field first, then If-Match."""
+    if body.get("version") is not None:
+        return body["version"]
+    header = request.headers.get("If-Match", "").strip()
+    if header.startswith("W/"):
+        header = header[2:]
+    return header.strip('"') or None
+
+
+def _rating_state(assignment: Assignment) -> Response:
+    assignment.refresh_from_db()
+    revision = selectors.latest_revision(assignment)
+    answers, rationales = selectors.revision_answers(revision)
+    data = {
+        "assignment": assignment.uuid,
+        "state": assignment.state,
+        "version": assignment.version,
+        "revision": revision.number if revision else None,
+        "status": revision.status if revision else None,
+        "rubric_version": revision.rubric.version if revision else None,
+        "answers": answers,
+        "rationales": rationales,
+    }
+    return Response(RatingStateSerializer(data).data, headers={"ETag": f'"{assignment.version}"'})
+
+
+IF_MATCH = OpenApiParameter(
+    "If-Match",
+    str,
+    OpenApiParameter.HEADER,
+    required=False,
+    description='The version you read, as an ETag: "3". Alternative to "version".',
+)
+
+
+class AssignmentList(generics.ListAPIView):
+    serializer_class = AssignmentListSerializer
+
+    def get_queryset(self):
+        return selectors.assignments_for_rater(self.request.user)
+
+
+class AssignmentDetail(APIView):
+    @extend_schema(responses=AssignmentDetailSerializer)
+    def get(self, request, assignment_uuid):
+        assignment = selectors.get_assignment_for_rater(request.user, assignment_uuid)
+        data = AssignmentDetailSerializer(assignment, context={"request": request}).data
+        return Response(data, headers={"ETag": f'"{assignment.version}"'})
+
+
+class AssignmentRating(APIView):
+    @extend_schema(responses=RatingStateSerializer)
+    def get(self, request, assignment_uuid):
+        assignment = selectors.get_assignment_for_rater(request.user, assignment_uuid)
+        return _rating_state(assignment)
+
+    @extend_schema(
+        request=RatingWriteSerializer,
+        responses=RatingStateSerializer,
+        parameters=[IF_MATCH],
+        description="Save a draft. Values must be valid; completeness is not required.",
+    )
+    def put(self, request, assignment_uuid):
+        assignment = selectors.get_assignment_for_rater(request.user, assignment_uuid)
+        body = RatingWriteSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        services.save_draft(
+            assignment=assignment,
+            rater=request.user,
+            answers=body.validated_data["answers"],
+            rationales=body.validated_data["rationales"],
+            version=_version(request, body.validated_data),
+            active_seconds=body.validated_data["active_seconds"],
+        )
+        return _rating_state(assignment)
+
+
+class AssignmentSubmit(APIView):
+    @extend_schema(
+        request=RatingWriteSerializer,
+        responses=RatingStateSerializer,
+        parameters=[IF_MATCH],
+        description="Submit the rating; it must answer every required question.",
+    )
+    def post(self, request, assignment_uuid):
+        assignment = selectors.get_assignment_for_rater(request.user, assignment_uuid)
+        body = RatingWriteSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        services.submit_rating(
+            assignment=assignment,
+            rater=request.user,
+            answers=body.validated_data["answers"],
+            rationales=body.validated_data["rationales"],
+            version=_version(request, body.validated_data),
+            active_seconds=body.validated_data["active_seconds"],
+        )
+        return _rating_state(assignment)
+
+
+class AssignmentSkip(APIView):
+    @extend_schema(request=SkipSerializer, responses=RatingStateSerializer, parameters=[IF_MATCH])
+    def post(self, request, assignment_uuid):
+        assignment = selectors.get_assignment_for_rater(request.user, assignment_uuid)
+        body = SkipSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        services.skip_assignment(
+            assignment=assignment,
+            rater=request.user,
+            reason=body.validated_data["reason"],
+            version=_version(request, body.validated_data),
+        )
+        return _rating_state(assignment)
+
+
+class AssignmentReopen(APIView):
+    @extend_schema(
+        request=VersionSerializer,
+        responses=RatingStateSerializer,
+        parameters=[IF_MATCH],
+        description="Reopen a submitted or skipped item; a submitted rating becomes a new draft "
+        "revision and the submitted one stays in the history.",
+    )
+    def post(self, request, assignment_uuid):
+        assignment = selectors.get_assignment_for_rater(request.user, assignment_uuid)
+        body = VersionSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        services.reopen_rating(
+            assignment=assignment, rater=request.user, version=_version(request, body.validated_data)
+        )
+        return _rating_state(assignment)

@@ -1,0 +1,35 @@
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+
+from annotate.exceptions import ApplicationError
+from annotate.models import Study
+from annotate.services import assign_summaries
+
+
+class Command(BaseCommand):
+    help = (
+        "Give every summary of a study N raters from a list, counting existing assignments; "
+        "workloads are balanced and each rater's queue order is randomised with a stored seed."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--study", required=True, help="study slug")
+        parser.add_argument("--raters", required=True, help="comma-separated usernames")
+        parser.add_argument("--per-item", type=int, default=1, help="raters per summary (default 1)")
+        parser.add_argument("--seed", type=int, default=0, help="seed for tie-breaking (default 0)")
+
+    def handle(self, *args, study: str, raters: str, per_item: int, seed: int, **options):
+        try:
+            study_obj = Study.objects.get(slug=study)
+        except Study.DoesNotExist:
+            raise CommandError(f"no study {study!r}") from None
+        names = [n.strip() for n in raters.split(",") if n.strip()]
+        users = {u.username: u for u in get_user_model().objects.filter(username__in=names)}
+        missing = [n for n in names if n not in users]
+        if missing:
+            raise CommandError(f"no such user(s): {', '.join(missing)}")
+        try:
+            created = assign_summaries(study=study_obj, raters=[users[n] for n in names], per_item=per_item, seed=seed)
+        except ApplicationError as exc:
+            raise CommandError(exc.message) from None
+        self.stdout.write(f"Created {len(created)} assignments in {study_obj.slug} for {len(names)} raters.")

@@ -1,0 +1,24 @@
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from annotate.demo import DEFAULT_DEMO_PASSWORD, load_demo
+from annotate.exceptions import ApplicationError
+
+
+class Command(BaseCommand):
+    help = "Load the demo study and create the demo accounts admin, rater1, rater2 (idempotent)."
+
+    def handle(self, *args, **options):
+        password = settings.DEMO_PASSWORD or DEFAULT_DEMO_PASSWORD
+        try:
+            result = load_demo(password=password)
+        except ApplicationError as exc:
+            raise CommandError(exc.message) from None
+        self.stdout.write(
+            f"Demo loaded: {result.imported.summary_line()}; {result.assignments_created} new assignments."
+        )
+        if result.users_created:
+            shown = "from DEMO_PASSWORD" if settings.DEMO_PASSWORD else f"'{DEFAULT_DEMO_PASSWORD}'"
+            self.stdout.write(f"Demo accounts created: {', '.join(result.users_created)} (password {shown}).")
+        else:
+            self.stdout.write("Demo accounts admin, rater1, rater2 already exist (passwords unchanged).")

@@ -1,0 +1,320 @@
+"""The nouns of the platform: studies, sources, summaries, claims, rubrics,
+assignments and the human answers (revisions, ratings, rationales).
+
+Human work (revisions, ratings, rationales) is never deleted by a cascade: every
+foreign key that leads to it is PROTECT, and a changed answer is a new revision.
+"""
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+
+
+class TimeStamped(models.Model):
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        abstract = True
+
+
+class Rubric(TimeStamped):
+    """One immutable version of a rubric definition (see docs/rubric-format.md).
+
+    A changed definition is stored as a new version; answers keep pointing at the
+    version they answered.
+    """
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    key = models.SlugField(max_length=64)
+    version = models.PositiveIntegerField()
+    title = models.CharField(max_length=200)
+    definition = models.JSONField()
+    content_hash = models.CharField(max_length=64)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["key", "version"], name="rubric_unique_key_version"),
+            models.CheckConstraint(condition=Q(version__gte=1), name="rubric_version_positive"),
+        ]
+        ordering = ["key", "version"]
+
+    def __str__(self) -> str:
+        return f"{self.key} v{self.version}"
+
+
+class Study(TimeStamped):
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    slug = models.SlugField(max_length=100, unique=True)
+    title = models.CharField(max_length=300)
+    description = models.TextField(blank=True)
+    guidelines = models.TextField(blank=True, help_text="Shown to raters above the rubric.")
+    licence = models.CharField(max_length=100, blank=True, help_text="Licence of the ratings, e.g. CC-BY-4.0.")
+    rubric = models.ForeignKey(Rubric, on_delete=models.PROTECT, related_name="studies")
+
+    class Meta:
+        verbose_name_plural = "studies"
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class StudyMembership(TimeStamped):
+    """A person's role in one study; raters also get their own queue-order seed."""
+
+    class Role(models.TextChoices):
+        ADMIN = "admin", "Study admin"
+        RATER = "rater", "Rater"
+        VIEWER = "viewer", "Viewer"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="memberships")
+    role = models.CharField(max_length=16, choices=Role.choices)
+    order_seed = models.BigIntegerField(help_text="Seed of this person's randomised queue order.")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["study", "user", "role"], name="membership_unique_study_user_role"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} as {self.role} in {self.study}"
+
+
+class Source(TimeStamped):
+    """The context a summary was written from: ordered sentences with reference ids."""
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="sources")
+    key = models.CharField(max_length=200, help_text="Import key, unique within the study.")
+    title = models.CharField(max_length=1000, blank=True)
+    text = models.TextField(help_text="The whole context; sentences are character spans of it.")
+    external_ids = models.JSONField(default=dict, blank=True, help_text="e.g. pmcid, pmid, doi")
+    licence = models.CharField(max_length=200, blank=True)
+    licence_url = models.URLField(max_length=500, blank=True)
+    attribution = models.TextField(blank=True)
+    copyright = models.TextField(blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["study", "key"], name="source_unique_study_key"),
+        ]
+        ordering = ["study", "key"]
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class SourceSentence(models.Model):
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="sentences")
+    index = models.PositiveIntegerField()
+    start = models.PositiveIntegerField(help_text="Character offset into Source.text.")
+    end = models.PositiveIntegerField()
+    text = models.TextField()
+    ref = models.CharField(max_length=100, blank=True, help_text="Reference id, e.g. PMC546184.")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["source", "index"], name="sentence_unique_source_index"),
+            models.CheckConstraint(condition=Q(start__lt=F("end")), name="sentence_start_before_end"),
+        ]
+        ordering = ["source", "index"]
+
+    def __str__(self) -> str:
+        return f"{self.source.key}#{self.index}"
+
+
+class Summary(TimeStamped):
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="summaries")
+    source = models.ForeignKey(Source, on_delete=models.PROTECT, related_name="summaries")
+    key = models.CharField(max_length=200, help_text="Import key, unique within the study.")
+    text = models.TextField()
+    generator = models.CharField(max_length=200, help_text="Who or what wrote it. Never shown to raters.")
+    metadata = models.JSONField(default=dict, blank=True)
+    flags = models.JSONField(default=list, blank=True, help_text="Flags raised by the generation pipeline.")
+    parent = models.ForeignKey(
+        "self",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="revisions",
+        help_text="The summary this one revises.",
+    )
+
+    class Meta:
+        verbose_name_plural = "summaries"
+        constraints = [
+            models.UniqueConstraint(fields=["study", "key"], name="summary_unique_study_key"),
+        ]
+        ordering = ["study", "key"]
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class Claim(TimeStamped):
+    """A statement of a summary, its character span, the references it cites and a
+    verification verdict."""
+
+    class Verdict(models.TextChoices):
+        UNVERIFIED = "unverified", "Not verified"
+        SUPPORTED = "supported", "Supported"
+        NOT_SUPPORTED = "not_supported", "Not supported"
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    summary = models.ForeignKey(Summary, on_delete=models.PROTECT, related_name="claims")
+    index = models.PositiveIntegerField()
+    text = models.TextField()
+    start = models.PositiveIntegerField(null=True, blank=True)
+    end = models.PositiveIntegerField(null=True, blank=True)
+    refs = models.JSONField(default=list, blank=True)
+    verdict = models.CharField(max_length=16, choices=Verdict.choices, default=Verdict.UNVERIFIED)
+    explanation = models.TextField(blank=True)
+    probability = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["summary", "index"], name="claim_unique_summary_index"),
+            models.CheckConstraint(
+                condition=Q(start__isnull=True, end__isnull=True) | Q(start__lt=F("end")),
+                name="claim_span_start_before_end",
+            ),
+            models.CheckConstraint(
+                condition=Q(probability__isnull=True) | Q(probability__gte=0, probability__lte=1),
+                name="claim_probability_0_1",
+            ),
+        ]
+        ordering = ["summary", "index"]
+
+    def __str__(self) -> str:
+        return f"{self.summary.key} claim {self.index}"
+
+
+class Assignment(TimeStamped):
+    """One rater asked to rate one summary.
+
+    `version` increases on every write (draft, submit, skip, reopen); writers must
+    send the version they read, so a stale write is refused (409), never lost.
+    """
+
+    class State(models.TextChoices):
+        PENDING = "pending", "Not started"
+        IN_PROGRESS = "in_progress", "In progress"
+        SUBMITTED = "submitted", "Submitted"
+        SKIPPED = "skipped", "Skipped"
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="assignments")
+    summary = models.ForeignKey(Summary, on_delete=models.PROTECT, related_name="assignments")
+    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="assignments")
+    position = models.PositiveIntegerField(help_text="Place in the rater's randomised queue.")
+    state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING)
+    version = models.PositiveIntegerField(default=1)
+    skip_reason = models.TextField(blank=True)
+    first_opened_at = models.DateTimeField(null=True, blank=True)
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    active_seconds = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["summary", "rater"], name="assignment_unique_summary_rater"),
+            models.CheckConstraint(
+                condition=~Q(state="skipped") | ~Q(skip_reason=""), name="assignment_skip_needs_reason"
+            ),
+        ]
+        ordering = ["rater", "position"]
+
+    def __str__(self) -> str:
+        return f"{self.rater} → {self.summary.key}"
+
+
+class Revision(TimeStamped):
+    """One version of a rater's answers to an assignment.
+
+    A draft is edited in place until it is submitted; a submitted revision is never
+    changed again. Changing a submitted rating opens a new draft revision.
+    """
+
+    class Status(models.TextChoices):
+        DRAFT = "draft", "Draft"
+        SUBMITTED = "submitted", "Submitted"
+
+    class Phase(models.TextChoices):
+        INITIAL = "initial", "Initial"
+        POST_DISCUSSION = "post_discussion", "After discussion"
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    assignment = models.ForeignKey(Assignment, on_delete=models.PROTECT, related_name="revisions")
+    number = models.PositiveIntegerField()
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT)
+    phase = models.CharField(max_length=32, choices=Phase.choices, default=Phase.INITIAL)
+    rubric = models.ForeignKey(Rubric, on_delete=models.PROTECT, related_name="revisions")
+    submitted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["assignment", "number"], name="revision_unique_assignment_number"),
+            models.CheckConstraint(condition=Q(number__gte=1), name="revision_number_positive"),
+            models.CheckConstraint(
+                condition=Q(status="draft", submitted_at__isnull=True)
+                | Q(status="submitted", submitted_at__isnull=False),
+                name="revision_submitted_has_time",
+            ),
+        ]
+        ordering = ["assignment", "number"]
+
+    def __str__(self) -> str:
+        return f"{self.assignment} r{self.number} ({self.status})"
+
+
+class Rating(TimeStamped):
+    """The answer to one rubric question within one revision.
+
+    Scale answers are stored in `score` with the scale's bounds beside them, so the
+    database itself refuses a score outside its scale; other kinds use `value`.
+    """
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    revision = models.ForeignKey(Revision, on_delete=models.PROTECT, related_name="ratings")
+    question = models.CharField(max_length=100)
+    score = models.IntegerField(null=True, blank=True)
+    scale_min = models.IntegerField(null=True, blank=True)
+    scale_max = models.IntegerField(null=True, blank=True)
+    value = models.JSONField(null=True, blank=True, help_text="Non-scale answers (choices, text).")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["revision", "question"], name="rating_unique_revision_question"),
+            models.CheckConstraint(
+                condition=Q(score__isnull=True) | Q(score__gte=F("scale_min"), score__lte=F("scale_max")),
+                name="rating_score_within_scale",
+            ),
+        ]
+        ordering = ["revision", "question"]
+
+    def __str__(self) -> str:
+        return f"{self.revision}: {self.question}"
+
+    @property
+    def answer(self):
+        return self.score if self.score is not None else self.value
+
+
+class Rationale(TimeStamped):
+    """The rater's reason for one rating."""
+
+    rating = models.OneToOneField(Rating, on_delete=models.PROTECT, related_name="rationale")
+    text = models.TextField()
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=~Q(text=""), name="rationale_not_empty"),
+        ]
+
+    def __str__(self) -> str:
+        return f"Rationale for {self.rating}"

@@ -1,0 +1,107 @@
+"""Reads. Every access rule about who sees what is written here, once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Count, Prefetch, Q, QuerySet
+from django.http import Http404
+
+from annotate.models import Assignment, Rating, Revision, Rubric, SourceSentence, Study
+from annotate.rubrics import RubricDefinition
+
+
+def rubric_definition(rubric: Rubric) -> RubricDefinition:
+    return RubricDefinition.from_dict(rubric.definition)
+
+
+def assignments_for_rater(user) -> QuerySet[Assignment]:
+    """The rater's own assignments, in queue order. Never anyone else's."""
+    return Assignment.objects.filter(rater=user).select_related("study", "summary").order_by("study__title", "position")
+
+
+def get_assignment_for_rater(user, assignment_uuid) -> Assignment:
+    """The rater's own assignment with everything the rating page needs, else 404.
+
+    Another rater's assignment is a 404, not a 403, so its existence does not leak.
+    """
+    sentences = Prefetch("summary__source__sentences", queryset=SourceSentence.objects.order_by("index"))
+    try:
+        return (
+            Assignment.objects.select_related("study__rubric", "summary__source")
+            .prefetch_related(sentences)
+            .get(uuid=assignment_uuid, rater=user)
+        )
+    except (Assignment.DoesNotExist, ValueError, TypeError):
+        raise Http404("No such assignment.") from None
+
+
+@dataclass(frozen=True)
+class QueueProgress:
+    study: Study
+    total: int
+    submitted: int
+    skipped: int
+
+    @property
+    def done(self) -> int:
+        return self.submitted + self.skipped
+
+    @property
+    def percent(self) -> int:
+        return round(100 * self.done / self.total) if self.total else 0
+
+
+def queue_progress(user) -> list[QueueProgress]:
+    """Per study: how many of the rater's assignments are submitted or skipped."""
+    rows = (
+        Assignment.objects.filter(rater=user)
+        .values("study")
+        .annotate(
+            total=Count("id"),
+            submitted=Count("id", filter=Q(state=Assignment.State.SUBMITTED)),
+            skipped=Count("id", filter=Q(state=Assignment.State.SKIPPED)),
+        )
+    )
+    studies = Study.objects.in_bulk([row["study"] for row in rows])
+    return sorted(
+        (QueueProgress(studies[r["study"]], r["total"], r["submitted"], r["skipped"]) for r in rows),
+        key=lambda p: p.study.title,
+    )
+
+
+def next_assignment_for_rater(user, *, after: Assignment) -> Assignment | None:
+    """The next unfinished assignment in the same study's queue, wrapping around."""
+    open_states = [Assignment.State.PENDING, Assignment.State.IN_PROGRESS]
+    queue = Assignment.objects.filter(rater=user, study_id=after.study_id, state__in=open_states).exclude(pk=after.pk)
+    return queue.filter(position__gt=after.position).order_by("position").first() or queue.order_by("position").first()
+
+
+def _revisions_with_answers() -> QuerySet[Revision]:
+    return Revision.objects.prefetch_related(
+        Prefetch("ratings", queryset=Rating.objects.select_related("rationale").order_by("question"))
+    )
+
+
+def latest_revision(assignment: Assignment) -> Revision | None:
+    """The newest revision, draft or submitted, with its ratings and rationales."""
+    return _revisions_with_answers().filter(assignment=assignment).order_by("-number").first()
+
+
+def revision_history(assignment: Assignment) -> list[Revision]:
+    return list(_revisions_with_answers().filter(assignment=assignment).order_by("number"))
+
+
+def revision_answers(revision: Revision | None) -> tuple[dict[str, Any], dict[str, str]]:
+    """(answers, rationales) of a revision, as the rubric's validate() takes them."""
+    if revision is None:
+        return {}, {}
+    answers: dict[str, Any] = {}
+    rationales: dict[str, str] = {}
+    for rating in revision.ratings.all():
+        answers[rating.question] = rating.answer
+        rationale = getattr(rating, "rationale", None)
+        if rationale is not None:
+            rationales[rating.question] = rationale.text
+    return answers, rationales

@@ -1,0 +1,317 @@
+"""Writes: rubrics, memberships, assignments and the rater's answers.
+
+Every change to an assignment goes through `_claim_version`, a compare-and-set on
+`Assignment.version`: the writer says which version it read, and a write based on
+an older version is refused with StaleWriteError (HTTP 409) instead of overwriting.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.db.models import F, Max
+from django.utils import timezone
+
+from annotate.designs import shuffled_order, top_up_assignments
+from annotate.exceptions import ApplicationError, InvalidStateError, StaleWriteError
+from annotate.models import Assignment, Rating, Rationale, Revision, Rubric, Study, StudyMembership, Summary
+from annotate.rubrics import CleanAnswers, RubricDefinition, RubricDefinitionError
+from annotate.selectors import latest_revision, revision_answers, rubric_definition
+
+# One write may add at most this much active time; the browser reports increments.
+MAX_ACTIVE_SECONDS_PER_WRITE = 3600
+
+# --- rubrics -------------------------------------------------------------------
+
+
+def builtin_rubric_path(key: str) -> Path:
+    return Path(settings.BASE_DIR) / "fixtures" / "rubrics" / f"{key}.yaml"
+
+
+def read_rubric_file(path: Path) -> dict:
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RubricDefinitionError(f"{path}: no such rubric file") from None
+    except yaml.YAMLError as exc:
+        raise RubricDefinitionError(f"{path}: not valid YAML: {exc}") from None
+    RubricDefinition.from_dict(raw)
+    return raw
+
+
+@transaction.atomic
+def load_rubric(*, definition: dict) -> Rubric:
+    """Store a rubric definition; an unchanged one returns the stored version, a
+    changed one becomes a new version (old versions are never edited)."""
+    parsed = RubricDefinition.from_dict(definition)
+    latest = Rubric.objects.select_for_update().filter(key=parsed.key).order_by("-version").first()
+    if latest is not None and latest.content_hash == parsed.content_hash:
+        return latest
+    return Rubric.objects.create(
+        key=parsed.key,
+        version=(latest.version + 1) if latest else 1,
+        title=parsed.title,
+        definition=definition,
+        content_hash=parsed.content_hash,
+    )
+
+
+def load_builtin_rubric(*, key: str) -> Rubric:
+    """The newest stored version of a built-in rubric, loading the file if needed."""
+    return load_rubric(definition=read_rubric_file(builtin_rubric_path(key)))
+
+
+# --- memberships and assignments -------------------------------------------------
+
+
+@transaction.atomic
+def add_study_member(*, study: Study, user, role: str, seed: int | None = None) -> StudyMembership:
+    membership, _ = StudyMembership.objects.get_or_create(
+        study=study,
+        user=user,
+        role=role,
+        defaults={"order_seed": seed if seed is not None else secrets.randbelow(2**31)},
+    )
+    return membership
+
+
+@transaction.atomic
+def assign_summaries(
+    *,
+    study: Study,
+    raters: Sequence,
+    per_item: int,
+    seed: int,
+    summaries: Sequence[Summary] | None = None,
+) -> list[Assignment]:
+    """Give each summary `per_item` raters (counting existing assignments), with
+    balanced workloads, and append the new ones to each rater's queue in that rater's
+    own seeded random order. Running it again with the same inputs adds nothing."""
+    if summaries is None:
+        summaries = list(study.summaries.order_by("key"))
+    if any(s.study_id != study.pk for s in summaries):
+        raise ApplicationError("Every summary must belong to the study.")
+    rater_ids = [r.pk for r in raters]
+    existing: dict[int, set[int]] = {s.pk: set() for s in summaries}
+    for summary_id, rater_id in Assignment.objects.filter(summary__in=summaries).values_list("summary", "rater"):
+        existing[summary_id].add(rater_id)
+    try:
+        pairs = top_up_assignments(
+            items=[s.pk for s in summaries], raters=rater_ids, per_item=per_item, existing=existing, seed=seed
+        )
+    except ValueError as exc:
+        raise ApplicationError(str(exc)) from None
+
+    created: list[Assignment] = []
+    by_rater: dict[int, list[int]] = {}
+    for summary_id, rater_id in pairs:
+        by_rater.setdefault(rater_id, []).append(summary_id)
+    users = {u.pk: u for u in raters}
+    for rater_id, summary_ids in by_rater.items():
+        membership = add_study_member(study=study, user=users[rater_id], role=StudyMembership.Role.RATER)
+        last = Assignment.objects.filter(study=study, rater_id=rater_id).aggregate(m=Max("position"))["m"]
+        start = 0 if last is None else last + 1
+        order = shuffled_order(summary_ids, seed=f"{membership.order_seed}:{start}")
+        created += Assignment.objects.bulk_create(
+            Assignment(study=study, summary_id=sid, rater_id=rater_id, position=start + i)
+            for i, sid in enumerate(order)
+        )
+    return created
+
+
+# --- the rater's answers ----------------------------------------------------------
+
+
+def _check_rater(assignment: Assignment, rater) -> None:
+    if assignment.rater_id != rater.pk:
+        # Views look assignments up through the rater already; this guards services
+        # called from elsewhere.
+        raise ApplicationError("This assignment belongs to another rater.")
+
+
+def _clamp_active(seconds: Any) -> int:
+    try:
+        value = int(seconds or 0)
+    except (TypeError, ValueError):
+        raise ApplicationError("active_seconds must be a whole number of seconds.") from None
+    return max(0, min(value, MAX_ACTIVE_SECONDS_PER_WRITE))
+
+
+def _claim_version(assignment: Assignment, expected_version: Any, **changes: Any) -> None:
+    """Compare-and-set the assignment's version, applying `changes` in the same UPDATE."""
+    try:
+        expected = int(expected_version)
+    except (TypeError, ValueError):
+        raise ApplicationError("version is required: send the version you last read.") from None
+    updated = Assignment.objects.filter(pk=assignment.pk, version=expected).update(
+        version=F("version") + 1, updated_at=timezone.now(), **changes
+    )
+    if updated != 1:
+        current = Assignment.objects.values_list("version", flat=True).get(pk=assignment.pk)
+        raise StaleWriteError(
+            "This rating was changed elsewhere (another tab or device) since you opened it. "
+            "Reload the page to see the stored answers.",
+            extra={"current_version": current},
+        )
+    assignment.refresh_from_db()
+
+
+def _write_answers(revision: Revision, clean: CleanAnswers, definition: RubricDefinition) -> None:
+    """Make a draft revision's ratings equal `clean` (drafts only)."""
+    existing = {r.question: r for r in revision.ratings.select_related("rationale")}
+    for q in definition.questions:
+        rating = existing.get(q.key)
+        if q.key not in clean.values:
+            if rating is not None:
+                Rationale.objects.filter(rating=rating).delete()
+                rating.delete()
+            continue
+        value = clean.values[q.key]
+        fields: dict[str, Any] = {"score": None, "scale_min": None, "scale_max": None, "value": None}
+        if q.kind == "scale":
+            low, high = q.scale_bounds
+            fields.update(score=value, scale_min=low, scale_max=high)
+        else:
+            fields["value"] = value
+        if rating is None:
+            rating = Rating.objects.create(revision=revision, question=q.key, **fields)
+        else:
+            for name, field_value in fields.items():
+                setattr(rating, name, field_value)
+            rating.save()
+        text = clean.rationales.get(q.key)
+        if text:
+            Rationale.objects.update_or_create(rating=rating, defaults={"text": text})
+        else:
+            Rationale.objects.filter(rating=rating).delete()
+
+
+def _draft_revision(assignment: Assignment) -> Revision:
+    revision = latest_revision(assignment)
+    if revision is not None and revision.status == Revision.Status.DRAFT:
+        return revision
+    number = 1 if revision is None else revision.number + 1
+    return Revision.objects.create(assignment=assignment, number=number, rubric=assignment.study.rubric)
+
+
+def open_assignment(*, assignment: Assignment) -> Assignment:
+    """Record the first time the rater opened the item (not a change of answers, so
+    the version stays)."""
+    if assignment.first_opened_at is None:
+        now = timezone.now()
+        Assignment.objects.filter(pk=assignment.pk, first_opened_at__isnull=True).update(first_opened_at=now)
+        Assignment.objects.filter(pk=assignment.pk, state=Assignment.State.PENDING).update(
+            state=Assignment.State.IN_PROGRESS
+        )
+        assignment.refresh_from_db(fields=["first_opened_at", "state"])
+    return assignment
+
+
+@transaction.atomic
+def save_draft(
+    *, assignment: Assignment, rater, answers: Any, rationales: Any = None, version: Any, active_seconds: Any = 0
+) -> Revision:
+    """Store answers in progress. Values must be valid; completeness is not required."""
+    _check_rater(assignment, rater)
+    if assignment.state in (Assignment.State.SUBMITTED, Assignment.State.SKIPPED):
+        raise InvalidStateError("This item is finished; reopen it before changing your answers.")
+    definition = rubric_definition(assignment.study.rubric)
+    clean = definition.validate(answers, rationales, final=False)
+    _claim_version(
+        assignment,
+        version,
+        state=Assignment.State.IN_PROGRESS,
+        active_seconds=F("active_seconds") + _clamp_active(active_seconds),
+    )
+    revision = _draft_revision(assignment)
+    _write_answers(revision, clean, definition)
+    revision.save(update_fields=["updated_at"])
+    return revision
+
+
+@transaction.atomic
+def submit_rating(
+    *, assignment: Assignment, rater, answers: Any, rationales: Any = None, version: Any, active_seconds: Any = 0
+) -> Revision:
+    """Submit the answers: they must satisfy the rubric in full. The submitted
+    revision is never changed afterwards."""
+    _check_rater(assignment, rater)
+    if assignment.state in (Assignment.State.SUBMITTED, Assignment.State.SKIPPED):
+        raise InvalidStateError("This item is already finished; reopen it to change your answers.")
+    definition = rubric_definition(assignment.study.rubric)
+    clean = definition.validate(answers, rationales, final=True)
+    now = timezone.now()
+    _claim_version(
+        assignment,
+        version,
+        state=Assignment.State.SUBMITTED,
+        submitted_at=now,
+        active_seconds=F("active_seconds") + _clamp_active(active_seconds),
+    )
+    revision = _draft_revision(assignment)
+    _write_answers(revision, clean, definition)
+    revision.status = Revision.Status.SUBMITTED
+    revision.submitted_at = now
+    revision.save(update_fields=["status", "submitted_at", "updated_at"])
+    return revision
+
+
+@transaction.atomic
+def skip_assignment(*, assignment: Assignment, rater, reason: Any, version: Any) -> Assignment:
+    _check_rater(assignment, rater)
+    reason = reason.strip() if isinstance(reason, str) else ""
+    if not reason:
+        raise ApplicationError("Say why you are skipping this item.", extra={"fields": {"reason": "required"}})
+    if assignment.state in (Assignment.State.SUBMITTED, Assignment.State.SKIPPED):
+        raise InvalidStateError("This item is already finished.")
+    _claim_version(assignment, version, state=Assignment.State.SKIPPED, skip_reason=reason[:5000])
+    return assignment
+
+
+@transaction.atomic
+def reopen_rating(*, assignment: Assignment, rater, version: Any) -> Revision | None:
+    """Reopen a submitted or skipped item. A submitted rating is copied into a new
+    draft revision, so the submitted one stays in the history unchanged."""
+    _check_rater(assignment, rater)
+    if assignment.state not in (Assignment.State.SUBMITTED, Assignment.State.SKIPPED):
+        raise InvalidStateError("Only a submitted or skipped item can be reopened.")
+    was_submitted = assignment.state == Assignment.State.SUBMITTED
+    _claim_version(assignment, version, state=Assignment.State.IN_PROGRESS)
+    if not was_submitted:
+        return None
+    previous = latest_revision(assignment)
+    draft = Revision.objects.create(
+        assignment=assignment, number=previous.number + 1, rubric=assignment.study.rubric, phase=previous.phase
+    )
+    answers, rationales = revision_answers(previous)
+    definition = rubric_definition(assignment.study.rubric)
+    try:
+        clean = definition.validate(answers, rationales, final=False)
+    except ApplicationError:
+        # The study's rubric changed since the earlier answer; start the draft empty
+        # rather than carry over answers the new version would refuse.
+        clean = CleanAnswers()
+    _write_answers(draft, clean, definition)
+    return draft
+
+
+# --- accounts ------------------------------------------------------------------------
+
+
+def ensure_user(*, username: str, password: str, is_staff: bool = False, is_superuser: bool = False):
+    """Create the account if it does not exist; an existing account is left as it is."""
+    user_model = get_user_model()
+    user, created = user_model.objects.get_or_create(
+        username=username, defaults={"is_staff": is_staff, "is_superuser": is_superuser}
+    )
+    if created:
+        user.set_password(password)
+        user.save(update_fields=["password"])
+    return user, created

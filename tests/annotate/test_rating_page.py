@@ -1,0 +1,155 @@
+"""The rating page as HTML: form posts, escaping of hostile text, bounded queries."""
+
+import re
+
+import pytest
+
+from annotate.models import Assignment
+from annotate.selectors import revision_answers, revision_history
+from tests.factories import AssignmentFactory, SummaryFactory
+
+HOSTILE = 'Good summary <script>alert("x")</script> and <img src=x onerror="alert(1)"> end [PMC1].'
+
+
+@pytest.mark.django_db
+def test_hostile_summary_text_is_rendered_literally(client, rater_a, study):
+    summary = SummaryFactory(source__study=study, text=HOSTILE, source__title='<b onmouseover="alert(2)">Title</b>')
+    assignment = AssignmentFactory(summary=summary, rater=rater_a)
+    client.force_login(rater_a)
+    html = client.get(f"/rate/{assignment.uuid}/").content.decode()
+    assert "<script>alert" not in html
+    assert "<img src=x" not in html
+    assert "<b onmouseover" not in html
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in html
+    assert "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in html
+    # The only script on the page is our own static file.
+    assert re.findall(r"<script[^>]*>", html) == ['<script src="/static/js/rate.js" defer>']
+
+
+@pytest.mark.django_db
+def test_every_control_has_its_own_label(client, assignment_a, rater_a):
+    client.force_login(rater_a)
+    html = client.get(f"/rate/{assignment_a.uuid}/").content.decode()
+    for value in range(1, 6):
+        # The label points at its own radio, and its text starts with the number.
+        assert re.search(rf'<input type="radio"\s+id="q-overall-{value}" name="overall" value="{value}"', html)
+        assert re.search(rf'<label for="q-overall-{value}"><span class="num">{value}</span>', html)
+    assert '<label class="prompt" for="q-feedback">Feedback</label>' in html
+    assert '<label for="q-failure_modes-hallucination">Contains hallucinations</label>' in html
+    assert ">Save draft</button>" in html and ">Submit</button>" in html
+
+
+@pytest.mark.django_db
+def test_form_submit_stores_the_answers_and_moves_to_the_next_item(client, rater_a, study):
+    first = AssignmentFactory(summary=SummaryFactory(source__study=study), rater=rater_a, position=0)
+    second = AssignmentFactory(summary=SummaryFactory(source__study=study), rater=rater_a, position=1)
+    client.force_login(rater_a)
+    client.get(f"/rate/{first.uuid}/")
+    response = client.post(
+        f"/rate/{first.uuid}/",
+        {
+            "action": "submit",
+            "version": 1,
+            "overall": "4",
+            "failure_modes": ["overly_specific", "bad_length"],
+            "feedback": "Shorten it.",
+            "active_seconds": "40",
+        },
+    )
+    assert response.status_code == 302 and response["Location"] == f"/rate/{second.uuid}/"
+    first.refresh_from_db()
+    assert first.state == Assignment.State.SUBMITTED and first.active_seconds == 40
+    assert first.first_opened_at is not None
+    [revision] = revision_history(first)
+    assert revision_answers(revision)[0] == {
+        "overall": 4,
+        "failure_modes": ["overly_specific", "bad_length"],
+        "feedback": "Shorten it.",
+    }
+
+
+@pytest.mark.django_db
+def test_form_submit_without_score_shows_message_next_to_the_question(client, assignment_a, rater_a):
+    client.force_login(rater_a)
+    response = client.post(
+        f"/rate/{assignment_a.uuid}/",
+        {"action": "submit", "version": 1, "failure_modes": ["hallucination"], "feedback": "keep me"},
+    )
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert '<p class="error" id="q-overall-error">an answer is required</p>' in html
+    # What the rater typed is still there.
+    assert ">keep me</textarea>" in html
+    assert re.search(r'value="hallucination"\s+checked', html)
+    assert not revision_history(assignment_a)
+
+
+@pytest.mark.django_db
+def test_stale_form_post_gets_409_and_keeps_the_stored_answer(client, assignment_a, rater_a):
+    client.force_login(rater_a)
+    client.post(f"/rate/{assignment_a.uuid}/", {"action": "save", "version": 1, "overall": "2"})
+    response = client.post(f"/rate/{assignment_a.uuid}/", {"action": "submit", "version": 1, "overall": "5"})
+    assert response.status_code == 409
+    assert "changed elsewhere" in response.content.decode()
+    assert [revision_answers(r)[0] for r in revision_history(assignment_a)] == [{"overall": 2}]
+
+
+@pytest.mark.django_db
+def test_skip_and_reopen_from_the_page(client, assignment_a, rater_a):
+    client.force_login(rater_a)
+    client.post(f"/rate/{assignment_a.uuid}/", {"action": "skip", "version": 1, "skip_reason": "Not my field"})
+    assignment_a.refresh_from_db()
+    assert assignment_a.state == "skipped" and assignment_a.skip_reason == "Not my field"
+    client.post(f"/rate/{assignment_a.uuid}/", {"action": "reopen", "version": 2})
+    assignment_a.refresh_from_db()
+    assert assignment_a.state == "in_progress"
+
+
+@pytest.mark.django_db
+def test_queue_shows_progress(client, rater_a, study):
+    items = [
+        AssignmentFactory(summary=SummaryFactory(source__study=study), rater=rater_a, position=i) for i in range(3)
+    ]
+    client.force_login(rater_a)
+    client.post(f"/rate/{items[1].uuid}/", {"action": "submit", "version": 1, "overall": "3"})
+    html = client.get("/rate/").content.decode()
+    assert "1 of 3 submitted" in html
+    assert '<progress id="progress-' in html and 'max="3" value="1"' in html
+    assert html.index(str(items[0].uuid)) < html.index(str(items[1].uuid)) < html.index(str(items[2].uuid))
+
+
+def _make_queue(study, rater, n, offset=0):
+    return [
+        AssignmentFactory(summary=SummaryFactory(source__study=study), rater=rater, position=offset + i)
+        for i in range(n)
+    ]
+
+
+@pytest.mark.django_db
+def test_queue_page_runs_a_bounded_number_of_queries(client, rater_a, study, django_assert_max_num_queries):
+    _make_queue(study, rater_a, 3)
+    client.force_login(rater_a)
+    client.get("/rate/")
+    with django_assert_max_num_queries(6) as small:
+        client.get("/rate/")
+    _make_queue(study, rater_a, 30, offset=3)
+    with django_assert_max_num_queries(len(small.captured_queries)):
+        client.get("/rate/")
+
+
+@pytest.mark.django_db
+def test_rating_page_runs_a_bounded_number_of_queries(client, assignment_a, rater_a, django_assert_max_num_queries):
+    client.force_login(rater_a)
+    client.post(
+        f"/rate/{assignment_a.uuid}/",
+        {
+            "action": "save",
+            "version": 1,
+            "overall": "2",
+            "failure_modes": ["hallucination", "unsupported"],
+            "feedback": "x",
+        },
+    )
+    client.get(f"/rate/{assignment_a.uuid}/")
+    with django_assert_max_num_queries(10):
+        client.get(f"/rate/{assignment_a.uuid}/")

@@ -1,0 +1,56 @@
+import pytest
+from rest_framework.test import APIClient
+
+from tests.factories import AssignmentFactory, StudyFactory, SummaryFactory, UserFactory
+
+
+@pytest.fixture
+def admin_user(db):
+    return UserFactory(username="admin", is_staff=True, is_superuser=True)
+
+
+@pytest.fixture
+def rater_a(db):
+    return UserFactory(username="rater_a")
+
+
+@pytest.fixture
+def rater_b(db):
+    return UserFactory(username="rater_b")
+
+
+@pytest.fixture
+def outsider(db):
+    return UserFactory(username="outsider")
+
+
+@pytest.fixture
+def study(db):
+    return StudyFactory()
+
+
+@pytest.fixture
+def summary(study):
+    return SummaryFactory(source__study=study)
+
+
+@pytest.fixture
+def assignment_a(summary, rater_a):
+    """rater_a's assignment to the shared summary."""
+    return AssignmentFactory(summary=summary, rater=rater_a, position=0)
+
+
+@pytest.fixture
+def assignment_b(summary, rater_b):
+    """rater_b's assignment to the same summary."""
+    return AssignmentFactory(summary=summary, rater=rater_b, position=0)
+
+
+def api_client_for(user) -> APIClient:
+    client = APIClient()
+    if user is not None:
+        client.force_authenticate(user)
+    return client
+
+
+GOOD_ANSWERS = {"overall": 4, "failure_modes": ["misattribution"], "feedback": "Cite the second trial."}

@@ -1,0 +1,75 @@
+import factory
+from django.contrib.auth import get_user_model
+
+from annotate.models import Assignment, Source, SourceSentence, Study, Summary
+from annotate.services import load_builtin_rubric
+
+PASSWORD = "correct-horse-battery"
+
+
+class UserFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = get_user_model()
+        django_get_or_create = ("username",)
+
+    username = factory.Sequence(lambda n: f"user{n}")
+    password = factory.django.Password(PASSWORD)
+
+
+class StudyFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Study
+
+    slug = factory.Sequence(lambda n: f"study-{n}")
+    title = factory.Sequence(lambda n: f"Study {n}")
+    guidelines = "Judge only against the context."
+    licence = "CC-BY-4.0"
+    rubric = factory.LazyFunction(lambda: load_builtin_rubric(key="litsumm"))
+
+
+class SourceFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Source
+        skip_postgeneration_save = True
+
+    study = factory.SubFactory(StudyFactory)
+    key = factory.Sequence(lambda n: f"PMC{1000 + n}")
+    title = "A randomised trial"
+    text = "Drug A lowered blood pressure. It was well tolerated."
+    licence = "CC BY 4.0"
+
+    @factory.post_generation
+    def sentences(obj, create, extracted, **kwargs):
+        if not create:
+            return
+        start = 0
+        for index, sentence in enumerate(obj.text.split(". ")):
+            sentence = sentence if sentence.endswith(".") else sentence + "."
+            start = obj.text.index(sentence, start)
+            SourceSentence.objects.create(
+                source=obj, index=index, start=start, end=start + len(sentence), text=sentence, ref=obj.key
+            )
+            start += len(sentence)
+
+
+class SummaryFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Summary
+
+    source = factory.SubFactory(SourceFactory)
+    study = factory.SelfAttribute("source.study")
+    key = factory.Sequence(lambda n: f"summary-{n}")
+    text = factory.LazyAttribute(lambda o: f"Drug A lowered blood pressure [{o.source.key}].")
+    generator = "secret-model-x"
+    metadata = {"pipeline": "secret-pipeline"}
+    flags = ["secret-flag"]
+
+
+class AssignmentFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Assignment
+
+    summary = factory.SubFactory(SummaryFactory)
+    study = factory.SelfAttribute("summary.study")
+    rater = factory.SubFactory(UserFactory)
+    position = factory.Sequence(lambda n: n)

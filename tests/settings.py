@@ -1,0 +1,13 @@
+"""Test settings: the real settings, plus a throwaway secret and a fast hasher.
+
+DATABASE_URL still decides the database, so the same suite runs on SQLite (default)
+and PostgreSQL (.ci/run).
+"""
+
+import os
+
+os.environ.setdefault("SECRET_KEY", "tests-only-not-a-secret")
+
+from config.settings import *  # noqa: E402,F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
