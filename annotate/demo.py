@@ -52,6 +52,7 @@ def load_demo(*, password: str) -> DemoResult:
         add_study_member(study=study, user=rater, role=StudyMembership.Role.RATER, seed=DEMO_SEED + i)
     summaries = list(study.summaries.order_by("key"))
     overlap = sorted(random.Random(DEMO_SEED).sample(summaries, min(DEMO_OVERLAP, len(summaries))), key=lambda s: s.key)
-    created = assign_summaries(study=study, raters=raters, per_item=1, seed=DEMO_SEED, summaries=summaries)
-    created += assign_summaries(study=study, raters=raters, per_item=2, seed=DEMO_SEED, summaries=overlap)
+    # The shared items first, then the rest once each, so both queues end up equally long.
+    created = assign_summaries(study=study, raters=raters, per_item=2, seed=DEMO_SEED, summaries=overlap)
+    created += assign_summaries(study=study, raters=raters, per_item=1, seed=DEMO_SEED, summaries=summaries)
     return DemoResult(imported=imported, users_created=created_users, assignments_created=len(created))

@@ -15,64 +15,13 @@ from __future__ import annotations
 
 import re
 
+# Words whose full stop does not end a sentence. Units ("mg", "min") are left out on
+# purpose: in results sections they usually do end one ("... 40 mg.").
 ABBREVIATIONS = frozenset(
-    {
-        "al",
-        "e.g",
-        "eg",
-        "i.e",
-        "ie",
-        "vs",
-        "cf",
-        "approx",
-        "ca",
-        "fig",
-        "figs",
-        "eq",
-        "eqs",
-        "ref",
-        "refs",
-        "no",
-        "nos",
-        "vol",
-        "dr",
-        "mr",
-        "mrs",
-        "ms",
-        "prof",
-        "st",
-        "resp",
-        "incl",
-        "sp",
-        "spp",
-        "var",
-        "min",
-        "max",
-        "mg",
-        "mol",
-        "wt",
-        "inc",
-        "ltd",
-        "co",
-        "dept",
-        "univ",
-        "jan",
-        "feb",
-        "mar",
-        "apr",
-        "jun",
-        "jul",
-        "aug",
-        "sep",
-        "sept",
-        "oct",
-        "nov",
-        "dec",
-        "u.s",
-        "u.k",
-        "ph.d",
-        "n.b",
-    }
+    """
+    al e.g eg i.e ie vs cf approx ca fig figs eq eqs ref refs no nos vol dr mr mrs prof st resp incl
+    sp spp var inc ltd dept univ jan feb mar apr jun jul aug sep sept oct nov dec u.s u.k ph.d n.b
+    """.split()
 )
 
 # A candidate boundary: terminal punctuation, optional closing quotes/brackets, then

@@ -32,7 +32,7 @@ def queue():
 
 
 def first_item(page):
-    page.get_by_role("link", name="Item 1").click()
+    page.get_by_role("link", name="Item 1", exact=True).click()
     page.wait_for_url(re.compile(r".*/rate/[0-9a-f-]{36}/$"))
 
 
