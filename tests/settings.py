@@ -11,3 +11,8 @@ os.environ.setdefault("SECRET_KEY", "tests-only-not-a-secret")
 from config.settings import *  # noqa: E402,F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # A file, not the in-memory default: threads and the live server then use real,
+    # separate connections that wait for each other's locks as in production.
+    DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / "var" / "test.sqlite3")}
