@@ -8,7 +8,7 @@ from typing import Any
 from django.db.models import Count, Prefetch, Q, QuerySet
 from django.http import Http404
 
-from annotate.models import Assignment, Rating, Revision, Rubric, SourceSentence, Study
+from annotate.models import Assignment, Rating, Revision, Rubric, SourceSentence, Study, Summary
 from annotate.rubrics import RubricDefinition
 
 
@@ -105,3 +105,76 @@ def revision_answers(revision: Revision | None) -> tuple[dict[str, Any], dict[st
         if rationale is not None:
             rationales[rating.question] = rationale.text
     return answers, rationales
+
+
+def latest_submitted_revisions(*, study: Study, phase: str = "all") -> list[Revision]:
+    """Per assignment (and phase), the newest submitted revision: the answer that counts."""
+    revisions = Revision.objects.filter(assignment__study=study, status=Revision.Status.SUBMITTED)
+    if phase != "all":
+        revisions = revisions.filter(phase=phase)
+    chosen: dict[tuple[int, str], Revision] = {}
+    for revision in revisions.select_related("rubric").order_by("assignment_id", "phase", "-number"):
+        chosen.setdefault((revision.assignment_id, revision.phase), revision)
+    return list(chosen.values())
+
+
+def ratings_frame(*, study: Study, phase: str = "all"):
+    """A tidy pandas frame, one row per (item, rater, question, phase), of the answers
+    that count (each assignment's newest submitted revision).
+
+    Columns: item (summary uuid), rater (user id), question, score (float, NaN for
+    non-scale answers), answer (the stored answer: int, str, list or None), rationale,
+    phase, rubric_version, submitted_at. Analysis code imports no ORM; it gets this.
+    """
+    import pandas as pd
+
+    revisions = {r.pk: r for r in latest_submitted_revisions(study=study, phase=phase)}
+    rows = []
+    ratings = (
+        Rating.objects.filter(revision_id__in=list(revisions))
+        .select_related("revision__assignment__summary", "rationale")
+        .order_by("revision__assignment__summary__key", "revision__assignment__rater_id", "question")
+    )
+    for rating in ratings:
+        revision = revisions[rating.revision_id]
+        rationale = getattr(rating, "rationale", None)
+        rows.append(
+            {
+                "item": str(rating.revision.assignment.summary.uuid),
+                "rater": str(rating.revision.assignment.rater_id),
+                "question": rating.question,
+                "score": float(rating.score) if rating.score is not None else float("nan"),
+                "answer": rating.answer,
+                "rationale": rationale.text if rationale is not None else "",
+                "phase": revision.phase,
+                "rubric_version": revision.rubric.version,
+                "submitted_at": revision.submitted_at,
+            }
+        )
+    columns = ["item", "rater", "question", "score", "answer", "rationale", "phase", "rubric_version", "submitted_at"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def summaries_frame(*, study: Study):
+    """One row per summary: item (uuid), key, source key, generator, text length, and
+    the source's metadata as `source.<field>` columns. For admins and analysis only:
+    it names the generator, so it must never reach a rater."""
+    import pandas as pd
+
+    rows = []
+    for summary in Summary.objects.filter(study=study).select_related("source").order_by("key"):
+        row = {
+            "item": str(summary.uuid),
+            "key": summary.key,
+            "source": summary.source.key,
+            "generator": summary.generator,
+            "n_chars": len(summary.text),
+            "n_words": len(summary.text.split()),
+            "context_sentences": None,
+        }
+        row.update({f"source.{k}": v for k, v in sorted(summary.source.metadata.items())})
+        rows.append(row)
+    counts = dict(SourceSentence.objects.filter(source__study=study).values_list("source__key").annotate(n=Count("id")))
+    for row in rows:
+        row["context_sentences"] = counts.get(row["source"], 0)
+    return pd.DataFrame(rows)

@@ -315,3 +315,64 @@ def ensure_user(*, username: str, password: str, is_staff: bool = False, is_supe
         user.set_password(password)
         user.save(update_fields=["password"])
     return user, created
+
+
+# --- summaries and claims from pipelines ----------------------------------------------
+
+
+@transaction.atomic
+def create_summary(
+    *,
+    study: Study,
+    source,
+    key: str,
+    text: str,
+    generator: str,
+    metadata: dict | None = None,
+    flags: Sequence[str] | None = None,
+    parent: Summary | None = None,
+) -> Summary:
+    """Add a summary to a study, idempotent by key: the same key and text return the
+    stored summary; the same key with another text is refused (use a new key)."""
+    if source.study_id != study.pk or (parent is not None and parent.study_id != study.pk):
+        raise ApplicationError("The source and parent must belong to the study.")
+    existing = Summary.objects.filter(study=study, key=key).first()
+    if existing is not None:
+        if existing.text != text or existing.source_id != source.pk:
+            raise ApplicationError(f"Summary {key!r} already exists with another text or source.")
+        return existing
+    return Summary.objects.create(
+        study=study,
+        source=source,
+        key=key,
+        text=text,
+        generator=generator,
+        metadata=metadata or {},
+        flags=list(flags or []),
+        parent=parent,
+    )
+
+
+@transaction.atomic
+def record_claims(*, summary: Summary, claims: Sequence[dict]) -> list:
+    """Store a summary's claims (index, text, start, end, refs, verdict, explanation,
+    probability), updating any stored claim with the same index."""
+    from annotate.models import Claim
+
+    stored = []
+    for index, raw in enumerate(claims):
+        start, end = raw.get("start"), raw.get("end")
+        if (start is None) != (end is None) or (start is not None and not 0 <= start < end <= len(summary.text)):
+            raise ApplicationError(f"claim {index}: span {start}-{end} is not inside the summary text")
+        values = {
+            "text": raw["text"],
+            "start": start,
+            "end": end,
+            "refs": list(raw.get("refs", [])),
+            "verdict": raw.get("verdict", Claim.Verdict.UNVERIFIED),
+            "explanation": raw.get("explanation", ""),
+            "probability": raw.get("probability"),
+        }
+        claim, _ = Claim.objects.update_or_create(summary=summary, index=raw.get("index", index), defaults=values)
+        stored.append(claim)
+    return stored
