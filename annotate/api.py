@@ -65,8 +65,13 @@ class AssignmentDetailSerializer(AssignmentListSerializer):
 
 class RatingWriteSerializer(serializers.Serializer):
     version = serializers.IntegerField(required=False, help_text="The version you read (or send If-Match).")
-    answers = serializers.DictField(child=serializers.JSONField(), required=False, default=dict)
-    rationales = serializers.DictField(child=serializers.CharField(allow_blank=True), required=False, default=dict)
+    answers = serializers.DictField(child=serializers.JSONField(allow_null=True), required=False, default=dict)
+    rationales = serializers.DictField(
+        child=serializers.JSONField(allow_null=True),
+        required=False,
+        default=dict,
+        help_text="Question key -> text; for per-finding questions, finding id -> text.",
+    )
     active_seconds = serializers.IntegerField(required=False, default=0, min_value=0)
 
 
@@ -87,7 +92,7 @@ class RatingStateSerializer(serializers.Serializer):
     status = serializers.CharField(allow_null=True)
     rubric_version = serializers.IntegerField(allow_null=True)
     answers = serializers.DictField(child=serializers.JSONField())
-    rationales = serializers.DictField(child=serializers.CharField())
+    rationales = serializers.DictField(child=serializers.JSONField())
 
 
 def _version(request: Request, body: dict):

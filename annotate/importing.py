@@ -18,7 +18,7 @@ from typing import Any
 from django.db import transaction
 
 from annotate.exceptions import ApplicationError
-from annotate.models import Claim, Revision, Source, SourceSentence, Study, Summary
+from annotate.models import Claim, Finding, Revision, Source, SourceSentence, Study, Summary
 from annotate.rubrics import RubricDefinitionError
 from annotate.services import builtin_rubric_path, load_builtin_rubric
 from annotate.text import split_spans
@@ -431,4 +431,101 @@ def import_records(*, lines: Iterable[str]) -> ImportResult:
     with transaction.atomic():
         for record, d in cleaned:
             getattr(writer, f"write_{record.type}")(record.line, d)
+    return writer.result
+
+
+# --- Evidence Inference abstracts ------------------------------------------------------
+
+
+def _clean_findings(line: int, record: dict, text: str) -> list[dict]:
+    prompts = record.get("prompts")
+    if not isinstance(prompts, list):
+        raise ImportLineError(line, "prompts", "must be a list")
+    findings = []
+    for i, prompt in enumerate(prompts):
+        f = _Fields(line, prompt if isinstance(prompt, dict) else {})
+        where = f"prompts[{i}]"
+        try:
+            start, end = f.integer("evidence_start"), f.integer("evidence_end")
+            evidence = f.string("evidence")
+            values = {
+                "external_id": str(prompt.get("prompt_id", "")),
+                "intervention": f.string("intervention"),
+                "comparator": f.string("comparator", required=False),
+                "outcome": f.string("outcome"),
+                "label": f.string("label", required=False, max_length=100),
+            }
+        except ImportLineError as exc:
+            raise ImportLineError(line, f"{where}.{exc.field}", exc.message.split(": ", 2)[-1]) from None
+        if not start < end <= len(text) or text[start:end] != evidence:
+            raise ImportLineError(line, f"{where}.evidence_start", "evidence offsets do not match the abstract text")
+        findings.append({"start": start, "end": end, "evidence": evidence, **values})
+    return findings
+
+
+def import_evidence_inference(*, study: Study, lines: Iterable[str], only: set[str] | None = None) -> ImportResult:
+    """Import Evidence Inference 2.0 records (fixtures/evidence_inference/README.md):
+    each abstract becomes a Source of `study` (sentences split from the abstract, each
+    with the PMCID as reference) and each prompt a Finding with its evidence span.
+    All or nothing; idempotent by PMCID and prompt order."""
+    writer = _Writer()
+    writer.studies[study.slug] = study
+    cleaned = []
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise ImportLineError(number, None, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+        if not isinstance(record, dict):
+            raise ImportLineError(number, None, "each line must be a JSON object")
+        if only is not None and record.get("pmcid") not in only:
+            continue
+        citation = record.get("citation") if isinstance(record.get("citation"), dict) else {}
+        source = {
+            "study": study.slug,
+            "key": record.get("pmcid"),
+            "title": record.get("title"),
+            "licence": record.get("license"),
+            "licence_url": record.get("license_url"),
+            "attribution": record.get("attribution"),
+            "copyright": record.get("copyright_statement"),
+            "external_ids": {
+                k: v
+                for k, v in (
+                    ("pmcid", record.get("pmcid")),
+                    ("pmid", citation.get("pmid")),
+                    ("doi", citation.get("doi")),
+                )
+                if v
+            },
+            "metadata": {
+                "journal": citation.get("journal"),
+                "year": citation.get("year"),
+                "origin": record.get("source") or "Evidence Inference 2.0",
+            },
+            "text": record.get("abstract"),
+            "ref": record.get("pmcid"),
+        }
+        d = _clean_source(_Fields(number, source))
+        cleaned.append((number, d, _clean_findings(number, record, d["text"])))
+    if only is not None:
+        missing = sorted(only - {d["key"] for _, d, _ in cleaned})
+        if missing:
+            raise ApplicationError(f"not in the file: {', '.join(missing)}")
+    with transaction.atomic():
+        for number, d, findings in cleaned:
+            writer.write_source(number, d)
+            source = writer.sources[(study.slug, d["key"])]
+            for index, values in enumerate(findings):
+                finding = Finding.objects.filter(source=source, index=index).first()
+                if finding is None:
+                    Finding.objects.create(source=source, index=index, **values)
+                elif any(getattr(finding, k) != v for k, v in values.items()):
+                    if finding.ratings.exists():
+                        raise ImportLineError(number, f"prompts[{index}]", "this finding has ratings; it cannot change")
+                    for k, v in values.items():
+                        setattr(finding, k, v)
+                    finding.save()
     return writer.result

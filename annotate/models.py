@@ -128,6 +128,33 @@ class SourceSentence(models.Model):
         return f"{self.source.key}#{self.index}"
 
 
+class Finding(TimeStamped):
+    """A result reported by a source: an evidence span of its text with the
+    intervention, comparator and outcome it is about (Evidence Inference prompts)."""
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    source = models.ForeignKey(Source, on_delete=models.PROTECT, related_name="findings")
+    index = models.PositiveIntegerField()
+    external_id = models.CharField(max_length=100, blank=True)
+    intervention = models.TextField()
+    comparator = models.TextField(blank=True)
+    outcome = models.TextField()
+    label = models.CharField(max_length=100, blank=True, help_text="The reported result.")
+    start = models.PositiveIntegerField(help_text="Evidence span in Source.text.")
+    end = models.PositiveIntegerField()
+    evidence = models.TextField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["source", "index"], name="finding_unique_source_index"),
+            models.CheckConstraint(condition=Q(start__lt=F("end")), name="finding_start_before_end"),
+        ]
+        ordering = ["source", "index"]
+
+    def __str__(self) -> str:
+        return f"{self.source.key} finding {self.index}"
+
+
 class Summary(TimeStamped):
     uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="summaries")
@@ -282,6 +309,14 @@ class Rating(TimeStamped):
     uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     revision = models.ForeignKey(Revision, on_delete=models.PROTECT, related_name="ratings")
     question = models.CharField(max_length=100)
+    finding = models.ForeignKey(
+        Finding,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="ratings",
+        help_text="For per-finding questions: the finding this answer is about.",
+    )
     score = models.IntegerField(null=True, blank=True)
     scale_min = models.IntegerField(null=True, blank=True)
     scale_max = models.IntegerField(null=True, blank=True)
@@ -289,7 +324,16 @@ class Rating(TimeStamped):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["revision", "question"], name="rating_unique_revision_question"),
+            models.UniqueConstraint(
+                fields=["revision", "question"],
+                condition=Q(finding__isnull=True),
+                name="rating_unique_revision_question",
+            ),
+            models.UniqueConstraint(
+                fields=["revision", "question", "finding"],
+                condition=Q(finding__isnull=False),
+                name="rating_unique_revision_question_finding",
+            ),
             models.CheckConstraint(
                 condition=Q(score__isnull=True) | Q(score__gte=F("scale_min"), score__lte=F("scale_max")),
                 name="rating_score_within_scale",
@@ -318,3 +362,62 @@ class Rationale(TimeStamped):
 
     def __str__(self) -> str:
         return f"Rationale for {self.rating}"
+
+
+class Span(TimeStamped):
+    """A highlighted span answering a span question: character offsets (code points)
+    into the summary or source text, the quoted text, answers to the span's own
+    sub-questions and a rationale. A linked span (e.g. a contradiction) also points
+    at a span of the source."""
+
+    class Target(models.TextChoices):
+        SUMMARY = "summary", "Summary"
+        SOURCE = "source", "Source"
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    revision = models.ForeignKey(Revision, on_delete=models.PROTECT, related_name="spans")
+    question = models.CharField(max_length=100)
+    index = models.PositiveIntegerField()
+    target = models.CharField(max_length=16, choices=Target.choices)
+    start = models.PositiveIntegerField()
+    end = models.PositiveIntegerField()
+    text = models.TextField()
+    link_start = models.PositiveIntegerField(null=True, blank=True)
+    link_end = models.PositiveIntegerField(null=True, blank=True)
+    link_text = models.TextField(blank=True)
+    answers = models.JSONField(default=dict, blank=True)
+    rationale = models.TextField(blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["revision", "question", "index"], name="span_unique_revision_question_index"
+            ),
+            models.CheckConstraint(condition=Q(start__lt=F("end")), name="span_start_before_end"),
+            models.CheckConstraint(
+                condition=Q(link_start__isnull=True, link_end__isnull=True) | Q(link_start__lt=F("link_end")),
+                name="span_link_start_before_end",
+            ),
+        ]
+        ordering = ["revision", "question", "index"]
+
+    def __str__(self) -> str:
+        return f"{self.revision}: {self.question} span {self.index}"
+
+    def as_answer(self) -> dict:
+        answer = {
+            "target": self.target,
+            "start": self.start,
+            "end": self.end,
+            "text": self.text,
+            "answers": self.answers,
+            "rationale": self.rationale,
+        }
+        if self.link_start is not None:
+            answer["link"] = {
+                "target": "source",
+                "start": self.link_start,
+                "end": self.link_end,
+                "text": self.link_text,
+            }
+        return answer

@@ -14,9 +14,13 @@ from typing import Any
 
 from annotate.exceptions import ApplicationError
 
-QUESTION_KINDS = ("scale", "checkboxes", "choice", "text")
+QUESTION_KINDS = ("scale", "checkboxes", "choice", "text", "per_finding", "span")
 RATIONALE_MODES = ("none", "optional", "required")
+SPAN_TARGETS = ("summary", "source", "linked")
+NA_ANALYSIS = ("missing", "category")
+NA = "na"
 MAX_TEXT_LENGTH = 20_000
+MAX_SPANS = 200
 
 
 class RubricDefinitionError(ApplicationError):
@@ -40,6 +44,31 @@ class Option:
 
 
 @dataclass(frozen=True)
+class NotApplicable:
+    """An optional N/A answer of a scale: its label, whether it needs a rationale,
+    and how analysis treats it (as a missing rating or as a category of its own)."""
+
+    label: str = "N/A"
+    rationale_required: bool = True
+    analysis: str = "missing"
+
+
+@dataclass(frozen=True)
+class SubQuestion:
+    """A question asked about each highlighted span (choice or text)."""
+
+    key: str
+    kind: str
+    prompt: str
+    required: bool = False
+    options: tuple[Option, ...] = ()
+
+    @property
+    def values(self) -> tuple[Any, ...]:
+        return tuple(option.value for option in self.options)
+
+
+@dataclass(frozen=True)
 class Question:
     key: str
     kind: str
@@ -49,16 +78,29 @@ class Question:
     rationale: str = "none"
     options: tuple[Option, ...] = ()
     shortcut_digits: bool = False
+    na: NotApplicable | None = None
+    target: str = ""
+    span_questions: tuple[SubQuestion, ...] = ()
+    finding_label: str = ""
 
     @property
     def values(self) -> tuple[Any, ...]:
         return tuple(option.value for option in self.options)
 
     @property
+    def is_scale(self) -> bool:
+        """Scale-valued: a scale, or a scale asked once per finding."""
+        return self.kind in ("scale", "per_finding")
+
+    @property
     def scale_bounds(self) -> tuple[int, int] | None:
-        if self.kind != "scale":
+        if not self.is_scale:
             return None
         return min(self.values), max(self.values)
+
+    @property
+    def allowed_values(self) -> tuple[Any, ...]:
+        return self.values + ((NA,) if self.na else ())
 
 
 @dataclass(frozen=True)
@@ -102,16 +144,38 @@ def _parse_question(raw: Any, index: int) -> Question:
     required = raw.get("required", False)
     _require(isinstance(required, bool), where, "required must be true or false")
     options: tuple[Option, ...] = ()
-    if kind in ("scale", "checkboxes", "choice"):
-        raw_options = raw.get("options")
-        _require(isinstance(raw_options, list) and len(raw_options) >= 2, where, "needs at least two options")
-        options = tuple(_parse_option(o, where, kind) for o in raw_options)
-        values = [o.value for o in options]
-        _require(len(set(values)) == len(values), where, "option values must be unique")
-        if kind == "scale":
+    if kind in ("scale", "checkboxes", "choice", "per_finding"):
+        options = _parse_options(raw.get("options"), where, "scale" if kind == "per_finding" else kind)
+        if kind in ("scale", "per_finding"):
+            values = [o.value for o in options]
             _require(values == sorted(values), where, "scale options must be in increasing order")
     else:
-        _require("options" not in raw, where, "text questions take no options")
+        _require("options" not in raw, where, f"{kind} questions take no options")
+    na = None
+    if "na" in raw and raw["na"] not in (None, False):
+        _require(kind in ("scale", "per_finding"), where, "only scale questions can offer N/A")
+        raw_na = raw["na"] if isinstance(raw["na"], dict) else {}
+        analysis = raw_na.get("analysis", "missing")
+        _require(analysis in NA_ANALYSIS, where, f"na.analysis must be one of {', '.join(NA_ANALYSIS)}")
+        na = NotApplicable(
+            label=str(raw_na.get("label", "N/A")),
+            rationale_required=bool(raw_na.get("rationale_required", True)),
+            analysis=analysis,
+        )
+        _require(
+            rationale != "none" or not na.rationale_required,
+            where,
+            "an N/A that requires a rationale needs rationale: optional or required",
+        )
+    target, span_questions = "", ()
+    if kind == "span":
+        target = raw.get("target", "summary")
+        _require(target in SPAN_TARGETS, where, f"target must be one of {', '.join(SPAN_TARGETS)}")
+        span_questions = tuple(_parse_sub_question(q, where, i) for i, q in enumerate(raw.get("span_questions", [])))
+        keys = [q.key for q in span_questions]
+        _require(len(set(keys)) == len(keys), where, "span question keys must be unique")
+    else:
+        _require("span_questions" not in raw, where, "only span questions take span_questions")
     shortcut_digits = bool(raw.get("shortcut_digits", False))
     if shortcut_digits:
         _require(
@@ -128,7 +192,33 @@ def _parse_question(raw: Any, index: int) -> Question:
         rationale=rationale,
         options=options,
         shortcut_digits=shortcut_digits,
+        na=na,
+        target=target,
+        span_questions=span_questions,
+        finding_label=str(raw.get("finding_label", "")),
     )
+
+
+def _parse_options(raw_options: Any, where: str, kind: str) -> tuple[Option, ...]:
+    _require(isinstance(raw_options, list) and len(raw_options) >= 2, where, "needs at least two options")
+    options = tuple(_parse_option(o, where, kind) for o in raw_options)
+    values = [o.value for o in options]
+    _require(len(set(values)) == len(values), where, "option values must be unique")
+    _require(NA not in values, where, f"{NA!r} is reserved for N/A: declare it with na:")
+    return options
+
+
+def _parse_sub_question(raw: Any, where: str, index: int) -> SubQuestion:
+    here = f"{where}, span question {index + 1}"
+    _require(isinstance(raw, dict), here, "must be a mapping")
+    key = raw.get("key")
+    _require(isinstance(key, str) and key.isidentifier(), here, "key must be an identifier")
+    kind = raw.get("kind")
+    _require(kind in ("choice", "text"), here, "kind must be choice or text")
+    prompt = raw.get("prompt")
+    _require(isinstance(prompt, str) and prompt.strip() != "", here, "prompt is required")
+    options = _parse_options(raw.get("options"), here, "choice") if kind == "choice" else ()
+    return SubQuestion(key=key, kind=kind, prompt=prompt, required=bool(raw.get("required", False)), options=options)
 
 
 @dataclass(frozen=True)
@@ -137,6 +227,7 @@ class RubricDefinition:
     title: str
     questions: tuple[Question, ...]
     raw: dict
+    rules: tuple = ()
 
     @classmethod
     def from_dict(cls, raw: Any) -> RubricDefinition:
@@ -152,7 +243,8 @@ class RubricDefinition:
         duplicates = sorted({k for k in keys if keys.count(k) > 1})
         _require(not duplicates, "rubric", f"duplicate question keys: {', '.join(duplicates)}")
         _require(sum(q.shortcut_digits for q in questions) <= 1, "rubric", "only one question may take digit shortcuts")
-        return cls(key=key, title=title, questions=questions, raw=raw)
+        rules = _parse_rules(raw.get("rules"), questions)
+        return cls(key=key, title=title, questions=questions, raw=raw, rules=rules)
 
     @property
     def content_hash(self) -> str:
@@ -165,13 +257,18 @@ class RubricDefinition:
                 return q
         raise KeyError(key)
 
-    def validate(self, answers: Any, rationales: Any = None, *, final: bool) -> CleanAnswers:
+    def validate(
+        self, answers: Any, rationales: Any = None, *, final: bool, context: AnswerContext | None = None
+    ) -> CleanAnswers:
         """Check answers against the rubric.
 
         Drafts (`final=False`) may be incomplete but every given value must be
-        allowed; a final submission must also answer every required question and give
-        every required rationale. Unknown keys are errors, never silently dropped.
+        allowed; a final submission must also answer every required question, give
+        every required rationale and satisfy the rubric's consistency rules. Unknown
+        keys are errors, never silently dropped. Span offsets are checked against the
+        texts in `context` (character offsets, counted in code points).
         """
+        context = context or AnswerContext()
         if not isinstance(answers, dict):
             raise AnswerValidationError({"answers": "must be an object mapping question keys to answers"})
         rationales = {} if rationales is None else rationales
@@ -185,39 +282,32 @@ class RubricDefinition:
             errors[str(key)] = "is not a question of this rubric"
 
         values: dict[str, Any] = {}
-        clean_rationales: dict[str, str] = {}
+        clean_rationales: dict[str, Any] = {}
         for q in self.questions:
-            raw = answers.get(q.key)
             try:
-                value = self._clean_value(q, raw)
+                if q.kind == "per_finding":
+                    value, rationale = _clean_per_finding(q, answers.get(q.key), rationales.get(q.key), final, context)
+                elif q.kind == "span":
+                    if rationales.get(q.key):
+                        raise ValueError("give each span's rationale inside the span")
+                    value, rationale = _clean_spans(q, answers.get(q.key), final, context), None
+                else:
+                    value = self._clean_value(q, answers.get(q.key))
+                    rationale = _clean_rationale(q, value, rationales.get(q.key), final)
             except ValueError as exc:
                 errors[q.key] = str(exc)
                 continue
-            if value is not None:
-                values[q.key] = value
-            elif final and q.required:
+            if value is None and final and q.required:
                 errors[q.key] = "an answer is required"
                 continue
-
-            text = rationales.get(q.key)
-            if text is not None and not isinstance(text, str):
-                errors[q.key] = "the rationale must be text"
-                continue
-            text = (text or "").strip()
-            if text and q.rationale == "none":
-                errors[q.key] = "this question takes no rationale"
-                continue
-            if len(text) > MAX_TEXT_LENGTH:
-                errors[q.key] = f"the rationale is longer than {MAX_TEXT_LENGTH} characters"
-                continue
-            if text and value is None:
-                errors[q.key] = "a rationale needs an answer to go with it"
-                continue
-            if final and q.rationale == "required" and value is not None and not text:
-                errors[q.key] = "a rationale is required"
-                continue
-            if text:
-                clean_rationales[q.key] = text
+            if value is not None:
+                values[q.key] = value
+            if rationale:
+                clean_rationales[q.key] = rationale
+        if not errors and final:
+            for rule in self.rules:
+                if rule.applies(values) and not rule.satisfied(values):
+                    errors[rule.then_question] = rule.message
         if errors:
             raise AnswerValidationError(errors)
         return CleanAnswers(values=values, rationales=clean_rationales)
@@ -228,12 +318,7 @@ class RubricDefinition:
         if raw is None or raw == "" or (q.kind == "checkboxes" and raw == []):
             return None
         if q.kind == "scale":
-            if isinstance(raw, str) and raw.strip().lstrip("-").isdigit():
-                raw = int(raw)
-            if not isinstance(raw, int) or isinstance(raw, bool) or raw not in q.values:
-                allowed = ", ".join(str(v) for v in q.values)
-                raise ValueError(f"must be one of {allowed}")
-            return raw
+            return _clean_scale_value(q, raw)
         if q.kind == "choice":
             if raw not in q.values:
                 raise ValueError(f"must be one of {', '.join(q.values)}")
@@ -254,3 +339,222 @@ class RubricDefinition:
                 raise ValueError(f"is longer than {MAX_TEXT_LENGTH} characters")
             return text or None
         raise ValueError(f"unsupported question kind {q.kind}")
+
+
+@dataclass(frozen=True)
+class AnswerContext:
+    """What answers are checked against: the texts spans point into, and the ids of
+    the source's findings (for per-finding questions)."""
+
+    summary_text: str = ""
+    source_text: str = ""
+    finding_ids: tuple[str, ...] = ()
+
+
+def _clean_scale_value(q: Question, raw: Any) -> Any:
+    if q.na and raw == NA:
+        return NA
+    if isinstance(raw, str) and raw.strip().lstrip("-").isdigit():
+        raw = int(raw)
+    if not isinstance(raw, int) or isinstance(raw, bool) or raw not in q.values:
+        allowed = ", ".join(str(v) for v in q.allowed_values)
+        raise ValueError(f"must be one of {allowed}")
+    return raw
+
+
+def _clean_text(raw: Any, what: str) -> str:
+    if raw is None:
+        return ""
+    if not isinstance(raw, str):
+        raise ValueError(f"{what} must be text")
+    text = raw.strip()
+    if len(text) > MAX_TEXT_LENGTH:
+        raise ValueError(f"{what} is longer than {MAX_TEXT_LENGTH} characters")
+    return text
+
+
+def _rationale_needed(q: Question, value: Any) -> bool:
+    return q.rationale == "required" or (value == NA and q.na is not None and q.na.rationale_required)
+
+
+def _clean_rationale(q: Question, value: Any, raw: Any, final: bool, prefix: str = "") -> str:
+    text = _clean_text(raw, f"{prefix}the rationale")
+    if text and q.rationale == "none" and value != NA:
+        raise ValueError(f"{prefix}this question takes no rationale")
+    if text and value is None:
+        raise ValueError(f"{prefix}a rationale needs an answer to go with it")
+    if final and value is not None and not text and _rationale_needed(q, value):
+        raise ValueError(f"{prefix}a rationale is required" + (" for N/A" if value == NA else ""))
+    return text
+
+
+def _clean_per_finding(q: Question, raw: Any, raw_rationales: Any, final: bool, context: AnswerContext):
+    raw = raw or {}
+    raw_rationales = raw_rationales or {}
+    if not isinstance(raw, dict) or not isinstance(raw_rationales, dict):
+        raise ValueError("must be an object mapping finding ids to answers")
+    unknown = sorted(str(k) for k in set(raw) | set(raw_rationales) if k not in context.finding_ids)
+    if unknown:
+        raise ValueError(f"unknown finding(s): {', '.join(unknown)}")
+    values: dict[str, Any] = {}
+    rationales: dict[str, str] = {}
+    for number, finding in enumerate(context.finding_ids, start=1):
+        prefix = f"finding {number}: "
+        answer = raw.get(finding)
+        value = None if answer in (None, "") else _clean_scale_value(q, answer)
+        if value is None and final and q.required:
+            raise ValueError(f"{prefix}an answer is required")
+        text = _clean_rationale(q, value, raw_rationales.get(finding), final, prefix)
+        if value is not None:
+            values[finding] = value
+        if text:
+            rationales[finding] = text
+    return (values or None), (rationales or None)
+
+
+def _clean_offsets(raw: Any, text: str, where: str) -> tuple[int, int, str]:
+    if not isinstance(raw, dict):
+        raise ValueError(f"{where} must be an object with start, end and text")
+    start, end, quoted = raw.get("start"), raw.get("end"), raw.get("text")
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end)):
+        raise ValueError(f"{where}: start and end must be whole numbers")
+    if not 0 <= start < end <= len(text):
+        raise ValueError(f"{where}: offsets {start}-{end} are outside the text (0-{len(text)})")
+    if text[start:end] != quoted:
+        raise ValueError(f"{where}: the quoted text does not match the text at {start}-{end}")
+    return start, end, quoted
+
+
+def _clean_spans(q: Question, raw: Any, final: bool, context: AnswerContext) -> list[dict] | None:
+    if raw is None or raw == []:
+        return None
+    if not isinstance(raw, list):
+        raise ValueError("must be a list of spans")
+    if len(raw) > MAX_SPANS:
+        raise ValueError(f"at most {MAX_SPANS} spans")
+    texts = {"summary": context.summary_text, "source": context.source_text}
+    clean = []
+    for number, item in enumerate(raw, start=1):
+        where = f"span {number}"
+        if not isinstance(item, dict):
+            raise ValueError(f"{where} must be an object")
+        extra = sorted(set(item) - {"target", "start", "end", "text", "answers", "rationale", "link"})
+        if extra:
+            raise ValueError(f"{where}: unknown field {extra[0]}")
+        target = "summary" if q.target == "linked" else q.target
+        if item.get("target", target) != target:
+            raise ValueError(f"{where}: target must be {target}")
+        start, end, quoted = _clean_offsets(item, texts[target], where)
+        span = {"target": target, "start": start, "end": end, "text": quoted}
+        if q.target == "linked":
+            if final and "link" not in item:
+                raise ValueError(f"{where}: a linked span needs its source part")
+            if "link" in item:
+                ls, le, lt = _clean_offsets(item["link"], texts["source"], f"{where} (source part)")
+                span["link"] = {"target": "source", "start": ls, "end": le, "text": lt}
+        elif "link" in item:
+            raise ValueError(f"{where}: only linked spans take a link")
+        sub_raw = item.get("answers") or {}
+        if not isinstance(sub_raw, dict):
+            raise ValueError(f"{where}: answers must be an object")
+        known = {sq.key for sq in q.span_questions}
+        unknown = sorted(set(sub_raw) - known)
+        if unknown:
+            raise ValueError(f"{where}: unknown span question {unknown[0]}")
+        answers = {}
+        for sq in q.span_questions:
+            value = sub_raw.get(sq.key)
+            if value in (None, ""):
+                if final and sq.required:
+                    raise ValueError(f"{where}: {sq.prompt} needs an answer")
+                continue
+            if sq.kind == "choice" and value not in sq.values:
+                raise ValueError(f"{where}: {sq.key} must be one of {', '.join(sq.values)}")
+            answers[sq.key] = value if sq.kind == "choice" else _clean_text(value, f"{where}: {sq.key}")
+        span["answers"] = answers
+        rationale = _clean_text(item.get("rationale"), f"{where}: the rationale")
+        if rationale and q.rationale == "none":
+            raise ValueError(f"{where}: this question takes no rationale")
+        if final and q.rationale == "required" and not rationale:
+            raise ValueError(f"{where}: a rationale is required")
+        span["rationale"] = rationale
+        clean.append(span)
+    return clean
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A consistency rule across questions: when `when` holds, `then` must hold.
+
+    Conditions: `includes: V` (a checkbox ticked), `in: [..]` (a scale/choice value),
+    `span_answer: {sub: value}` (some span has that sub-answer). Requirements:
+    `includes: V`, `in: [..]`, `not_in: [..]`.
+    """
+
+    when_question: str
+    when: dict
+    then_question: str
+    then: dict
+    message: str
+
+    @staticmethod
+    def _holds(value: Any, condition: dict) -> bool:
+        if "includes" in condition:
+            return isinstance(value, list) and condition["includes"] in value
+        if "in" in condition:
+            return value in condition["in"]
+        if "not_in" in condition:
+            return value not in condition["not_in"]
+        if "span_answer" in condition:
+            wanted = condition["span_answer"]
+            return any(all(s["answers"].get(k) == v for k, v in wanted.items()) for s in value or [])
+        raise ValueError(condition)
+
+    def applies(self, values: dict) -> bool:
+        return self._holds(values.get(self.when_question), self.when)
+
+    def satisfied(self, values: dict) -> bool:
+        return self._holds(values.get(self.then_question), self.then)
+
+
+def _parse_rules(raw_rules: Any, questions: tuple[Question, ...]) -> tuple[Rule, ...]:
+    if raw_rules is None:
+        return ()
+    _require(isinstance(raw_rules, list), "rubric", "rules must be a list")
+    by_key = {q.key: q for q in questions}
+    rules = []
+    for i, raw in enumerate(raw_rules, start=1):
+        where = f"rule {i}"
+        _require(isinstance(raw, dict), where, "must be a mapping with when, then and message")
+        message = raw.get("message")
+        _require(isinstance(message, str) and message.strip(), where, "message is required")
+        parts = {}
+        for part, allowed in (("when", ("includes", "in", "span_answer")), ("then", ("includes", "in", "not_in"))):
+            cond = raw.get(part)
+            _require(isinstance(cond, dict) and "question" in cond, where, f"{part} must name a question")
+            question = by_key.get(cond["question"])
+            _require(question is not None, where, f"{part} names unknown question {cond['question']!r}")
+            tests = [k for k in cond if k != "question"]
+            _require(len(tests) == 1 and tests[0] in allowed, where, f"{part} takes one of {', '.join(allowed)}")
+            test = tests[0]
+            if test == "includes":
+                _require(
+                    question.kind == "checkboxes" and cond[test] in question.values,
+                    where,
+                    f"{part}: includes needs a checkbox option of {question.key!r}",
+                )
+            elif test in ("in", "not_in"):
+                _require(
+                    isinstance(cond[test], list) and all(v in question.allowed_values for v in cond[test]),
+                    where,
+                    f"{part}: {test} needs a list of values of {question.key!r}",
+                )
+            else:
+                _require(
+                    question.kind == "span" and isinstance(cond[test], dict),
+                    where,
+                    f"{part}: span_answer needs a span question",
+                )
+            parts[part] = (question.key, {test: cond[test]})
+        rules.append(Rule(parts["when"][0], parts["when"][1], parts["then"][0], parts["then"][1], message))
+    return tuple(rules)

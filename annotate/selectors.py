@@ -8,7 +8,7 @@ from typing import Any
 from django.db.models import Count, Prefetch, Q, QuerySet
 from django.http import Http404
 
-from annotate.models import Assignment, Rating, Revision, Rubric, SourceSentence, Study, Summary
+from annotate.models import Assignment, Finding, Rating, Revision, Rubric, SourceSentence, Span, Study, Summary
 from annotate.rubrics import RubricDefinition
 
 
@@ -27,10 +27,11 @@ def get_assignment_for_rater(user, assignment_uuid) -> Assignment:
     Another rater's assignment is a 404, not a 403, so its existence does not leak.
     """
     sentences = Prefetch("summary__source__sentences", queryset=SourceSentence.objects.order_by("index"))
+    findings = Prefetch("summary__source__findings", queryset=Finding.objects.order_by("index"))
     try:
         return (
             Assignment.objects.select_related("study__rubric", "summary__source")
-            .prefetch_related(sentences)
+            .prefetch_related(sentences, findings)
             .get(uuid=assignment_uuid, rater=user)
         )
     except (Assignment.DoesNotExist, ValueError, TypeError):
@@ -79,8 +80,9 @@ def next_assignment_for_rater(user, *, after: Assignment) -> Assignment | None:
 
 
 def _revisions_with_answers() -> QuerySet[Revision]:
-    return Revision.objects.prefetch_related(
-        Prefetch("ratings", queryset=Rating.objects.select_related("rationale").order_by("question"))
+    return Revision.objects.select_related("rubric").prefetch_related(
+        Prefetch("ratings", queryset=Rating.objects.select_related("rationale", "finding").order_by("question")),
+        Prefetch("spans", queryset=Span.objects.order_by("question", "index")),
     )
 
 
@@ -98,12 +100,20 @@ def revision_answers(revision: Revision | None) -> tuple[dict[str, Any], dict[st
     if revision is None:
         return {}, {}
     answers: dict[str, Any] = {}
-    rationales: dict[str, str] = {}
+    rationales: dict[str, Any] = {}
     for rating in revision.ratings.all():
-        answers[rating.question] = rating.answer
         rationale = getattr(rating, "rationale", None)
+        if rating.finding_id is not None:
+            finding = str(rating.finding.uuid)
+            answers.setdefault(rating.question, {})[finding] = rating.answer
+            if rationale is not None:
+                rationales.setdefault(rating.question, {})[finding] = rationale.text
+            continue
+        answers[rating.question] = rating.answer
         if rationale is not None:
             rationales[rating.question] = rationale.text
+    for span in revision.spans.all():
+        answers.setdefault(span.question, []).append(span.as_answer())
     return answers, rationales
 
 
@@ -132,7 +142,7 @@ def ratings_frame(*, study: Study, phase: str = "all"):
     rows = []
     ratings = (
         Rating.objects.filter(revision_id__in=list(revisions))
-        .select_related("revision__assignment__summary", "rationale")
+        .select_related("revision__assignment__summary", "rationale", "finding")
         .order_by("revision__assignment__summary__key", "revision__assignment__rater_id", "question")
     )
     for rating in ratings:
@@ -151,7 +161,18 @@ def ratings_frame(*, study: Study, phase: str = "all"):
                 "submitted_at": revision.submitted_at,
             }
         )
-    columns = ["item", "rater", "question", "score", "answer", "rationale", "phase", "rubric_version", "submitted_at"]
+    columns = [
+        "item",
+        "rater",
+        "question",
+        "finding",
+        "score",
+        "answer",
+        "rationale",
+        "phase",
+        "rubric_version",
+        "submitted_at",
+    ]
     return pd.DataFrame(rows, columns=columns)
 
 

@@ -21,8 +21,19 @@ from django.utils import timezone
 
 from annotate.designs import shuffled_order, top_up_assignments
 from annotate.exceptions import ApplicationError, InvalidStateError, StaleWriteError
-from annotate.models import Assignment, Rating, Rationale, Revision, Rubric, Study, StudyMembership, Summary
-from annotate.rubrics import CleanAnswers, RubricDefinition, RubricDefinitionError
+from annotate.models import (
+    Assignment,
+    Finding,
+    Rating,
+    Rationale,
+    Revision,
+    Rubric,
+    Span,
+    Study,
+    StudyMembership,
+    Summary,
+)
+from annotate.rubrics import NA, AnswerContext, CleanAnswers, RubricDefinition, RubricDefinitionError
 from annotate.selectors import latest_revision, revision_answers, rubric_definition
 
 # One write may add at most this much active time; the browser reports increments.
@@ -163,34 +174,84 @@ def _claim_version(assignment: Assignment, expected_version: Any, **changes: Any
     assignment.refresh_from_db()
 
 
+def answer_context(assignment: Assignment) -> AnswerContext:
+    """The texts and findings an assignment's answers are validated against."""
+    source = assignment.summary.source
+    return AnswerContext(
+        summary_text=assignment.summary.text,
+        source_text=source.text,
+        finding_ids=tuple(str(u) for u in source.findings.order_by("index").values_list("uuid", flat=True)),
+    )
+
+
+def _rating_fields(q, value) -> dict[str, Any]:
+    fields: dict[str, Any] = {"score": None, "scale_min": None, "scale_max": None, "value": None}
+    if q.is_scale and value != NA:
+        low, high = q.scale_bounds
+        fields.update(score=value, scale_min=low, scale_max=high)
+    else:
+        fields["value"] = value
+    return fields
+
+
 def _write_answers(revision: Revision, clean: CleanAnswers, definition: RubricDefinition) -> None:
-    """Make a draft revision's ratings equal `clean` (drafts only)."""
-    existing = {r.question: r for r in revision.ratings.select_related("rationale")}
+    """Make a draft revision's ratings, rationales and spans equal `clean` (drafts only)."""
+    findings = {str(f.uuid): f.pk for f in Finding.objects.filter(source__summaries__assignments__revisions=revision)}
+    wanted: dict[tuple[str, int | None], tuple[Any, Any, str]] = {}
     for q in definition.questions:
-        rating = existing.get(q.key)
-        if q.key not in clean.values:
-            if rating is not None:
-                Rationale.objects.filter(rating=rating).delete()
-                rating.delete()
+        if q.kind == "span" or q.key not in clean.values:
             continue
-        value = clean.values[q.key]
-        fields: dict[str, Any] = {"score": None, "scale_min": None, "scale_max": None, "value": None}
-        if q.kind == "scale":
-            low, high = q.scale_bounds
-            fields.update(score=value, scale_min=low, scale_max=high)
+        if q.kind == "per_finding":
+            texts = clean.rationales.get(q.key) or {}
+            for finding_id, value in clean.values[q.key].items():
+                wanted[(q.key, findings[finding_id])] = (q, value, texts.get(finding_id, ""))
         else:
-            fields["value"] = value
+            wanted[(q.key, None)] = (q, clean.values[q.key], clean.rationales.get(q.key, ""))
+
+    for rating in revision.ratings.all():
+        if (rating.question, rating.finding_id) not in wanted:
+            Rationale.objects.filter(rating=rating).delete()
+            rating.delete()
+    existing = {(r.question, r.finding_id): r for r in revision.ratings.all()}
+    for (key, finding_id), (q, value, text) in wanted.items():
+        fields = _rating_fields(q, value)
+        rating = existing.get((key, finding_id))
         if rating is None:
-            rating = Rating.objects.create(revision=revision, question=q.key, **fields)
-        else:
-            for name, field_value in fields.items():
-                setattr(rating, name, field_value)
+            rating = Rating.objects.create(revision=revision, question=key, finding_id=finding_id, **fields)
+        elif any(getattr(rating, name) != v for name, v in fields.items()):
+            for name, v in fields.items():
+                setattr(rating, name, v)
             rating.save()
-        text = clean.rationales.get(q.key)
         if text:
             Rationale.objects.update_or_create(rating=rating, defaults={"text": text})
         else:
             Rationale.objects.filter(rating=rating).delete()
+
+    # Spans of a draft are rewritten as a whole; submitted revisions are never touched.
+    Span.objects.filter(revision=revision).delete()
+    spans = []
+    for q in definition.questions:
+        if q.kind != "span":
+            continue
+        for index, span in enumerate(clean.values.get(q.key) or []):
+            link = span.get("link") or {}
+            spans.append(
+                Span(
+                    revision=revision,
+                    question=q.key,
+                    index=index,
+                    target=span["target"],
+                    start=span["start"],
+                    end=span["end"],
+                    text=span["text"],
+                    link_start=link.get("start"),
+                    link_end=link.get("end"),
+                    link_text=link.get("text", ""),
+                    answers=span["answers"],
+                    rationale=span["rationale"],
+                )
+            )
+    Span.objects.bulk_create(spans)
 
 
 def _draft_revision(assignment: Assignment) -> Revision:
@@ -223,7 +284,7 @@ def save_draft(
     if assignment.state in (Assignment.State.SUBMITTED, Assignment.State.SKIPPED):
         raise InvalidStateError("This item is finished; reopen it before changing your answers.")
     definition = rubric_definition(assignment.study.rubric)
-    clean = definition.validate(answers, rationales, final=False)
+    clean = definition.validate(answers, rationales, final=False, context=answer_context(assignment))
     _claim_version(
         assignment,
         version,
@@ -246,7 +307,7 @@ def submit_rating(
     if assignment.state in (Assignment.State.SUBMITTED, Assignment.State.SKIPPED):
         raise InvalidStateError("This item is already finished; reopen it to change your answers.")
     definition = rubric_definition(assignment.study.rubric)
-    clean = definition.validate(answers, rationales, final=True)
+    clean = definition.validate(answers, rationales, final=True, context=answer_context(assignment))
     now = timezone.now()
     _claim_version(
         assignment,
@@ -293,7 +354,7 @@ def reopen_rating(*, assignment: Assignment, rater, version: Any) -> Revision | 
     answers, rationales = revision_answers(previous)
     definition = rubric_definition(assignment.study.rubric)
     try:
-        clean = definition.validate(answers, rationales, final=False)
+        clean = definition.validate(answers, rationales, final=False, context=answer_context(assignment))
     except ApplicationError:
         # The study's rubric changed since the earlier answer; start the draft empty
         # rather than carry over answers the new version would refuse.

@@ -10,7 +10,7 @@ from django.views.decorators.http import require_http_methods
 
 from annotate import selectors, services
 from annotate.exceptions import ApplicationError, StaleWriteError
-from annotate.forms import answers_from_post, rationale_field
+from annotate.forms import answers_from_post, finding_field, rationale_field, spans_field
 from annotate.models import Assignment
 from annotate.rubrics import AnswerValidationError
 
@@ -31,23 +31,68 @@ def queue(request):
     )
 
 
-def _question_views(definition, answers, rationales, errors):
+def _question_views(definition, answers, rationales, errors, findings):
     """What the template needs per question, precomputed (templates stay logic-free)."""
     views = []
     for q in definition.questions:
         value = answers.get(q.key)
-        views.append(
-            {
-                "q": q,
-                "value": value,
-                # Compared as text: answers re-shown after a failed POST are strings.
-                "selected": {str(v) for v in value} if isinstance(value, list) else {str(value)},
-                "rationale": rationales.get(q.key, ""),
-                "rationale_field": rationale_field(q.key),
-                "error": errors.get(q.key, ""),
-            }
-        )
+        view = {
+            "q": q,
+            "template": f"annotate/questions/{q.kind}.html",
+            "value": value,
+            # Compared as text: answers re-shown after a failed POST are strings.
+            "selected": {str(v) for v in value} if isinstance(value, list) else {str(value)},
+            "rationale": rationales.get(q.key, "") if not isinstance(rationales.get(q.key), dict) else "",
+            "rationale_field": rationale_field(q.key),
+            "error": errors.get(q.key, ""),
+        }
+        if q.kind == "per_finding":
+            given = value if isinstance(value, dict) else {}
+            texts = rationales.get(q.key) if isinstance(rationales.get(q.key), dict) else {}
+            view["findings"] = [
+                {
+                    "finding": f,
+                    "number": number,
+                    "field": finding_field(q.key, str(f.uuid)),
+                    "selected": str(given.get(str(f.uuid), "")),
+                    "rationale": texts.get(str(f.uuid), ""),
+                    "rationale_field": rationale_field(finding_field(q.key, str(f.uuid))),
+                }
+                for number, f in enumerate(findings, start=1)
+            ]
+        if q.kind == "span":
+            view["spans_field"] = spans_field(q.key)
+        views.append(view)
     return views
+
+
+def _client_data(assignment, definition, answers, sentences, findings) -> dict:
+    """The JSON the rating page's script works from (rendered with json_script)."""
+    return {
+        "summary_text": assignment.summary.text,
+        "source_text": assignment.summary.source.text,
+        "sentences": [{"start": s.start, "end": s.end, "ref": s.ref} for s in sentences],
+        "findings": [{"id": str(f.uuid), "start": f.start, "end": f.end} for f in findings],
+        "span_questions": {
+            q.key: {
+                "target": q.target,
+                "prompt": q.prompt,
+                "rationale": q.rationale,
+                "sub": [
+                    {
+                        "key": sq.key,
+                        "kind": sq.kind,
+                        "prompt": sq.prompt,
+                        "options": [{"value": o.value, "label": o.label} for o in sq.options],
+                    }
+                    for sq in q.span_questions
+                ],
+            }
+            for q in definition.questions
+            if q.kind == "span"
+        },
+        "spans": {q.key: answers.get(q.key) or [] for q in definition.questions if q.kind == "span"},
+    }
 
 
 @login_required
@@ -63,9 +108,16 @@ def rate(request, assignment_uuid):
         answers, rationales = selectors.revision_answers(revision)
     else:
         action = request.POST.get("action", "save")
-        answers, rationales = answers_from_post(definition, request.POST)
+        finding_ids = tuple(str(f.uuid) for f in assignment.summary.source.findings.all())
+        try:
+            answers, rationales = answers_from_post(definition, request.POST, finding_ids)
+        except AnswerValidationError as exc:
+            answers, rationales = {}, {}
+            errors, action = exc.errors, "invalid"
         common = {"assignment": assignment, "rater": request.user, "version": request.POST.get("version")}
         try:
+            if action == "invalid":
+                raise AnswerValidationError(errors)
             if action == "submit":
                 services.submit_rating(
                     **common, answers=answers, rationales=rationales, active_seconds=request.POST.get("active_seconds")
@@ -98,13 +150,17 @@ def rate(request, assignment_uuid):
 
     editable = assignment.state in (Assignment.State.PENDING, Assignment.State.IN_PROGRESS)
     source = assignment.summary.source
+    sentences = list(source.sentences.all())
+    findings = list(source.findings.all())
     context = {
         "assignment": assignment,
         "study": assignment.study,
         "summary_text": assignment.summary.text,
         "source": source,
-        "sentences": list(source.sentences.all()),
-        "questions": _question_views(definition, answers, rationales, errors),
+        "sentences": sentences,
+        "findings": findings,
+        "questions": _question_views(definition, answers, rationales, errors, findings),
+        "client_data": _client_data(assignment, definition, answers, sentences, findings),
         "form_error": errors.get("__all__", ""),
         "has_errors": bool(errors),
         "editable": editable,

@@ -1,10 +1,16 @@
-// Rating page: draft autosave through the API, active-time tracking and keyboard
-// shortcuts. The page works without this script (plain form posts); nothing here
-// ever inserts stored text as HTML.
+// Rating page: highlights (spans) on the summary and source, citation linking,
+// draft autosave through the API, active-time tracking and keyboard shortcuts.
+// The page works without this script for the plain questions (form posts).
+//
+// Safety: stored text (summaries are LLM output) is only ever inserted with
+// textContent / text nodes, never as HTML. Offsets sent to the server count code
+// points (as Python does), not UTF-16 units, so non-ASCII text round-trips exactly.
 (function () {
   "use strict";
   const form = document.getElementById("rating-form");
   if (!form) return;
+  const dataEl = document.getElementById("rating-data");
+  const data = dataEl ? JSON.parse(dataEl.textContent) : { span_questions: {}, spans: {}, findings: [], sentences: [] };
   const editable = form.dataset.editable === "true";
   const apiUrl = form.dataset.apiUrl;
   const digitQuestion = form.dataset.digitQuestion;
@@ -13,39 +19,406 @@
   const statusEl = document.getElementById("save-status");
   const csrf = form.querySelector("input[name=csrfmiddlewaretoken]").value;
 
-  // --- active time: a second counts while the page is visible and the rater has
-  // touched it within the last minute.
-  const IDLE_AFTER_MS = 60000;
-  let lastActivity = Date.now();
-  let unsentSeconds = 0;
-  ["keydown", "mousedown", "mousemove", "scroll", "input", "focusin"].forEach(function (type) {
-    document.addEventListener(type, function () { lastActivity = Date.now(); }, { passive: true });
-  });
-  setInterval(function () {
-    if (document.visibilityState === "visible" && Date.now() - lastActivity < IDLE_AFTER_MS) {
-      unsentSeconds += 1;
-    }
-  }, 1000);
+  // ---------------------------------------------------------------- text offsets
+  const texts = { summary: Array.from(data.summary_text || ""), source: Array.from(data.source_text || "") };
+  function slice(target, start, end) { return texts[target].slice(start, end).join(""); }
+  function cpLength(s) { return Array.from(s).length; }
 
-  function setStatus(text) { statusEl.textContent = text; }
-  function syncVersion(version) {
-    versionInput.value = version;
-    document.querySelectorAll(".version-mirror").forEach(function (el) { el.value = version; });
+  // ---------------------------------------------------------------- rendering
+  const summaryEl = document.getElementById("summary-text");
+  const sentenceEls = Array.from(document.querySelectorAll(".sent-text"));
+  const nodeStart = new WeakMap();   // text node -> code point offset of its first char
+  const spans = {};                  // question key -> list of span answers
+  Object.keys(data.span_questions).forEach(function (key) { spans[key] = (data.spans[key] || []).slice(); });
+  let focusedFinding = null;
+
+  function el(tag, cls, text) {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined) e.textContent = text;
+    return e;
   }
 
+  // Renders text[base, base+len) into container with marks: [{start, end, cls, title, cite}].
+  // Overlapping marks nest; a citation mark becomes a focusable control.
+  function renderRange(container, target, base, end, marks) {
+    container.textContent = "";
+    const cuts = new Set([base, end]);
+    marks.forEach(function (m) {
+      if (m.end > base && m.start < end) { cuts.add(Math.max(m.start, base)); cuts.add(Math.min(m.end, end)); }
+    });
+    const points = Array.from(cuts).sort(function (a, b) { return a - b; });
+    let citeEl = null;
+    let citeMark = null;
+    for (let i = 0; i + 1 < points.length; i++) {
+      const s = points[i], e = points[i + 1];
+      const covering = marks.filter(function (m) { return m.start <= s && m.end >= e; });
+      const cite = covering.find(function (m) { return m.cite; });
+      let node = document.createTextNode(slice(target, s, e));
+      nodeStart.set(node, s);
+      covering.filter(function (m) { return !m.cite; }).forEach(function (m) {
+        const mark = el("mark", m.cls);
+        if (m.title) mark.title = m.title;
+        mark.appendChild(node);
+        node = mark;
+      });
+      if (cite) {
+        if (cite !== citeMark) { citeEl = makeCite(cite); citeMark = cite; container.appendChild(citeEl); }
+        citeEl.appendChild(node);
+      } else {
+        citeMark = null;
+        container.appendChild(node);
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------- citations
+  const refsInSource = new Set(data.sentences.map(function (s) { return s.ref; }).filter(Boolean));
+  function citationMarks() {
+    const marks = [];
+    const text = texts.summary.join("");
+    const re = /\[([^\[\]\n]{1,80})\]/g;
+    let m;
+    while ((m = re.exec(text)) !== null) {
+      const refs = m[1].split(/[,;]\s*|\s+/).filter(Boolean);
+      const start = cpLength(text.slice(0, m.index));
+      marks.push({ start: start, end: start + cpLength(m[0]), cite: true, refs: refs });
+    }
+    return marks;
+  }
+  function makeCite(mark) {
+    const missing = mark.refs.filter(function (r) { return !refsInSource.has(r); });
+    const c = el("span", "cite" + (missing.length ? " cite-missing" : ""));
+    c.tabIndex = 0;
+    c.dataset.refs = mark.refs.join(" ");
+    c.setAttribute("role", "button");
+    c.setAttribute("aria-label", missing.length
+      ? "Reference " + mark.refs.join(", ") + ": not found in the context"
+      : "Reference " + mark.refs.join(", ") + ": show its sentences in the context");
+    if (missing.length) c.title = "Not found in the context: " + missing.join(", ");
+    const on = function () { linkRefs(mark.refs, true); };
+    const off = function () { linkRefs(mark.refs, false); };
+    c.addEventListener("mouseenter", on);
+    c.addEventListener("focus", on);
+    c.addEventListener("mouseleave", off);
+    c.addEventListener("blur", off);
+    return c;
+  }
+  function linkRefs(refs, on) {
+    let first = null;
+    document.querySelectorAll(".sentences li[data-ref]").forEach(function (li) {
+      const hit = refs.indexOf(li.dataset.ref) !== -1;
+      li.classList.toggle("ref-linked", on && hit);
+      if (on && hit && !first) first = li;
+    });
+    if (first && first.scrollIntoView) first.scrollIntoView({ block: "nearest" });
+  }
+
+  // ---------------------------------------------------------------- marks
+  function spanMarks(target) {
+    const marks = [];
+    Object.keys(spans).forEach(function (key) {
+      spans[key].forEach(function (sp, i) {
+        const label = data.span_questions[key].prompt + " #" + (i + 1);
+        const notFactual = sp.answers && sp.answers.factual === "no";
+        if (sp.target === target) {
+          marks.push({ start: sp.start, end: sp.end, cls: "hl hl-" + key + (notFactual ? " hl-no" : ""), title: label });
+        }
+        if (sp.link && target === "source") {
+          marks.push({ start: sp.link.start, end: sp.link.end, cls: "hl hl-" + key, title: label });
+        }
+      });
+    });
+    return marks;
+  }
+  function answeredFindings() {
+    const answered = new Set();
+    form.querySelectorAll(".finding").forEach(function (div) {
+      if (div.querySelector("input[type=radio]:checked")) answered.add(div.dataset.finding);
+    });
+    return answered;
+  }
+  function findingMarks() {
+    const answered = answeredFindings();
+    return data.findings.filter(function (f) { return answered.has(f.id) || f.id === focusedFinding; }).map(function (f) {
+      return { start: f.start, end: f.end, cls: "finding-hl" + (f.id === focusedFinding ? " finding-focus" : ""),
+               title: "Result span" };
+    });
+  }
+  function render() {
+    if (summaryEl && data.summary_text !== undefined) {
+      renderRange(summaryEl, "summary", 0, texts.summary.length, citationMarks().concat(spanMarks("summary")));
+    }
+    const sourceMarks = spanMarks("source").concat(findingMarks());
+    sentenceEls.forEach(function (s) {
+      renderRange(s, "source", Number(s.dataset.start), Number(s.dataset.end), sourceMarks);
+    });
+  }
+
+  // ---------------------------------------------------------------- selections
+  const lastSelection = { summary: null, source: null };
+  function pointOffset(container, node, offset) {
+    // A DOM (node, offset) inside container -> code point offset in its target text.
+    if (node.nodeType !== Node.TEXT_NODE) {
+      const walker = document.createTreeWalker(container, NodeFilter.SHOW_TEXT);
+      const child = node.childNodes[offset];
+      let t;
+      while ((t = walker.nextNode())) {
+        if (!child || child === t || (child.compareDocumentPosition(t) & Node.DOCUMENT_POSITION_FOLLOWING) ||
+            child.contains(t)) {
+          return nodeStart.get(t);
+        }
+      }
+      return null;
+    }
+    if (!nodeStart.has(node)) return null;
+    return nodeStart.get(node) + cpLength(node.data.slice(0, offset));
+  }
+  function containerOf(node, target) {
+    if (target === "summary") return summaryEl && summaryEl.contains(node) ? summaryEl : null;
+    return sentenceEls.find(function (s) { return s.contains(node) || s === node; }) || null;
+  }
+  function endOf(container) { return container === summaryEl ? texts.summary.length : Number(container.dataset.end); }
+  document.addEventListener("selectionchange", function () {
+    const sel = window.getSelection();
+    if (!sel || sel.rangeCount === 0 || sel.isCollapsed) return;
+    const r = sel.getRangeAt(0);
+    ["summary", "source"].forEach(function (target) {
+      const a = containerOf(r.startContainer, target), b = containerOf(r.endContainer, target);
+      if (!a || !b) return;
+      let start = pointOffset(a, r.startContainer, r.startOffset);
+      let end = pointOffset(b, r.endContainer, r.endOffset);
+      if (end === null) end = endOf(b);
+      if (start === null || end === null || end <= start) return;
+      lastSelection[target] = { start: start, end: end };
+    });
+  });
+  document.querySelectorAll(".kbd-text").forEach(function (ta) {
+    const target = ta.id === "kbd-summary" ? "summary" : "source";
+    const update = function () {
+      const start = cpLength(ta.value.slice(0, ta.selectionStart));
+      const end = cpLength(ta.value.slice(0, ta.selectionEnd));
+      if (end > start) lastSelection[target] = { start: start, end: end };
+    };
+    // Not `readonly`: Chromium then ignores caret keys. Edits are refused instead.
+    const original = ta.value;
+    ta.addEventListener("beforeinput", function (event) { event.preventDefault(); });
+    ta.addEventListener("input", function () { ta.value = original; });
+    // Keyboard selection does not always fire "select"; read it after every key too.
+    ["select", "keyup", "mouseup"].forEach(function (type) { ta.addEventListener(type, update); });
+  });
+  document.querySelectorAll(".kbd-select").forEach(function (button) {
+    button.addEventListener("click", function () {
+      const ta = document.getElementById("kbd-" + button.dataset.target);
+      ta.hidden = !ta.hidden;
+      if (!ta.hidden) ta.focus();
+    });
+  });
+  function takeSelection(target) {
+    const s = lastSelection[target];
+    if (!s) return null;
+    // Trim surrounding whitespace so a sloppy mouse selection quotes cleanly.
+    let start = s.start, end = s.end;
+    while (start < end && /\s/.test(texts[target][start])) start++;
+    while (end > start && /\s/.test(texts[target][end - 1])) end--;
+    if (end <= start) return null;
+    return { target: target, start: start, end: end, text: slice(target, start, end) };
+  }
+
+  // ---------------------------------------------------------------- span panel
+  function panelFor(key, index, draft) {
+    const q = data.span_questions[key];
+    const panel = document.getElementById("q-" + key + "-panel");
+    panel.textContent = "";
+    panel.hidden = false;
+    const title = el("p", "panel-title", (index === null ? "New highlight" : "Edit highlight #" + (index + 1)));
+    panel.appendChild(title);
+    function quote(label, part) {
+      const p = el("p", "panel-quote");
+      p.appendChild(el("strong", "", label + ": "));
+      p.appendChild(el("span", "", part ? "“" + part.text + "”" : "(none yet)"));
+      panel.appendChild(p);
+    }
+    if (q.target === "linked") {
+      quote("Summary part", draft.start !== undefined ? draft : null);
+      quote("Source part", draft.link || null);
+    } else {
+      quote("Selected text", draft);
+    }
+    const inputs = {};
+    q.sub.forEach(function (sq) {
+      const fs = el("fieldset", "sub-question");
+      fs.appendChild(el("legend", "", sq.prompt));
+      if (sq.kind === "choice") {
+        sq.options.forEach(function (o) {
+          const id = "span-" + key + "-" + sq.key + "-" + o.value;
+          const input = el("input");
+          input.type = "radio"; input.name = "span-" + key + "-" + sq.key; input.value = o.value; input.id = id;
+          if (draft.answers && draft.answers[sq.key] === o.value) input.checked = true;
+          const label = el("label", "", o.label);
+          label.htmlFor = id;
+          fs.appendChild(input); fs.appendChild(label);
+        });
+      } else {
+        const input = el("input");
+        input.type = "text"; input.id = "span-" + key + "-" + sq.key; input.value = (draft.answers || {})[sq.key] || "";
+        const label = el("label", "", sq.prompt);
+        label.htmlFor = input.id;
+        fs.appendChild(label); fs.appendChild(input);
+      }
+      inputs[sq.key] = fs;
+      panel.appendChild(fs);
+    });
+    let rationale = null;
+    if (q.rationale !== "none") {
+      const id = "span-" + key + "-rationale";
+      const label = el("label", "", "Rationale" + (q.rationale === "required" ? " (required)" : ""));
+      label.htmlFor = id;
+      rationale = el("textarea");
+      rationale.id = id; rationale.rows = 2; rationale.value = draft.rationale || "";
+      panel.appendChild(label); panel.appendChild(rationale);
+    }
+    const message = el("p", "error");
+    message.setAttribute("role", "alert");
+    panel.appendChild(message);
+    const save = el("button", "", "Save highlight");
+    save.type = "button";
+    const cancel = el("button", "secondary", "Cancel");
+    cancel.type = "button";
+    const actions = el("div", "actions");
+    actions.appendChild(save); actions.appendChild(cancel);
+    panel.appendChild(actions);
+    cancel.addEventListener("click", function () { panel.hidden = true; panel.textContent = ""; });
+    save.addEventListener("click", function () {
+      const span = { target: q.target === "linked" ? "summary" : draft.target, start: draft.start, end: draft.end,
+                     text: draft.text, answers: {}, rationale: rationale ? rationale.value.trim() : "" };
+      if (draft.link) span.link = draft.link;
+      if (span.start === undefined || (q.target === "linked" && !span.link)) {
+        message.textContent = "Select both parts first.";
+        return;
+      }
+      q.sub.forEach(function (sq) {
+        const fs = inputs[sq.key];
+        const chosen = sq.kind === "choice" ? fs.querySelector("input:checked") : fs.querySelector("input");
+        if (chosen && chosen.value) span.answers[sq.key] = chosen.value;
+      });
+      if (index === null) spans[key].push(span); else spans[key][index] = span;
+      panel.hidden = true;
+      panel.textContent = "";
+      refreshSpans(key);
+      scheduleSave();
+    });
+    (panel.querySelector("input, textarea") || save).focus();
+    return panel;
+  }
+
+  const drafts = {};
+  function refreshSpans(key) {
+    const list = document.getElementById("q-" + key + "-list");
+    const hidden = document.getElementById("q-" + key + "-json");
+    list.textContent = "";
+    spans[key].forEach(function (sp, i) {
+      const li = el("li", "span-item");
+      const q = el("q", "", sp.text);
+      li.appendChild(q);
+      if (sp.link) {
+        li.appendChild(el("span", "", " ↔ source: "));
+        li.appendChild(el("q", "", sp.link.text));
+      }
+      const details = Object.keys(sp.answers || {}).map(function (k) {
+        const sq = data.span_questions[key].sub.find(function (x) { return x.key === k; });
+        const opt = sq && sq.options.find(function (o) { return o.value === sp.answers[k]; });
+        return opt ? opt.label : sp.answers[k];
+      });
+      if (details.length) li.appendChild(el("span", "span-answers", " — " + details.join(", ")));
+      if (sp.rationale) li.appendChild(el("span", "span-rationale", " — " + sp.rationale));
+      if (editable) {
+        const edit = el("button", "link", "Edit");
+        edit.type = "button";
+        edit.setAttribute("aria-label", "Edit highlight " + (i + 1));
+        edit.addEventListener("click", function () { panelFor(key, i, JSON.parse(JSON.stringify(sp))); });
+        const del = el("button", "link", "Delete");
+        del.type = "button";
+        del.setAttribute("aria-label", "Delete highlight " + (i + 1));
+        del.addEventListener("click", function () {
+          spans[key].splice(i, 1);
+          refreshSpans(key);
+          scheduleSave();
+        });
+        li.appendChild(document.createTextNode(" "));
+        li.appendChild(edit);
+        li.appendChild(document.createTextNode(" "));
+        li.appendChild(del);
+      }
+      list.appendChild(li);
+    });
+    document.getElementById("q-" + key + "-empty").hidden = spans[key].length > 0;
+    hidden.value = JSON.stringify(spans[key]);
+    render();
+  }
+
+  document.querySelectorAll("[data-span-tools]").forEach(function (tools) {
+    const key = tools.dataset.spanTools;
+    const q = data.span_questions[key];
+    drafts[key] = {};
+    tools.querySelectorAll("button").forEach(function (button) {
+      if (!editable) { button.disabled = true; return; }
+      button.addEventListener("click", function () {
+        const action = button.dataset.action;
+        if (action === "mark") {
+          const sel = takeSelection(q.target);
+          if (!sel) { setStatus("Select some " + q.target + " text first."); return; }
+          panelFor(key, null, sel);
+        } else {
+          const part = takeSelection(action === "use-summary" ? "summary" : "source");
+          if (!part) { setStatus("Select some " + (action === "use-summary" ? "summary" : "source") + " text first."); return; }
+          if (action === "use-summary") Object.assign(drafts[key], part); else drafts[key].link = part;
+          panelFor(key, null, drafts[key]);
+        }
+      });
+    });
+    refreshSpans(key);
+  });
+
+  // Findings: highlight the result span in the source when focused or answered.
+  form.querySelectorAll(".finding").forEach(function (div) {
+    div.addEventListener("focusin", function () {
+      if (focusedFinding === div.dataset.finding) return;
+      focusedFinding = div.dataset.finding;
+      render();
+      const mark = document.querySelector(".finding-focus");
+      if (mark && mark.scrollIntoView) mark.scrollIntoView({ block: "nearest" });
+    });
+    div.addEventListener("change", render);
+  });
+  render();
+
+  // ---------------------------------------------------------------- collect
   function collect() {
     const answers = {};
     const rationales = {};
     form.querySelectorAll("fieldset[data-question]").forEach(function (fs) {
       const key = fs.dataset.question;
       const kind = fs.dataset.kind;
+      if (kind === "span") { answers[key] = spans[key]; return; }
+      if (kind === "per_finding") {
+        answers[key] = {}; rationales[key] = {};
+        fs.querySelectorAll(".finding").forEach(function (div) {
+          const id = div.dataset.finding;
+          const checked = div.querySelector("input[type=radio]:checked");
+          if (checked) answers[key][id] = checked.value === "na" ? "na" : Number(checked.value);
+          const r = div.querySelector("textarea");
+          if (r && r.value.trim()) rationales[key][id] = r.value;
+        });
+        return;
+      }
       if (kind === "checkboxes") {
-        answers[key] = Array.from(fs.querySelectorAll("input[name='" + key + "']:checked")).map(function (el) { return el.value; });
+        answers[key] = Array.from(fs.querySelectorAll("input[name='" + key + "']:checked")).map(function (e) { return e.value; });
       } else if (kind === "text") {
         answers[key] = fs.querySelector("textarea[name='" + key + "']").value;
       } else {
         const checked = fs.querySelector("input[name='" + key + "']:checked");
-        answers[key] = checked ? (kind === "scale" ? Number(checked.value) : checked.value) : null;
+        answers[key] = checked ? (kind === "scale" && checked.value !== "na" ? Number(checked.value) : checked.value) : null;
       }
       const rationale = fs.querySelector("textarea[name='" + key + "__rationale']");
       if (rationale) rationales[key] = rationale.value;
@@ -53,10 +426,26 @@
     return { answers: answers, rationales: rationales };
   }
 
-  // --- autosave
+  // ---------------------------------------------------------------- active time
+  const IDLE_AFTER_MS = 60000;
+  let lastActivity = Date.now();
+  let unsentSeconds = 0;
+  ["keydown", "mousedown", "mousemove", "scroll", "input", "focusin"].forEach(function (type) {
+    document.addEventListener(type, function () { lastActivity = Date.now(); }, { passive: true });
+  });
+  setInterval(function () {
+    if (document.visibilityState === "visible" && Date.now() - lastActivity < IDLE_AFTER_MS) unsentSeconds += 1;
+  }, 1000);
+
+  // ---------------------------------------------------------------- autosave
+  function setStatus(text) { statusEl.textContent = text; }
+  function syncVersion(version) {
+    versionInput.value = version;
+    document.querySelectorAll(".version-mirror").forEach(function (e) { e.value = version; });
+  }
   let timer = null;
-  let saving = null;        // the in-flight save, if any
-  let stopped = false;      // after a conflict nothing more is sent
+  let saving = null;
+  let stopped = false;
   let pendingSubmitter = null;
 
   function save() {
@@ -73,16 +462,20 @@
       headers: { "Content-Type": "application/json", "X-CSRFToken": csrf, "Accept": "application/json" },
       body: JSON.stringify(body),
     }).then(function (response) {
-      return response.json().catch(function () { return {}; }).then(function (data) {
+      return response.json().catch(function () { return {}; }).then(function (result) {
         if (response.ok) {
           unsentSeconds -= sent;
-          syncVersion(data.version);
+          syncVersion(result.version);
           setStatus("Draft saved at " + new Date().toLocaleTimeString());
         } else if (response.status === 409) {
           stopped = true;
-          setStatus((data.error && data.error.message) || "Changed elsewhere: reload the page.");
+          setStatus((result.error && result.error.message) || "Changed elsewhere: reload the page.");
         } else {
-          setStatus((data.error && data.error.message) || "Draft not saved.");
+          const fields = (result.error && result.error.fields) || {};
+          const detail = Object.keys(fields).map(function (k) {
+            return k + ": " + (typeof fields[k] === "string" ? fields[k] : JSON.stringify(fields[k]));
+          }).join("; ");
+          setStatus("Draft not saved. " + (detail || (result.error && result.error.message) || ""));
         }
       });
     }).catch(function () {
@@ -97,13 +490,11 @@
     });
     return saving;
   }
-
   function scheduleSave() {
     if (!editable || stopped) return;
     if (timer) clearTimeout(timer);
     timer = setTimeout(save, 1200);
   }
-
   if (editable) {
     form.addEventListener("input", scheduleSave);
     form.addEventListener("change", scheduleSave);
@@ -119,7 +510,7 @@
     });
   }
 
-  // --- keyboard: digits set the score, Ctrl/Cmd+Enter submits.
+  // ---------------------------------------------------------------- keyboard
   document.addEventListener("keydown", function (event) {
     if (!editable) return;
     if ((event.ctrlKey || event.metaKey) && event.key === "Enter") {
@@ -128,8 +519,8 @@
       return;
     }
     if (event.ctrlKey || event.metaKey || event.altKey || !digitQuestion) return;
-    const target = event.target;
-    if (target && (target.tagName === "TEXTAREA" || (target.tagName === "INPUT" && target.type === "text"))) return;
+    const t = event.target;
+    if (t && (t.tagName === "TEXTAREA" || (t.tagName === "INPUT" && t.type === "text"))) return;
     if (/^[0-9]$/.test(event.key)) {
       const radio = document.getElementById("q-" + digitQuestion + "-" + event.key);
       if (radio) {

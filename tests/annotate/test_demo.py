@@ -34,7 +34,9 @@ def test_demo_raters_have_overlapping_queues_in_different_orders():
     assert study.rubric.key == "litsumm"
     queues = {
         name: list(
-            Assignment.objects.filter(rater__username=name).order_by("position").values_list("summary__key", flat=True)
+            Assignment.objects.filter(rater__username=name, study=study)
+            .order_by("position")
+            .values_list("summary__key", flat=True)
         )
         for name in ("rater1", "rater2")
     }
@@ -43,16 +45,28 @@ def test_demo_raters_have_overlapping_queues_in_different_orders():
     assert len(shared) == 10
     assert set(queues["rater1"]) | set(queues["rater2"]) == set(study.summaries.values_list("key", flat=True))
     assert [k for k in queues["rater1"] if k in shared] != [k for k in queues["rater2"] if k in shared]
-    doubly = Summary.objects.annotate(n=Count("assignments")).filter(n=2).count()
+    doubly = Summary.objects.filter(study=study).annotate(n=Count("assignments")).filter(n=2).count()
     assert doubly == 10
+
+
+@pytest.mark.django_db
+def test_demo_includes_a_factpico_study_with_findings():
+    call_command("load_demo")
+    study = Study.objects.get(slug="demo-factpico")
+    assert study.rubric.key == "factpico"
+    assert study.summaries.count() == 20
+    assert Assignment.objects.filter(study=study, rater__username="rater1").count() == 15
+    for summary in study.summaries.select_related("source"):
+        findings = list(summary.source.findings.all())
+        assert len(findings) >= 2
+        assert all(summary.source.text[f.start : f.end] == f.evidence for f in findings)
 
 
 @pytest.mark.django_db
 def test_demo_content_has_provenance():
     call_command("load_demo")
-    summaries = Summary.objects.filter(study__slug="demo-litsumm")
-    assert summaries.count() == 30
-    assert set(summaries.values_list("generator", flat=True)) == {"demo-handwritten"}
+    assert Summary.objects.filter(study__slug="demo-litsumm").count() == 30
+    assert set(Summary.objects.values_list("generator", flat=True)) == {"demo-handwritten"}
     for source in Source.objects.all():
         assert source.licence.startswith("CC BY") or source.licence == "Public Domain", source.key
         assert source.attribution and source.external_ids.get("pmcid") == source.key

@@ -22,8 +22,14 @@ def test_hostile_summary_text_is_rendered_literally(client, rater_a, study):
     assert "<b onmouseover" not in html
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in html
     assert "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in html
-    # The only script on the page is our own static file.
-    assert re.findall(r"<script[^>]*>", html) == ['<script src="/static/js/rate.js" defer>']
+    # The only scripts are our own static file and an inert JSON block, in which
+    # json_script escapes "<" so the text cannot close it.
+    assert re.findall(r"<script[^>]*>", html) == [
+        '<script id="rating-data" type="application/json">',
+        '<script src="/static/js/rate.js" defer>',
+    ]
+    data = html.split('<script id="rating-data" type="application/json">')[1].split("</script>")[0]
+    assert "<" not in data and "\\u003Cscript\\u003E" in data
 
 
 @pytest.mark.django_db
@@ -77,7 +83,7 @@ def test_form_submit_without_score_shows_message_next_to_the_question(client, as
     )
     assert response.status_code == 400
     html = response.content.decode()
-    assert '<p class="error" id="q-overall-error">an answer is required</p>' in html
+    assert '<p class="error" id="q-overall-error" role="alert">an answer is required</p>' in html
     # What the rater typed is still there.
     assert ">keep me</textarea>" in html
     assert re.search(r'value="hallucination"\s+checked', html)

@@ -48,8 +48,8 @@ def test_rater_rates_with_the_mouse(page, queue):
     assert page.get_by_role("radio", name=re.compile(r"^4\b")).is_checked()
     for other in ("1", "2", "3", "5"):
         assert not page.get_by_role("radio", name=re.compile(rf"^{other}\b")).is_checked()
-    page.get_by_label("Contains hallucinations").check()
-    page.get_by_label("Feedback").fill("Remove the invented dose.")
+    page.get_by_label("Overly specific").check()
+    page.get_by_label("Feedback").fill("Drop the dosing detail.")
     page.get_by_role("button", name="Submit").click()
     page.wait_for_url(f"**/rate/{items[1].uuid}/")
 
@@ -59,8 +59,8 @@ def test_rater_rates_with_the_mouse(page, queue):
     assert [r.status for r in revisions] == ["submitted"]
     assert revision_answers(revisions[0])[0] == {
         "overall": 4,
-        "failure_modes": ["hallucination"],
-        "feedback": "Remove the invented dose.",
+        "failure_modes": ["overly_specific"],
+        "feedback": "Drop the dosing detail.",
     }
 
 
@@ -135,3 +135,18 @@ def test_changing_a_submitted_rating_keeps_the_first_answer(page, queue):
     page.wait_for_url(f"**/rate/{items[1].uuid}/")
     history = [(r.number, revision_answers(r)[0]["overall"]) for r in revision_history(items[0])]
     assert history == [(1, 5), (2, 2)]
+
+
+def test_consistency_rule_message_is_shown_next_to_the_question(page, queue):
+    rater, items = queue
+    log_in(page, rater.username, PASSWORD)
+    first_item(page)
+    page.locator("label", has_text=re.compile(r"^\s*5\b")).click()
+    page.get_by_label("Contains hallucinations").check()
+    page.get_by_role("button", name="Submit").click()
+    message = page.locator("#q-overall-error")
+    assert "with a hallucination ticked, choose 3 or lower" in message.inner_text()
+    # What the rater chose is still on the page, and nothing was submitted.
+    assert page.get_by_label("Contains hallucinations").is_checked()
+    items[0].refresh_from_db()
+    assert items[0].state != Assignment.State.SUBMITTED
