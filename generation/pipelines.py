@@ -1,0 +1,388 @@
+"""The two pipelines, step by step. Each step is one or more gateway calls; the
+texts, checks and verdicts of every step go into the job's trace.
+
+litsumm (Green et al.): context → generate → five reference checks, with a rescue
+prompt chosen by the first failing check, at most `max_attempts` generations in all,
+then a flag → self-consistency (one structured verdict per statement, against the
+whole context) → if any statement is unsupported: revise with the context and the
+critiques → final reference check → re-verify the revised text.
+
+factored (Factored Verification): sentences as claims (the paper's own
+simplification for cited summaries) → each cited claim checked against only the
+sources it cites (reasoning with quotes, then yes/no; P from logprobs, else 0/1) →
+P(summary) = product → if any claim is unsupported: revise from the concatenated
+critiques → re-verify. Used alone it first writes a draft with the generation
+prompt; after litsumm it checks litsumm's final text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from dataclasses import dataclass, field
+
+from annotate.models import Source
+from annotate.text import split_spans
+from generation.checks import ReferenceReport, check_references, cited_refs
+from generation.conf import PipelineSettings, pipeline_settings
+from generation.context import Context, build_context, context_line, embedding_method
+from generation.llm import Gateway, count_tokens
+from generation.models import GenerationJob
+from generation.prompting import get_prompt, prompt_versions
+from generation.verdicts import (
+    NOT_SUPPORTED,
+    UNVERIFIED,
+    parse_claim_verdict,
+    parse_statement_verdicts,
+    yes_probability,
+)
+
+PIPELINE_CHOICES = ("litsumm", "factored", "litsumm+factored")
+RESCUE_PROMPTS = {kind: f"rescue_{kind}" for kind in ("adequate", "format", "real", "location", "max_share")}
+PROMPTS = {
+    "litsumm": ["system", "generate", *RESCUE_PROMPTS.values(), "self_consistency", "revise_consistency"],
+    "factored": ["system", "generate", "factored_verify", "factored_revise"],
+}
+VERIFY_PARAMS = {"temperature": 0.0}
+
+_LABEL = re.compile(r"^\s*(?:\*\*)?(?:revised |corrected )?summary(?:\*\*)?\s*:\s*", re.IGNORECASE)
+_FENCE = re.compile(r"^\s*```[a-z]*\s*|\s*```\s*$")
+
+
+@dataclass(frozen=True)
+class PipelineSpec:
+    name: str
+    stages: tuple[str, ...]
+    settings: dict[str, PipelineSettings]
+    config: dict
+    version: str
+
+    @property
+    def model(self) -> str:
+        return self.settings[self.stages[0]].model
+
+    @property
+    def generator(self) -> str:
+        models = "+".join(dict.fromkeys(self.settings[s].model for s in self.stages))
+        return f"{models}/{self.name}@{self.version}"
+
+
+def pipeline_spec(name: str) -> PipelineSpec:
+    """The pipeline with its settings as they are now, and the version they make:
+    a hash over models, parameters, limits and prompt versions."""
+    if name not in PIPELINE_CHOICES:
+        raise ValueError(f"unknown pipeline {name!r}; choose one of {', '.join(PIPELINE_CHOICES)}")
+    stages = tuple(name.split("+"))
+    settings = {stage: pipeline_settings(stage) for stage in stages}
+    config = {
+        "pipeline": name,
+        "stages": {
+            stage: {
+                "model": s.model,
+                "generation_params": _generation_params(s),
+                "verify_params": VERIFY_PARAMS,
+                "context_budget": s.context_budget,
+                "min_sentences": s.min_sentences,
+                "max_attempts": s.max_attempts,
+                "factored_threshold": s.factored_threshold,
+                "seed": s.seed,
+                "prompts": prompt_versions(PROMPTS[stage]),
+            }
+            for stage, s in settings.items()
+        },
+        "context_method": embedding_method(),
+    }
+    digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:12]
+    return PipelineSpec(name=name, stages=stages, settings=settings, config=config, version=digest)
+
+
+def _generation_params(s: PipelineSettings) -> dict:
+    return {
+        "temperature": s.temperature,
+        "presence_penalty": s.presence_penalty,
+        "frequency_penalty": s.frequency_penalty,
+    }
+
+
+@dataclass
+class Outcome:
+    status: str
+    text: str = ""
+    flags: list[str] = field(default_factory=list)
+    attempts: int = 0
+    references: ReferenceReport | None = None
+    claims: list[dict] = field(default_factory=list)
+    trace: dict = field(default_factory=dict)
+    skip_reason: str = ""
+
+
+def clean_summary(text: str) -> str:
+    """The summary out of a generation answer (no code fence, no "Summary:" label)."""
+    return _LABEL.sub("", _FENCE.sub("", text.strip())).strip()
+
+
+def sentence_claims(text: str) -> list[dict]:
+    """The text's sentences as (not yet verified) claims, with their spans and the
+    references they cite."""
+    claims = []
+    for index, (start, end) in enumerate(split_spans(text)):
+        sentence = text[start:end]
+        claims.append(
+            {
+                "index": index,
+                "text": sentence,
+                "start": start,
+                "end": end,
+                "refs": list(dict.fromkeys(cited_refs(sentence))),
+                "verdict": UNVERIFIED,
+                "explanation": "",
+                "probability": None,
+            }
+        )
+    return claims
+
+
+class Runner:
+    """Runs one pipeline spec for one source, recording every call on `job`."""
+
+    def __init__(self, *, spec: PipelineSpec, source: Source, job: GenerationJob | None, gateway: Gateway):
+        self.spec, self.source, self.job, self.gateway = spec, source, job, gateway
+        self.sentences = [
+            (s.text, s.ref or source.external_ids.get("pmcid") or source.key) for s in source.sentences.all()
+        ]
+        self.entity = source.metadata.get("entity") or source.title or source.key
+        self.trace: dict = {"steps": []}
+
+    # --- shared steps -------------------------------------------------------------
+
+    def call(self, step: str, prompt_id: str, variables: dict, model: str, params: dict, **options):
+        return self.gateway.complete(
+            step=step, prompt=prompt_id, variables=variables, model=model, params=params, job=self.job, **options
+        )
+
+    def note(self, step: str, **details) -> None:
+        self.trace["steps"].append({"step": step, **details})
+
+    def context(self, s: PipelineSettings) -> Context:
+        system = get_prompt("system").text.strip()
+        empty = get_prompt("generate").render(entity=self.entity, context="")
+        context = build_context(
+            sentences=self.sentences,
+            prompt_tokens=count_tokens(system) + count_tokens(empty),
+            budget=s.context_budget,
+            min_sentences=s.min_sentences,
+            seed=s.seed,
+        )
+        self.trace["context"] = context.as_dict()
+        return context
+
+    def generate(self, s: PipelineSettings, context: Context) -> str:
+        result = self.call(
+            "generate", "generate", {"entity": self.entity, "context": context.text}, s.model, _generation_params(s)
+        )
+        return clean_summary(result.text)
+
+    def check(self, step: str, text: str, context: Context) -> ReferenceReport:
+        report = check_references(text, context.refs)
+        self.note(step, text=text, references=report.as_dict())
+        return report
+
+    # --- litsumm ----------------------------------------------------------------------
+
+    def litsumm(self, context: Context) -> Outcome:
+        s = self.spec.settings["litsumm"]
+        text = self.generate(s, context)
+        attempts = 1
+        report = self.check("references", text, context)
+        while not report.passed and attempts < s.max_attempts:
+            kind = report.failed[0]
+            details = "; ".join(p.message for p in report.problems if p.check == kind)
+            result = self.call(
+                f"rescue:{kind}",
+                RESCUE_PROMPTS[kind],
+                {"context": context.text, "summary": text, "details": details},
+                s.model,
+                _generation_params(s),
+            )
+            text = clean_summary(result.text)
+            attempts += 1
+            report = self.check(f"references:after-rescue:{kind}", text, context)
+        if not report.passed:
+            return Outcome(
+                status="flagged",
+                text=text,
+                flags=["references_failed"],
+                attempts=attempts,
+                references=report,
+                claims=sentence_claims(text),
+            )
+
+        claims = self.self_consistency("self_consistency", text, context, s)
+        flags: list[str] = []
+        unsupported = [c for c in claims if c["verdict"] == NOT_SUPPORTED]
+        if unsupported:
+            critiques = "\n".join(f'- "{c["text"]}": {c["explanation"]}' for c in unsupported)
+            result = self.call(
+                "revise",
+                "revise_consistency",
+                {"context": context.text, "summary": text, "critiques": critiques},
+                s.model,
+                _generation_params(s),
+            )
+            text = clean_summary(result.text)
+            report = self.check("references:final", text, context)
+            if not report.passed:
+                flags.append("final_references_failed")
+            claims = self.self_consistency("self_consistency:reverify", text, context, s)
+        if any(c["verdict"] == NOT_SUPPORTED for c in claims):
+            flags.append("self_consistency_failed")
+        elif any(c["verdict"] == UNVERIFIED for c in claims):
+            flags.append("self_consistency_incomplete")
+        return Outcome(
+            status="flagged" if flags else "ok",
+            text=text,
+            flags=flags,
+            attempts=attempts,
+            references=report,
+            claims=claims,
+        )
+
+    def self_consistency(self, step: str, text: str, context: Context, s: PipelineSettings) -> list[dict]:
+        claims = sentence_claims(text)
+        statements = "\n".join(f"{i + 1}. {c['text']}" for i, c in enumerate(claims))
+        result = self.call(
+            step,
+            "self_consistency",
+            {"context": context.text, "statements": statements},
+            s.model,
+            VERIFY_PARAMS,
+            json_output=True,
+        )
+        verdicts = parse_statement_verdicts(result.text, len(claims))
+        for claim, verdict in zip(claims, verdicts, strict=True):
+            claim.update(verdict=verdict.verdict, explanation=verdict.explanation, probability=None)
+        self.note(
+            step, text=text, verdicts=[{"verdict": c["verdict"], "explanation": c["explanation"]} for c in claims]
+        )
+        return claims
+
+    # --- factored verification -----------------------------------------------------
+
+    def factored(self, text: str, context: Context, references: ReferenceReport | None) -> Outcome:
+        s = self.spec.settings["factored"]
+        claims = self.verify_claims("factored:verify", text, s)
+        before = sum(c["verdict"] == NOT_SUPPORTED for c in claims)
+        p_before = summary_probability(claims)
+        unsupported = [c for c in claims if c["verdict"] == NOT_SUPPORTED]
+        if unsupported:
+            critique = "\n".join(f'- For the sentence "{c["text"]}": {c["explanation"]}' for c in unsupported)
+            result = self.call(
+                "factored:revise",
+                "factored_revise",
+                {"context": context.text, "summary": text, "critiques": critique},
+                s.model,
+                _generation_params(s),
+            )
+            text = clean_summary(result.text)
+            references = self.check("references:final", text, context)
+            claims = self.verify_claims("factored:reverify", text, s)
+        after = sum(c["verdict"] == NOT_SUPPORTED for c in claims)
+        p_after = summary_probability(claims)
+        self.trace["factored"] = {
+            "hallucinations_before": before,
+            "hallucinations_after": after,
+            "p_summary_before": p_before,
+            "p_summary": p_after,
+            "threshold": s.factored_threshold,
+        }
+        flags = []
+        if references is not None and not references.passed:
+            flags.append("final_references_failed")
+        if p_after is not None and p_after < s.factored_threshold:
+            flags.append("factored_below_threshold")
+        if any(c["verdict"] == UNVERIFIED and c["refs"] for c in claims):
+            flags.append("factored_incomplete")
+        return Outcome(
+            status="flagged" if flags else "ok", text=text, flags=flags, references=references, claims=claims
+        )
+
+    def sources_for(self, refs: list[str]) -> str:
+        return "\n".join(context_line(text, ref) for text, ref in self.sentences if ref in refs)
+
+    def verify_claims(self, step: str, text: str, s: PipelineSettings) -> list[dict]:
+        claims = sentence_claims(text)
+        known = {ref for _, ref in self.sentences}
+        for claim in claims:
+            refs = claim["refs"]
+            if not refs:
+                # The paper checks only cited claims; an uncited one is left unverified.
+                claim.update(verdict=UNVERIFIED, explanation="No citation: not checked.", probability=None)
+                continue
+            missing = [r for r in refs if r not in known]
+            if missing:
+                claim.update(
+                    verdict=NOT_SUPPORTED,
+                    explanation=f"Cites {', '.join(missing)}, which the context does not contain.",
+                    probability=0.0,
+                )
+                continue
+            result = self.call(
+                step,
+                "factored_verify",
+                {"sources": self.sources_for(refs), "claim": claim["text"]},
+                s.model,
+                VERIFY_PARAMS,
+                json_output=True,
+                logprobs=True,
+            )
+            verdict, critique = parse_claim_verdict(result.text)
+            probability = yes_probability(result.logprobs, verdict) if verdict != UNVERIFIED else None
+            claim.update(verdict=verdict, explanation=critique, probability=probability)
+        self.note(
+            step,
+            text=text,
+            verdicts=[
+                {"verdict": c["verdict"], "probability": c["probability"], "explanation": c["explanation"]}
+                for c in claims
+            ],
+        )
+        return claims
+
+    # --- the whole run --------------------------------------------------------------
+
+    def run(self) -> Outcome:
+        first = self.spec.settings[self.spec.stages[0]]
+        context = self.context(first)
+        if context.skipped:
+            return Outcome(status="skipped", flags=["too_few_sentences"], skip_reason=context.skipped, trace=self.trace)
+        if self.spec.stages[0] == "litsumm":
+            outcome = self.litsumm(context)
+        else:
+            text = self.generate(first, context)
+            outcome = Outcome(status="ok", text=text, attempts=1, references=self.check("references", text, context))
+        if "factored" in self.spec.stages:
+            verified = self.factored(outcome.text, context, outcome.references)
+            verified.flags = list(dict.fromkeys([*outcome.flags, *verified.flags]))
+            verified.status = "flagged" if verified.flags else "ok"
+            verified.attempts = outcome.attempts
+            outcome = verified
+        outcome.trace = self.trace
+        return outcome
+
+
+def summary_probability(claims: list[dict]) -> float | None:
+    """P(summary) = product of the verified claims' probabilities (independence, as
+    in the paper); None when no claim was verified."""
+    probabilities = [c["probability"] for c in claims if c.get("probability") is not None]
+    return math.prod(probabilities) if probabilities else None
+
+
+def calibrate_threshold(p_faithful: list[float], p_hallucinated: list[float]) -> float:
+    """Factored Verification's rule for θ from rated data: the midpoint between the
+    mean P(summary) of summaries raters judged faithful and of those they judged
+    hallucinated."""
+    if not p_faithful or not p_hallucinated:
+        raise ValueError("calibration needs rated summaries of both kinds")
+    return (sum(p_faithful) / len(p_faithful) + sum(p_hallucinated) / len(p_hallucinated)) / 2

@@ -1,0 +1,62 @@
+"""Reads of the generation app: a run's report and a summary's trace."""
+
+from __future__ import annotations
+
+from django.db.models import Count, Prefetch, QuerySet, Sum
+
+from annotate.models import Claim, Summary
+from generation.checks import CHECKS
+from generation.models import GenerationJob, GenerationRun, LLMCall
+
+
+def run_jobs(run: GenerationRun) -> QuerySet[GenerationJob]:
+    return (
+        run.jobs.select_related("source", "summary")
+        .prefetch_related(Prefetch("summary__claims", queryset=Claim.objects.order_by("index")))
+        .annotate(
+            n_calls=Count("llm_calls"),
+            n_tokens_in=Sum("llm_calls__tokens_in"),
+            n_tokens_out=Sum("llm_calls__tokens_out"),
+            total_cost=Sum("llm_calls__cost"),
+        )
+        .order_by("source__key")
+    )
+
+
+def run_progress(run: GenerationRun) -> dict[str, int]:
+    counts = dict(run.jobs.values_list("status").annotate(n=Count("id")).values_list("status", "n"))
+    return {status: counts.get(status, 0) for status in GenerationJob.Status.values}
+
+
+def job_report(job: GenerationJob) -> dict:
+    """One entry of `generate --json` (job annotated by run_jobs)."""
+    checks = (job.result.get("reference_checks") or {}).get("checks")
+    claims = list(job.summary.claims.all()) if job.summary_id else []
+    return {
+        "source": job.source.key,
+        "summary": job.summary.text if job.summary_id else None,
+        "status": job.status,
+        "attempts": job.result.get("attempts", 0),
+        "reference_checks": {name: checks[name] for name in CHECKS} if checks else None,
+        "flags": job.result.get("flags", []),
+        "claims": [
+            {"text": c.text, "verdict": c.verdict, "explanation": c.explanation, "probability": c.probability}
+            for c in claims
+        ],
+        "llm_calls": job.n_calls,
+        "tokens": (job.n_tokens_in or 0) + (job.n_tokens_out or 0),
+        "cost": float(job.total_cost) if job.total_cost is not None else None,
+    }
+
+
+def run_report(run: GenerationRun) -> dict:
+    return {"run": str(run.uuid), "summaries": [job_report(job) for job in run_jobs(run)]}
+
+
+def summary_trace(summary: Summary) -> list[GenerationJob]:
+    """The generation jobs behind a summary, with their LLM calls, for the admin."""
+    return list(
+        GenerationJob.objects.filter(summary=summary).prefetch_related(
+            Prefetch("llm_calls", queryset=LLMCall.objects.order_by("created_at", "id"))
+        )
+    )

@@ -1,0 +1,46 @@
+"""Staff see a generated summary's whole trace in the admin."""
+
+import pytest
+from django.urls import reverse
+
+from generation.models import GenerationRun, LLMCall
+from tests.generation.conftest import honest_model
+from tests.generation.scripted_server import Reply
+from tests.generation.test_litsumm_pipeline import run_job
+
+pytestmark = pytest.mark.django_db
+
+BAD = "Drug A was compared with placebo in 120 adults [PMC100]. It cured everyone [PMC999999]."
+
+
+def test_the_job_page_shows_calls_checks_and_claims(client, admin_user, serve, trial_source):
+    serve(
+        honest_model,
+        steps={
+            "generate": [Reply(content=BAD)],
+            "rescue_real": [Reply(content="Drug A was compared with placebo in 120 adults [PMC100].")],
+        },
+    )
+    job = run_job(trial_source)
+    client.force_login(admin_user)
+    page = client.get(reverse("admin:generation_generationjob_change", args=[job.pk]))
+    assert page.status_code == 200
+    html = page.content.decode()
+    for step in ("generate", "rescue:real", "self_consistency"):
+        assert f">{step}<" in html
+    assert "PMC999999" in html  # the failed first draft's problem is in the trace
+    assert "Drug A was compared with placebo in 120 adults [PMC100]." in html
+    assert "The context says so." in html  # the claim's explanation
+    assert job.summary.claims.get().verdict == "supported"
+
+
+def test_the_run_list_shows_progress(client, admin_user, serve, trial_source):
+    serve(honest_model)
+    job = run_job(trial_source)
+    run = GenerationRun.objects.create(study=trial_source.study, pipeline="litsumm", pipeline_version="v")
+    run.jobs.add(job)
+    client.force_login(admin_user)
+    html = client.get(reverse("admin:generation_generationrun_changelist")).content.decode()
+    assert "1 ok" in html
+    call = LLMCall.objects.first()
+    assert client.get(reverse("admin:generation_llmcall_change", args=[call.pk])).status_code == 200

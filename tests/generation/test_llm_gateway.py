@@ -1,0 +1,179 @@
+"""The gateway over the real openai client, against the scripted HTTP server."""
+
+import json
+import threading
+import time
+from decimal import Decimal
+
+import pytest
+
+from generation.conf import llm_settings
+from generation.llm import Gateway, LLMError, backoff_delay, parse_json_object
+from generation.models import LLMCall
+from generation.prompting import get_prompt
+from tests.generation.scripted_server import Reply
+
+pytestmark = pytest.mark.django_db
+
+VARIABLES = {"entity": "Drug A", "context": "Drug A lowered pressure [PMC100]."}
+
+
+def complete(**options):
+    return Gateway().complete(
+        step="generate",
+        prompt="generate",
+        variables=VARIABLES,
+        model="scripted-model",
+        params={"temperature": 0.1},
+        **options,
+    )
+
+
+def test_a_call_is_recorded_with_prompt_version_params_tokens_and_cost(serve, monkeypatch):
+    monkeypatch.setenv("GENERATION_PRICES", json.dumps({"scripted-model": [2.0, 8.0]}))
+    server = serve(steps={"generate": [Reply(content="Drug A lowered pressure [PMC100].")]})
+
+    result = complete()
+
+    call = LLMCall.objects.get()
+    assert result.text == call.response_text == "Drug A lowered pressure [PMC100]."
+    assert (call.step, call.attempt, call.prompt_id) == ("generate", 1, "generate")
+    assert call.prompt_version == get_prompt("generate").version and len(call.prompt_version) == 16
+    assert call.params == {"temperature": 0.1}
+    assert call.messages == server.requests[0].body["messages"]
+    assert "Drug A lowered pressure [PMC100]." in call.messages[1]["content"]
+    # The scripted server counts prompt characters // 4 and completion characters // 4 + 1.
+    prompt_chars = sum(len(m["content"]) for m in call.messages)
+    assert call.tokens_in == prompt_chars // 4
+    assert call.tokens_out == len(call.response_text) // 4 + 1
+    expected = (Decimal(2) * call.tokens_in + Decimal(8) * call.tokens_out) / Decimal(1_000_000)
+    assert call.cost == expected.quantize(Decimal("0.000001"))
+    assert call.latency > 0 and call.error == ""
+
+
+def test_a_model_without_a_price_has_no_cost(serve):
+    serve(steps={"generate": [Reply(content="x")]})
+    complete()
+    assert LLMCall.objects.get().cost is None
+
+
+def test_429_is_retried_after_the_servers_retry_after(serve):
+    server = serve(
+        steps={"generate": [Reply(status=429, headers={"retry-after": "0.4"}), Reply(content="ok [PMC100].")]}
+    )
+    started = time.monotonic()
+    result = complete()
+    assert result.text == "ok [PMC100]."
+    gap = server.requests[1].received_at - server.requests[0].received_at
+    assert gap >= 0.4
+    assert time.monotonic() - started < 3
+    first, second = LLMCall.objects.order_by("attempt")
+    assert (first.attempt, first.status_code) == (1, 429)
+    assert "RateLimitError" in first.error
+    assert (second.attempt, second.status_code, second.error) == (2, 200, "")
+
+
+def test_server_errors_are_retried_with_growing_waits(serve, monkeypatch):
+    monkeypatch.setenv("GENERATION_BACKOFF_BASE", "0.2")
+    server = serve(steps={"generate": [Reply(status=503), Reply(status=500), Reply(content="done")]})
+    assert complete().text == "done"
+    times = [r.received_at for r in server.requests]
+    # Equal jitter: wait n is between half and all of base * 2**(n-1).
+    assert 0.1 <= times[1] - times[0] < 0.2 + 0.15
+    assert 0.2 <= times[2] - times[1] < 0.4 + 0.15
+    assert [c.status_code for c in LLMCall.objects.order_by("attempt")] == [503, 500, 200]
+
+
+def test_a_timeout_is_retried(serve, monkeypatch):
+    monkeypatch.setenv("GENERATION_TIMEOUT", "0.3")
+    serve(steps={"generate": [Reply(content="late", delay=1.5), Reply(content="on time")]})
+    assert complete().text == "on time"
+    first = LLMCall.objects.order_by("attempt").first()
+    assert "Timeout" in first.error and first.status_code is None
+
+
+def test_the_gateway_gives_up_after_the_configured_retries(serve, monkeypatch):
+    monkeypatch.setenv("GENERATION_MAX_RETRIES", "2")
+    server = serve(steps={"generate": [Reply(status=500)]})
+    with pytest.raises(LLMError, match="after 3 attempt"):
+        complete()
+    assert len(server.requests) == 3
+    assert LLMCall.objects.filter(status_code=500).count() == 3
+
+
+def test_a_bad_request_is_not_retried(serve):
+    server = serve(steps={"generate": [Reply(status=401, content="bad key")]})
+    with pytest.raises(LLMError):
+        complete()
+    assert len(server.requests) == 1
+
+
+def test_json_mode_is_dropped_for_an_endpoint_that_refuses_it(serve):
+    server = serve(steps={"generate": [Reply(content='{"a": 1}')]}, json_mode=False)
+    result = complete(json_output=True)
+    assert result.text == '{"a": 1}' and not result.json_mode
+    assert "response_format" in server.requests[0].body
+    assert "response_format" not in server.requests[1].body
+    # Remembered: the next call does not ask again.
+    complete(json_output=True)
+    assert "response_format" not in server.requests[2].body
+
+
+def test_json_mode_and_logprobs_are_requested_where_supported(serve):
+    server = serve(steps={"generate": [Reply(content="{}", logprobs=[("yes", -0.1, [("yes", -0.1), ("no", -2.4)])])]})
+    result = complete(json_output=True, logprobs=True)
+    body = server.requests[0].body
+    assert body["response_format"] == {"type": "json_object"}
+    assert body["logprobs"] is True and body["top_logprobs"] == 5
+    assert result.logprobs == [{"token": "yes", "logprob": -0.1, "top": [["yes", -0.1], ["no", -2.4]]}]
+    assert LLMCall.objects.get().logprobs == result.logprobs
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrency_is_limited_per_endpoint(serve, monkeypatch):
+    monkeypatch.setenv("GENERATION_CONCURRENCY", "2")
+    server = serve(steps={"generate": [Reply(content="x", delay=0.2)]})
+    threads = [threading.Thread(target=complete) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(server.requests) == 6
+    assert server.max_in_flight == 2
+
+
+def test_a_missing_api_key_is_refused(serve, monkeypatch):
+    serve()
+    monkeypatch.delenv("OPENAI_API_KEY")
+    with pytest.raises(LLMError, match="OPENAI_API_KEY"):
+        Gateway()
+
+
+def test_retry_after_is_capped_and_backoff_grows(monkeypatch):
+    monkeypatch.setenv("GENERATION_BACKOFF_BASE", "1")
+    monkeypatch.setenv("GENERATION_BACKOFF_MAX", "10")
+    conf = llm_settings()
+    assert backoff_delay(1, conf, retry_after=120) == 10
+    assert backoff_delay(1, conf, retry_after=3) == 3
+    for attempt, step in [(1, 1), (2, 2), (3, 4), (6, 10)]:
+        delays = [backoff_delay(attempt, conf, None) for _ in range(50)]
+        assert all(step / 2 <= d <= step for d in delays)
+        assert len(set(delays)) > 1  # jittered
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"verdicts": [1, 2]}',
+        '```json\n{"verdicts": [1, 2]}\n```',
+        'Sure! Here is the JSON:\n{"verdicts": [1, 2]}\nHope this helps {not json}.',
+        '{"verdicts": [1, 2,],}',
+    ],
+)
+def test_tolerant_json_parsing(text):
+    assert parse_json_object(text) == {"verdicts": [1, 2]}
+
+
+def test_unreadable_json_gives_none():
+    assert parse_json_object('{"verdicts": [1, 2') is None
+    assert parse_json_object("All statements are true.") is None
