@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from typing import Any, Literal
@@ -26,11 +26,9 @@ from statsmodels.stats import inter_rater
 
 from analysis.frames import (
     ITEM,
-    RATER,
     VALUE,
     AgreementInputError,
-    count_table,
-    reliability_matrix,
+    scale_codes,
     to_wide,
     validate_ratings,
     validate_scale,
@@ -45,6 +43,7 @@ __all__ = [
     "PairwiseKappa",
     "agreement_report",
     "bootstrap_ci",
+    "bootstrap_cis",
     "cohen_kappa",
     "fleiss_kappa",
     "gwet_ac1",
@@ -52,6 +51,7 @@ __all__ = [
     "pabak",
     "percent_agreement",
     "randolph_kappa",
+    "report_statistics",
 ]
 
 AlphaLevel = Literal["nominal", "ordinal", "interval"]
@@ -195,6 +195,26 @@ def _modal_complete_table(table: np.ndarray) -> tuple[np.ndarray, int]:
 # --- statistics --------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class _Prepared:
+    """A validated frame in the shapes the statistics need, built once per report."""
+
+    scale: tuple[float, ...]
+    wide: pd.DataFrame  # items × raters, NaN = not rated (items without any rating kept)
+    table: np.ndarray  # items × FULL-scale counts, rows in the order of ``wide``
+
+
+def _prepare(frame: pd.DataFrame, scale: Sequence[float]) -> _Prepared:
+    clean = validate_ratings(frame, scale)
+    scale_values = validate_scale(scale)
+    wide = to_wide(clean)
+    values = wide.to_numpy(dtype=float)
+    table = np.zeros((values.shape[0], len(scale_values)), dtype=np.int64)
+    rows, cols = np.nonzero(~np.isnan(values))
+    np.add.at(table, (rows, scale_codes(values[rows, cols], scale_values)), 1)
+    return _Prepared(scale=scale_values, wide=wide, table=table)
+
+
 def percent_agreement(frame: pd.DataFrame, scale: Sequence[float]) -> float:
     """Raw pairwise agreement.
 
@@ -203,8 +223,7 @@ def percent_agreement(frame: pd.DataFrame, scale: Sequence[float]) -> float:
     With two raters this is the proportion of co-rated items on which they agree.
     Items with fewer than two ratings are ignored. NaN when no item has two ratings.
     """
-    clean = validate_ratings(frame, scale)
-    return _observed_agreement(count_table(clean, scale))
+    return _observed_agreement(_prepare(frame, scale).table)
 
 
 def cohen_kappa(frame: pd.DataFrame, scale: Sequence[float]) -> tuple[PairwiseKappa, ...]:
@@ -215,9 +234,12 @@ def cohen_kappa(frame: pd.DataFrame, scale: Sequence[float]) -> tuple[PairwiseKa
     an unused category still counts as a step between its neighbours. A pair with no
     co-rated item, or whose chance agreement is 1, gets NaN.
     """
-    clean = validate_ratings(frame, scale)
-    labels = list(validate_scale(scale))
-    wide = to_wide(_rated(clean))
+    return _cohen_kappa(_prepare(frame, scale))
+
+
+def _cohen_kappa(prepared: _Prepared) -> tuple[PairwiseKappa, ...]:
+    labels = list(prepared.scale)
+    wide = prepared.wide.loc[:, prepared.wide.notna().any(axis=0)]
     results: list[PairwiseKappa] = []
     for rater_a, rater_b in combinations(wide.columns, 2):
         both = wide[[rater_a, rater_b]].dropna()
@@ -247,9 +269,8 @@ def _plain(label: Any) -> Any:
     return label.item() if isinstance(label, np.generic) else label
 
 
-def _multirater_kappa(frame: pd.DataFrame, scale: Sequence[float], method: str) -> KappaResult:
-    clean = validate_ratings(frame, scale)
-    table, per_item = _modal_complete_table(count_table(clean, scale))
+def _multirater_kappa(prepared: _Prepared, method: str) -> KappaResult:
+    table, per_item = _modal_complete_table(prepared.table)
     if table.shape[0] == 0:
         return KappaResult(value=math.nan, n_items=0, ratings_per_item=0)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -265,7 +286,7 @@ def fleiss_kappa(frame: pd.DataFrame, scale: Sequence[float]) -> KappaResult:
     item (not the same raters): only items with the modal number of ratings (>= 2) are
     used, and the result reports that number and how many items were kept.
     """
-    return _multirater_kappa(frame, scale, "fleiss")
+    return _multirater_kappa(_prepare(frame, scale), "fleiss")
 
 
 def randolph_kappa(frame: pd.DataFrame, scale: Sequence[float]) -> KappaResult:
@@ -276,7 +297,7 @@ def randolph_kappa(frame: pd.DataFrame, scale: Sequence[float]) -> KappaResult:
     scale values, used or not: a table over observed categories only would shrink q and
     give a different, wrong value.
     """
-    return _multirater_kappa(frame, scale, "randolph")
+    return _multirater_kappa(_prepare(frame, scale), "randolph")
 
 
 def krippendorff_alpha(frame: pd.DataFrame, scale: Sequence[float], *, level: AlphaLevel) -> float:
@@ -289,8 +310,12 @@ def krippendorff_alpha(frame: pd.DataFrame, scale: Sequence[float], *, level: Al
     """
     if level not in ("nominal", "ordinal", "interval"):
         raise AgreementInputError(f"Unknown level of measurement {level!r}.")
-    clean = validate_ratings(frame, scale)
-    data = reliability_matrix(clean)
+    return _krippendorff_alpha(_prepare(frame, scale), level)
+
+
+def _krippendorff_alpha(prepared: _Prepared, level: AlphaLevel) -> float:
+    # Raters × items, built from the named columns (see frames.reliability_matrix).
+    data = prepared.wide.T.to_numpy(dtype=float)
     if not ((~np.isnan(data)).sum(axis=0) >= 2).any():
         return math.nan
     with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
@@ -298,7 +323,7 @@ def krippendorff_alpha(frame: pd.DataFrame, scale: Sequence[float], *, level: Al
         warnings.simplefilter("ignore", RuntimeWarning)
         value = krippendorff.alpha(
             reliability_data=data,
-            value_domain=list(validate_scale(scale)),
+            value_domain=list(prepared.scale),
             level_of_measurement=level,
         )
     return float(value)
@@ -314,8 +339,10 @@ def gwet_ac1(frame: pd.DataFrame, scale: Sequence[float]) -> float:
     his irrCAC package handle missing ratings: single-rated items inform the category
     prevalences pi_k but not the observed agreement.
     """
-    clean = validate_ratings(frame, scale)
-    table = count_table(clean, scale)
+    return _gwet_ac1(_prepare(frame, scale).table)
+
+
+def _gwet_ac1(table: np.ndarray) -> float:
     q = table.shape[1]
     ratings = table.sum(axis=1)
     rated = ratings >= 1
@@ -339,17 +366,12 @@ def pabak(frame: pd.DataFrame, scale: Sequence[float]) -> float:
     computed on every item rather than on the equal-ratings subset
     :func:`randolph_kappa` is restricted to.
     """
-    q = len(validate_scale(scale))
-    p_o = percent_agreement(frame, scale)
-    return (q * p_o - 1) / (q - 1)
+    return _pabak(_prepare(frame, scale).table)
 
 
-def _report_alphas(frame: pd.DataFrame, scale: Sequence[float]) -> AlphaByLevel:
-    return AlphaByLevel(
-        nominal=krippendorff_alpha(frame, scale, level="nominal"),
-        ordinal=krippendorff_alpha(frame, scale, level="ordinal"),
-        interval=krippendorff_alpha(frame, scale, level="interval"),
-    )
+def _pabak(table: np.ndarray) -> float:
+    q = table.shape[1]
+    return (q * _observed_agreement(table) - 1) / (q - 1)
 
 
 def agreement_report(frame: pd.DataFrame, scale: Sequence[float]) -> AgreementReport:
@@ -357,20 +379,47 @@ def agreement_report(frame: pd.DataFrame, scale: Sequence[float]) -> AgreementRe
 
     ``n_items`` and ``n_raters`` count items and raters with at least one non-missing
     rating. Each statistic uses its own subset of items as documented on its function.
+    The frame is validated and reshaped once, then every statistic reads those shapes.
     """
-    clean = validate_ratings(frame, scale)
-    rated = _rated(clean)
+    prepared = _prepare(frame, scale)
+    rated = prepared.wide.notna()
     return AgreementReport(
-        n_items=int(rated[ITEM].nunique()),
-        n_raters=int(rated[RATER].nunique()),
-        percent_agreement=percent_agreement(clean, scale),
-        fleiss_kappa=fleiss_kappa(clean, scale),
-        randolph_kappa=randolph_kappa(clean, scale),
-        gwet_ac1=gwet_ac1(clean, scale),
-        pabak=pabak(clean, scale),
-        krippendorff_alpha=_report_alphas(clean, scale),
-        cohen_kappa=cohen_kappa(clean, scale),
+        n_items=int(rated.any(axis=1).sum()),
+        n_raters=int(rated.any(axis=0).sum()),
+        percent_agreement=_observed_agreement(prepared.table),
+        fleiss_kappa=_multirater_kappa(prepared, "fleiss"),
+        randolph_kappa=_multirater_kappa(prepared, "randolph"),
+        gwet_ac1=_gwet_ac1(prepared.table),
+        pabak=_pabak(prepared.table),
+        krippendorff_alpha=AlphaByLevel(
+            nominal=_krippendorff_alpha(prepared, "nominal"),
+            ordinal=_krippendorff_alpha(prepared, "ordinal"),
+            interval=_krippendorff_alpha(prepared, "interval"),
+        ),
+        cohen_kappa=_cohen_kappa(prepared),
     )
+
+
+def report_statistics(report: AgreementReport) -> dict[str, float]:
+    """The report's coefficients as a flat name -> value mapping (for bootstrap intervals).
+
+    Names: ``percent_agreement``, ``fleiss_kappa``, ``randolph_kappa``, ``gwet_ac1``,
+    ``pabak``, ``krippendorff_alpha.<level>`` and ``cohen_kappa.<a>|<b>.<weighting>``.
+    """
+    values = {
+        "percent_agreement": report.percent_agreement,
+        "fleiss_kappa": report.fleiss_kappa.value,
+        "randolph_kappa": report.randolph_kappa.value,
+        "gwet_ac1": report.gwet_ac1,
+        "pabak": report.pabak,
+        "krippendorff_alpha.nominal": report.krippendorff_alpha.nominal,
+        "krippendorff_alpha.ordinal": report.krippendorff_alpha.ordinal,
+        "krippendorff_alpha.interval": report.krippendorff_alpha.interval,
+    }
+    for pair in report.cohen_kappa:
+        for weighting in ("unweighted", "linear", "quadratic"):
+            values[f"cohen_kappa.{pair.rater_a}|{pair.rater_b}.{weighting}"] = getattr(pair, weighting)
+    return values
 
 
 def bootstrap_ci(
@@ -394,6 +443,34 @@ def bootstrap_ci(
     is the (alpha/2, 1-alpha/2) percentiles of the defined resamples and is NaN if none
     are defined.
     """
+    results = bootstrap_cis(
+        frame,
+        lambda resample: {"value": statistic(resample)},
+        n_resamples,
+        seed,
+        confidence_level=confidence_level,
+    )
+    return results["value"]
+
+
+def bootstrap_cis(
+    frame: pd.DataFrame,
+    statistics: Callable[[pd.DataFrame], Mapping[str, float]],
+    n_resamples: int = 1000,
+    seed: int = 0,
+    *,
+    confidence_level: float = 0.95,
+    progress: Callable[[int], None] | None = None,
+) -> dict[str, BootstrapResult]:
+    """Percentile bootstrap intervals for several statistics from the SAME item resamples.
+
+    ``statistics(frame)`` returns a mapping name -> value; it is called once on the
+    frame and once per resample, so an expensive shared step (validating the frame,
+    building the count table) is paid once per resample, not once per statistic.
+    Resampling and undefined resamples are as in :func:`bootstrap_ci` (which is this
+    function with one statistic): a refused resample is undefined for every statistic, a
+    NaN only for its own. ``progress(done)`` is called every 50 resamples.
+    """
     if n_resamples < 1:
         raise AgreementInputError(f"n_resamples must be >= 1, got {n_resamples}.")
     if not 0 < confidence_level < 1:
@@ -401,7 +478,7 @@ def bootstrap_ci(
     if ITEM not in frame.columns:
         raise AgreementInputError("Ratings frame lacks column 'item'.")
 
-    estimate = float(statistic(frame))
+    estimates = {name: float(value) for name, value in statistics(frame).items()}
     codes, _ = pd.factorize(frame[ITEM], sort=True)
     if (codes < 0).any():
         raise AgreementInputError("Column 'item' must not contain missing labels.")
@@ -413,7 +490,7 @@ def bootstrap_ci(
     starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
 
     rng = np.random.default_rng(seed)
-    values = np.full(n_resamples, np.nan)
+    values = {name: np.full(n_resamples, np.nan) for name in estimates}
     base = frame.reset_index(drop=True)
     for b in range(n_resamples):
         drawn = rng.integers(0, n_items, size=n_items)
@@ -424,24 +501,31 @@ def bootstrap_ci(
         rows = order[np.repeat(starts[drawn], lengths) + offsets]
         resample = base.iloc[rows].reset_index(drop=True)
         resample[ITEM] = np.repeat(np.arange(n_items), lengths)
+        if progress is not None and b % 50 == 0:
+            progress(b)
         try:
-            value = float(statistic(resample))
+            computed = statistics(resample)
         except AgreementInputError:
             continue
-        if math.isfinite(value):
-            values[b] = value
+        for name, value in computed.items():
+            value = float(value)
+            if math.isfinite(value):
+                values[name][b] = value
 
-    defined = values[~np.isnan(values)]
     tail = (1 - confidence_level) / 2 * 100
-    if defined.size:
-        low, high = np.percentile(defined, [tail, 100 - tail])
-    else:
-        low = high = math.nan
-    return BootstrapResult(
-        estimate=estimate,
-        low=float(low),
-        high=float(high),
-        confidence_level=confidence_level,
-        n_resamples=n_resamples,
-        n_undefined=int(n_resamples - defined.size),
-    )
+    results: dict[str, BootstrapResult] = {}
+    for name, estimate in estimates.items():
+        defined = values[name][~np.isnan(values[name])]
+        if defined.size:
+            low, high = np.percentile(defined, [tail, 100 - tail])
+        else:
+            low = high = math.nan
+        results[name] = BootstrapResult(
+            estimate=estimate,
+            low=float(low),
+            high=float(high),
+            confidence_level=confidence_level,
+            n_resamples=n_resamples,
+            n_undefined=int(n_resamples - defined.size),
+        )
+    return results

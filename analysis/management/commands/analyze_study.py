@@ -1,0 +1,43 @@
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from analysis.services import PHASES, write_study_report
+from annotate.exceptions import ApplicationError
+from annotate.models import Study
+
+
+class Command(BaseCommand):
+    help = (
+        "Analyse a study into a folder: agreement per scale question with bootstrap intervals, score "
+        "histograms, per-summary means, scores by source field, failure-mode counts per rater, automatic "
+        "metrics, metric-vs-human correlations, as CSV and JSON, and plots as PNG and SVG."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("slug", help="study slug")
+        parser.add_argument("--out", required=True, type=Path, help="output folder (created if missing)")
+        parser.add_argument("--phase", choices=PHASES, default="all", help="which answers count (default: all)")
+        parser.add_argument(
+            "--by",
+            action="append",
+            dest="group_fields",
+            help="source field to split scores by, e.g. source.topic (repeatable; default: every source "
+            "field with 2 to 20 distinct values)",
+        )
+        parser.add_argument("--resamples", type=int, default=None, help="bootstrap resamples (default 1000)")
+
+    def handle(self, *args, slug: str, out: Path, phase: str, group_fields, resamples: int | None, **options):
+        try:
+            study = Study.objects.select_related("rubric").get(slug=slug)
+        except Study.DoesNotExist:
+            raise CommandError(f"no study {slug!r}") from None
+        if resamples is not None and resamples < 1:
+            raise CommandError("--resamples must be at least 1")
+        try:
+            written = write_study_report(
+                study=study, out=out, phase=phase, group_fields=group_fields, n_resamples=resamples
+            )
+        except ApplicationError as exc:
+            raise CommandError(exc.message) from None
+        self.stdout.write(f"Wrote {len(written)} files for {study.slug} ({phase}) to {out}.")

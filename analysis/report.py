@@ -1,0 +1,264 @@
+"""The study report: every statistic of the analysis app for one study, as one JSON-ready dict.
+
+Pure code (no ORM): the service hands over the tidy ratings frame, the summaries frame,
+the automatic metrics and the rubric's questions as :class:`QuestionSpec`. The report is
+cached as JSON and every download, table and plot is derived from it.
+
+Choices made here (see docs/analysis.md):
+- phase "all" uses each rater's newest answer per item: the post-discussion answer
+  where one exists, else the initial one (a rater's two answers to one item are not
+  two raters);
+- agreement is computed for scale questions only, over the rubric's full scale; an
+  unanswered (N/A) scale question is a missing rating;
+- the human score of the meta-evaluation is, per summary, the mean rating of the first
+  required scale question (the first scale question if none is required), and the same
+  is done per rater on that rater's own ratings;
+- distributions by group use every ``source.<field>`` column with 2 to 20 distinct
+  values unless the fields are named.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis.agreement import AgreementInputError, agreement_report, bootstrap_cis, report_statistics
+from analysis.distributions import item_means, option_counts, score_histograms, scores_by_group
+from analysis.frames import ITEM, QUESTION, RATER, VALUE
+from analysis.metaeval import correlate_report, kl_divergence
+from analysis.metrics import METRIC_COLUMNS
+
+__all__ = ["REPORT_VERSION", "QuestionSpec", "build_study_report", "default_group_fields", "latest_answers"]
+
+# Bumped whenever the report's content changes, so cached reports are recomputed.
+REPORT_VERSION = 1
+PHASE_ORDER = {"initial": 0, "post_discussion": 1}
+MAX_GROUPS = 20
+
+
+@dataclass(frozen=True)
+class QuestionSpec:
+    """What the report needs to know about a rubric question."""
+
+    key: str
+    kind: str  # scale, choice, checkboxes or text
+    prompt: str
+    required: bool = False
+    values: tuple[Any, ...] = ()
+    labels: tuple[str, ...] = ()
+
+
+def to_json(value: Any) -> Any:
+    """Recursively turn NaN/inf into None and numpy scalars into Python ones."""
+    if isinstance(value, dict):
+        return {str(k): to_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_json(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def latest_answers(ratings: pd.DataFrame) -> pd.DataFrame:
+    """One row per (item, rater, question): the post-discussion answer where there is one."""
+    if ratings.empty:
+        return ratings
+    order = ratings["phase"].map(PHASE_ORDER).fillna(0)
+    ranked = ratings.assign(_order=order).sort_values([ITEM, RATER, QUESTION, "_order"], kind="stable")
+    return ranked.drop_duplicates([ITEM, RATER, QUESTION], keep="last").drop(columns="_order").reset_index(drop=True)
+
+
+def default_group_fields(summaries: pd.DataFrame) -> list[str]:
+    """``source.<field>`` columns with 2 to MAX_GROUPS distinct values (usable as groups)."""
+    fields = []
+    for column in summaries.columns:
+        if column.startswith("source.") and 2 <= summaries[column].astype(str).nunique() <= MAX_GROUPS:
+            fields.append(column)
+    return fields
+
+
+def human_question(questions: Sequence[QuestionSpec]) -> QuestionSpec | None:
+    scales = [q for q in questions if q.kind == "scale"]
+    required = [q for q in scales if q.required]
+    return (required or scales or [None])[0]
+
+
+def _agreement_section(
+    frame: pd.DataFrame, question: QuestionSpec, n_resamples: int, seed: int, progress: Callable[[int], None]
+) -> dict[str, Any]:
+    scale = [float(v) for v in question.values]
+    section: dict[str, Any] = {
+        "question": question.key,
+        "scale": list(question.values),
+        "n_resamples": n_resamples,
+        "seed": seed,
+        "confidence_level": 0.95,
+        "report": None,
+        "ci": {},
+        "error": None,
+    }
+    try:
+        report = agreement_report(frame, scale)
+    except AgreementInputError as exc:
+        section["error"] = str(exc)
+        return section
+    section["report"] = report.to_json_dict()
+    intervals = bootstrap_cis(
+        frame,
+        lambda resample: report_statistics(agreement_report(resample, scale)),
+        n_resamples,
+        seed,
+        progress=progress,
+    )
+    section["ci"] = {
+        name: {"low": r.low, "high": r.high, "n_undefined": r.n_undefined} for name, r in intervals.items()
+    }
+    return section
+
+
+def _correlations(table: pd.DataFrame, metric_columns: list[str]) -> dict[str, Any]:
+    """correlate_report of every metric against ``human`` plus the KL divergence."""
+    usable = [c for c in metric_columns if table[c].notna().any()]
+    if not usable or table["human"].notna().sum() == 0:
+        return {}
+    metrics = correlate_report(table, "human", usable)["metrics"]
+    for column in usable:
+        metrics[column]["kl_divergence"] = kl_divergence(table["human"], table[column])
+    return metrics
+
+
+def build_study_report(
+    *,
+    ratings: pd.DataFrame,
+    summaries: pd.DataFrame,
+    metrics: pd.DataFrame,
+    questions: Sequence[QuestionSpec],
+    rater_names: dict[str, str] | None = None,
+    group_fields: Sequence[str] | None = None,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    progress: Callable[[float], None] | None = None,
+) -> dict[str, Any]:
+    """Every statistic for one study and phase, JSON-ready (None where undefined).
+
+    ``ratings`` is the tidy frame of ``annotate.selectors.ratings_frame`` (item, rater,
+    question, score, answer, phase); ``summaries`` has item, key, source and
+    ``source.<field>`` columns; ``metrics`` has item and metric columns. ``rater_names``
+    maps rater ids to the names shown. ``progress(fraction)`` is called during the
+    bootstrap, which is the slow part.
+    """
+    answers = latest_answers(ratings)
+    if rater_names:
+        answers = answers.assign(rater=answers[RATER].map(lambda r: rater_names.get(r, r)))
+    keys = summaries.set_index(ITEM)["key"].to_dict() if len(summaries) else {}
+    sources = summaries.set_index(ITEM)["source"].to_dict() if len(summaries) else {}
+    fields = list(group_fields) if group_fields is not None else default_group_fields(summaries)
+    for field in fields:
+        if field not in summaries.columns:
+            raise ValueError(f"No field {field!r}; the summaries have {sorted(summaries.columns)}.")
+
+    scale_questions = [q for q in questions if q.kind == "scale"]
+    total_work = max(1, len(scale_questions) * n_resamples)
+    done_before = 0
+
+    def step(done: int) -> None:
+        if progress is not None:
+            progress(min(1.0, (done_before + done) / total_work))
+
+    rated_items = answers.groupby(RATER)[ITEM].nunique() if len(answers) else pd.Series(dtype=int)
+    report: dict[str, Any] = {
+        "report_version": REPORT_VERSION,
+        "n_answers": len(answers),
+        "n_items_rated": int(answers[ITEM].nunique()) if len(answers) else 0,
+        "n_summaries": len(summaries),
+        "raters": [{"rater": r, "n_rated": int(n)} for r, n in rated_items.sort_index().items()],
+        "questions": [{"key": q.key, "kind": q.kind, "prompt": q.prompt} for q in questions],
+        "group_fields": fields,
+        "agreement": [],
+        "histograms": [],
+        "item_means": [],
+        "by_group": [],
+        "option_counts": [],
+    }
+
+    for question in scale_questions:
+        part = answers[answers[QUESTION] == question.key]
+        frame = pd.DataFrame({ITEM: part[ITEM], RATER: part[RATER], VALUE: part["score"].astype(float)})
+        report["agreement"].append(_agreement_section(frame, question, n_resamples, seed, step))
+        done_before += n_resamples
+        histogram = score_histograms(frame, [float(v) for v in question.values])
+        report["histograms"].append(
+            {
+                "question": question.key,
+                "scale": list(question.values),
+                "raters": [{"rater": r, "counts": [int(c) for c in row]} for r, row in histogram.iterrows()],
+            }
+        )
+        means = item_means(frame)
+        report["item_means"].append(
+            {
+                "question": question.key,
+                "rows": [
+                    {"item": row.item, "key": keys.get(row.item, ""), **row._asdict()}
+                    for row in means.itertuples(index=False)
+                ],
+            }
+        )
+        for field in fields:
+            groups = summaries.set_index(ITEM)[field]
+            by = scores_by_group(frame, groups, [float(v) for v in question.values])
+            report["by_group"].append({"field": field, "question": question.key, "rows": by.to_dict("records")})
+
+    for question in questions:
+        if question.kind not in ("checkboxes", "choice"):
+            continue
+        part = answers[answers[QUESTION] == question.key]
+        counts = option_counts(part, list(question.values), rated_items)
+        report["option_counts"].append(
+            {
+                "question": question.key,
+                "options": [
+                    {"value": v, "label": label} for v, label in zip(question.values, question.labels, strict=True)
+                ],
+                "rows": counts.to_dict("records"),
+            }
+        )
+
+    report.update(_meta_evaluation(answers, metrics, human_question(questions), keys, sources))
+    if progress is not None:
+        progress(1.0)
+    return to_json(report)
+
+
+def _meta_evaluation(
+    answers: pd.DataFrame,
+    metrics: pd.DataFrame,
+    human: QuestionSpec | None,
+    keys: dict[str, str],
+    sources: dict[str, str],
+) -> dict[str, Any]:
+    metric_columns = [c for c in METRIC_COLUMNS if c in metrics.columns]
+    table = metrics.copy()
+    table.insert(1, "key", table[ITEM].map(keys))
+    table.insert(2, "source", table[ITEM].map(sources))
+    section: dict[str, Any] = {"human_question": None, "metric_columns": metric_columns}
+    if human is None:
+        table["human_mean"] = np.nan
+        return {"metrics": table.to_dict("records"), "correlation": section}
+    scores = answers[(answers[QUESTION] == human.key) & answers["score"].notna()]
+    table["human_mean"] = table[ITEM].map(scores.groupby(ITEM)["score"].mean())
+    section["human_question"] = human.key
+    section["mean"] = _correlations(table.assign(human=table["human_mean"]), metric_columns)
+    section["per_rater"] = {}
+    for rater, part in scores.groupby(RATER, sort=True):
+        own = table.assign(human=table[ITEM].map(part.set_index(ITEM)["score"]))
+        own = own[own["human"].notna()]
+        section["per_rater"][str(rater)] = _correlations(own, metric_columns)
+    return {"metrics": table.to_dict("records"), "correlation": section}

@@ -1,0 +1,66 @@
+"""Reads for the analysis app (the ORM is allowed here, never in the statistics modules).
+
+Ratings and summaries come through annotate.selectors; this module adds what only the
+analysis needs: texts and claims for the automatic metrics, the fingerprint of the
+ratings a cached report depends on, and the cached reports themselves.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+from django.contrib.auth import get_user_model
+from django.db.models import Count, Max
+from django.shortcuts import get_object_or_404
+
+from analysis.models import AnalysisResult
+from analysis.report import REPORT_VERSION
+from annotate.models import Claim, Revision, Study, Summary
+
+
+def get_study_for_staff(slug: str) -> Study:
+    """The study with its rubric, or 404 (the caller has already checked staff access)."""
+    return get_object_or_404(Study.objects.select_related("rubric"), slug=slug)
+
+
+def submitted_revisions(*, study: Study, phase: str):
+    revisions = Revision.objects.filter(assignment__study=study, status=Revision.Status.SUBMITTED)
+    return revisions if phase == "all" else revisions.filter(phase=phase)
+
+
+def ratings_fingerprint(*, study: Study, phase: str) -> tuple[str, int]:
+    """(fingerprint, number of submitted revisions) of the ratings a report depends on.
+
+    Count and newest ``updated_at`` of the study's submitted revisions in the phase, the
+    study's rubric version and the report version: one aggregate query. A submitted
+    revision is never edited, so a new answer always adds a row and changes the count.
+    """
+    stats = submitted_revisions(study=study, phase=phase).aggregate(n=Count("id"), newest=Max("updated_at"))
+    newest = stats["newest"].isoformat() if stats["newest"] else "-"
+    return f"v{REPORT_VERSION}:r{study.rubric_id}:{stats['n']}:{newest}", stats["n"]
+
+
+def summary_texts_frame(*, study: Study) -> pd.DataFrame:
+    """item (summary uuid), summary_text, source_text: the inputs of the text metrics."""
+    rows = Summary.objects.filter(study=study).order_by("key").values_list("uuid", "text", "source__text")
+    return pd.DataFrame(
+        [(str(uuid), text, source) for uuid, text, source in rows], columns=["item", "summary_text", "source_text"]
+    )
+
+
+def claims_frame(*, study: Study) -> pd.DataFrame:
+    """item, verdict, probability of every claim of the study's summaries."""
+    rows = Claim.objects.filter(summary__study=study).values_list("summary__uuid", "verdict", "probability")
+    return pd.DataFrame(
+        [(str(uuid), verdict, probability) for uuid, verdict, probability in rows],
+        columns=["item", "verdict", "probability"],
+    )
+
+
+def rater_names(*, rater_ids) -> dict[str, str]:
+    """Rater id (as ratings_frame writes it) -> username."""
+    users = get_user_model().objects.filter(pk__in=[int(r) for r in rater_ids])
+    return {str(pk): name for pk, name in users.values_list("pk", "username")}
+
+
+def analysis_result(*, study: Study, phase: str, fingerprint: str) -> AnalysisResult | None:
+    return AnalysisResult.objects.filter(study=study, phase=phase, fingerprint=fingerprint).first()

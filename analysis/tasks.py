@@ -1,0 +1,10 @@
+"""Celery tasks of the analysis app: thin wrappers around analysis.services."""
+
+from celery import shared_task
+
+from analysis import services
+
+
+@shared_task
+def run_study_report_task(result_id: int) -> None:
+    services.run_study_report(result_id=result_id)

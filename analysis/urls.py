@@ -1,0 +1,12 @@
+from django.urls import path
+
+from analysis import views
+
+app_name = "analysis"
+
+urlpatterns = [
+    path("", views.study_list, name="studies"),
+    path("<slug:slug>/", views.study_report, name="report"),
+    path("<slug:slug>/plots/<slug:kind>/<slug:subject>.<slug:fmt>", views.study_report_plot, name="plot"),
+    path("<slug:slug>/download/<str:name>", views.study_report_download, name="download"),
+]

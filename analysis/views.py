@@ -1,0 +1,141 @@
+"""The study report pages for staff. Thin: check access, call a selector or service, render.
+
+Access: staff only for now (``is_staff``); study viewers get access when roles arrive
+with issue 4. Anonymous users are sent to the login page, raters get 403.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_GET
+
+from analysis import selectors, services
+from analysis.export import FILE_NAMES, agreement_rows, cohen_rows, correlation_rows, report_files
+from analysis.models import AnalysisResult
+from analysis.plots import FORMATS, plot_names, render_plot
+from annotate.models import Study
+
+CONTENT_TYPES = {"png": "image/png", "svg": "image/svg+xml"}
+
+
+def _require_staff(request) -> None:
+    if not request.user.is_staff:
+        raise PermissionDenied("The study report is for staff.")
+
+
+def _phase(request) -> str:
+    phase = request.GET.get("phase", "all")
+    if phase not in services.PHASES:
+        raise Http404("Unknown phase.")
+    return phase
+
+
+def _done_result(study: Study, phase: str) -> AnalysisResult:
+    """The finished report for the ratings as they are now, else 404 (never computes)."""
+    fingerprint, _ = selectors.ratings_fingerprint(study=study, phase=phase)
+    result = selectors.analysis_result(study=study, phase=phase, fingerprint=fingerprint)
+    if result is None or result.status != AnalysisResult.Status.DONE:
+        raise Http404("No finished report for the current ratings; open the report page first.")
+    return result
+
+
+@login_required
+@require_GET
+def study_list(request):
+    _require_staff(request)
+    return render(request, "analysis/study_list.html", {"studies": Study.objects.order_by("title")})
+
+
+@login_required
+@require_GET
+def study_report(request, slug: str):
+    _require_staff(request)
+    study = selectors.get_study_for_staff(slug)
+    phase = _phase(request)
+    result = services.request_study_report(study=study, phase=phase)
+    context: dict[str, Any] = {
+        "study": study,
+        "phase": phase,
+        "phases": AnalysisResult.Phase.choices,
+        "result": result,
+    }
+    if result.status == AnalysisResult.Status.DONE:
+        context.update(_report_context(result.result, study, phase))
+    return render(request, "analysis/report.html", context)
+
+
+def _report_context(report: dict[str, Any], study: Study, phase: str) -> dict[str, Any]:
+    """Everything the template shows, precomputed (templates stay logic-free)."""
+    query = f"?phase={phase}"
+    plots = []
+    for kind, subject, _stem in plot_names(report):
+        url = reverse("analysis:plot", args=[study.slug, kind, subject, "svg"]) + query
+        png = reverse("analysis:plot", args=[study.slug, kind, subject, "png"]) + query
+        plots.append({"kind": kind, "subject": subject, "url": url, "png": png})
+    histograms = []
+    for h in report["histograms"]:
+        histograms.append({"question": h["question"], "scale": h["scale"], "raters": h["raters"]})
+    options = []
+    for o in report["option_counts"]:
+        rows = [{"rater": r["rater"], "n_rated": r["n_rated"], "counts": [r[opt["value"]] for opt in o["options"]]}
+                for r in o["rows"]]  # fmt: skip
+        options.append({"question": o["question"], "options": o["options"], "rows": rows})
+    groups = []
+    for g in report["by_group"]:
+        scale_columns = [c for c in (g["rows"][0] if g["rows"] else {}) if c.startswith("n_") and c[2:].isdigit()]
+        rows = [{**r, "counts": [r[c] for c in scale_columns]} for r in g["rows"]]
+        groups.append({"field": g["field"], "question": g["question"], "scale": [c[2:] for c in scale_columns],
+                       "rows": rows})  # fmt: skip
+    return {
+        "report": report,
+        "agreement": agreement_rows(report),
+        "errors": [a for a in report["agreement"] if a["error"]],
+        "cohen": cohen_rows(report),
+        "histograms": histograms,
+        "options": options,
+        "groups": groups,
+        "correlations": [row for row in correlation_rows(report) if row["scope"] == "mean"],
+        "plots": plots,
+        "downloads": [
+            {"name": name, "url": reverse("analysis:download", args=[study.slug, name]) + query} for name in FILE_NAMES
+        ],
+    }
+
+
+@login_required
+@require_GET
+def study_report_plot(request, slug: str, kind: str, subject: str, fmt: str):
+    _require_staff(request)
+    if fmt not in FORMATS:
+        raise Http404("Unknown image format.")
+    study = selectors.get_study_for_staff(slug)
+    result = _done_result(study, _phase(request))
+    try:
+        image = render_plot(result.result, kind, subject, fmt)
+    except KeyError:
+        raise Http404("No such plot.") from None
+    response = HttpResponse(image, content_type=CONTENT_TYPES[fmt])
+    # An SVG opened directly must not run anything even if it somehow held markup.
+    response["Content-Security-Policy"] = "default-src 'none'; style-src 'unsafe-inline'"
+    return response
+
+
+@login_required
+@require_GET
+def study_report_download(request, slug: str, name: str):
+    _require_staff(request)
+    if name not in FILE_NAMES:
+        raise Http404("No such file.")
+    study = selectors.get_study_for_staff(slug)
+    phase = _phase(request)
+    result = _done_result(study, phase)
+    content_type = "application/json" if name.endswith(".json") else "text/csv"
+    response = HttpResponse(report_files(result.result)[name], content_type=f"{content_type}; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{study.slug}-{phase}-{name}"'
+    return response

@@ -1,0 +1,159 @@
+"""The study report page: access, caching until new ratings arrive, the task path with
+progress for large studies, plots and downloads."""
+
+from __future__ import annotations
+
+import csv
+import io
+import xml.etree.ElementTree as ET
+
+import pytest
+from django.core.management import call_command
+from django.urls import reverse
+
+from analysis import services
+from analysis.models import AnalysisResult
+from analysis.plots import histogram_figure
+from annotate.demo import DEMO_STUDY
+from annotate.models import Assignment, Study
+from annotate.services import reopen_rating, submit_rating
+from tests.analysis.test_analyze_study import rate_demo
+
+REPORT_URL = reverse("analysis:report", args=[DEMO_STUDY])
+
+
+@pytest.fixture(autouse=True)
+def few_resamples(monkeypatch):
+    # The page's statistics are tested in test_analyze_study; 1,000 resamples only cost time here.
+    monkeypatch.setattr(services, "BOOTSTRAP_RESAMPLES", 30)
+
+
+@pytest.fixture
+def rated_demo(db):
+    call_command("load_demo", stdout=io.StringIO())
+    rate_demo()
+    return Study.objects.get(slug=DEMO_STUDY)
+
+
+@pytest.fixture
+def staff_client(client, rated_demo):
+    from django.contrib.auth import get_user_model
+
+    client.force_login(get_user_model().objects.get(username="admin"))
+    return client
+
+
+def test_anonymous_users_are_sent_to_login(client, rated_demo):
+    response = client.get(REPORT_URL)
+    assert response.status_code == 302
+    assert response["Location"].startswith(reverse("login"))
+
+
+def test_raters_are_refused(client, rated_demo):
+    from django.contrib.auth import get_user_model
+
+    client.force_login(get_user_model().objects.get(username="rater1"))
+    assert client.get(REPORT_URL).status_code == 403
+    assert client.get(reverse("analysis:download", args=[DEMO_STUDY, "metrics.csv"])).status_code == 403
+    assert client.get(reverse("analysis:studies")).status_code == 403
+
+
+def test_staff_see_agreement_distributions_failure_modes_and_plots(staff_client):
+    response = staff_client.get(REPORT_URL)
+    assert response.status_code == 200
+    html = response.content.decode()
+    for text in ("Agreement", "krippendorff_alpha.ordinal", "rater1 – rater2", "95% CI", "Failure modes per rater",
+                 "Reference misattribution", "Spearman", "rouge1", "histogram of overall"):  # fmt: skip
+        assert text in html, text
+    result = AnalysisResult.objects.get()
+    assert result.status == AnalysisResult.Status.DONE and result.phase == "all"
+    ordinal = result.result["agreement"][0]["report"]["krippendorff_alpha"]["ordinal"]
+    assert f"{ordinal:.3f}" in html
+
+
+def test_cached_page_is_bounded_in_queries_and_does_not_recompute(staff_client, django_assert_max_num_queries):
+    staff_client.get(REPORT_URL)
+    first = AnalysisResult.objects.get()
+    with django_assert_max_num_queries(6):
+        response = staff_client.get(REPORT_URL)
+    assert response.status_code == 200
+    assert AnalysisResult.objects.get().pk == first.pk
+
+
+def test_a_new_rating_invalidates_the_cached_report(staff_client, rated_demo):
+    staff_client.get(REPORT_URL)
+    old = AnalysisResult.objects.get()
+    assignment = Assignment.objects.filter(study=rated_demo).order_by("pk").first()
+    reopen_rating(assignment=assignment, rater=assignment.rater, version=assignment.version)
+    assignment.refresh_from_db()
+    submit_rating(
+        assignment=assignment,
+        rater=assignment.rater,
+        answers={"overall": 2, "failure_modes": [], "feedback": "Changed."},
+        version=assignment.version,
+    )
+    staff_client.get(REPORT_URL)
+    new = AnalysisResult.objects.get()  # the stale one is gone
+    assert new.pk != old.pk and new.fingerprint != old.fingerprint
+    assert new.status == AnalysisResult.Status.DONE
+
+
+def test_phases_are_cached_separately_and_an_empty_phase_says_why(staff_client):
+    response = staff_client.get(REPORT_URL, {"phase": "post_discussion"})
+    assert response.status_code == 200
+    assert "at least 2 raters" in response.content.decode()
+    staff_client.get(REPORT_URL, {"phase": "initial"})
+    assert sorted(AnalysisResult.objects.values_list("phase", flat=True)) == ["initial", "post_discussion"]
+    assert staff_client.get(REPORT_URL, {"phase": "bogus"}).status_code == 404
+
+
+def test_large_study_goes_to_the_task_and_shows_progress(staff_client, monkeypatch, django_capture_on_commit_callbacks):
+    monkeypatch.setattr(services, "SYNC_MAX_REVISIONS", 10)
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        response = staff_client.get(REPORT_URL)
+    html = response.content.decode()
+    assert "Computing the report" in html and 'id="report-progress"' in html and "location.reload" in html
+    assert AnalysisResult.objects.get().status == AnalysisResult.Status.PENDING
+    assert len(callbacks) == 1
+    callbacks[0]()  # the broker-less setup runs the Celery task eagerly, as a worker would
+    assert AnalysisResult.objects.get().status == AnalysisResult.Status.DONE
+    assert "Computing the report" not in staff_client.get(REPORT_URL).content.decode()
+
+
+def test_a_redelivered_task_does_nothing(staff_client):
+    staff_client.get(REPORT_URL)
+    result = AnalysisResult.objects.get()
+    assert services.run_study_report(result_id=result.pk) is None
+    assert AnalysisResult.objects.get().status == AnalysisResult.Status.DONE
+
+
+def test_plots_are_served_as_svg_and_png(staff_client):
+    staff_client.get(REPORT_URL)
+    svg = staff_client.get(reverse("analysis:plot", args=[DEMO_STUDY, "scatter", "rouge1", "svg"]))
+    assert svg.status_code == 200 and svg["Content-Type"] == "image/svg+xml"
+    assert ET.fromstring(svg.content).tag.endswith("svg")
+    png = staff_client.get(reverse("analysis:plot", args=[DEMO_STUDY, "histogram", "overall", "png"]))
+    assert png["Content-Type"] == "image/png" and png.content.startswith(b"\x89PNG")
+    assert staff_client.get(reverse("analysis:plot", args=[DEMO_STUDY, "scatter", "nope", "svg"])).status_code == 404
+    assert staff_client.get(reverse("analysis:plot", args=[DEMO_STUDY, "scatter", "rouge1", "gif"])).status_code == 404
+
+
+def test_downloads_are_the_report_files(staff_client):
+    staff_client.get(REPORT_URL)
+    response = staff_client.get(reverse("analysis:download", args=[DEMO_STUDY, "histograms.csv"]))
+    assert response.status_code == 200
+    assert "attachment" in response["Content-Disposition"]
+    rows = list(csv.DictReader(io.StringIO(response.content.decode())))
+    assert sum(int(r["count"]) for r in rows) == 40  # 40 submitted overall scores in the demo
+    assert staff_client.get(reverse("analysis:download", args=[DEMO_STUDY, "secrets.txt"])).status_code == 404
+
+
+def test_plot_text_from_data_never_becomes_svg_markup():
+    # Text is drawn as glyph paths; matplotlib only repeats it, escaped, in an XML comment.
+    name = "--><script>alert(1)</script><!-- $x$"
+    report = {"histograms": [{"question": "overall", "scale": [1, 2], "raters": [{"rater": name, "counts": [1, 2]}]}]}
+    svg = histogram_figure(report, "overall", "svg")
+    assert b"<script" not in svg
+    root = ET.fromstring(svg)
+    assert not [element for element in root.iter() if element.tag.rsplit("}", 1)[-1] in ("script", "foreignObject")]
+    assert not [element for element in root.iter() if any(k.startswith("on") for k in element.attrib)]
