@@ -1,11 +1,24 @@
 """Assignment designs are pure functions: properties checked without a database."""
 
-from collections import Counter
+import itertools
+from collections import Counter, defaultdict
+from decimal import ROUND_HALF_UP, Decimal
 
-from hypothesis import given
+import pytest
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from annotate.designs import shuffled_order, top_up_assignments
+from annotate.designs import (
+    balanced_by_group,
+    insert_attention_checks,
+    k_raters,
+    pairwise_overlap,
+    partial_overlap,
+    rater_queue,
+    shuffled_order,
+    stratified_sample,
+    top_up_assignments,
+)
 
 
 @st.composite
@@ -49,3 +62,392 @@ def test_shuffled_order_is_a_seeded_permutation():
     assert sorted(shuffled_order(ids, seed=3)) == ids
     assert shuffled_order(ids, seed=3) == shuffled_order(list(reversed(ids)), seed=3)
     assert shuffled_order(ids, seed=3) != shuffled_order(ids, seed=4)
+
+
+# --- batch designs -------------------------------------------------------------------
+
+FAST = settings(max_examples=60, deadline=None)
+seeds = st.integers(0, 2**32)
+
+
+def raters_by_item(pairs):
+    by_item = defaultdict(list)
+    for item, rater in pairs:
+        by_item[item].append(rater)
+    return by_item
+
+
+def assert_loads_within_one(pairs, raters):
+    load = Counter(rater for _, rater in pairs)
+    loads = [load[r] for r in raters]
+    assert max(loads) - min(loads) <= 1, load
+
+
+def assert_sorted_and_distinct(pairs):
+    assert len(set(pairs)) == len(pairs)  # no rater twice on an item
+    assert pairs == sorted(pairs, key=lambda p: (str(p[0]), str(p[1])))
+
+
+# stratified_sample
+
+
+@st.composite
+def strata_inputs(draw):
+    sizes = draw(st.lists(st.integers(1, 12), min_size=1, max_size=6))
+    items = [(f"i{s}-{j}", ("type", s % 3, s)) for s, size in enumerate(sizes) for j in range(size)]
+    items = draw(st.permutations(items))
+    return items, draw(st.integers(0, len(items))), draw(seeds)
+
+
+@FAST
+@given(strata_inputs())
+def test_stratified_sample_gives_each_stratum_floor_or_ceiling_of_its_quota_and_n_in_total(inputs):
+    items, n, seed = inputs
+    sample = stratified_sample(items, n, seed=seed)
+    assert len(sample) == len(set(sample)) == n
+    assert sample == sorted(sample, key=str)
+    stratum = dict(items)
+    size = Counter(stratum.values())
+    got = Counter(stratum[i] for i in sample)
+    total = len(items)
+    for key, c in size.items():
+        assert n * c // total <= got[key] <= -(-n * c // total)  # within one item of n·share
+    # largest remainder: a stratum rounded up never has a smaller remainder than one rounded down
+    up = [n * c % total for key, c in size.items() if got[key] > n * c // total]
+    down = [n * c % total for key, c in size.items() if got[key] == n * c // total and n * c % total]
+    assert not up or not down or min(up) >= max(down)
+
+
+@FAST
+@given(strata_inputs())
+def test_stratified_sample_depends_on_the_seed_not_on_the_input_order(inputs):
+    items, n, seed = inputs
+    assert stratified_sample(items, n, seed=seed) == stratified_sample(list(reversed(items)), n, seed=seed)
+
+
+def test_stratified_sample_matches_the_published_largest_remainder_example():
+    # Wikipedia, "Largest remainder method", Hare quota: 47,000/16,000/15,800/12,000/
+    # 6,100/3,100 votes for 10 seats give 5/2/1/1/1/0 seats (votes scaled by 1/100).
+    votes = {"yellow": 470, "white": 160, "red": 158, "green": 120, "blue": 61, "pink": 31}
+    items = [(f"{party}-{j}", party) for party, count in votes.items() for j in range(count)]
+    sample = stratified_sample(items, 10, seed=0)
+    got = Counter(item_id.split("-")[0] for item_id in sample)
+    assert [got[p] for p in votes] == [5, 2, 1, 1, 1, 0]
+
+
+def test_stratified_sample_is_random_within_a_stratum():
+    items = [(i, "one stratum") for i in range(100)]
+    assert stratified_sample(items, 5, seed=1) != stratified_sample(items, 5, seed=2)
+
+
+def test_stratified_sample_breaks_ties_between_equal_remainders_by_seed_not_by_key():
+    items = [(1, "a"), (2, "b")]  # n=1: both strata have quota 0.5
+    assert {tuple(stratified_sample(items, 1, seed=seed)) for seed in range(10)} == {(1,), (2,)}
+
+
+def test_stratified_sample_rejects_impossible_requests():
+    items = [(1, "a"), (2, "b")]
+    with pytest.raises(ValueError, match="cannot sample 3 items from only 2"):
+        stratified_sample(items, 3, seed=0)
+    with pytest.raises(ValueError, match="negative"):
+        stratified_sample(items, -1, seed=0)
+    with pytest.raises(ValueError, match="distinct"):
+        stratified_sample([(1, "a"), (1, "b")], 1, seed=0)
+
+
+# k_raters
+
+
+@st.composite
+def items_and_raters(draw, min_raters=1):
+    raters = [f"r{j}" for j in range(draw(st.integers(min_raters, 7)))]
+    items = list(range(draw(st.integers(0, 40))))
+    return items, raters
+
+
+@FAST
+@given(items_and_raters(), st.data(), seeds)
+def test_k_raters_gives_every_item_k_distinct_raters_with_workloads_within_one(inputs, data, seed):
+    items, raters = inputs
+    k = data.draw(st.integers(1, len(raters)))
+    pairs = k_raters(items, raters, k, seed=seed)
+    assert_sorted_and_distinct(pairs)
+    by_item = raters_by_item(pairs)
+    assert set(by_item) == set(items)
+    assert all(len(by_item[item]) == k for item in items)
+    assert_loads_within_one(pairs, raters)
+    assert pairs == k_raters(list(reversed(items)), raters, k, seed=seed)
+
+
+def test_k_raters_mixes_which_raters_share_items():
+    # With a fixed tie-break, 4 raters and k=2 would always pair the same two couples.
+    for seed in range(5):
+        pairs = k_raters(range(24), ["a", "b", "c", "d"], 2, seed=seed)
+        couples = {tuple(sorted(raters)) for raters in raters_by_item(pairs).values()}
+        assert len(couples) > 2
+
+
+def test_k_raters_with_k_equal_to_the_raters_gives_everyone_everything():
+    assert k_raters(["x", "y"], ["b", "a"], 2, seed=5) == [("x", "a"), ("x", "b"), ("y", "a"), ("y", "b")]
+
+
+@pytest.mark.parametrize("k", [0, 3])
+def test_k_raters_rejects_k_outside_one_to_the_number_of_raters(k):
+    with pytest.raises(ValueError, match="k must be between 1 and"):
+        k_raters([1, 2], ["a", "b"], k, seed=0)
+
+
+# partial_overlap
+
+
+def half_up(share, n):
+    return int((Decimal(str(share)) * n).quantize(Decimal(1), rounding=ROUND_HALF_UP))
+
+
+@FAST
+@given(items_and_raters(min_raters=2), st.floats(0, 1), seeds)
+def test_partial_overlap_doubles_the_share_and_balances_workloads_and_overlap(inputs, share, seed):
+    items, raters = inputs
+    pairs = partial_overlap(items, raters, share=share, seed=seed)
+    assert_sorted_and_distinct(pairs)
+    by_item = raters_by_item(pairs)
+    assert set(by_item) == set(items)
+    doubled = [item for item in items if len(by_item[item]) == 2]
+    assert len(doubled) == half_up(share, len(items))
+    assert all(len(by_item[item]) in (1, 2) for item in items)
+    assert_loads_within_one(pairs, raters)
+    assert_loads_within_one([p for p in pairs if p[0] in doubled], raters)
+    assert pairs == partial_overlap(items, raters, share=share, seed=seed)
+
+
+def test_partial_overlap_rounds_half_up_and_chooses_the_doubled_items_by_seed():
+    pairs = partial_overlap(range(10), ["a", "b"], share=0.25, seed=0)
+    assert len(pairs) == 13  # 2.5 doubled items round to 3, not Python's round() 2
+    doubled = {
+        seed: {
+            i for i, r in raters_by_item(partial_overlap(range(30), "ab", share=0.5, seed=seed)).items() if len(r) == 2
+        }
+        for seed in (1, 2)
+    }
+    assert doubled[1] != doubled[2]
+
+
+def test_partial_overlap_extremes():
+    assert partial_overlap([1, 2], ["a"], share=0, seed=0) == [(1, "a"), (2, "a")]
+    assert partial_overlap([1, 2], ["a", "b"], share=1, seed=0) == [(1, "a"), (1, "b"), (2, "a"), (2, "b")]
+
+
+@pytest.mark.parametrize(
+    ("raters", "share", "message"),
+    [
+        (["a", "b"], 1.5, "between 0 and 1"),
+        (["a", "b"], -0.1, "between 0 and 1"),
+        ([], 0.5, "at least one rater"),
+        (["a"], 0.5, "only 1 rater"),
+        (["a", "a"], 0.5, "distinct"),
+    ],
+)
+def test_partial_overlap_rejects_impossible_requests(raters, share, message):
+    with pytest.raises(ValueError, match=message):
+        partial_overlap([1, 2, 3, 4], raters, share=share, seed=0)
+
+
+# pairwise_overlap
+
+
+@st.composite
+def pairwise_inputs(draw):
+    r = draw(st.integers(2, 6))
+    raters = [f"r{j}" for j in range(r)]
+    m = draw(st.integers(1, 3))
+    needed = m * r * (r - 1) // 2
+    items = list(range(draw(st.integers(needed, needed + 25))))
+    return items, raters, m, draw(seeds)
+
+
+@FAST
+@given(pairwise_inputs())
+def test_pairwise_overlap_gives_every_pair_of_raters_m_shared_items(inputs):
+    items, raters, m, seed = inputs
+    pairs = pairwise_overlap(items, raters, m=m, seed=seed)
+    assert_sorted_and_distinct(pairs)
+    by_item = raters_by_item(pairs)
+    assert set(by_item) == set(items)
+    assert all(len(by_item[item]) in (1, 2) for item in items)
+    shared = Counter(tuple(sorted(r)) for r in by_item.values() if len(r) == 2)
+    assert shared == {couple: m for couple in itertools.combinations(sorted(raters), 2)}
+    assert_loads_within_one(pairs, raters)
+    assert pairs == pairwise_overlap(items, raters, m=m, seed=seed)
+
+
+def test_pairwise_overlap_hand_example_three_raters_three_items():
+    pairs = pairwise_overlap(["x", "y", "z"], ["a", "b", "c"], m=1, seed=7)
+    assert sorted(tuple(r) for r in raters_by_item(pairs).values()) == [("a", "b"), ("a", "c"), ("b", "c")]
+
+
+def test_pairwise_overlap_rejects_impossible_requests():
+    with pytest.raises(ValueError, match="need 6 items but there are only 5"):
+        pairwise_overlap(range(5), ["a", "b", "c", "d"], m=1, seed=0)
+    pairwise_overlap(range(6), ["a", "b", "c", "d"], m=1, seed=0)  # exactly enough
+    with pytest.raises(ValueError, match="at least 2 raters"):
+        pairwise_overlap(range(5), ["a"], m=1, seed=0)
+    with pytest.raises(ValueError, match="m must be at least 1"):
+        pairwise_overlap(range(5), ["a", "b"], m=0, seed=0)
+
+
+# balanced_by_group
+
+
+def generator_counts_within_one(pairs, items, raters):
+    generator = {item_id: g for item_id, _, g in items}
+    seen = Counter((rater, generator[item]) for item, rater in pairs)
+    for g in set(generator.values()):
+        counts = [seen[(r, g)] for r in raters]
+        assert max(counts) - min(counts) <= 1, (g, counts)
+
+
+def sources_split(pairs, items):
+    by_item = raters_by_item(pairs)
+    rater_sets = defaultdict(set)
+    for item_id, source, _ in items:
+        rater_sets[source].add(frozenset(by_item[item_id]))
+    return sorted(source for source, sets in rater_sets.items() if len(sets) > 1)
+
+
+@st.composite
+def factorial_inputs(draw):
+    raters = [f"r{j}" for j in range(draw(st.integers(1, 6)))]
+    generators = [f"g{j}" for j in range(draw(st.integers(1, 4)))]
+    items = [(f"s{s}-{g}", f"s{s}", g) for s in range(draw(st.integers(0, 12))) for g in generators]
+    return items, raters, draw(st.integers(1, len(raters))), draw(seeds)
+
+
+@FAST
+@given(factorial_inputs())
+def test_balanced_by_group_keeps_sources_whole_and_generators_balanced_in_source_by_system_designs(inputs):
+    items, raters, k, seed = inputs
+    pairs = balanced_by_group(items, raters, k=k, seed=seed)
+    assert_sorted_and_distinct(pairs)
+    by_item = raters_by_item(pairs)
+    assert all(len(by_item[item_id]) == k for item_id, _, _ in items)
+    generator_counts_within_one(pairs, items, raters)
+    assert sources_split(pairs, items) == []
+    assert pairs == balanced_by_group(list(reversed(items)), raters, k=k, seed=seed)
+
+
+@st.composite
+def uneven_inputs(draw):
+    raters = [f"r{j}" for j in range(draw(st.integers(1, 6)))]
+    mixes = draw(st.lists(st.lists(st.sampled_from("ABC"), min_size=1, max_size=4), max_size=10))
+    items = [(f"s{s}-{j}", f"s{s}", g) for s, mix in enumerate(mixes) for j, g in enumerate(mix)]
+    return items, raters, draw(st.integers(1, len(raters))), draw(seeds)
+
+
+@FAST
+@given(uneven_inputs())
+def test_balanced_by_group_always_balances_generators_per_rater(inputs):
+    items, raters, k, seed = inputs
+    pairs = balanced_by_group(items, raters, k=k, seed=seed)
+    assert_sorted_and_distinct(pairs)
+    by_item = raters_by_item(pairs)
+    assert all(len(by_item[item_id]) == k for item_id, _, _ in items)
+    assert len(pairs) == k * len(items)
+    generator_counts_within_one(pairs, items, raters)
+
+
+def test_balanced_by_group_gives_whole_sources_in_a_small_source_by_system_design():
+    items = [("s1-A", "s1", "A"), ("s1-B", "s1", "B"), ("s2-A", "s2", "A"), ("s2-B", "s2", "B")]
+    pairs = balanced_by_group(items, ["x", "y"], k=1, seed=3)
+    by_rater = defaultdict(set)
+    for item, rater in pairs:
+        by_rater[rater].add(item.split("-")[0])
+    assert sorted(map(sorted, by_rater.values())) == [["s1"], ["s2"]]
+
+
+def test_balanced_by_group_splits_as_few_sources_as_needed_when_whole_sources_cannot_balance():
+    # Three sources with two summaries of generator A each: whole sources would give
+    # one rater 4 A's and the other 2, so one source has to be split to reach 3 and 3.
+    items = [(f"{s}-{j}", s, "A") for s in ("s1", "s2", "s3") for j in (1, 2)]
+    for seed in range(5):
+        pairs = balanced_by_group(items, ["x", "y"], k=1, seed=seed)
+        assert Counter(rater for _, rater in pairs) == {"x": 3, "y": 3}
+        assert len(sources_split(pairs, items)) == 1
+
+
+def test_balanced_by_group_rejects_impossible_requests():
+    with pytest.raises(ValueError, match="k must be between 1 and"):
+        balanced_by_group([("i", "s", "g")], ["x"], k=2, seed=0)
+    with pytest.raises(ValueError, match="distinct"):
+        balanced_by_group([("i", "s", "g"), ("i", "t", "g")], ["x"], k=1, seed=0)
+
+
+# rater_queue
+
+
+@st.composite
+def grouped_items(draw):
+    sizes = draw(st.lists(st.integers(1, 6), max_size=8))
+    return [(f"g{g}-{j}", f"g{g}") for g, size in enumerate(sizes) for j in range(size)], draw(seeds)
+
+
+@FAST
+@given(grouped_items())
+def test_rater_queue_is_a_permutation_with_each_group_in_one_sitting(inputs):
+    items, seed = inputs
+    queue = rater_queue(items, seed=seed)
+    assert sorted(queue) == sorted(item_id for item_id, _ in items)
+    group = dict(items)
+    runs = [g for j, g in enumerate(group[i] for i in queue) if j == 0 or g != group[queue[j - 1]]]
+    assert len(runs) == len(set(runs))  # a group never comes back after another started
+    assert queue == rater_queue(list(reversed(items)), seed=seed)
+
+
+def test_rater_queue_shuffles_groups_and_items_within_groups_by_seed():
+    items = [(f"g{g}-{j}", f"g{g}") for g in range(6) for j in range(6)]
+    queues = [rater_queue(items, seed=f"batch:{rater}") for rater in range(8)]
+    assert len({queue[0].split("-")[0] for queue in queues}) > 1  # the first group varies
+    assert len({tuple(i for i in queue if i.startswith("g0-")) for queue in queues}) > 1  # so does g0's inner order
+
+
+# insert_attention_checks
+
+
+@FAST
+@given(st.integers(0, 50), st.integers(1, 8), st.integers(1, 4), seeds)
+def test_attention_checks_come_once_per_block_never_first_never_adjacent(length, every, n_checks, seed):
+    order = list(range(length))
+    checks = [f"check{j}" for j in range(n_checks)]
+    result = insert_attention_checks(order, checks, every=every, seed=seed)
+    assert [x for x in result if x not in checks] == order
+    positions = [j for j, x in enumerate(result) if x in checks]
+    assert len(positions) == length // every
+    assert 0 not in positions
+    real_before = [p - j for j, p in enumerate(positions)]  # real items before each check
+    for block, before in enumerate(real_before):
+        assert block * every + 1 <= before <= (block + 1) * every
+    used = [result[p] for p in positions]
+    assert all(checks.index(b) == (checks.index(a) + 1) % n_checks for a, b in itertools.pairwise(used))
+    assert result == insert_attention_checks(order, checks, every=every, seed=seed)
+
+
+def test_attention_checks_every_item_and_short_orders():
+    assert insert_attention_checks(["a", "b"], ["C"], every=1, seed=0) == ["a", "C", "b", "C"]
+    assert insert_attention_checks(["a", "b"], ["C"], every=3, seed=0) == ["a", "b"]
+
+
+def test_attention_check_positions_depend_on_the_seed():
+    results = {tuple(insert_attention_checks(range(40), ["C"], every=5, seed=s)) for s in range(3)}
+    assert len(results) > 1
+
+
+def test_raters_with_few_blocks_do_not_all_get_the_first_check():
+    checks = [f"check{j}" for j in range(5)]
+    used = {x for seed in range(10) for x in insert_attention_checks(range(3), checks, every=3, seed=seed)} - {0, 1, 2}
+    assert len(used) > 1
+
+
+def test_attention_checks_reject_bad_arguments():
+    with pytest.raises(ValueError, match="every must be at least 1"):
+        insert_attention_checks([1], ["C"], every=0, seed=0)
+    with pytest.raises(ValueError, match="at least one attention check"):
+        insert_attention_checks([1], [], every=1, seed=0)
