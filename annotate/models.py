@@ -222,6 +222,37 @@ class Claim(TimeStamped):
         return f"{self.summary.key} claim {self.index}"
 
 
+class Batch(TimeStamped):
+    """A set of assignments made in one go with one design (see docs/batches.md)."""
+
+    class Kind(models.TextChoices):
+        CALIBRATION = "calibration", "Calibration (pilot; excluded from analysis by default)"
+        MAIN = "main", "Main"
+        ADJUDICATION = "adjudication", "Adjudication"
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="batches")
+    name = models.CharField(max_length=200)
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.MAIN)
+    design = models.JSONField(default=dict, help_text="The design and its parameters, as given.")
+    seed = models.BigIntegerField()
+    raters_per_item = models.PositiveSmallIntegerField(default=1, help_text="k: ratings each item should get.")
+    blinded = models.BooleanField(default=True, help_text="Raters never see generator, model or pipeline flags.")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+
+    class Meta:
+        verbose_name_plural = "batches"
+        constraints = [
+            models.UniqueConstraint(fields=["study", "name"], name="batch_unique_study_name"),
+        ]
+        ordering = ["study", "created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.study.slug}: {self.name}"
+
+
 class Assignment(TimeStamped):
     """One rater asked to rate one summary.
 
@@ -234,9 +265,20 @@ class Assignment(TimeStamped):
         IN_PROGRESS = "in_progress", "In progress"
         SUBMITTED = "submitted", "Submitted"
         SKIPPED = "skipped", "Skipped"
+        WITHDRAWN = "withdrawn", "Withdrawn"
 
     uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="assignments")
+    batch = models.ForeignKey(Batch, on_delete=models.PROTECT, null=True, blank=True, related_name="assignments")
+    moved_to = models.ForeignKey(
+        "self",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="moved_from",
+        help_text="When withdrawn to move the item to another rater: the new assignment.",
+    )
+    withdrawn_at = models.DateTimeField(null=True, blank=True)
     summary = models.ForeignKey(Summary, on_delete=models.PROTECT, related_name="assignments")
     rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="assignments")
     position = models.PositiveIntegerField(help_text="Place in the rater's randomised queue.")
@@ -249,7 +291,14 @@ class Assignment(TimeStamped):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["summary", "rater"], name="assignment_unique_summary_rater"),
+            models.UniqueConstraint(
+                fields=["summary", "rater"], condition=Q(batch__isnull=True), name="assignment_unique_summary_rater"
+            ),
+            models.UniqueConstraint(
+                fields=["batch", "summary", "rater"],
+                condition=Q(batch__isnull=False),
+                name="assignment_unique_batch_summary_rater",
+            ),
             models.CheckConstraint(
                 condition=~Q(state="skipped") | ~Q(skip_reason=""), name="assignment_skip_needs_reason"
             ),
@@ -421,3 +470,40 @@ class Span(TimeStamped):
                 "text": self.link_text,
             }
         return answer
+
+
+class DiscussionNote(TimeStamped):
+    """A study admin's note on a disagreement about one item of a batch."""
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    batch = models.ForeignKey(Batch, on_delete=models.PROTECT, related_name="notes")
+    summary = models.ForeignKey(Summary, on_delete=models.PROTECT, related_name="discussion_notes")
+    question = models.CharField(max_length=100, blank=True)
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    text = models.TextField()
+
+    class Meta:
+        ordering = ["batch", "summary", "created_at"]
+
+    def __str__(self) -> str:
+        return f"Note on {self.summary.key}"
+
+
+class ConsensusAnswer(TimeStamped):
+    """The adjudicated answer to one question for one item, stored as its own record;
+    a new decision is a new row, the latest counts."""
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    batch = models.ForeignKey(Batch, on_delete=models.PROTECT, related_name="consensus_answers")
+    summary = models.ForeignKey(Summary, on_delete=models.PROTECT, related_name="consensus_answers")
+    question = models.CharField(max_length=100)
+    value = models.JSONField(null=True)
+    rationale = models.TextField(blank=True)
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    rubric = models.ForeignKey(Rubric, on_delete=models.PROTECT, related_name="+")
+
+    class Meta:
+        ordering = ["batch", "summary", "question", "created_at"]
+
+    def __str__(self) -> str:
+        return f"Consensus on {self.summary.key}: {self.question}"

@@ -8,7 +8,19 @@ from typing import Any
 from django.db.models import Count, Prefetch, Q, QuerySet
 from django.http import Http404
 
-from annotate.models import Assignment, Finding, Rating, Revision, Rubric, SourceSentence, Span, Study, Summary
+from annotate.models import (
+    Assignment,
+    Batch,
+    Finding,
+    Rating,
+    Revision,
+    Rubric,
+    SourceSentence,
+    Span,
+    Study,
+    StudyMembership,
+    Summary,
+)
 from annotate.rubrics import RubricDefinition
 
 
@@ -17,8 +29,14 @@ def rubric_definition(rubric: Rubric) -> RubricDefinition:
 
 
 def assignments_for_rater(user) -> QuerySet[Assignment]:
-    """The rater's own assignments, in queue order. Never anyone else's."""
-    return Assignment.objects.filter(rater=user).select_related("study", "summary").order_by("study__title", "position")
+    """The rater's own assignments, in queue order. Never anyone else's; withdrawn
+    ones leave the queue."""
+    return (
+        Assignment.objects.filter(rater=user)
+        .exclude(state=Assignment.State.WITHDRAWN)
+        .select_related("study", "summary")
+        .order_by("study__title", "position")
+    )
 
 
 def get_assignment_for_rater(user, assignment_uuid) -> Assignment:
@@ -58,6 +76,7 @@ def queue_progress(user) -> list[QueueProgress]:
     """Per study: how many of the rater's assignments are submitted or skipped."""
     rows = (
         Assignment.objects.filter(rater=user)
+        .exclude(state=Assignment.State.WITHDRAWN)
         .values("study")
         .annotate(
             total=Count("id"),
@@ -199,3 +218,258 @@ def summaries_frame(*, study: Study):
     for row in rows:
         row["context_sentences"] = counts.get(row["source"], 0)
     return pd.DataFrame(rows)
+
+
+def filter_summaries(
+    *,
+    study: Study,
+    generator: str | list[str] | None = None,
+    flags_any: list[str] | None = None,
+    flags_none: list[str] | None = None,
+    source_metadata: dict[str, str] | None = None,
+    min_context: int | None = None,
+    max_context: int | None = None,
+    rated: bool | None = None,
+) -> QuerySet[Summary]:
+    """The study's summaries matching every given filter, annotated with
+    `context_sentences` (sentences in the source). `rated` is about submitted
+    ratings in any batch."""
+    summaries = (
+        Summary.objects.filter(study=study)
+        .select_related("source")
+        .annotate(context_sentences=Count("source__sentences", distinct=True))
+        .order_by("key")
+    )
+    if generator:
+        summaries = summaries.filter(generator__in=[generator] if isinstance(generator, str) else generator)
+    for key, value in (source_metadata or {}).items():
+        summaries = summaries.filter(**{f"source__metadata__{key}": value})
+    if min_context is not None:
+        summaries = summaries.filter(context_sentences__gte=min_context)
+    if max_context is not None:
+        summaries = summaries.filter(context_sentences__lte=max_context)
+    if rated is not None:
+        rated_ids = Revision.objects.filter(assignment__study=study, status=Revision.Status.SUBMITTED).values(
+            "assignment__summary"
+        )
+        summaries = summaries.filter(pk__in=rated_ids) if rated else summaries.exclude(pk__in=rated_ids)
+    if flags_any or flags_none:
+        # JSON containment is not portable to SQLite: filter the (small) flag lists here.
+        wanted, unwanted = set(flags_any or []), set(flags_none or [])
+        keep = [s.pk for s in summaries if wanted <= set(s.flags) and not unwanted & set(s.flags)]
+        summaries = summaries.filter(pk__in=keep)
+    return summaries
+
+
+# --- studies, batches and adjudication (study admins and viewers only) -------------------
+
+
+def _is_member(user, study: Study, roles: tuple[str, ...]) -> bool:
+    return user.is_staff or StudyMembership.objects.filter(study=study, user=user, role__in=roles).exists()
+
+
+def get_study_for_admin(user, slug: str) -> Study:
+    """The study if the user administers it (or is staff), else 404."""
+    study = Study.objects.select_related("rubric").filter(slug=slug).first()
+    if study is None or not user.is_authenticated or not _is_member(user, study, ("admin",)):
+        raise Http404("No such study.")
+    return study
+
+
+def get_study_for_viewer(user, slug: str) -> Study:
+    """The study if the user may read its dashboards (admin, viewer or staff), else 404.
+    A rater who is only a rater gets 404: raters see nothing of a study but their items."""
+    study = Study.objects.select_related("rubric").filter(slug=slug).first()
+    if study is None or not user.is_authenticated or not _is_member(user, study, ("admin", "viewer")):
+        raise Http404("No such study.")
+    return study
+
+
+def studies_for_staff_pages(user) -> QuerySet[Study]:
+    if user.is_staff:
+        return Study.objects.order_by("title")
+    return Study.objects.filter(memberships__user=user, memberships__role__in=("admin", "viewer")).distinct()
+
+
+def get_batch(study: Study, batch_uuid) -> Batch:
+    try:
+        return Batch.objects.get(study=study, uuid=batch_uuid)
+    except (Batch.DoesNotExist, ValueError):
+        raise Http404("No such batch.") from None
+
+
+@dataclass(frozen=True)
+class RaterProgress:
+    rater: Any
+    assigned: int
+    pending: int
+    in_progress: int
+    submitted: int
+    skipped: int
+    withdrawn: int
+    median_active_seconds: float | None
+
+
+@dataclass(frozen=True)
+class BatchProgress:
+    batch: Batch
+    raters: list[RaterProgress]
+    items: int
+    items_missing: list[tuple[Summary, int, int]]  # (summary, submitted, planned)
+
+
+def batch_progress(batch: Batch) -> BatchProgress:
+    """Per rater: assignments by state and median active time per submitted item;
+    and the items still missing ratings (fewer submitted than planned)."""
+    import statistics
+
+    assignments = list(
+        Assignment.objects.filter(batch=batch).select_related("rater", "summary").order_by("rater__username")
+    )
+    per_rater: dict[int, list[Assignment]] = {}
+    for a in assignments:
+        per_rater.setdefault(a.rater_id, []).append(a)
+    rows = []
+    for items in per_rater.values():
+        states = [a.state for a in items]
+        active = [a.active_seconds for a in items if a.state == Assignment.State.SUBMITTED]
+        rows.append(
+            RaterProgress(
+                rater=items[0].rater,
+                assigned=sum(s != Assignment.State.WITHDRAWN for s in states),
+                pending=states.count(Assignment.State.PENDING),
+                in_progress=states.count(Assignment.State.IN_PROGRESS),
+                submitted=states.count(Assignment.State.SUBMITTED),
+                skipped=states.count(Assignment.State.SKIPPED),
+                withdrawn=states.count(Assignment.State.WITHDRAWN),
+                median_active_seconds=statistics.median(active) if active else None,
+            )
+        )
+    per_item: dict[int, list[Assignment]] = {}
+    for a in assignments:
+        per_item.setdefault(a.summary_id, []).append(a)
+    missing = []
+    for items in per_item.values():
+        planned = sum(a.state != Assignment.State.WITHDRAWN for a in items)
+        submitted = sum(a.state == Assignment.State.SUBMITTED for a in items)
+        if submitted < planned:
+            missing.append((items[0].summary, submitted, planned))
+    missing.sort(key=lambda row: (row[1] - row[2], row[0].key))
+    return BatchProgress(batch=batch, raters=rows, items=len(per_item), items_missing=missing)
+
+
+def batch_answers(batch: Batch, *, phase: str = "initial", summary: Summary | None = None) -> dict:
+    """{summary id: {rater: (answers, rationales, revision)}} of the answers that count
+    (each assignment's newest submitted revision in `phase`). Admin pages only."""
+    revisions = Revision.objects.filter(assignment__batch=batch, status=Revision.Status.SUBMITTED, phase=phase).exclude(
+        assignment__state=Assignment.State.WITHDRAWN
+    )
+    if summary is not None:
+        revisions = revisions.filter(assignment__summary=summary)
+    chosen: dict[int, Revision] = {}
+    for revision in (
+        _revisions_with_answers()
+        .filter(pk__in=revisions)
+        .select_related("assignment__rater")
+        .order_by("assignment_id", "-number")
+    ):
+        chosen.setdefault(revision.assignment_id, revision)
+    result: dict[int, dict] = {}
+    for revision in chosen.values():
+        answers, rationales = revision_answers(revision)
+        result.setdefault(revision.assignment.summary_id, {})[revision.assignment.rater] = (
+            answers,
+            rationales,
+            revision,
+        )
+    return result
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    summary: Summary
+    question: str
+    values: dict  # rater -> displayable value
+    spread: float  # how far apart: scale range, or number of differing raters/sentences
+
+
+def _sentence_marks(summary_text: str, spans: list[dict]) -> dict[int, set[str]]:
+    """Sentence index -> the 'factual' answers of the spans that touch it."""
+    from annotate.text import split_spans
+
+    marks: dict[int, set[str]] = {}
+    for index, (start, end) in enumerate(split_spans(summary_text)):
+        for span in spans:
+            if span["start"] < end and span["end"] > start:
+                marks.setdefault(index, set()).add(str(span.get("answers", {}).get("factual", "")))
+    return marks
+
+
+def batch_disagreements(
+    batch: Batch, *, question: str, threshold: float = 1, phase: str = "initial", sort: str = "spread"
+) -> list[Disagreement]:
+    """Items where the raters' answers to `question` differ: scale answers at least
+    `threshold` apart (N/A differs from any score), different choices or tickbox
+    sets, span questions marked in a sentence by one rater only or marked factual by
+    one and not factual by another. Sorted by spread (largest first) or by item."""
+    definition = rubric_definition(batch.study.rubric)
+    q = definition.question(question)
+    answers = batch_answers(batch, phase=phase)
+    summaries = Summary.objects.in_bulk(list(answers))
+    rows = []
+    for summary_id, by_rater in answers.items():
+        if len(by_rater) < 2:
+            continue
+        summary = summaries[summary_id]
+        values = {rater: a[0].get(question) for rater, a in by_rater.items()}
+        spread = 0.0
+        if q.kind == "scale":
+            scores = [v for v in values.values() if isinstance(v, int)]
+            has_na = any(v == "na" for v in values.values())
+            spread = float(max(scores) - min(scores)) if len(scores) >= 2 else 0.0
+            if has_na and scores:
+                spread = max(spread, float(threshold))
+            if spread < threshold:
+                continue
+        elif q.kind == "span":
+            marks = {rater: _sentence_marks(summary.text, v or []) for rater, v in values.items()}
+            sentences = set().union(*(m.keys() for m in marks.values()))
+            differing = sum(
+                1
+                for i in sentences
+                if len({i in m for m in marks.values()}) > 1
+                or len(set().union(*(m.get(i, set()) for m in marks.values()))) > 1
+            )
+            if not differing:
+                continue
+            spread = float(differing)
+            values = {
+                rater: [
+                    s["text"] + (" (not factual)" if s.get("answers", {}).get("factual") == "no" else "")
+                    for s in (v or [])
+                ]
+                for rater, v in values.items()
+            }
+        elif q.kind == "per_finding":
+            findings = set().union(*((v or {}).keys() for v in values.values()))
+            gaps = [
+                max(s) - min(s)
+                for f in findings
+                if len(s := [v.get(f) for v in values.values() if isinstance((v or {}).get(f), int)]) >= 2
+            ]
+            spread = float(max(gaps, default=0))
+            if spread < threshold:
+                continue
+        else:
+            if q.kind == "checkboxes":
+                values = {rater: v or [] for rater, v in values.items()}  # nothing ticked
+            normalised = {str(sorted(v)) if isinstance(v, list) else str(v) for v in values.values()}
+            if q.kind == "text" or len(normalised) < 2:
+                continue
+            spread = float(len(normalised))
+        rows.append(Disagreement(summary=summary, question=question, values=values, spread=spread))
+    if sort == "item":
+        rows.sort(key=lambda r: r.summary.key)
+    else:
+        rows.sort(key=lambda r: (-r.spread, r.summary.key))
+    return rows

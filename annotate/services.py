@@ -174,11 +174,11 @@ def _claim_version(assignment: Assignment, expected_version: Any, **changes: Any
     assignment.refresh_from_db()
 
 
-def answer_context(assignment: Assignment) -> AnswerContext:
-    """The texts and findings an assignment's answers are validated against."""
-    source = assignment.summary.source
+def answer_context(summary: Summary) -> AnswerContext:
+    """The texts and findings answers about a summary are validated against."""
+    source = summary.source
     return AnswerContext(
-        summary_text=assignment.summary.text,
+        summary_text=summary.text,
         source_text=source.text,
         finding_ids=tuple(str(u) for u in source.findings.order_by("index").values_list("uuid", flat=True)),
     )
@@ -281,10 +281,12 @@ def save_draft(
 ) -> Revision:
     """Store answers in progress. Values must be valid; completeness is not required."""
     _check_rater(assignment, rater)
+    if assignment.state == Assignment.State.WITHDRAWN:
+        raise InvalidStateError("This item was withdrawn from your queue.")
     if assignment.state in (Assignment.State.SUBMITTED, Assignment.State.SKIPPED):
         raise InvalidStateError("This item is finished; reopen it before changing your answers.")
     definition = rubric_definition(assignment.study.rubric)
-    clean = definition.validate(answers, rationales, final=False, context=answer_context(assignment))
+    clean = definition.validate(answers, rationales, final=False, context=answer_context(assignment.summary))
     _claim_version(
         assignment,
         version,
@@ -304,10 +306,12 @@ def submit_rating(
     """Submit the answers: they must satisfy the rubric in full. The submitted
     revision is never changed afterwards."""
     _check_rater(assignment, rater)
+    if assignment.state == Assignment.State.WITHDRAWN:
+        raise InvalidStateError("This item was withdrawn from your queue.")
     if assignment.state in (Assignment.State.SUBMITTED, Assignment.State.SKIPPED):
         raise InvalidStateError("This item is already finished; reopen it to change your answers.")
     definition = rubric_definition(assignment.study.rubric)
-    clean = definition.validate(answers, rationales, final=True, context=answer_context(assignment))
+    clean = definition.validate(answers, rationales, final=True, context=answer_context(assignment.summary))
     now = timezone.now()
     _claim_version(
         assignment,
@@ -330,8 +334,8 @@ def skip_assignment(*, assignment: Assignment, rater, reason: Any, version: Any)
     reason = reason.strip() if isinstance(reason, str) else ""
     if not reason:
         raise ApplicationError("Say why you are skipping this item.", extra={"fields": {"reason": "required"}})
-    if assignment.state in (Assignment.State.SUBMITTED, Assignment.State.SKIPPED):
-        raise InvalidStateError("This item is already finished.")
+    if assignment.state in (Assignment.State.SUBMITTED, Assignment.State.SKIPPED, Assignment.State.WITHDRAWN):
+        raise InvalidStateError("This item is already finished or withdrawn.")
     _claim_version(assignment, version, state=Assignment.State.SKIPPED, skip_reason=reason[:5000])
     return assignment
 
@@ -354,7 +358,7 @@ def reopen_rating(*, assignment: Assignment, rater, version: Any) -> Revision | 
     answers, rationales = revision_answers(previous)
     definition = rubric_definition(assignment.study.rubric)
     try:
-        clean = definition.validate(answers, rationales, final=False, context=answer_context(assignment))
+        clean = definition.validate(answers, rationales, final=False, context=answer_context(assignment.summary))
     except ApplicationError:
         # The study's rubric changed since the earlier answer; start the draft empty
         # rather than carry over answers the new version would refuse.

@@ -1,0 +1,312 @@
+"""Batches, adjudication and re-rating (services; split from services.py by topic).
+
+A batch is built in three pure steps, then persisted in one transaction:
+filter the study's summaries (selectors.filter_summaries), sample them (optionally
+stratified), and assign them with one of the designs in annotate.designs.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import F, Max
+from django.utils import timezone
+
+from annotate import designs
+from annotate.exceptions import ApplicationError, InvalidStateError
+from annotate.models import (
+    Assignment,
+    Batch,
+    ConsensusAnswer,
+    DiscussionNote,
+    Revision,
+    Study,
+    StudyMembership,
+    Summary,
+)
+from annotate.rubrics import AnswerValidationError
+from annotate.selectors import filter_summaries, latest_revision, revision_answers, rubric_definition
+from annotate.services import _write_answers, add_study_member, answer_context
+
+DESIGNS = ("k_raters", "partial_overlap", "pairwise_overlap", "balanced")
+# Context length strata (sentences in the source), for stratified sampling as LitSumm did.
+CONTEXT_BINS = ((5, "5-9"), (10, "10-19"), (20, "20-39"), (40, "40+"))
+
+
+def context_bucket(sentences: int) -> str:
+    label = "<5"
+    for low, name in CONTEXT_BINS:
+        if sentences >= low:
+            label = name
+    return label
+
+
+def _stratum(summary: Summary, fields: Sequence[str]) -> tuple:
+    values = []
+    for name in fields:
+        if name == "generator":
+            values.append(summary.generator)
+        elif name == "context_length":
+            values.append(context_bucket(summary.context_sentences))
+        elif name.startswith("source."):
+            values.append(str(summary.source.metadata.get(name.removeprefix("source."), "")))
+        else:
+            raise ApplicationError(f"cannot stratify by {name!r}: use generator, context_length or source.<field>")
+    return tuple(values)
+
+
+def plan_batch(
+    *,
+    summaries: Sequence[Summary],
+    raters: Sequence,
+    design: str,
+    seed: int,
+    n: int | None = None,
+    stratify_by: Sequence[str] = (),
+    k: int = 2,
+    share: float = 0.2,
+    m: int = 1,
+) -> tuple[list[Summary], list[tuple[int, int]]]:
+    """The sampled summaries and the (summary id, rater id) pairs, without writing."""
+    if design not in DESIGNS:
+        raise ApplicationError(f"design must be one of {', '.join(DESIGNS)}")
+    if not raters:
+        raise ApplicationError("choose at least one rater")
+    by_id = {s.pk: s for s in summaries}
+    try:
+        if n is not None:
+            if stratify_by:
+                chosen = designs.stratified_sample([(s.pk, _stratum(s, stratify_by)) for s in summaries], n, seed=seed)
+            else:
+                if n > len(summaries):
+                    raise ValueError(f"cannot sample {n} of {len(summaries)} summaries")
+                chosen = sorted(random.Random(seed).sample([s.pk for s in summaries], n))
+        else:
+            chosen = sorted(by_id)
+        rater_ids = [r.pk for r in raters]
+        if design == "k_raters":
+            pairs = designs.k_raters(chosen, rater_ids, k, seed=seed)
+        elif design == "partial_overlap":
+            pairs = designs.partial_overlap(chosen, rater_ids, share=share, seed=seed)
+        elif design == "pairwise_overlap":
+            pairs = designs.pairwise_overlap(chosen, rater_ids, m=m, seed=seed)
+        else:
+            triples = [(pk, by_id[pk].source_id, by_id[pk].generator) for pk in chosen]
+            pairs = designs.balanced_by_group(triples, rater_ids, k=k, seed=seed)
+    except ValueError as exc:
+        raise ApplicationError(str(exc)) from None
+    return [by_id[pk] for pk in chosen], list(pairs)
+
+
+@transaction.atomic
+def create_batch(
+    *,
+    study: Study,
+    name: str,
+    raters: Sequence,
+    design: str,
+    seed: int,
+    kind: str = Batch.Kind.MAIN,
+    filters: dict[str, Any] | None = None,
+    n: int | None = None,
+    stratify_by: Sequence[str] = (),
+    k: int = 2,
+    share: float = 0.2,
+    m: int = 1,
+    blinded: bool = True,
+    created_by=None,
+) -> Batch:
+    """Build a batch: filter, sample (seeded, optionally stratified), assign with a
+    design, and queue each rater's items in a seeded order that keeps the summaries
+    of one source together. The same inputs and seed give the same batch."""
+    if kind not in Batch.Kind.values:
+        raise ApplicationError(f"kind must be one of {', '.join(Batch.Kind.values)}")
+    if Batch.objects.filter(study=study, name=name).exists():
+        raise ApplicationError(f"study {study.slug!r} already has a batch named {name!r}")
+    filters = dict(filters or {})
+    candidates = list(filter_summaries(study=study, **filters))
+    if not candidates:
+        raise ApplicationError("no summaries match the filters")
+    chosen, pairs = plan_batch(
+        summaries=candidates,
+        raters=raters,
+        design=design,
+        seed=seed,
+        n=n,
+        stratify_by=stratify_by,
+        k=k,
+        share=share,
+        m=m,
+    )
+    per_item = {"k_raters": k, "balanced": k, "partial_overlap": 1, "pairwise_overlap": 1}[design]
+    batch = Batch.objects.create(
+        study=study,
+        name=name,
+        kind=kind,
+        seed=seed,
+        raters_per_item=per_item,
+        blinded=blinded,
+        created_by=created_by,
+        design={
+            "design": design,
+            "n": n,
+            "stratify_by": list(stratify_by),
+            "k": k,
+            "share": share,
+            "m": m,
+            "filters": filters,
+            "raters": [r.get_username() for r in raters],
+        },
+    )
+    by_rater: dict[int, list[int]] = {}
+    for summary_id, rater_id in pairs:
+        by_rater.setdefault(rater_id, []).append(summary_id)
+    sources = {s.pk: s.source_id for s in chosen}
+    users = {u.pk: u for u in raters}
+    rows = []
+    for rater_id, summary_ids in sorted(by_rater.items()):
+        membership = add_study_member(study=study, user=users[rater_id], role=StudyMembership.Role.RATER)
+        last = Assignment.objects.filter(study=study, rater_id=rater_id).aggregate(m=Max("position"))["m"]
+        start = 0 if last is None else last + 1
+        order = designs.rater_queue(
+            [(sid, sources[sid]) for sid in summary_ids], seed=f"{membership.order_seed}:{seed}"
+        )
+        rows += [
+            Assignment(study=study, batch=batch, summary_id=sid, rater_id=rater_id, position=start + i)
+            for i, sid in enumerate(order)
+        ]
+    Assignment.objects.bulk_create(rows)
+    return batch
+
+
+# --- withdrawing and moving ---------------------------------------------------------------
+
+
+@transaction.atomic
+def withdraw_assignment(*, assignment: Assignment) -> Assignment:
+    """Take an item off a rater's queue. Whatever they answered stays stored."""
+    updated = (
+        Assignment.objects.filter(pk=assignment.pk)
+        .exclude(state=Assignment.State.WITHDRAWN)
+        .update(
+            state=Assignment.State.WITHDRAWN,
+            withdrawn_at=timezone.now(),
+            version=F("version") + 1,
+            updated_at=timezone.now(),
+        )
+    )
+    if not updated:
+        raise InvalidStateError("This assignment is already withdrawn.")
+    assignment.refresh_from_db()
+    return assignment
+
+
+@transaction.atomic
+def move_assignment(*, assignment: Assignment, to_rater) -> Assignment:
+    """Give the item to another rater: a new assignment for them, and the old one
+    withdrawn (its answers and history kept) and pointing at the new one."""
+    if assignment.rater_id == to_rater.pk:
+        raise ApplicationError("The item is already with this rater.")
+    if assignment.state == Assignment.State.WITHDRAWN:
+        raise InvalidStateError("A withdrawn assignment cannot be moved.")
+    add_study_member(study=assignment.study, user=to_rater, role=StudyMembership.Role.RATER)
+    last = Assignment.objects.filter(study=assignment.study, rater=to_rater).aggregate(m=Max("position"))["m"]
+    try:
+        with transaction.atomic():
+            new = Assignment.objects.create(
+                study=assignment.study,
+                batch=assignment.batch,
+                summary=assignment.summary,
+                rater=to_rater,
+                position=0 if last is None else last + 1,
+            )
+    except IntegrityError:
+        raise ApplicationError(f"{to_rater.get_username()} already has this item in this batch.") from None
+    withdraw_assignment(assignment=assignment)
+    Assignment.objects.filter(pk=assignment.pk).update(moved_to=new)
+    assignment.refresh_from_db()
+    return new
+
+
+# --- discussion, consensus and re-rating -------------------------------------------------
+
+
+def add_discussion_note(*, batch: Batch, summary: Summary, author, text: str, question: str = "") -> DiscussionNote:
+    text = (text or "").strip()
+    if not text:
+        raise ApplicationError("The note is empty.", extra={"fields": {"text": "required"}})
+    if summary.study_id != batch.study_id:
+        raise ApplicationError("The summary is not in this batch's study.")
+    return DiscussionNote.objects.create(batch=batch, summary=summary, author=author, text=text, question=question)
+
+
+@transaction.atomic
+def record_consensus(
+    *, batch: Batch, summary: Summary, question: str, value: Any, rationale: str, decided_by
+) -> ConsensusAnswer:
+    """Store the adjudicated answer to one question, validated like a rater's answer.
+    It is its own record: the raters' answers are untouched."""
+    if summary.study_id != batch.study_id:
+        raise ApplicationError("The summary is not in this batch's study.")
+    rubric = batch.study.rubric
+    definition = rubric_definition(rubric)
+    try:
+        definition.question(question)
+    except KeyError:
+        raise ApplicationError(f"{question!r} is not a question of this rubric.") from None
+    clean = definition.validate(
+        {question: value},
+        {question: rationale} if rationale and definition.question(question).rationale != "none" else None,
+        final=False,
+        context=answer_context(summary),
+    )
+    if question not in clean.values:
+        raise AnswerValidationError({question: "choose the consensus answer"})
+    return ConsensusAnswer.objects.create(
+        batch=batch,
+        summary=summary,
+        question=question,
+        value=clean.values[question],
+        rationale=(rationale or "").strip(),
+        decided_by=decided_by,
+        rubric=rubric,
+    )
+
+
+@transaction.atomic
+def open_rerating(*, batch: Batch, summaries: Sequence[Summary] | None = None) -> int:
+    """Start the re-rating round after discussion: every submitted assignment of the
+    batch (or of the given summaries) gets a new draft revision in phase
+    `post_discussion`, starting from the rater's own initial answers. The initial
+    revisions stay as they were, so analysis can compare both phases."""
+    assignments = Assignment.objects.filter(batch=batch, state=Assignment.State.SUBMITTED).select_related(
+        "summary__source", "study__rubric"
+    )
+    if summaries is not None:
+        assignments = assignments.filter(summary__in=summaries)
+    opened = 0
+    for assignment in assignments:
+        previous = latest_revision(assignment)
+        if previous is None or previous.phase == Revision.Phase.POST_DISCUSSION:
+            continue
+        Assignment.objects.filter(pk=assignment.pk).update(
+            state=Assignment.State.IN_PROGRESS, version=F("version") + 1, updated_at=timezone.now()
+        )
+        draft = Revision.objects.create(
+            assignment=assignment,
+            number=previous.number + 1,
+            rubric=assignment.study.rubric,
+            phase=Revision.Phase.POST_DISCUSSION,
+        )
+        answers, rationales = revision_answers(previous)
+        definition = rubric_definition(assignment.study.rubric)
+        _write_answers(
+            draft,
+            definition.validate(answers, rationales, final=False, context=answer_context(assignment.summary)),
+            definition,
+        )
+        opened += 1
+    return opened

@@ -1,0 +1,89 @@
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+
+from annotate.batches import DESIGNS, create_batch
+from annotate.exceptions import ApplicationError
+from annotate.models import Batch, Study
+
+
+def _pairs(values: list[str] | None, what: str) -> dict[str, str]:
+    result = {}
+    for item in values or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise CommandError(f"{what} must look like FIELD=VALUE, got {item!r}")
+        result[key] = value
+    return result
+
+
+class Command(BaseCommand):
+    help = (
+        "Build a batch of assignments: filter the study's summaries, sample them (seeded, optionally "
+        "stratified), assign them with a design. Same options as the admin page (docs/batches.md)."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--study", required=True, help="study slug")
+        parser.add_argument("--name", required=True, help="batch name, unique in the study")
+        parser.add_argument("--raters", required=True, help="comma-separated usernames")
+        parser.add_argument("--design", choices=DESIGNS, default="k_raters")
+        parser.add_argument("--kind", choices=Batch.Kind.values, default=Batch.Kind.MAIN)
+        parser.add_argument("--k", type=int, default=2, help="raters per item (k_raters, balanced)")
+        parser.add_argument("--share", type=float, default=0.2, help="share of doubly rated items (partial_overlap)")
+        parser.add_argument("--m", type=int, default=1, help="items shared by every rater pair (pairwise_overlap)")
+        parser.add_argument("--n", type=int, help="sample this many summaries (default: all that match)")
+        parser.add_argument("--stratify", default="", help="comma-separated: generator, context_length, source.FIELD")
+        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--generator", action="append", help="only these generators (repeatable)")
+        parser.add_argument("--flag", action="append", help="only summaries with this pipeline flag (repeatable)")
+        parser.add_argument("--no-flag", action="append", help="only summaries without this flag (repeatable)")
+        parser.add_argument("--source", action="append", metavar="FIELD=VALUE", help="source metadata filter")
+        parser.add_argument("--min-context", type=int, help="at least this many source sentences")
+        parser.add_argument("--max-context", type=int, help="at most this many source sentences")
+        parser.add_argument("--rated", choices=["yes", "no"], help="already rated (in any batch) or not")
+        parser.add_argument("--unblinded", action="store_true", help="turn blinding off (it is on by default)")
+
+    def handle(self, *args, **o):
+        try:
+            study = Study.objects.get(slug=o["study"])
+        except Study.DoesNotExist:
+            raise CommandError(f"no study {o['study']!r}") from None
+        names = [n.strip() for n in o["raters"].split(",") if n.strip()]
+        users = {u.username: u for u in get_user_model().objects.filter(username__in=names)}
+        missing = [n for n in names if n not in users]
+        if missing:
+            raise CommandError(f"no such user(s): {', '.join(missing)}")
+        filters = {
+            "generator": o["generator"],
+            "flags_any": o["flag"],
+            "flags_none": o["no_flag"],
+            "source_metadata": _pairs(o["source"], "--source"),
+            "min_context": o["min_context"],
+            "max_context": o["max_context"],
+            "rated": None if o["rated"] is None else o["rated"] == "yes",
+        }
+        filters = {k: v for k, v in filters.items() if v not in (None, [], {})}
+        try:
+            batch = create_batch(
+                study=study,
+                name=o["name"],
+                raters=[users[n] for n in names],
+                design=o["design"],
+                seed=o["seed"],
+                kind=o["kind"],
+                filters=filters,
+                n=o["n"],
+                stratify_by=[f.strip() for f in o["stratify"].split(",") if f.strip()],
+                k=o["k"],
+                share=o["share"],
+                m=o["m"],
+                blinded=not o["unblinded"],
+            )
+        except ApplicationError as exc:
+            raise CommandError(exc.message) from None
+        count = batch.assignments.count()
+        items = batch.assignments.values("summary").distinct().count()
+        self.stdout.write(
+            f"Created batch {batch.name!r} ({batch.kind}, {o['design']}): "
+            f"{items} summaries, {count} assignments for {len(names)} raters."
+        )
