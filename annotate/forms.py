@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django import forms
 from django.http import QueryDict
 
+from annotate.models import Batch
 from annotate.rubrics import AnswerValidationError, RubricDefinition
 
 
@@ -58,3 +60,58 @@ def answers_from_post(
         if q.rationale != "none" or q.na:
             rationales[q.key] = data.get(rationale_field(q.key), "")
     return answers, rationales
+
+
+class BatchForm(forms.Form):
+    """The batch builder's options; the same as `manage.py create_batch`."""
+
+    name = forms.CharField(max_length=200)
+    kind = forms.ChoiceField(choices=Batch.Kind.choices, initial=Batch.Kind.MAIN)
+    raters = forms.ModelMultipleChoiceField(queryset=None, widget=forms.CheckboxSelectMultiple)
+    design = forms.ChoiceField(
+        choices=[
+            ("k_raters", "Every item rated by k raters"),
+            ("partial_overlap", "Partial overlap: a share of items doubly rated, the rest once"),
+            ("pairwise_overlap", "Pairwise overlap: every pair of raters shares m items"),
+            ("balanced", "Balanced: each rater sees each generator equally often, a source's summaries together"),
+        ]
+    )
+    k = forms.IntegerField(min_value=1, initial=2, label="k (raters per item)")
+    share = forms.FloatField(min_value=0, max_value=1, initial=0.2, label="Share doubly rated")
+    m = forms.IntegerField(min_value=1, initial=1, label="m (items per rater pair)")
+    n = forms.IntegerField(min_value=1, required=False, label="Sample size (blank: all matching)")
+    stratify_by = forms.CharField(
+        required=False, label="Stratify by", help_text="Comma-separated: generator, context_length, source.FIELD"
+    )
+    seed = forms.IntegerField(initial=0)
+    generator = forms.CharField(required=False, help_text="Only this generator (blank: any)")
+    source_field = forms.CharField(
+        required=False, label="Source metadata", help_text="FIELD=VALUE, e.g. rna_type=lncRNA"
+    )
+    min_context = forms.IntegerField(min_value=0, required=False, label="Min. context sentences")
+    max_context = forms.IntegerField(min_value=0, required=False, label="Max. context sentences")
+    rated = forms.ChoiceField(choices=[("", "Any"), ("no", "Not yet rated"), ("yes", "Already rated")], required=False)
+    blinded = forms.BooleanField(
+        required=False, initial=True, help_text="Raters never see the generator, model or pipeline flags."
+    )
+
+    def __init__(self, *args, users, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["raters"].queryset = users
+
+    def clean_source_field(self):
+        value = self.cleaned_data["source_field"].strip()
+        if value and "=" not in value:
+            raise forms.ValidationError("Write FIELD=VALUE.")
+        return value
+
+    def filters(self) -> dict:
+        d = self.cleaned_data
+        filters = {
+            "generator": [d["generator"]] if d["generator"] else None,
+            "source_metadata": dict([d["source_field"].split("=", 1)]) if d["source_field"] else None,
+            "min_context": d["min_context"],
+            "max_context": d["max_context"],
+            "rated": None if not d["rated"] else d["rated"] == "yes",
+        }
+        return {k: v for k, v in filters.items() if v is not None}

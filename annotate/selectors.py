@@ -136,9 +136,14 @@ def revision_answers(revision: Revision | None) -> tuple[dict[str, Any], dict[st
     return answers, rationales
 
 
-def latest_submitted_revisions(*, study: Study, phase: str = "all") -> list[Revision]:
-    """Per assignment (and phase), the newest submitted revision: the answer that counts."""
+def latest_submitted_revisions(
+    *, study: Study, phase: str = "all", include_calibration: bool = False
+) -> list[Revision]:
+    """Per assignment (and phase), the newest submitted revision: the answer that counts.
+    Calibration (pilot) batches are left out unless asked for."""
     revisions = Revision.objects.filter(assignment__study=study, status=Revision.Status.SUBMITTED)
+    if not include_calibration:
+        revisions = revisions.exclude(assignment__batch__kind=Batch.Kind.CALIBRATION)
     if phase != "all":
         revisions = revisions.filter(phase=phase)
     chosen: dict[tuple[int, str], Revision] = {}
@@ -147,7 +152,7 @@ def latest_submitted_revisions(*, study: Study, phase: str = "all") -> list[Revi
     return list(chosen.values())
 
 
-def ratings_frame(*, study: Study, phase: str = "all"):
+def ratings_frame(*, study: Study, phase: str = "all", include_calibration: bool = False):
     """A tidy pandas frame, one row per (item, rater, question, phase), of the answers
     that count (each assignment's newest submitted revision).
 
@@ -157,7 +162,10 @@ def ratings_frame(*, study: Study, phase: str = "all"):
     """
     import pandas as pd
 
-    revisions = {r.pk: r for r in latest_submitted_revisions(study=study, phase=phase)}
+    revisions = {
+        r.pk: r
+        for r in latest_submitted_revisions(study=study, phase=phase, include_calibration=include_calibration)
+    }
     rows = []
     ratings = (
         Rating.objects.filter(revision_id__in=list(revisions))

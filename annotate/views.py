@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from django.contrib import messages
+from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
-from django.shortcuts import redirect, render
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from annotate import selectors, services
+from annotate import batches, selectors, services
 from annotate.exceptions import ApplicationError, StaleWriteError
-from annotate.forms import answers_from_post, finding_field, rationale_field, spans_field
-from annotate.models import Assignment
+from annotate.forms import BatchForm, answers_from_post, finding_field, rationale_field, spans_field
+from annotate.models import Assignment, Summary
 from annotate.rubrics import AnswerValidationError
 
 
@@ -168,3 +170,223 @@ def rate(request, assignment_uuid):
         "digit_question": next((q.key for q in definition.questions if q.shortcut_digits), ""),
     }
     return render(request, "annotate/rate.html", context, status=status)
+
+
+# --- study admins and viewers ------------------------------------------------------------
+
+
+@login_required
+def studies(request):
+    return render(request, "annotate/studies/list.html", {"studies": selectors.studies_for_staff_pages(request.user)})
+
+
+@login_required
+def study_dashboard(request, slug):
+    study = selectors.get_study_for_viewer(request.user, slug)
+    batches = [selectors.batch_progress(b) for b in study.batches.order_by("created_at")]
+    is_admin = _is_study_admin(request.user, study)
+    return render(
+        request, "annotate/studies/dashboard.html", {"study": study, "batches": batches, "is_admin": is_admin}
+    )
+
+
+def _is_study_admin(user, study) -> bool:
+    try:
+        selectors.get_study_for_admin(user, study.slug)
+    except Http404:
+        return False
+    return True
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def batch_create(request, slug):
+    study = selectors.get_study_for_admin(request.user, slug)
+    users = get_user_model().objects.filter(is_active=True).order_by("username")
+    form = BatchForm(request.POST or None, users=users)
+    if request.method == "POST" and form.is_valid():
+        d = form.cleaned_data
+        try:
+            batch = batches.create_batch(
+                study=study,
+                name=d["name"],
+                kind=d["kind"],
+                raters=list(d["raters"]),
+                design=d["design"],
+                seed=d["seed"],
+                filters=form.filters(),
+                n=d["n"],
+                stratify_by=[f.strip() for f in d["stratify_by"].split(",") if f.strip()],
+                k=d["k"],
+                share=d["share"],
+                m=d["m"],
+                blinded=d["blinded"],
+                created_by=request.user,
+            )
+        except ApplicationError as exc:
+            form.add_error(None, exc.message)
+        else:
+            messages.success(request, f"Batch {batch.name!r} created with {batch.assignments.count()} assignments.")
+            return redirect("studies:batch", slug=study.slug, batch_uuid=batch.uuid)
+    return render(
+        request,
+        "annotate/studies/batch_form.html",
+        {"study": study, "form": form},
+        status=400 if request.method == "POST" else 200,
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def batch_detail(request, slug, batch_uuid):
+    study = selectors.get_study_for_viewer(request.user, slug)
+    batch = selectors.get_batch(study, batch_uuid)
+    is_admin = _is_study_admin(request.user, study)
+    if request.method == "POST":
+        if not is_admin:
+            raise Http404("No such study.")
+        action = request.POST.get("action")
+        try:
+            if action == "rerate":
+                opened = batches.open_rerating(batch=batch)
+                messages.success(request, f"Re-rating round opened for {opened} submitted assignments.")
+            else:
+                assignment = batch.assignments.filter(uuid=request.POST.get("assignment")).first()
+                if assignment is None:
+                    raise ApplicationError("No such assignment in this batch.")
+                if action == "withdraw":
+                    batches.withdraw_assignment(assignment=assignment)
+                    messages.success(request, "Assignment withdrawn; its answers are kept.")
+                elif action == "move":
+                    target = get_user_model().objects.filter(username=request.POST.get("to", "")).first()
+                    if target is None:
+                        raise ApplicationError("No such user.")
+                    batches.move_assignment(assignment=assignment, to_rater=target)
+                    messages.success(request, f"Moved to {target.get_username()}; earlier answers are kept.")
+                else:
+                    raise ApplicationError("Unknown action.")
+        except ApplicationError as exc:
+            messages.error(request, exc.message)
+        return redirect("studies:batch", slug=study.slug, batch_uuid=batch.uuid)
+    assignments = batch.assignments.select_related("rater", "summary").order_by("summary__key", "rater__username")
+    definition = selectors.rubric_definition(study.rubric)
+    return render(
+        request,
+        "annotate/studies/batch.html",
+        {
+            "study": study,
+            "batch": batch,
+            "progress": selectors.batch_progress(batch),
+            "is_admin": is_admin,
+            "assignments": assignments if is_admin else [],
+            "questions": [q for q in definition.questions if q.kind != "text"],
+        },
+    )
+
+
+@login_required
+def disagreements(request, slug, batch_uuid):
+    study = selectors.get_study_for_admin(request.user, slug)
+    batch = selectors.get_batch(study, batch_uuid)
+    definition = selectors.rubric_definition(study.rubric)
+    choices = [q for q in definition.questions if q.kind != "text"]
+    question = request.GET.get("question") or choices[0].key
+    if question not in {q.key for q in choices}:
+        raise Http404("No such question.")
+    try:
+        threshold = float(request.GET.get("threshold", 1))
+    except ValueError:
+        threshold = 1.0
+    phase = request.GET.get("phase", "initial")
+    if phase not in ("initial", "post_discussion"):
+        phase = "initial"
+    sort = "item" if request.GET.get("sort") == "item" else "spread"
+    rows = selectors.batch_disagreements(batch, question=question, threshold=threshold, phase=phase, sort=sort)
+    return render(
+        request,
+        "annotate/studies/disagreements.html",
+        {
+            "study": study,
+            "batch": batch,
+            "rows": rows,
+            "questions": choices,
+            "question": question,
+            "threshold": threshold,
+            "phase": phase,
+            "sort": sort,
+        },
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def batch_item(request, slug, batch_uuid, summary_uuid):
+    study = selectors.get_study_for_admin(request.user, slug)
+    batch = selectors.get_batch(study, batch_uuid)
+    summary = get_object_or_404(Summary.objects.select_related("source"), uuid=summary_uuid, study=study)
+    if not batch.assignments.filter(summary=summary).exists():
+        raise Http404("This summary is not in the batch.")
+    definition = selectors.rubric_definition(study.rubric)
+    error = ""
+    if request.method == "POST":
+        try:
+            if request.POST.get("action") == "note":
+                batches.add_discussion_note(
+                    batch=batch,
+                    summary=summary,
+                    author=request.user,
+                    text=request.POST.get("text", ""),
+                    question=request.POST.get("question", ""),
+                )
+                messages.success(request, "Note added.")
+            else:
+                key = request.POST.get("question", "")
+                q = next((q for q in definition.questions if q.key == key), None)
+                if q is None:
+                    raise ApplicationError("Choose a question.")
+                value = request.POST.getlist("value") if q.kind == "checkboxes" else request.POST.get("value")
+                batches.record_consensus(
+                    batch=batch,
+                    summary=summary,
+                    question=key,
+                    value=value,
+                    rationale=request.POST.get("rationale", ""),
+                    decided_by=request.user,
+                )
+                messages.success(request, f"Consensus for {q.prompt} recorded.")
+            return redirect("studies:batch-item", slug=slug, batch_uuid=batch.uuid, summary_uuid=summary.uuid)
+        except AnswerValidationError as exc:
+            error = "; ".join(f"{k}: {v}" for k, v in exc.errors.items())
+        except ApplicationError as exc:
+            error = exc.message
+    phases = {}
+    for phase in ("initial", "post_discussion"):
+        by_rater = selectors.batch_answers(batch, phase=phase, summary=summary).get(summary.pk, {})
+        phases[phase] = [
+            {
+                "rater": rater,
+                "answers": [
+                    {"q": q, "value": answers.get(q.key), "rationale": rationales.get(q.key, "")}
+                    for q in definition.questions
+                ],
+            }
+            for rater, (answers, rationales, _) in sorted(by_rater.items(), key=lambda kv: kv[0].get_username())
+        ]
+    return render(
+        request,
+        "annotate/studies/item.html",
+        {
+            "study": study,
+            "batch": batch,
+            "summary": summary,
+            "phases": phases,
+            "error": error,
+            "sentences": list(summary.source.sentences.order_by("index")),
+            "notes": summary.discussion_notes.filter(batch=batch).select_related("author"),
+            "consensus": summary.consensus_answers.filter(batch=batch).select_related("decided_by"),
+            "consensus_questions": [
+                q for q in definition.questions if q.kind in ("scale", "choice", "checkboxes", "text")
+            ],
+        },
+        status=400 if error else 200,
+    )

@@ -10,6 +10,7 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("rate/", include("annotate.urls")),
+    path("studies/", include("annotate.study_urls")),
     path("analysis/", include("analysis.urls")),
     path("api/", include(api_urlpatterns)),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),

@@ -219,9 +219,17 @@ def test_rerating_round_keeps_both_phases(rated_batch, raters):
     submit_rating(assignment=a, rater=raters[0], answers={"overall": 3}, version=a.version)
     phases = [(r.phase, r.status, revision_answers(r)[0]["overall"]) for r in revision_history(a)]
     assert phases == [("initial", "submitted", 5), ("post_discussion", "submitted", 3)]
-    frame = ratings_frame(study=rated_batch.study, phase="post_discussion")
+    frame = ratings_frame(study=rated_batch.study, phase="post_discussion", include_calibration=True)
     assert list(frame[frame["question"] == "overall"]["score"]) == [3.0]
-    initial = ratings_frame(study=rated_batch.study, phase="initial")
+    initial = ratings_frame(study=rated_batch.study, phase="initial", include_calibration=True)
     assert len(initial[initial["question"] == "overall"]) == 8
     assert open_rerating(batch=rated_batch) == 0  # already opened: nothing twice
     assert Assignment.objects.filter(batch=rated_batch, state="in_progress").count() == 7
+
+
+@pytest.mark.django_db
+def test_calibration_batches_are_left_out_of_analysis_by_default(rated_batch):
+    assert rated_batch.kind == "calibration"
+    assert ratings_frame(study=rated_batch.study).empty
+    with_pilot = ratings_frame(study=rated_batch.study, include_calibration=True)
+    assert len(with_pilot[with_pilot["question"] == "overall"]) == 8

@@ -1,0 +1,14 @@
+from django.urls import path
+
+from annotate import views
+
+app_name = "studies"
+
+urlpatterns = [
+    path("", views.studies, name="list"),
+    path("<slug:slug>/", views.study_dashboard, name="dashboard"),
+    path("<slug:slug>/batches/new/", views.batch_create, name="batch-create"),
+    path("<slug:slug>/batches/<uuid:batch_uuid>/", views.batch_detail, name="batch"),
+    path("<slug:slug>/batches/<uuid:batch_uuid>/disagreements/", views.disagreements, name="disagreements"),
+    path("<slug:slug>/batches/<uuid:batch_uuid>/items/<uuid:summary_uuid>/", views.batch_item, name="batch-item"),
+]
