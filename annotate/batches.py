@@ -22,6 +22,7 @@ from annotate.models import (
     Batch,
     ConsensusAnswer,
     DiscussionNote,
+    ExpectedAnswer,
     Revision,
     Study,
     StudyMembership,
@@ -118,16 +119,26 @@ def create_batch(
     m: int = 1,
     blinded: bool = True,
     created_by=None,
+    gold: Sequence[Summary] = (),
+    attention_every: int | None = None,
+    training: bool = False,
 ) -> Batch:
     """Build a batch: filter, sample (seeded, optionally stratified), assign with a
     design, and queue each rater's items in a seeded order that keeps the summaries
-    of one source together. The same inputs and seed give the same batch."""
+    of one source together. The same inputs and seed give the same batch.
+
+    Quality control: `gold` summaries (with expected answers) go to every rater;
+    with `attention_every`, the study's attention checks are mixed into each queue
+    after about every N items; `training` shows raters the expected answers after
+    they submit an item that has them."""
     if kind not in Batch.Kind.values:
         raise ApplicationError(f"kind must be one of {', '.join(Batch.Kind.values)}")
     if Batch.objects.filter(study=study, name=name).exists():
         raise ApplicationError(f"study {study.slug!r} already has a batch named {name!r}")
     filters = dict(filters or {})
-    candidates = list(filter_summaries(study=study, **filters))
+    # Attention checks and gold items are added to every queue separately, never sampled.
+    special = ExpectedAnswer.objects.filter(study=study).exclude(purpose=ExpectedAnswer.Purpose.TRAINING)
+    candidates = list(filter_summaries(study=study, **filters).exclude(pk__in=special.values("summary")))
     if not candidates:
         raise ApplicationError("no summaries match the filters")
     chosen, pairs = plan_batch(
@@ -150,6 +161,8 @@ def create_batch(
         raters_per_item=per_item,
         blinded=blinded,
         created_by=created_by,
+        training=training,
+        attention_every=attention_every,
         design={
             "design": design,
             "n": n,
@@ -161,10 +174,21 @@ def create_batch(
             "raters": [r.get_username() for r in raters],
         },
     )
+    expected = {e.summary_id: e for e in ExpectedAnswer.objects.filter(study=study)}
+    for summary in gold:
+        if summary.pk not in expected or expected[summary.pk].purpose != ExpectedAnswer.Purpose.GOLD:
+            raise ApplicationError(f"{summary.key!r} has no gold answers: record them first")
+    checks = sorted(pk for pk, e in expected.items() if e.purpose == ExpectedAnswer.Purpose.ATTENTION)
+    if attention_every and not checks:
+        raise ApplicationError("the study has no attention checks: record expected answers with purpose attention")
     by_rater: dict[int, list[int]] = {}
     for summary_id, rater_id in pairs:
         by_rater.setdefault(rater_id, []).append(summary_id)
-    sources = {s.pk: s.source_id for s in chosen}
+    for rater in raters:
+        for summary in gold:
+            if summary.pk not in by_rater.setdefault(rater.pk, []):
+                by_rater[rater.pk].append(summary.pk)
+    sources = {s.pk: s.source_id for s in chosen} | {s.pk: s.source_id for s in gold}
     users = {u.pk: u for u in raters}
     rows = []
     for rater_id, summary_ids in sorted(by_rater.items()):
@@ -174,6 +198,19 @@ def create_batch(
         order = designs.rater_queue(
             [(sid, sources[sid]) for sid in summary_ids], seed=f"{membership.order_seed}:{seed}"
         )
+        if attention_every:
+            mixed = designs.insert_attention_checks(
+                order, [("check", c) for c in checks], every=attention_every, seed=f"{membership.order_seed}:{seed}"
+            )
+            # A rater sees each check once: later repeats of a cycled check are dropped.
+            seen: set[int] = set(order)
+            order = []
+            for entry in mixed:
+                sid = entry[1] if isinstance(entry, tuple) else entry
+                if isinstance(entry, tuple) and sid in seen:
+                    continue
+                seen.add(sid)
+                order.append(sid)
         rows += [
             Assignment(study=study, batch=batch, summary_id=sid, rater_id=rater_id, position=start + i)
             for i, sid in enumerate(order)
@@ -310,3 +347,38 @@ def open_rerating(*, batch: Batch, summaries: Sequence[Summary] | None = None) -
         )
         opened += 1
     return opened
+
+
+# --- quality control --------------------------------------------------------------------
+
+
+@transaction.atomic
+def record_expected_answer(
+    *, study: Study, summary: Summary, purpose: str, answers: dict, explanation: str = "", created_by=None
+) -> ExpectedAnswer:
+    """Store (or replace) the expected answers for one summary; they must be valid
+    answers of the study's rubric (a subset of its questions)."""
+    if summary.study_id != study.pk:
+        raise ApplicationError("The summary is not in this study.")
+    if purpose not in ExpectedAnswer.Purpose.values:
+        raise ApplicationError(f"purpose must be one of {', '.join(ExpectedAnswer.Purpose.values)}")
+    definition = rubric_definition(study.rubric)
+    clean = definition.validate(answers, None, final=False, context=answer_context(summary))
+    if not clean.values:
+        raise AnswerValidationError({"answers": "give at least one expected answer"})
+    if ExpectedAnswer.objects.filter(study=study, summary=summary).exclude(purpose=purpose).exists() and (
+        Assignment.objects.filter(summary=summary, batch__isnull=False).exists()
+    ):
+        raise ApplicationError("This summary is already used in batches with another purpose.")
+    expected, _ = ExpectedAnswer.objects.update_or_create(
+        study=study,
+        summary=summary,
+        defaults={
+            "purpose": purpose,
+            "answers": clean.values,
+            "explanation": (explanation or "").strip(),
+            "rubric": study.rubric,
+            "created_by": created_by,
+        },
+    )
+    return expected

@@ -94,6 +94,25 @@ class BatchForm(forms.Form):
     blinded = forms.BooleanField(
         required=False, initial=True, help_text="Raters never see the generator, model or pipeline flags."
     )
+    training = forms.BooleanField(
+        required=False,
+        label="Training round",
+        help_text="After submitting, raters see the expected answers and the explanation.",
+    )
+    attention_every = forms.IntegerField(
+        min_value=1,
+        required=False,
+        label="Attention check every",
+        help_text="Mix one of the study's attention checks in after about every N items.",
+    )
+    gold = forms.CharField(
+        required=False,
+        label="Gold items",
+        help_text="Comma-separated summary keys with gold answers; every rater gets them.",
+    )
+
+    def gold_keys(self) -> list[str]:
+        return [k.strip() for k in self.cleaned_data.get("gold", "").split(",") if k.strip()]
 
     def __init__(self, *args, users, **kwargs):
         super().__init__(*args, **kwargs)

@@ -238,6 +238,12 @@ class Batch(TimeStamped):
     seed = models.BigIntegerField()
     raters_per_item = models.PositiveSmallIntegerField(default=1, help_text="k: ratings each item should get.")
     blinded = models.BooleanField(default=True, help_text="Raters never see generator, model or pipeline flags.")
+    training = models.BooleanField(
+        default=False, help_text="Training round: after submitting, raters see the expected answers and explanation."
+    )
+    attention_every = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="One attention check after about every N items."
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
@@ -507,3 +513,33 @@ class ConsensusAnswer(TimeStamped):
 
     def __str__(self) -> str:
         return f"Consensus on {self.summary.key}: {self.question}"
+
+
+class ExpectedAnswer(TimeStamped):
+    """An admin's expected answers for one summary: a gold item (accuracy tracked),
+    an attention check (mixed into queues), or a training item (shown after submit)."""
+
+    class Purpose(models.TextChoices):
+        GOLD = "gold", "Gold item"
+        ATTENTION = "attention", "Attention check"
+        TRAINING = "training", "Training item"
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="expected_answers")
+    summary = models.ForeignKey(Summary, on_delete=models.PROTECT, related_name="expected_answers")
+    purpose = models.CharField(max_length=16, choices=Purpose.choices, default=Purpose.GOLD)
+    answers = models.JSONField(help_text="Question key -> expected answer (a subset of the rubric).")
+    explanation = models.TextField(blank=True, help_text="Shown to raters in a training round.")
+    rubric = models.ForeignKey(Rubric, on_delete=models.PROTECT, related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["study", "summary"], name="expected_answer_unique_study_summary"),
+        ]
+        ordering = ["study", "summary"]
+
+    def __str__(self) -> str:
+        return f"{self.get_purpose_display()}: {self.summary.key}"

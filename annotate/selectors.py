@@ -11,6 +11,7 @@ from django.http import Http404
 from annotate.models import (
     Assignment,
     Batch,
+    ExpectedAnswer,
     Finding,
     Rating,
     Revision,
@@ -163,8 +164,7 @@ def ratings_frame(*, study: Study, phase: str = "all", include_calibration: bool
     import pandas as pd
 
     revisions = {
-        r.pk: r
-        for r in latest_submitted_revisions(study=study, phase=phase, include_calibration=include_calibration)
+        r.pk: r for r in latest_submitted_revisions(study=study, phase=phase, include_calibration=include_calibration)
     }
     rows = []
     ratings = (
@@ -481,3 +481,49 @@ def batch_disagreements(
     else:
         rows.sort(key=lambda r: (-r.spread, r.summary.key))
     return rows
+
+
+@dataclass(frozen=True)
+class RaterAccuracy:
+    rater: Any
+    items: int  # submitted items that have expected answers
+    compared: int  # expected answers compared
+    correct: int
+
+    @property
+    def accuracy(self) -> float | None:
+        return self.correct / self.compared if self.compared else None
+
+
+def _matches(expected: Any, given: Any) -> bool:
+    if isinstance(expected, list):
+        return sorted(expected) == sorted(given or [])
+    return expected == given
+
+
+def quality_report(batch: Batch) -> list[RaterAccuracy]:
+    """Each rater's accuracy on the batch's gold items and attention checks: the
+    share of expected answers their submitted (initial) answer matches exactly."""
+    expected = {
+        e.summary_id: e.answers
+        for e in ExpectedAnswer.objects.filter(study=batch.study_id).exclude(purpose=ExpectedAnswer.Purpose.TRAINING)
+    }
+    answers = batch_answers(batch, phase="initial")
+    per_rater: dict[Any, list[int]] = {}
+    for summary_id, by_rater in answers.items():
+        if summary_id not in expected:
+            continue
+        for rater, (given, _, _) in by_rater.items():
+            row = per_rater.setdefault(rater, [0, 0, 0])
+            row[0] += 1
+            for key, value in expected[summary_id].items():
+                row[1] += 1
+                row[2] += _matches(value, given.get(key))
+    return [RaterAccuracy(rater, *counts) for rater, counts in sorted(per_rater.items(), key=lambda kv: kv[0].pk)]
+
+
+def training_feedback(assignment: Assignment) -> ExpectedAnswer | None:
+    """The expected answers to show after submitting, in a training batch only."""
+    if assignment.batch_id is None or not assignment.batch.training:
+        return None
+    return ExpectedAnswer.objects.filter(study=assignment.study_id, summary=assignment.summary_id).first()

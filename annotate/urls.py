@@ -7,6 +7,7 @@ app_name = "annotate"
 urlpatterns = [
     path("", views.queue, name="queue"),
     path("<uuid:assignment_uuid>/", views.rate, name="rate"),
+    path("<uuid:assignment_uuid>/feedback/", views.feedback, name="feedback"),
 ]
 
 api_urlpatterns = (

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
@@ -125,6 +127,8 @@ def rate(request, assignment_uuid):
                     **common, answers=answers, rationales=rationales, active_seconds=request.POST.get("active_seconds")
                 )
                 messages.success(request, "Rating submitted.")
+                if selectors.training_feedback(assignment) is not None:
+                    return redirect("annotate:feedback", assignment_uuid=assignment.uuid)
                 following = selectors.next_assignment_for_rater(request.user, after=assignment)
                 if following is not None:
                     return redirect("annotate:rate", assignment_uuid=following.uuid)
@@ -170,6 +174,33 @@ def rate(request, assignment_uuid):
         "digit_question": next((q.key for q in definition.questions if q.shortcut_digits), ""),
     }
     return render(request, "annotate/rate.html", context, status=status)
+
+
+@login_required
+def feedback(request, assignment_uuid):
+    """Training round: the rater's own submitted answers beside the expected ones."""
+    assignment = selectors.get_assignment_for_rater(request.user, assignment_uuid)
+    expected = selectors.training_feedback(assignment)
+    if expected is None or assignment.state != Assignment.State.SUBMITTED:
+        raise Http404("No feedback for this item.")
+    given, _ = selectors.revision_answers(selectors.latest_revision(assignment))
+    definition = selectors.rubric_definition(assignment.study.rubric)
+    rows = [
+        {
+            "q": q,
+            "given": given.get(q.key),
+            "expected": expected.answers[q.key],
+            "match": selectors._matches(expected.answers[q.key], given.get(q.key)),
+        }
+        for q in definition.questions
+        if q.key in expected.answers
+    ]
+    following = selectors.next_assignment_for_rater(request.user, after=assignment)
+    return render(
+        request,
+        "annotate/feedback.html",
+        {"assignment": assignment, "rows": rows, "expected": expected, "following": following},
+    )
 
 
 # --- study admins and viewers ------------------------------------------------------------
@@ -330,7 +361,21 @@ def batch_item(request, slug, batch_uuid, summary_uuid):
     error = ""
     if request.method == "POST":
         try:
-            if request.POST.get("action") == "note":
+            if request.POST.get("action") == "expected":
+                try:
+                    answers = json.loads(request.POST.get("answers") or "{}")
+                except json.JSONDecodeError as exc:
+                    raise ApplicationError(f"The expected answers are not valid JSON: {exc.msg}.") from None
+                batches.record_expected_answer(
+                    study=study,
+                    summary=summary,
+                    purpose=request.POST.get("purpose", "gold"),
+                    answers=answers,
+                    explanation=request.POST.get("explanation", ""),
+                    created_by=request.user,
+                )
+                messages.success(request, "Expected answers recorded.")
+            elif request.POST.get("action") == "note":
                 batches.add_discussion_note(
                     batch=batch,
                     summary=summary,
@@ -384,6 +429,7 @@ def batch_item(request, slug, batch_uuid, summary_uuid):
             "sentences": list(summary.source.sentences.order_by("index")),
             "notes": summary.discussion_notes.filter(batch=batch).select_related("author"),
             "consensus": summary.consensus_answers.filter(batch=batch).select_related("decided_by"),
+            "expected": summary.expected_answers.first(),
             "consensus_questions": [
                 q for q in definition.questions if q.kind in ("scale", "choice", "checkboxes", "text")
             ],

@@ -42,6 +42,9 @@ class Command(BaseCommand):
         parser.add_argument("--max-context", type=int, help="at most this many source sentences")
         parser.add_argument("--rated", choices=["yes", "no"], help="already rated (in any batch) or not")
         parser.add_argument("--unblinded", action="store_true", help="turn blinding off (it is on by default)")
+        parser.add_argument("--gold", action="append", metavar="SUMMARY_KEY", help="gold item for every rater")
+        parser.add_argument("--attention-every", type=int, help="mix an attention check in after about N items")
+        parser.add_argument("--training", action="store_true", help="show expected answers after each submit")
 
     def handle(self, *args, **o):
         try:
@@ -78,6 +81,9 @@ class Command(BaseCommand):
                 share=o["share"],
                 m=o["m"],
                 blinded=not o["unblinded"],
+                gold=list(study.summaries.filter(key__in=o["gold"] or [])),
+                attention_every=o["attention_every"],
+                training=o["training"],
             )
         except ApplicationError as exc:
             raise CommandError(exc.message) from None
