@@ -1,7 +1,7 @@
 """The study report pages for staff. Thin: check access, call a selector or service, render.
 
-Access: staff only for now (``is_staff``); study viewers get access when roles arrive
-with issue 4. Anonymous users are sent to the login page, raters get 403.
+Access: staff, the study's admins and its viewers (annotate.selectors.get_study_for_viewer);
+anyone else gets 404, as on the other study pages, and anonymous users are sent to login.
 """
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
@@ -19,14 +18,10 @@ from analysis import selectors, services
 from analysis.export import FILE_NAMES, agreement_rows, cohen_rows, correlation_rows, report_files
 from analysis.models import AnalysisResult
 from analysis.plots import FORMATS, plot_names, render_plot
+from annotate import selectors as annotate_selectors
 from annotate.models import Study
 
 CONTENT_TYPES = {"png": "image/png", "svg": "image/svg+xml"}
-
-
-def _require_staff(request) -> None:
-    if not request.user.is_staff:
-        raise PermissionDenied("The study report is for staff.")
 
 
 def _phase(request) -> str:
@@ -48,15 +43,15 @@ def _done_result(study: Study, phase: str) -> AnalysisResult:
 @login_required
 @require_GET
 def study_list(request):
-    _require_staff(request)
-    return render(request, "analysis/study_list.html", {"studies": Study.objects.order_by("title")})
+    return render(
+        request, "analysis/study_list.html", {"studies": annotate_selectors.studies_for_staff_pages(request.user)}
+    )
 
 
 @login_required
 @require_GET
 def study_report(request, slug: str):
-    _require_staff(request)
-    study = selectors.get_study_for_staff(slug)
+    study = annotate_selectors.get_study_for_viewer(request.user, slug)
     phase = _phase(request)
     result = services.request_study_report(study=study, phase=phase)
     context: dict[str, Any] = {
@@ -111,10 +106,9 @@ def _report_context(report: dict[str, Any], study: Study, phase: str) -> dict[st
 @login_required
 @require_GET
 def study_report_plot(request, slug: str, kind: str, subject: str, fmt: str):
-    _require_staff(request)
     if fmt not in FORMATS:
         raise Http404("Unknown image format.")
-    study = selectors.get_study_for_staff(slug)
+    study = annotate_selectors.get_study_for_viewer(request.user, slug)
     result = _done_result(study, _phase(request))
     try:
         image = render_plot(result.result, kind, subject, fmt)
@@ -129,10 +123,9 @@ def study_report_plot(request, slug: str, kind: str, subject: str, fmt: str):
 @login_required
 @require_GET
 def study_report_download(request, slug: str, name: str):
-    _require_staff(request)
     if name not in FILE_NAMES:
         raise Http404("No such file.")
-    study = selectors.get_study_for_staff(slug)
+    study = annotate_selectors.get_study_for_viewer(request.user, slug)
     phase = _phase(request)
     result = _done_result(study, phase)
     content_type = "application/json" if name.endswith(".json") else "text/csv"

@@ -53,9 +53,22 @@ def test_raters_are_refused(client, rated_demo):
     from django.contrib.auth import get_user_model
 
     client.force_login(get_user_model().objects.get(username="rater1"))
-    assert client.get(REPORT_URL).status_code == 403
-    assert client.get(reverse("analysis:download", args=[DEMO_STUDY, "metrics.csv"])).status_code == 403
-    assert client.get(reverse("analysis:studies")).status_code == 403
+    # A rater gets 404, as on every study page: the report does not even admit the study exists.
+    assert client.get(REPORT_URL).status_code == 404
+    assert client.get(reverse("analysis:download", args=[DEMO_STUDY, "metrics.csv"])).status_code == 404
+    assert DEMO_STUDY not in client.get(reverse("analysis:studies")).content.decode()
+
+
+@pytest.mark.django_db
+def test_study_viewers_see_the_report(client, rated_demo):
+    from annotate.models import Study, StudyMembership
+    from annotate.services import add_study_member
+    from tests.factories import UserFactory
+
+    viewer = UserFactory(username="viewer")
+    add_study_member(study=Study.objects.get(slug=DEMO_STUDY), user=viewer, role=StudyMembership.Role.VIEWER)
+    client.force_login(viewer)
+    assert client.get(REPORT_URL).status_code == 200
 
 
 def test_staff_see_agreement_distributions_failure_modes_and_plots(staff_client):
