@@ -337,6 +337,7 @@ def open_rerating(*, batch: Batch, summaries: Sequence[Summary] | None = None) -
             number=previous.number + 1,
             rubric=assignment.study.rubric,
             phase=Revision.Phase.POST_DISCUSSION,
+            assisted=assignment.study.assisted,
         )
         answers, rationales = revision_answers(previous)
         definition = rubric_definition(assignment.study.rubric)

@@ -139,7 +139,10 @@ def parse_lines(lines: Iterable[str]) -> list[Record]:
 
 
 def _clean_study(f: _Fields) -> dict:
-    f.unknown_fields({"slug", "title", "rubric", "guidelines", "description", "licence"})
+    f.unknown_fields({"slug", "title", "rubric", "guidelines", "description", "licence", "assisted"})
+    assisted = f.data.get("assisted", False)
+    if not isinstance(assisted, bool):
+        f.fail("assisted", "must be true or false")
     rubric = f.string("rubric", pattern=SLUG_RE)
     if not builtin_rubric_path(rubric).exists():
         f.fail("rubric", f"unknown rubric {rubric!r}: no file fixtures/rubrics/{rubric}.yaml")
@@ -150,6 +153,7 @@ def _clean_study(f: _Fields) -> dict:
         "guidelines": f.string("guidelines", required=False),
         "description": f.string("description", required=False),
         "licence": f.string("licence", required=False, max_length=100),
+        "assisted": assisted,
     }
 
 
@@ -330,7 +334,7 @@ class _Writer:
             rubric = load_builtin_rubric(key=d["rubric"])
         except RubricDefinitionError as exc:
             raise ImportLineError(line, "rubric", exc.message) from None
-        values = {k: d[k] for k in ("title", "guidelines", "description", "licence")}
+        values = {k: d[k] for k in ("title", "guidelines", "description", "licence", "assisted")}
         study = Study.objects.filter(slug=d["slug"]).select_related("rubric").first()
         if study is None:
             study = Study.objects.create(slug=d["slug"], rubric=rubric, **values)

@@ -53,6 +53,10 @@ class Study(TimeStamped):
     guidelines = models.TextField(blank=True, help_text="Shown to raters above the rubric.")
     licence = models.CharField(max_length=100, blank=True, help_text="Licence of the ratings, e.g. CC-BY-4.0.")
     rubric = models.ForeignKey(Rubric, on_delete=models.PROTECT, related_name="studies")
+    assisted = models.BooleanField(
+        default=False,
+        help_text="Assisted condition: raters see the pipeline's claim-by-claim verification (never the generator).",
+    )
 
     class Meta:
         verbose_name_plural = "studies"
@@ -336,6 +340,7 @@ class Revision(TimeStamped):
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT)
     phase = models.CharField(max_length=32, choices=Phase.choices, default=Phase.INITIAL)
     rubric = models.ForeignKey(Rubric, on_delete=models.PROTECT, related_name="revisions")
+    assisted = models.BooleanField(default=False, help_text="The rater was shown the automatic claim checks.")
     submitted_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

@@ -259,7 +259,14 @@ def _draft_revision(assignment: Assignment) -> Revision:
     if revision is not None and revision.status == Revision.Status.DRAFT:
         return revision
     number = 1 if revision is None else revision.number + 1
-    return Revision.objects.create(assignment=assignment, number=number, rubric=assignment.study.rubric)
+    phase = revision.phase if revision is not None else Revision.Phase.INITIAL
+    return Revision.objects.create(
+        assignment=assignment,
+        number=number,
+        rubric=assignment.study.rubric,
+        phase=phase,
+        assisted=assignment.study.assisted,
+    )
 
 
 def open_assignment(*, assignment: Assignment) -> Assignment:
@@ -353,7 +360,11 @@ def reopen_rating(*, assignment: Assignment, rater, version: Any) -> Revision | 
         return None
     previous = latest_revision(assignment)
     draft = Revision.objects.create(
-        assignment=assignment, number=previous.number + 1, rubric=assignment.study.rubric, phase=previous.phase
+        assignment=assignment,
+        number=previous.number + 1,
+        rubric=assignment.study.rubric,
+        phase=previous.phase,
+        assisted=assignment.study.assisted,
     )
     answers, rationales = revision_answers(previous)
     definition = rubric_definition(assignment.study.rubric)

@@ -165,6 +165,8 @@ def rate(request, assignment_uuid):
         "source": source,
         "sentences": sentences,
         "findings": findings,
+        # Assisted condition only: the pipeline's verdict per claim (never the generator).
+        "claims": list(assignment.summary.claims.order_by("index")) if assignment.study.assisted else [],
         "questions": _question_views(definition, answers, rationales, errors, findings),
         "client_data": _client_data(assignment, definition, answers, sentences, findings),
         "form_error": errors.get("__all__", ""),

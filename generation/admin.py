@@ -8,6 +8,8 @@ from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
+from annotate.admin import SummaryAdmin
+from annotate.models import Summary
 from generation.models import GenerationJob, GenerationRun, LLMCall
 from generation.selectors import run_progress
 
@@ -120,3 +122,36 @@ class LLMCallAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_filter = ["step", "model", "status_code"]
     list_select_related = ["job__source"]
     readonly_fields = [f.name for f in LLMCall._meta.fields]
+
+
+class GenerationJobInline(ReadOnlyMixin, admin.TabularInline):
+    """The generation trace on the summary's own admin page (generation extends the
+    annotate admin here, so annotate keeps importing nothing from generation)."""
+
+    model = GenerationJob
+    fk_name = "summary"
+    extra = 0
+    can_delete = False
+    fields = ["pipeline", "pipeline_version", "status", "tries", "finished_at", "checks", "calls"]
+    readonly_fields = fields
+    show_change_link = True
+    verbose_name = "generation trace"
+    verbose_name_plural = "generation trace (open a job for every LLM call, check and verdict)"
+
+    @admin.display(description="Reference checks and flags")
+    def checks(self, obj):
+        checks = (obj.result.get("reference_checks") or {}).get("checks") or {}
+        flags = ", ".join(obj.result.get("flags", [])) or "none"
+        return format_html("{}<br>flags: {}", json.dumps(checks, sort_keys=True), flags)
+
+    @admin.display(description="LLM calls")
+    def calls(self, obj):
+        return obj.llm_calls.count()
+
+
+admin.site.unregister(Summary)
+
+
+@admin.register(Summary)
+class SummaryWithTraceAdmin(SummaryAdmin):
+    inlines = [*SummaryAdmin.inlines, GenerationJobInline]

@@ -44,3 +44,19 @@ def test_the_run_list_shows_progress(client, admin_user, serve, trial_source):
     assert "1 ok" in html
     call = LLMCall.objects.first()
     assert client.get(reverse("admin:generation_llmcall_change", args=[call.pk])).status_code == 200
+
+
+def test_the_summary_page_shows_its_generation_trace(client, admin_user, serve, trial_source):
+    serve(
+        honest_model,
+        steps={
+            "generate": [Reply(content=BAD)],
+            "rescue_real": [Reply(content="Drug A was compared with placebo in 120 adults [PMC100].")],
+        },
+    )
+    job = run_job(trial_source)
+    client.force_login(admin_user)
+    html = client.get(reverse("admin:annotate_summary_change", args=[job.summary.pk])).content.decode()
+    assert "generation trace" in html.lower()
+    assert reverse("admin:generation_generationjob_change", args=[job.pk]) in html
+    assert f">{job.llm_calls.count()}<" in html
