@@ -205,6 +205,22 @@ def feedback(request, assignment_uuid):
     )
 
 
+def display_answer(value) -> str:
+    """An answer as text for the admin pages (lists joined, spans quoted)."""
+    if value is None or value == [] or value == {}:
+        return "–"
+    if isinstance(value, list):
+        return "; ".join(
+            f"“{v.get('text', '')}”" + (f" ({', '.join(map(str, v['answers'].values()))})" if v.get("answers") else "")
+            if isinstance(v, dict)
+            else str(v)
+            for v in value
+        )
+    if isinstance(value, dict):
+        return "; ".join(f"{k}: {v}" for k, v in value.items())
+    return str(value)
+
+
 # --- study admins and viewers ------------------------------------------------------------
 
 
@@ -334,7 +350,10 @@ def disagreements(request, slug, batch_uuid):
     if phase not in ("initial", "post_discussion"):
         phase = "initial"
     sort = "item" if request.GET.get("sort") == "item" else "spread"
-    rows = selectors.batch_disagreements(batch, question=question, threshold=threshold, phase=phase, sort=sort)
+    rows = [
+        (row, {rater: display_answer(value) for rater, value in row.values.items()})
+        for row in selectors.batch_disagreements(batch, question=question, threshold=threshold, phase=phase, sort=sort)
+    ]
     return render(
         request,
         "annotate/studies/disagreements.html",
@@ -413,7 +432,11 @@ def batch_item(request, slug, batch_uuid, summary_uuid):
             {
                 "rater": rater,
                 "answers": [
-                    {"q": q, "value": answers.get(q.key), "rationale": rationales.get(q.key, "")}
+                    {
+                        "q": q,
+                        "value": display_answer(answers.get(q.key)),
+                        "rationale": display_answer(rationales.get(q.key)) if rationales.get(q.key) else "",
+                    }
                     for q in definition.questions
                 ],
             }
