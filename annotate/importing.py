@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -114,9 +114,8 @@ class _Fields:
             self.fail(extra[0], "is not a known field for this record type")
 
 
-def parse_lines(lines: Iterable[str]) -> list[Record]:
-    """Parse and shape-check every line (no database access)."""
-    records: list[Record] = []
+def json_objects(lines: Iterable[str]) -> Iterator[tuple[int, dict]]:
+    """(line number, object) for every non-blank line, or ImportLineError."""
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
@@ -126,6 +125,13 @@ def parse_lines(lines: Iterable[str]) -> list[Record]:
             raise ImportLineError(number, None, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
         if not isinstance(data, dict):
             raise ImportLineError(number, None, "each line must be a JSON object")
+        yield number, data
+
+
+def parse_lines(lines: Iterable[str]) -> list[Record]:
+    """Parse and shape-check every line (no database access)."""
+    records: list[Record] = []
+    for number, data in json_objects(lines):
         kind = data.get("type")
         if kind not in RECORD_TYPES:
             raise ImportLineError(number, "type", f"must be one of {', '.join(RECORD_TYPES)}, got {kind!r}")
@@ -475,15 +481,7 @@ def import_evidence_inference(*, study: Study, lines: Iterable[str], only: set[s
     writer = _Writer()
     writer.studies[study.slug] = study
     cleaned = []
-    for number, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        try:
-            record = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise ImportLineError(number, None, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
-        if not isinstance(record, dict):
-            raise ImportLineError(number, None, "each line must be a JSON object")
+    for number, record in json_objects(lines):
         if only is not None and record.get("pmcid") not in only:
             continue
         citation = record.get("citation") if isinstance(record.get("citation"), dict) else {}

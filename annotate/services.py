@@ -147,6 +147,14 @@ def _check_rater(assignment: Assignment, rater) -> None:
         raise ApplicationError("This assignment belongs to another rater.")
 
 
+def _check_editable(assignment: Assignment, rater) -> None:
+    _check_rater(assignment, rater)
+    if assignment.state == Assignment.State.WITHDRAWN:
+        raise InvalidStateError("This item was withdrawn from your queue.")
+    if assignment.state in (Assignment.State.SUBMITTED, Assignment.State.SKIPPED):
+        raise InvalidStateError("This item is finished; reopen it before changing your answers.")
+
+
 def _clamp_active(seconds: Any) -> int:
     try:
         value = int(seconds or 0)
@@ -287,11 +295,7 @@ def save_draft(
     *, assignment: Assignment, rater, answers: Any, rationales: Any = None, version: Any, active_seconds: Any = 0
 ) -> Revision:
     """Store answers in progress. Values must be valid; completeness is not required."""
-    _check_rater(assignment, rater)
-    if assignment.state == Assignment.State.WITHDRAWN:
-        raise InvalidStateError("This item was withdrawn from your queue.")
-    if assignment.state in (Assignment.State.SUBMITTED, Assignment.State.SKIPPED):
-        raise InvalidStateError("This item is finished; reopen it before changing your answers.")
+    _check_editable(assignment, rater)
     definition = rubric_definition(assignment.study.rubric)
     clean = definition.validate(answers, rationales, final=False, context=answer_context(assignment.summary))
     _claim_version(
@@ -312,11 +316,7 @@ def submit_rating(
 ) -> Revision:
     """Submit the answers: they must satisfy the rubric in full. The submitted
     revision is never changed afterwards."""
-    _check_rater(assignment, rater)
-    if assignment.state == Assignment.State.WITHDRAWN:
-        raise InvalidStateError("This item was withdrawn from your queue.")
-    if assignment.state in (Assignment.State.SUBMITTED, Assignment.State.SKIPPED):
-        raise InvalidStateError("This item is already finished; reopen it to change your answers.")
+    _check_editable(assignment, rater)
     definition = rubric_definition(assignment.study.rubric)
     clean = definition.validate(answers, rationales, final=True, context=answer_context(assignment.summary))
     now = timezone.now()
