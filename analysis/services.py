@@ -35,19 +35,57 @@ class AnalysisError(ApplicationError):
     """The study cannot be analysed as asked (unknown phase or field, ...)."""
 
 
+def na_code(values: Sequence[int]) -> int:
+    """The number that stands for N/A when a question counts N/A as a category."""
+    return max(values) + 1
+
+
 def question_specs(study: Study) -> list[QuestionSpec]:
+    """Each question's kind and full scale. A scale whose N/A is declared a category
+    (`na.analysis: category`) gets one more point, N/A, coded as max + 1; otherwise
+    N/A is a missing rating."""
     definition = annotate_selectors.rubric_definition(study.rubric)
-    return [
-        QuestionSpec(
-            key=q.key,
-            kind=q.kind,
-            prompt=q.prompt,
-            required=q.required,
-            values=q.values,
-            labels=tuple(option.label for option in q.options),
+    specs = []
+    for q in definition.questions:
+        values, labels = q.values, tuple(option.label for option in q.options)
+        if q.is_scale and q.na is not None and q.na.analysis == "category":
+            values, labels = (*values, na_code(values)), (*labels, q.na.label)
+        specs.append(
+            # A per-finding question is a scale asked once per finding (each finding its own item).
+            QuestionSpec(
+                key=q.key,
+                kind="scale" if q.is_scale else q.kind,
+                prompt=q.prompt,
+                required=q.required,
+                values=values,
+                labels=labels,
+            )
         )
+    return specs
+
+
+def na_category_codes(study: Study) -> dict[str, int]:
+    """Question key -> the code of N/A, for the scales that count N/A as a category."""
+    definition = annotate_selectors.rubric_definition(study.rubric)
+    return {
+        q.key: na_code(q.values)
         for q in definition.questions
-    ]
+        if q.is_scale and q.na is not None and q.na.analysis == "category"
+    }
+
+
+def prepare_ratings(ratings, na_codes: dict[str, int]):
+    """The ratings frame as the statistics need it: each finding of a per-finding
+    question is an item of its own (summary:finding), and N/A answers of questions
+    that count N/A as a category get their code (the rest stay missing)."""
+    ratings = ratings.copy()
+    findings = ratings["finding"].fillna("").astype(str)
+    per_finding = findings != ""
+    ratings["item"] = ratings["item"].astype(str).where(~per_finding, ratings["item"].astype(str) + ":" + findings)
+    for key, code in na_codes.items():
+        mask = (ratings["question"] == key) & (ratings["answer"] == "na")
+        ratings.loc[mask, "score"] = float(code)
+    return ratings
 
 
 def compute_study_report(
@@ -59,12 +97,12 @@ def compute_study_report(
     progress: Callable[[float], None] | None = None,
 ) -> dict[str, Any]:
     """The JSON-ready study report (analysis.report.build_study_report) for one phase.
-
-    Calibration batches cannot be excluded yet: batches arrive with issue 4.
-    """
+    Calibration (pilot) batches are left out, as annotate.selectors.ratings_frame does
+    by default."""
     if phase not in PHASES:
         raise AnalysisError(f"Unknown phase {phase!r}; use one of {', '.join(PHASES)}.")
-    ratings = annotate_selectors.ratings_frame(study=study, phase=phase)
+    specs = question_specs(study)
+    ratings = prepare_ratings(annotate_selectors.ratings_frame(study=study, phase=phase), na_category_codes(study))
     summaries = annotate_selectors.summaries_frame(study=study)
     claims = selectors.claims_frame(study=study)
     metrics = metrics_frame(selectors.summary_texts_frame(study=study), claims if len(claims) else None)
@@ -73,7 +111,7 @@ def compute_study_report(
             ratings=ratings,
             summaries=summaries,
             metrics=metrics,
-            questions=question_specs(study),
+            questions=specs,
             rater_names=selectors.rater_names(rater_ids=ratings["rater"].unique()),
             group_fields=group_fields,
             n_resamples=BOOTSTRAP_RESAMPLES if n_resamples is None else n_resamples,

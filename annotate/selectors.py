@@ -157,7 +157,8 @@ def ratings_frame(*, study: Study, phase: str = "all", include_calibration: bool
     """A tidy pandas frame, one row per (item, rater, question, phase), of the answers
     that count (each assignment's newest submitted revision).
 
-    Columns: item (summary uuid), rater (user id), question, score (float, NaN for
+    Columns: item (summary uuid), rater (user id), question, finding (uuid of the
+    finding for per-finding questions, else ""), score (float, NaN for
     non-scale answers), answer (the stored answer: int, str, list or None), rationale,
     phase, rubric_version, submitted_at. Analysis code imports no ORM; it gets this.
     """
@@ -180,6 +181,7 @@ def ratings_frame(*, study: Study, phase: str = "all", include_calibration: bool
                 "item": str(rating.revision.assignment.summary.uuid),
                 "rater": str(rating.revision.assignment.rater_id),
                 "question": rating.question,
+                "finding": str(rating.finding.uuid) if rating.finding_id else "",
                 "score": float(rating.score) if rating.score is not None else float("nan"),
                 "answer": rating.answer,
                 "rationale": rationale.text if rationale is not None else "",

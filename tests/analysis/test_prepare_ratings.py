@@ -1,0 +1,70 @@
+"""How the study report reads per-finding answers and N/A."""
+
+import math
+
+import pandas as pd
+import pytest
+
+from analysis.services import compute_study_report, na_category_codes, prepare_ratings, question_specs
+from annotate.models import Finding
+from annotate.services import builtin_rubric_path, load_rubric, read_rubric_file, submit_rating
+from tests.annotate.factpico import complete_answers, make_factpico_assignment
+from tests.factories import AssignmentFactory, UserFactory
+
+
+def frame(rows):
+    return pd.DataFrame(rows, columns=["item", "rater", "question", "finding", "score", "answer"])
+
+
+def test_each_finding_is_its_own_item_and_na_is_coded_only_where_declared():
+    ratings = frame(
+        [
+            ("s1", "1", "evidence", "f1", 3.0, 3),
+            ("s1", "1", "evidence", "f2", 4.0, 4),
+            ("s1", "1", "population", "", math.nan, "na"),
+            ("s1", "1", "comparator", "", math.nan, "na"),
+        ]
+    )
+    out = prepare_ratings(ratings, {"population": 5})
+    assert list(out["item"]) == ["s1:f1", "s1:f2", "s1", "s1"]
+    assert out.loc[2, "score"] == 5.0 and math.isnan(out.loc[3, "score"])
+    assert ratings.loc[0, "item"] == "s1"  # the input is not changed
+
+
+@pytest.mark.django_db
+def test_factpico_report_treats_findings_and_na_as_declared(settings):
+    raw = read_rubric_file(builtin_rubric_path("factpico"))
+    raw["questions"][1]["na"] = {"label": "N/A", "rationale_required": True, "analysis": "category"}
+    rubric = load_rubric(definition=raw)
+    rater_a, rater_b = UserFactory(username="fa"), UserFactory(username="fb")
+    assignment_a, finding = make_factpico_assignment(rater_a)
+    study = assignment_a.study
+    study.rubric = rubric
+    study.save()
+    second = Finding.objects.create(
+        source=finding.source,
+        index=1,
+        intervention="x",
+        outcome="y",
+        start=finding.start,
+        end=finding.end,
+        evidence=finding.evidence,
+    )
+    assignment_b = AssignmentFactory(summary=assignment_a.summary, rater=rater_b, position=0)
+    for assignment, rater, population in ((assignment_a, rater_a, "na"), (assignment_b, rater_b, 4)):
+        answers, rationales = complete_answers(assignment, finding)
+        answers["population"] = population
+        answers["evidence"][str(second.uuid)] = 2
+        rationales["evidence"][str(second.uuid)] = "x"
+        submit_rating(
+            assignment=assignment, rater=rater, answers=answers, rationales=rationales, version=assignment.version
+        )
+    assert na_category_codes(study) == {"population": 5}
+    assert [s.values for s in question_specs(study) if s.key == "population"] == [(1, 2, 3, 4, 5)]
+    report = compute_study_report(study=study, n_resamples=10)
+    by_question = {a["question"]: a for a in report["agreement"]}
+    assert by_question["evidence"]["report"]["n_items"] == 2  # two findings, one summary
+    population = by_question["population"]["report"]
+    # N/A (code 5) against 4: a disagreement on the item, not a missing rating.
+    assert population["n_items"] == 1 and population["percent_agreement"] == 0.0
+    assert by_question["population"]["scale"] == [1, 2, 3, 4, 5]
