@@ -6,6 +6,8 @@ through selectors, run them, and store or write the result.
 
 from __future__ import annotations
 
+import dataclasses
+import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,7 @@ from analysis.metrics import metrics_frame
 from analysis.models import AnalysisResult
 from analysis.plots import FORMATS, plot_names, render_plot
 from analysis.report import QuestionSpec, build_study_report
+from analysis.spans import span_agreement
 from annotate import selectors as annotate_selectors
 from annotate.exceptions import ApplicationError
 from annotate.models import Study
@@ -120,9 +123,32 @@ def compute_study_report(
         )
     except ValueError as exc:
         raise AnalysisError(str(exc)) from None
+    report["span_agreement"] = span_agreement_sections(study=study, phase=phase, ratings=ratings)
     report["study"] = study.slug
     report["phase"] = phase
     return report
+
+
+def span_agreement_sections(*, study: Study, phase: str, ratings) -> list[dict[str, Any]]:
+    """FactPICO's span agreement for every span question on the summary: marking per
+    summary sentence, and "factual" on spans both raters marked."""
+    from annotate.text import split_spans
+
+    definition = annotate_selectors.rubric_definition(study.rubric)
+    questions = [q for q in definition.questions if q.kind == "span" and q.target == "summary"]
+    if not questions:
+        return []
+    spans = annotate_selectors.spans_frame(study=study, phase=phase)
+    texts = dict(study.summaries.values_list("uuid", "text"))
+    raters = {item: sorted(group["rater"].unique()) for item, group in ratings.groupby("item")}
+    sentences = {item: split_spans(texts[uuid.UUID(item)]) for item in raters if ":" not in item}
+    sections = []
+    for q in questions:
+        result = span_agreement(
+            spans[spans["question"] == q.key], sentences, {i: r for i, r in raters.items() if i in sentences}
+        )
+        sections.append({"question": q.key, "prompt": q.prompt, **dataclasses.asdict(result)})
+    return sections
 
 
 def write_study_report(

@@ -529,3 +529,33 @@ def training_feedback(assignment: Assignment) -> ExpectedAnswer | None:
     if assignment.batch_id is None or not assignment.batch.training:
         return None
     return ExpectedAnswer.objects.filter(study=assignment.study_id, summary=assignment.summary_id).first()
+
+
+def spans_frame(*, study: Study, phase: str = "all", include_calibration: bool = False):
+    """One row per highlighted span of the answers that count: item (summary uuid),
+    rater, question, target, start, end, text, factual (the span's "factual" answer,
+    if its question asks it), rationale, phase."""
+    import pandas as pd
+
+    revisions = {
+        r.pk: r for r in latest_submitted_revisions(study=study, phase=phase, include_calibration=include_calibration)
+    }
+    rows = [
+        {
+            "item": str(span.revision.assignment.summary.uuid),
+            "rater": str(span.revision.assignment.rater_id),
+            "question": span.question,
+            "target": span.target,
+            "start": span.start,
+            "end": span.end,
+            "text": span.text,
+            "factual": span.answers.get("factual"),
+            "rationale": span.rationale,
+            "phase": revisions[span.revision_id].phase,
+        }
+        for span in Span.objects.filter(revision_id__in=list(revisions))
+        .select_related("revision__assignment__summary")
+        .order_by("revision__assignment__summary__key", "revision__assignment__rater_id", "question", "index")
+    ]
+    columns = ["item", "rater", "question", "target", "start", "end", "text", "factual", "rationale", "phase"]
+    return pd.DataFrame(rows, columns=columns)

@@ -68,3 +68,8 @@ def test_factpico_report_treats_findings_and_na_as_declared(settings):
     # N/A (code 5) against 4: a disagreement on the item, not a missing rating.
     assert population["n_items"] == 1 and population["percent_agreement"] == 0.0
     assert by_question["population"]["scale"] == [1, 2, 3, 4, 5]
+    spans = report["span_agreement"][0]
+    assert spans["question"] == "added_info" and spans["n_sentences"] == 2  # the summary has two sentences
+    # Both raters marked the same phrase, both "factual": full agreement, one overlapping pair.
+    assert spans["sentences"]["percent_agreement"] == 1.0
+    assert spans["n_overlapping_pairs"] == 1 and spans["factual"]["percent_agreement"] == 1.0

@@ -1,0 +1,45 @@
+"""REST API of the analysis app: the cached study report, for study admins and viewers.
+
+The report is the one the report page shows (analysis.services.request_study_report):
+computed now for a small study, or by a Celery task for a large one, and cached for
+the ratings as they are. Access follows annotate.permissions (viewers read dashboards).
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from analysis import services
+from analysis.models import AnalysisResult
+from annotate import permissions
+
+
+class AnalysisResultSerializer(serializers.ModelSerializer):
+    result = serializers.JSONField(allow_null=True, help_text="The report (docs/analysis.md) once status is done.")
+
+    class Meta:
+        model = AnalysisResult
+        fields = ["uuid", "phase", "status", "progress", "n_revisions", "error", "result", "created_at", "updated_at"]
+
+
+class AnalysisQuery(serializers.Serializer):
+    phase = serializers.ChoiceField(AnalysisResult.Phase.choices, default=AnalysisResult.Phase.ALL)
+
+
+class StudyAnalysis(APIView):
+    @extend_schema(
+        parameters=[AnalysisQuery],
+        responses={200: AnalysisResultSerializer, 202: AnalysisResultSerializer},
+        description="Study admins and viewers. 200 with the report when it is done (or with `error` when it "
+        "failed); 202 while a large study's report is still being computed: poll again.",
+    )
+    def get(self, request, slug):
+        study = permissions.study_for_viewer(request, slug)
+        query = AnalysisQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        result = services.request_study_report(study=study, phase=query.validated_data["phase"])
+        waiting = result.status in (AnalysisResult.Status.PENDING, AnalysisResult.Status.RUNNING)
+        return Response(AnalysisResultSerializer(result).data, status=202 if waiting else 200)
