@@ -67,6 +67,7 @@ test-ml: install-ml
 bench: install-dev
 	$(BIN)/python tests/bench/bench_analysis.py --runs 5
 	$(BIN)/python tests/bench/bench_generation.py --latency 0.25 --concurrency 1 4 16
+	$(BIN)/python tests/bench/bench_export.py
 
 lint: install-dev
 	$(BIN)/ruff check .

@@ -4,6 +4,7 @@ here and cannot be deleted; the revision history of every assignment is visible.
 from django.contrib import admin
 from django.utils.html import format_html, format_html_join
 
+from annotate.exporting import request_dataset_export
 from annotate.models import (
     Assignment,
     Claim,
@@ -48,6 +49,13 @@ class StudyAdmin(admin.ModelAdmin):
     list_display = ["slug", "title", "rubric", "licence"]
     readonly_fields = ["uuid", "created_at", "updated_at"]
     inlines = [MembershipInline]
+    actions = ["export_dataset"]
+
+    @admin.action(description="Export dataset (CC-BY)")
+    def export_dataset(self, request, queryset):
+        for study in queryset.select_related("rubric"):
+            folder = request_dataset_export(study=study)
+            self.message_user(request, f"Exporting {study.slug} to {folder} (restricted sources withheld).")
 
 
 class SentenceInline(admin.TabularInline):
