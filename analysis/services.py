@@ -18,6 +18,7 @@ from analysis import selectors
 from analysis.export import report_files
 from analysis.metrics import metrics_frame
 from analysis.models import AnalysisResult
+from analysis.pipeline_checks import check_pass_rates
 from analysis.plots import FORMATS, plot_names, render_plot
 from analysis.report import QuestionSpec, build_study_report
 from analysis.spans import span_agreement
@@ -124,6 +125,7 @@ def compute_study_report(
     except ValueError as exc:
         raise AnalysisError(str(exc)) from None
     report["span_agreement"] = span_agreement_sections(study=study, phase=phase, ratings=ratings)
+    report["pipeline_checks"] = check_pass_rates(summaries)
     report["study"] = study.slug
     report["phase"] = phase
     return report

@@ -221,6 +221,12 @@ def summaries_frame(*, study: Study):
             "n_chars": len(summary.text),
             "n_words": len(summary.text.split()),
             "context_sentences": None,
+            # What the generation pipeline recorded (LitSumm's Table 2), when it wrote the summary.
+            "pipeline": summary.metadata.get("pipeline", ""),
+            "attempts": summary.metadata.get("attempts"),
+            "references_passed": (summary.metadata.get("reference_checks") or {}).get("passed"),
+            "consistency_revised": summary.metadata.get("consistency_revised"),
+            "flags": list(summary.flags),
         }
         row.update({f"source.{k}": v for k, v in sorted(summary.source.metadata.items())})
         rows.append(row)

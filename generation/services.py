@@ -200,6 +200,10 @@ def store_outcome(*, job: GenerationJob, claimed_at, spec: PipelineSpec, outcome
                 "context": outcome.trace.get("context"),
                 "reference_checks": result["reference_checks"],
                 "factored": outcome.trace.get("factored"),
+                # For LitSumm's Table 2: did self-consistency find problems that needed a revision?
+                "consistency_revised": any(
+                    step.get("step") == "self_consistency:reverify" for step in outcome.trace.get("steps", [])
+                ),
             },
             flags=outcome.flags,
         )
