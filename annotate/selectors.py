@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count, Prefetch, Q, QuerySet
+from django.db.models import Count, JSONField, Prefetch, Q, QuerySet
 from django.http import Http404
 
+from annotate.exceptions import ApplicationError
 from annotate.models import (
     Assignment,
     Batch,
@@ -259,6 +261,10 @@ def filter_summaries(
     if generator:
         summaries = summaries.filter(generator__in=[generator] if isinstance(generator, str) else generator)
     for key, value in (source_metadata or {}).items():
+        # The key becomes part of an ORM lookup: only a plain field name is allowed, so
+        # "a__b" or "contains" cannot turn a filter into another query.
+        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", key) or "__" in key or key in JSONField.get_lookups():
+            raise ApplicationError(f"source metadata field {key!r} is not a plain field name")
         summaries = summaries.filter(**{f"source__metadata__{key}": value})
     if min_context is not None:
         summaries = summaries.filter(context_sentences__gte=min_context)

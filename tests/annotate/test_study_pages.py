@@ -158,3 +158,26 @@ def test_raters_never_receive_other_raters_answers_or_the_generator(client, setu
     ]
     for page in pages:
         assert "B-SECRET-NOTE" not in page and "secret-model-x" not in page
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("field", ["topic__contains", "contains", "isnull", "a b"])
+def test_metadata_filter_accepts_plain_field_names_only(client, setup, rater_a, field):
+    study, first_batch, study_admin, _ = setup
+    client.force_login(study_admin)
+    response = client.post(
+        urls(study, first_batch)["new"],
+        {
+            "name": "x",
+            "kind": "main",
+            "raters": [rater_a.pk],
+            "design": "k_raters",
+            "k": 1,
+            "share": 0.2,
+            "m": 1,
+            "seed": 0,
+            "source_field": f"{field}=x",
+        },
+    )
+    assert response.status_code == 400 and "is not a plain field name" in response.content.decode()
+    assert not Batch.objects.filter(name="x").exists()

@@ -1,4 +1,4 @@
-"""REST API for raters: their assignments and the read/save/submit of their rating.
+"""Raters' endpoints: their assignments and the read/save/submit of their rating.
 
 Writes carry the version the client read, either as `"version"` in the body or as
 an `If-Match: "<version>"` header; responses carry the new version in both the body
@@ -16,13 +16,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotate import selectors, services
-from annotate.models import Assignment, SourceSentence
-
-
-class SentenceSerializer(serializers.ModelSerializer):
-    class Meta:
-        model = SourceSentence
-        fields = ["index", "start", "end", "text", "ref"]
+from annotate.api.common import (
+    MAX_VERSION,
+    SentenceSerializer,
+    TextJSONField,
+)
+from annotate.models import (
+    Assignment,
+)
 
 
 class AssignmentListSerializer(serializers.ModelSerializer):
@@ -64,10 +65,12 @@ class AssignmentDetailSerializer(AssignmentListSerializer):
 
 
 class RatingWriteSerializer(serializers.Serializer):
-    version = serializers.IntegerField(required=False, help_text="The version you read (or send If-Match).")
-    answers = serializers.DictField(child=serializers.JSONField(allow_null=True), required=False, default=dict)
+    version = serializers.IntegerField(
+        required=False, min_value=0, max_value=MAX_VERSION, help_text="The version you read (or send If-Match)."
+    )
+    answers = serializers.DictField(child=TextJSONField(allow_null=True), required=False, default=dict)
     rationales = serializers.DictField(
-        child=serializers.JSONField(allow_null=True),
+        child=TextJSONField(allow_null=True),
         required=False,
         default=dict,
         help_text="Question key -> text; for per-finding questions, finding id -> text.",
@@ -76,12 +79,12 @@ class RatingWriteSerializer(serializers.Serializer):
 
 
 class SkipSerializer(serializers.Serializer):
-    version = serializers.IntegerField(required=False)
+    version = serializers.IntegerField(required=False, min_value=0, max_value=MAX_VERSION)
     reason = serializers.CharField()
 
 
 class VersionSerializer(serializers.Serializer):
-    version = serializers.IntegerField(required=False)
+    version = serializers.IntegerField(required=False, min_value=0, max_value=MAX_VERSION)
 
 
 class RatingStateSerializer(serializers.Serializer):
@@ -102,7 +105,14 @@ def _version(request: Request, body: dict):
     header = request.headers.get("If-Match", "").strip()
     if header.startswith("W/"):
         header = header[2:]
-    return header.strip('"') or None
+    value = header.strip('"') or None
+    try:
+        number = int(value) if value is not None else None
+    except ValueError:
+        return value  # not a number: the service answers "version is required"
+    if number is not None and not 0 <= number <= MAX_VERSION:
+        raise serializers.ValidationError({"If-Match": "This is not a version this API gave out."})
+    return value
 
 
 def _rating_state(assignment: Assignment) -> Response:

@@ -1,0 +1,67 @@
+"""The REST API under /api/ (docs/api.md).
+
+Every view starts with an access helper: annotate.selectors.get_assignment_for_rater
+for a rater's own items, annotate.permissions for the study endpoints (the same rules
+as the HTML pages; anyone else gets 404). Reads come from annotate.selectors and
+annotate.api_selectors; writes go through annotate.services and annotate.batches.
+"""
+
+from annotate.api.exports import ExportDetail, ExportDownload, ExportList
+from annotate.api.raters import (
+    AssignmentDetail,
+    AssignmentList,
+    AssignmentRating,
+    AssignmentReopen,
+    AssignmentSkip,
+    AssignmentSubmit,
+)
+from annotate.api.studies import (
+    ClaimList,
+    SourceDetail,
+    SourceList,
+    StudyDetail,
+    StudyList,
+    SummaryDetail,
+    SummaryList,
+)
+from annotate.api.study_batches import (
+    AssignmentMove,
+    AssignmentWithdraw,
+    BatchAnswerList,
+    BatchAssignmentList,
+    BatchConsensusList,
+    BatchDetail,
+    BatchDisagreementList,
+    BatchList,
+    BatchNoteList,
+    BatchRerating,
+)
+
+__all__ = [
+    "AssignmentDetail",
+    "AssignmentList",
+    "AssignmentMove",
+    "AssignmentRating",
+    "AssignmentReopen",
+    "AssignmentSkip",
+    "AssignmentSubmit",
+    "AssignmentWithdraw",
+    "BatchAnswerList",
+    "BatchAssignmentList",
+    "BatchConsensusList",
+    "BatchDetail",
+    "BatchDisagreementList",
+    "BatchList",
+    "BatchNoteList",
+    "BatchRerating",
+    "ClaimList",
+    "ExportDetail",
+    "ExportDownload",
+    "ExportList",
+    "SourceDetail",
+    "SourceList",
+    "StudyDetail",
+    "StudyList",
+    "SummaryDetail",
+    "SummaryList",
+]

@@ -1,0 +1,289 @@
+"""Studies, sources, summaries and claims: study admins and viewers (generator,
+metadata and flags included: never reachable by a rater).
+"""
+
+from __future__ import annotations
+
+from django.db.models import JSONField
+from drf_spectacular.utils import extend_schema, extend_schema_field
+from rest_framework import generics, serializers
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotate import api_selectors, permissions
+from annotate.api.common import (
+    MAX_VERSION,
+    FakeViewMixin,
+    SentenceSerializer,
+    SourceRefSerializer,
+    query_params,
+)
+from annotate.models import (
+    Claim,
+    Finding,
+    Rubric,
+    Source,
+    Study,
+    StudyMembership,
+    Summary,
+)
+
+
+class RubricSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Rubric
+        fields = ["key", "version", "title", "definition"]
+
+
+class StudySerializer(serializers.ModelSerializer):
+    roles = serializers.SerializerMethodField(help_text="Your memberships in the study.")
+    access = serializers.SerializerMethodField(
+        help_text="What you may do: admin (manage), viewer (read dashboards) or rater (rate your items)."
+    )
+
+    class Meta:
+        model = Study
+        fields = ["uuid", "slug", "title", "description", "licence", "roles", "access"]
+
+    # Plain strings (admin, rater, viewer): one enum per choice set keeps the schema tidy.
+    @extend_schema_field(serializers.ListField(child=serializers.CharField()))
+    def get_roles(self, obj: Study) -> list[str]:
+        return sorted(m.role for m in getattr(obj, "my_memberships", []))
+
+    @extend_schema_field(serializers.ChoiceField(StudyMembership.Role.choices))
+    def get_access(self, obj: Study) -> str:
+        roles = set(self.get_roles(obj))
+        if self.context["request"].user.is_staff or StudyMembership.Role.ADMIN in roles:
+            return StudyMembership.Role.ADMIN
+        if StudyMembership.Role.VIEWER in roles:
+            return StudyMembership.Role.VIEWER
+        return StudyMembership.Role.RATER
+
+
+class StudyCountsSerializer(serializers.Serializer):
+    sources = serializers.IntegerField()
+    summaries = serializers.IntegerField()
+    batches = serializers.IntegerField()
+    assignments = serializers.IntegerField(help_text="Not withdrawn.")
+
+
+class StudyDetailSerializer(StudySerializer):
+    rubric = RubricSerializer()
+    counts = serializers.SerializerMethodField()
+
+    class Meta(StudySerializer.Meta):
+        fields = StudySerializer.Meta.fields + ["guidelines", "assisted", "rubric", "counts", "created_at"]
+
+    @extend_schema_field(StudyCountsSerializer)
+    def get_counts(self, obj: Study) -> dict:
+        return api_selectors.study_counts(obj)
+
+
+class StudyQuery(serializers.Serializer):
+    role = serializers.ChoiceField(
+        StudyMembership.Role.choices, required=False, help_text="Only studies where you have this role."
+    )
+
+
+class StudyList(FakeViewMixin, generics.ListAPIView):
+    """The studies you have a role in (staff: every study), with your roles."""
+
+    serializer_class = StudySerializer
+
+    @extend_schema(parameters=[StudyQuery])
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self):
+        if self.is_schema_view():
+            return Study.objects.none()
+        return api_selectors.studies_for_user(self.request.user, **query_params(StudyQuery, self.request))
+
+
+class StudyDetail(APIView):
+    @extend_schema(responses=StudyDetailSerializer, description="Study admins and viewers.")
+    def get(self, request, slug):
+        study = permissions.study_for_viewer(request, slug)
+        study = api_selectors.studies_for_user(request.user).filter(pk=study.pk).first() or study
+        return Response(StudyDetailSerializer(study, context={"request": request}).data)
+
+
+class FindingSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Finding
+        fields = [
+            "uuid",
+            "index",
+            "external_id",
+            "intervention",
+            "comparator",
+            "outcome",
+            "label",
+            "start",
+            "end",
+            "evidence",
+        ]
+
+
+class SourceSerializer(serializers.ModelSerializer):
+    n_sentences = serializers.IntegerField(read_only=True)
+    n_findings = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = Source
+        fields = [
+            "uuid",
+            "key",
+            "title",
+            "external_ids",
+            "licence",
+            "licence_url",
+            "attribution",
+            "copyright",
+            "metadata",
+            "n_sentences",
+            "n_findings",
+        ]
+
+
+class SourceDetailSerializer(SourceSerializer):
+    sentences = SentenceSerializer(many=True)
+    findings = FindingSerializer(many=True)
+
+    class Meta(SourceSerializer.Meta):
+        fields = SourceSerializer.Meta.fields + ["text", "sentences", "findings"]
+
+
+class SourceQuery(serializers.Serializer):
+    key = serializers.CharField(required=False, help_text="Only the source with this import key.")
+    licence = serializers.CharField(required=False, help_text="Only sources with exactly this licence.")
+
+
+class SourceList(FakeViewMixin, generics.ListAPIView):
+    """The study's sources (study admins and viewers); sentences and findings are on the detail."""
+
+    serializer_class = SourceSerializer
+
+    @extend_schema(parameters=[SourceQuery])
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self):
+        if self.is_schema_view():
+            return Source.objects.none()
+        study = permissions.study_for_viewer(self.request, self.kwargs["slug"])
+        return api_selectors.sources_for_study(study, **query_params(SourceQuery, self.request))
+
+
+class SourceDetail(APIView):
+    @extend_schema(responses=SourceDetailSerializer, description="Study admins and viewers.")
+    def get(self, request, slug, source_uuid):
+        study = permissions.study_for_viewer(request, slug)
+        return Response(SourceDetailSerializer(api_selectors.get_source(study, source_uuid)).data)
+
+
+class SummarySerializer(serializers.ModelSerializer):
+    """For study admins and viewers only: it names the generator and pipeline flags."""
+
+    source = SourceRefSerializer()
+    parent = serializers.UUIDField(source="parent.uuid", allow_null=True, default=None)
+    context_sentences = serializers.IntegerField(read_only=True, help_text="Sentences in the source.")
+
+    class Meta:
+        model = Summary
+        fields = [
+            "uuid",
+            "key",
+            "source",
+            "text",
+            "generator",
+            "metadata",
+            "flags",
+            "parent",
+            "context_sentences",
+            "created_at",
+        ]
+
+
+class SummaryQuery(serializers.Serializer):
+    generator = serializers.ListField(
+        child=serializers.CharField(), required=False, help_text="Only these generators (repeatable)."
+    )
+    flag = serializers.ListField(
+        child=serializers.CharField(), required=False, help_text="Only summaries with this pipeline flag (repeatable)."
+    )
+    no_flag = serializers.ListField(
+        child=serializers.CharField(), required=False, help_text="Only summaries without this flag (repeatable)."
+    )
+    source = serializers.ListField(
+        child=serializers.RegexField(r"^[A-Za-z0-9_]+=.*$"),
+        required=False,
+        help_text="Source metadata FIELD=VALUE (repeatable), e.g. rna_type=lncRNA.",
+    )
+
+    def validate_source(self, pairs: list[str]) -> list[str]:
+        # selectors.filter_summaries builds `source__metadata__<FIELD>`: a FIELD that is a
+        # lookup (contains, isnull, ...) or a path (a__b) would become a query operator.
+        for pair in pairs:
+            field = pair.split("=", 1)[0]
+            if "__" in field or field in JSONField.get_lookups():
+                raise serializers.ValidationError(f"{field!r} cannot be used as a metadata field name.")
+        return pairs
+
+    min_context = serializers.IntegerField(required=False, min_value=0, max_value=MAX_VERSION)
+    max_context = serializers.IntegerField(required=False, min_value=0, max_value=MAX_VERSION)
+    rated = serializers.ChoiceField(["yes", "no"], required=False, help_text="Submitted ratings in any batch.")
+
+    def validate(self, attrs):
+        filters = {
+            "generator": attrs.get("generator"),
+            "flags_any": attrs.get("flag"),
+            "flags_none": attrs.get("no_flag"),
+            "source_metadata": dict(pair.split("=", 1) for pair in attrs.get("source", [])),
+            "min_context": attrs.get("min_context"),
+            "max_context": attrs.get("max_context"),
+            "rated": None if attrs.get("rated") is None else attrs["rated"] == "yes",
+        }
+        return {k: v for k, v in filters.items() if v not in (None, [], {})}
+
+
+class SummaryList(FakeViewMixin, generics.ListAPIView):
+    """The study's summaries with generator, metadata and flags (study admins and viewers).
+    The filters are those of a batch (docs/batches.md)."""
+
+    serializer_class = SummarySerializer
+
+    @extend_schema(parameters=[SummaryQuery])
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self):
+        if self.is_schema_view():
+            return Summary.objects.none()
+        study = permissions.study_for_viewer(self.request, self.kwargs["slug"])
+        return api_selectors.summaries_for_study(study, **query_params(SummaryQuery, self.request))
+
+
+class SummaryDetail(APIView):
+    @extend_schema(responses=SummarySerializer, description="Study admins and viewers.")
+    def get(self, request, slug, summary_uuid):
+        study = permissions.study_for_viewer(request, slug)
+        return Response(SummarySerializer(api_selectors.get_summary(study, summary_uuid)).data)
+
+
+class ClaimSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Claim
+        fields = ["uuid", "index", "text", "start", "end", "refs", "verdict", "explanation", "probability"]
+
+
+class ClaimList(FakeViewMixin, generics.ListAPIView):
+    """The claims of one summary with their verification verdicts (study admins and viewers)."""
+
+    serializer_class = ClaimSerializer
+
+    def get_queryset(self):
+        if self.is_schema_view():
+            return Claim.objects.none()
+        study = permissions.study_for_viewer(self.request, self.kwargs["slug"])
+        return api_selectors.claims_for_summary(api_selectors.get_summary(study, self.kwargs["summary_uuid"]))

@@ -1,0 +1,504 @@
+"""Batches and their progress (admins and viewers read), building a batch, withdrawing
+and moving assignments, the answers that count, disagreements, consensus and
+discussion notes (study admins only). Writes go through annotate.batches.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
+from rest_framework import generics, serializers
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotate import api_selectors, batches, permissions, selectors
+from annotate.api.common import (
+    FakeViewMixin,
+    SummaryRefSerializer,
+    TextJSONField,
+    UserField,
+    query_params,
+)
+from annotate.api.studies import SummaryQuery
+from annotate.models import (
+    Assignment,
+    Batch,
+    ConsensusAnswer,
+    DiscussionNote,
+    Summary,
+)
+
+
+class BatchSerializer(serializers.ModelSerializer):
+    created_by = UserField(allow_null=True)
+    n_assignments = serializers.IntegerField(read_only=True, help_text="Not withdrawn.")
+    n_items = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = Batch
+        fields = [
+            "uuid",
+            "name",
+            "kind",
+            "design",
+            "seed",
+            "raters_per_item",
+            "blinded",
+            "training",
+            "attention_every",
+            "created_by",
+            "created_at",
+            "n_assignments",
+            "n_items",
+        ]
+
+
+class RaterProgressSerializer(serializers.Serializer):
+    rater = serializers.CharField(source="rater.username")
+    assigned = serializers.IntegerField(help_text="Not withdrawn.")
+    pending = serializers.IntegerField()
+    in_progress = serializers.IntegerField()
+    submitted = serializers.IntegerField()
+    skipped = serializers.IntegerField()
+    withdrawn = serializers.IntegerField()
+    median_active_seconds = serializers.FloatField(allow_null=True)
+
+
+class MissingItemSerializer(serializers.Serializer):
+    summary = SummaryRefSerializer()
+    submitted = serializers.IntegerField()
+    planned = serializers.IntegerField()
+
+
+class ProgressSerializer(serializers.Serializer):
+    items = serializers.IntegerField()
+    raters = RaterProgressSerializer(many=True)
+    items_missing = MissingItemSerializer(many=True, help_text="Items with fewer submitted ratings than planned.")
+
+
+class BatchDetailSerializer(BatchSerializer):
+    progress = serializers.SerializerMethodField()
+
+    class Meta(BatchSerializer.Meta):
+        fields = BatchSerializer.Meta.fields + ["progress"]
+
+    @extend_schema_field(ProgressSerializer)
+    def get_progress(self, obj: Batch) -> dict:
+        progress = selectors.batch_progress(obj)
+        data = {
+            "items": progress.items,
+            "raters": progress.raters,
+            "items_missing": [
+                {"summary": summary, "submitted": submitted, "planned": planned}
+                for summary, submitted, planned in progress.items_missing
+            ],
+        }
+        return ProgressSerializer(data).data
+
+
+def _usernames(value: list[str]) -> list[str]:
+    return list(dict.fromkeys(name.strip() for name in value if name.strip()))
+
+
+class BatchCreateSerializer(serializers.Serializer):
+    """The options of `manage.py create_batch` and of the batch form (docs/batches.md)."""
+
+    name = serializers.CharField(max_length=200)
+    kind = serializers.ChoiceField(Batch.Kind.choices, default=Batch.Kind.MAIN)
+    raters = serializers.ListField(child=serializers.CharField(max_length=150), min_length=1, help_text="Usernames.")
+    design = serializers.ChoiceField(batches.DESIGNS, default="k_raters")
+    k = serializers.IntegerField(default=2, min_value=1, max_value=1000, help_text="Raters per item.")
+    share = serializers.FloatField(default=0.2, min_value=0, max_value=1, help_text="Share doubly rated.")
+    m = serializers.IntegerField(default=1, min_value=1, max_value=100_000, help_text="Items per rater pair.")
+    n = serializers.IntegerField(
+        required=False, allow_null=True, min_value=1, max_value=10_000_000, help_text="Sample size (default: all)."
+    )
+    stratify_by = serializers.ListField(
+        child=serializers.CharField(), default=list, help_text="generator, context_length or source.FIELD"
+    )
+    seed = serializers.IntegerField(default=0, min_value=-(2**63), max_value=2**63 - 1)
+    filters = SummaryQuery(required=False, help_text="Which summaries may be sampled, as for the summary list.")
+    blinded = serializers.BooleanField(default=True)
+    training = serializers.BooleanField(default=False)
+    attention_every = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=32767)
+    gold = serializers.ListField(
+        child=serializers.CharField(), default=list, help_text="Summary keys of gold items every rater gets."
+    )
+
+
+class BatchList(FakeViewMixin, generics.ListCreateAPIView):
+    """The study's batches (admins and viewers); a study admin creates one with a design."""
+
+    serializer_class = BatchSerializer
+
+    @extend_schema(parameters=[OpenApiParameter("kind", str, enum=Batch.Kind.values, required=False)])
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self):
+        if self.is_schema_view():
+            return Batch.objects.none()
+        study = permissions.study_for_viewer(self.request, self.kwargs["slug"])
+        kind = self.request.query_params.get("kind")
+        if kind and kind not in Batch.Kind.values:
+            raise serializers.ValidationError({"kind": f"must be one of {', '.join(Batch.Kind.values)}"})
+        return api_selectors.batches_for_study(study, kind=kind)
+
+    @extend_schema(
+        request=BatchCreateSerializer,
+        responses={201: BatchDetailSerializer},
+        description="Study admins. Same options and seed give the same batch.",
+    )
+    def post(self, request, slug):
+        study = permissions.study_for_admin(request, slug)
+        body = BatchCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        d = body.validated_data
+        names = _usernames(d["raters"])
+        users = api_selectors.users_by_username(names)
+        missing = [name for name in names if name not in users]
+        if missing or not names:
+            raise serializers.ValidationError({"raters": f"no such user(s): {', '.join(missing) or '(none given)'}"})
+        gold_keys = _usernames(d["gold"])
+        gold = list(study.summaries.filter(key__in=gold_keys))
+        if len(gold) != len(gold_keys):
+            unknown = sorted(set(gold_keys) - {s.key for s in gold})
+            raise serializers.ValidationError({"gold": f"no such summary key(s): {', '.join(unknown)}"})
+        batch = batches.create_batch(
+            study=study,
+            name=d["name"],
+            kind=d["kind"],
+            raters=[users[name] for name in names],
+            design=d["design"],
+            seed=d["seed"],
+            filters=d.get("filters") or {},
+            n=d.get("n"),
+            stratify_by=[field.strip() for field in d["stratify_by"] if field.strip()],
+            k=d["k"],
+            share=d["share"],
+            m=d["m"],
+            blinded=d["blinded"],
+            created_by=request.user,
+            gold=gold,
+            attention_every=d.get("attention_every"),
+            training=d["training"],
+        )
+        data = BatchDetailSerializer(api_selectors.get_batch(study, batch.uuid)).data
+        return Response(data, status=201)
+
+
+class BatchDetail(APIView):
+    @extend_schema(responses=BatchDetailSerializer, description="Study admins and viewers: the batch and its progress.")
+    def get(self, request, slug, batch_uuid):
+        study = permissions.study_for_viewer(request, slug)
+        return Response(BatchDetailSerializer(api_selectors.get_batch(study, batch_uuid)).data)
+
+
+class RerateSerializer(serializers.Serializer):
+    summaries = serializers.ListField(
+        child=serializers.UUIDField(), required=False, help_text="Only these items (default: the whole batch)."
+    )
+
+
+class OpenedSerializer(serializers.Serializer):
+    opened = serializers.IntegerField(help_text="Assignments that got a post-discussion draft.")
+
+
+class BatchRerating(APIView):
+    @extend_schema(
+        request=RerateSerializer,
+        responses=OpenedSerializer,
+        description="Study admins: open the re-rating round (phase post_discussion) for submitted assignments.",
+    )
+    def post(self, request, slug, batch_uuid):
+        study = permissions.study_for_admin(request, slug)
+        batch = api_selectors.get_batch(study, batch_uuid)
+        body = RerateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        summaries = None
+        if "summaries" in body.validated_data:
+            summaries = list(Summary.objects.filter(study=study, uuid__in=body.validated_data["summaries"]))
+        return Response({"opened": batches.open_rerating(batch=batch, summaries=summaries)})
+
+
+class AdminAssignmentSerializer(serializers.ModelSerializer):
+    rater = UserField()
+    summary = SummaryRefSerializer()
+    moved_to = serializers.UUIDField(source="moved_to.uuid", allow_null=True, default=None)
+
+    class Meta:
+        model = Assignment
+        fields = [
+            "uuid",
+            "rater",
+            "summary",
+            "position",
+            "state",
+            "version",
+            "skip_reason",
+            "first_opened_at",
+            "submitted_at",
+            "withdrawn_at",
+            "active_seconds",
+            "moved_to",
+        ]
+
+
+class AssignmentQuery(serializers.Serializer):
+    rater = serializers.CharField(required=False, help_text="Username.")
+    state = serializers.ChoiceField(Assignment.State.choices, required=False)
+    summary = serializers.UUIDField(required=False)
+
+
+class BatchAssignmentList(FakeViewMixin, generics.ListAPIView):
+    """Study admins: every assignment of the batch, filtered by rater, state or summary."""
+
+    serializer_class = AdminAssignmentSerializer
+
+    @extend_schema(parameters=[AssignmentQuery])
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self):
+        if self.is_schema_view():
+            return Assignment.objects.none()
+        study = permissions.study_for_admin(self.request, self.kwargs["slug"])
+        batch = api_selectors.get_batch(study, self.kwargs["batch_uuid"])
+        return api_selectors.batch_assignments(batch, **query_params(AssignmentQuery, self.request))
+
+
+class AssignmentWithdraw(APIView):
+    @extend_schema(
+        request=None,
+        responses=AdminAssignmentSerializer,
+        description="Study admins: take the item off the rater's queue; their answers are kept.",
+    )
+    def post(self, request, slug, batch_uuid, assignment_uuid):
+        study = permissions.study_for_admin(request, slug)
+        assignment = api_selectors.get_batch_assignment(api_selectors.get_batch(study, batch_uuid), assignment_uuid)
+        return Response(AdminAssignmentSerializer(batches.withdraw_assignment(assignment=assignment)).data)
+
+
+class MoveSerializer(serializers.Serializer):
+    to = serializers.CharField(max_length=150, help_text="Username of the new rater.")
+
+
+class AssignmentMove(APIView):
+    @extend_schema(
+        request=MoveSerializer,
+        responses={201: AdminAssignmentSerializer},
+        description="Study admins: give the item to another rater. Answers the new assignment; the old one is "
+        "withdrawn (answers kept) and its moved_to points at the new one.",
+    )
+    def post(self, request, slug, batch_uuid, assignment_uuid):
+        study = permissions.study_for_admin(request, slug)
+        assignment = api_selectors.get_batch_assignment(api_selectors.get_batch(study, batch_uuid), assignment_uuid)
+        body = MoveSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        target = api_selectors.get_user_by_username(body.validated_data["to"])
+        if target is None:
+            raise serializers.ValidationError({"to": "No such user."})
+        new = batches.move_assignment(assignment=assignment, to_rater=target)
+        new = api_selectors.get_batch_assignment(assignment.batch, new.uuid)
+        return Response(AdminAssignmentSerializer(new).data, status=201)
+
+
+# --- answers, disagreements, consensus, discussion (study admins only) -----------------------
+
+PHASES = [("initial", "Initial"), ("post_discussion", "After discussion")]
+
+
+class AnswerRowSerializer(serializers.Serializer):
+    summary = SummaryRefSerializer()
+    rater = serializers.CharField(help_text="Username.")
+    assignment = serializers.UUIDField()
+    revision = serializers.IntegerField()
+    phase = serializers.CharField(help_text="initial or post_discussion")
+    submitted_at = serializers.DateTimeField(allow_null=True)
+    rubric_version = serializers.IntegerField()
+    answers = serializers.DictField(
+        child=serializers.JSONField(), help_text="Question key -> answer; span questions hold their spans."
+    )
+    rationales = serializers.DictField(child=serializers.JSONField())
+
+
+class AnswerQuery(serializers.Serializer):
+    phase = serializers.ChoiceField(PHASES, default="initial")
+    summary = serializers.UUIDField(required=False)
+    rater = serializers.CharField(required=False, help_text="Username.")
+
+
+class BatchAnswerList(FakeViewMixin, generics.GenericAPIView):
+    """Study admins: the answers that count (each assignment's newest submitted revision in
+    the phase), with rationales and spans; withdrawn assignments are left out."""
+
+    serializer_class = AnswerRowSerializer
+
+    @extend_schema(parameters=[AnswerQuery], responses=AnswerRowSerializer(many=True))
+    def get(self, request, slug, batch_uuid):
+        study = permissions.study_for_admin(request, slug)
+        batch = api_selectors.get_batch(study, batch_uuid)
+        query = query_params(AnswerQuery, request)
+        summary = None
+        if "summary" in query:
+            summary = Summary.objects.filter(study=study, uuid=query["summary"]).first()
+            if summary is None:
+                return self.get_paginated_response(self.paginate_queryset([]))
+        rows = api_selectors.batch_answer_rows(batch, phase=query["phase"], summary=summary, rater=query.get("rater"))
+        page = self.paginate_queryset(rows)
+        return self.get_paginated_response(AnswerRowSerializer(page, many=True).data)
+
+
+class DisagreementSerializer(serializers.Serializer):
+    summary = SummaryRefSerializer()
+    question = serializers.CharField()
+    spread = serializers.FloatField(help_text="Scale range, or number of differing answers or sentences.")
+    values = serializers.DictField(child=serializers.JSONField(), help_text="Username -> answer.")
+
+
+class DisagreementQuery(serializers.Serializer):
+    question = serializers.CharField(required=False, help_text="Default: the rubric's first non-text question.")
+    threshold = serializers.FloatField(default=1, min_value=0, max_value=1e9)
+    phase = serializers.ChoiceField(PHASES, default="initial")
+    sort = serializers.ChoiceField(["spread", "item"], default="spread")
+
+
+class BatchDisagreementList(FakeViewMixin, generics.GenericAPIView):
+    """Study admins: items where the raters' answers to one question differ (docs/batches.md)."""
+
+    serializer_class = DisagreementSerializer
+
+    @extend_schema(parameters=[DisagreementQuery], responses=DisagreementSerializer(many=True))
+    def get(self, request, slug, batch_uuid):
+        study = permissions.study_for_admin(request, slug)
+        batch = api_selectors.get_batch(study, batch_uuid)
+        query = query_params(DisagreementQuery, request)
+        choices = [q.key for q in selectors.rubric_definition(study.rubric).questions if q.kind != "text"]
+        question = query.get("question") or (choices[0] if choices else "")
+        if question not in choices:
+            raise serializers.ValidationError({"question": f"must be one of {', '.join(choices)}"})
+        rows = selectors.batch_disagreements(
+            batch, question=question, threshold=query["threshold"], phase=query["phase"], sort=query["sort"]
+        )
+        data = [
+            {
+                "summary": row.summary,
+                "question": row.question,
+                "spread": row.spread,
+                "values": {rater.get_username(): value for rater, value in row.values.items()},
+            }
+            for row in rows
+        ]
+        page = self.paginate_queryset(data)
+        return self.get_paginated_response(DisagreementSerializer(page, many=True).data)
+
+
+class ConsensusSerializer(serializers.ModelSerializer):
+    summary = SummaryRefSerializer()
+    decided_by = UserField()
+    rubric_version = serializers.IntegerField(source="rubric.version")
+
+    class Meta:
+        model = ConsensusAnswer
+        fields = ["uuid", "summary", "question", "value", "rationale", "decided_by", "rubric_version", "created_at"]
+
+
+class ConsensusCreateSerializer(serializers.Serializer):
+    summary = serializers.UUIDField(help_text="An item of the batch.")
+    question = serializers.CharField(max_length=100)
+    value = TextJSONField(allow_null=True, help_text="An answer valid for the question, as a rater gives it.")
+    rationale = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class BatchItemQuery(serializers.Serializer):
+    summary = serializers.UUIDField(required=False)
+    question = serializers.CharField(required=False)
+
+
+def _batch_item(batch: Batch, summary_uuid) -> Summary:
+    summary = api_selectors.get_batch_summary(batch, summary_uuid)
+    if summary is None:
+        raise serializers.ValidationError({"summary": "This summary is not in the batch."})
+    return summary
+
+
+class BatchConsensusList(FakeViewMixin, generics.ListAPIView):
+    """Study admins: adjudicated answers. A new decision is a new record; the latest per
+    (summary, question) counts. The raters' answers are never changed."""
+
+    serializer_class = ConsensusSerializer
+
+    @extend_schema(parameters=[BatchItemQuery])
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self):
+        if self.is_schema_view():
+            return ConsensusAnswer.objects.none()
+        study = permissions.study_for_admin(self.request, self.kwargs["slug"])
+        batch = api_selectors.get_batch(study, self.kwargs["batch_uuid"])
+        return api_selectors.consensus_answers(batch, **query_params(BatchItemQuery, self.request))
+
+    @extend_schema(request=ConsensusCreateSerializer, responses={201: ConsensusSerializer})
+    def post(self, request, slug, batch_uuid):
+        study = permissions.study_for_admin(request, slug)
+        batch = api_selectors.get_batch(study, batch_uuid)
+        body = ConsensusCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        d = body.validated_data
+        answer = batches.record_consensus(
+            batch=batch,
+            summary=_batch_item(batch, d["summary"]),
+            question=d["question"],
+            value=d["value"],
+            rationale=d["rationale"],
+            decided_by=request.user,
+        )
+        return Response(ConsensusSerializer(answer).data, status=201)
+
+
+class NoteSerializer(serializers.ModelSerializer):
+    summary = SummaryRefSerializer()
+    author = UserField()
+
+    class Meta:
+        model = DiscussionNote
+        fields = ["uuid", "summary", "question", "author", "text", "created_at"]
+
+
+class NoteCreateSerializer(serializers.Serializer):
+    summary = serializers.UUIDField(help_text="An item of the batch.")
+    question = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
+    text = serializers.CharField()
+
+
+class BatchNoteList(FakeViewMixin, generics.ListAPIView):
+    """Study admins: discussion notes on the batch's items."""
+
+    serializer_class = NoteSerializer
+
+    @extend_schema(parameters=[BatchItemQuery])
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self):
+        if self.is_schema_view():
+            return DiscussionNote.objects.none()
+        study = permissions.study_for_admin(self.request, self.kwargs["slug"])
+        batch = api_selectors.get_batch(study, self.kwargs["batch_uuid"])
+        return api_selectors.discussion_notes(batch, **query_params(BatchItemQuery, self.request))
+
+    @extend_schema(request=NoteCreateSerializer, responses={201: NoteSerializer})
+    def post(self, request, slug, batch_uuid):
+        study = permissions.study_for_admin(request, slug)
+        batch = api_selectors.get_batch(study, batch_uuid)
+        body = NoteCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        d = body.validated_data
+        note = batches.add_discussion_note(
+            batch=batch,
+            summary=_batch_item(batch, d["summary"]),
+            author=request.user,
+            text=d["text"],
+            question=d["question"],
+        )
+        return Response(NoteSerializer(api_selectors.discussion_notes(batch).get(pk=note.pk)).data, status=201)

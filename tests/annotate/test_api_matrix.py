@@ -1,0 +1,234 @@
+"""The API's permission matrix: every endpoint x every persona gives the status the HTML
+pages' rules call for (docs/api.md), and no rater ever reads another rater's answers."""
+
+import pytest
+
+from annotate import api_exports
+from annotate.batches import create_batch
+from annotate.models import Assignment, StudyMembership
+from annotate.services import add_study_member, record_claims, submit_rating
+from tests.conftest import GOOD_ANSWERS, api_client_for
+from tests.factories import AssignmentFactory, SummaryFactory, UserFactory
+
+PERSONAS = ("anonymous", "rater_a", "rater_b", "study_admin", "viewer", "outsider")
+SECRETS = {"rater_a": "A-SECRET-NOTE", "rater_b": "B-SECRET-NOTE"}
+
+
+@pytest.fixture
+def world(study, rater_a, rater_b, outsider, settings, tmp_path):
+    """A study with a double-rated batch both raters submitted (with their own secret
+    feedback), a claim, an open item of rater_a's outside the batch, a study admin
+    and a viewer."""
+    for _ in range(3):
+        SummaryFactory(source__study=study)
+    batch = create_batch(study=study, name="double", raters=[rater_a, rater_b], design="k_raters", k=2, seed=1)
+    for rater in (rater_a, rater_b):
+        for a in batch.assignments.filter(rater=rater):
+            answers = {**GOOD_ANSWERS, "feedback": SECRETS[rater.username]}
+            submit_rating(assignment=a, rater=rater, answers=answers, version=a.version)
+    summary = batch.assignments.order_by("summary__key").first().summary
+    record_claims(summary=summary, claims=[{"text": "Drug A lowered blood pressure.", "verdict": "supported"}])
+    study_admin = UserFactory(username="study_admin")
+    add_study_member(study=study, user=study_admin, role=StudyMembership.Role.ADMIN)
+    viewer = UserFactory(username="viewer")
+    add_study_member(study=study, user=viewer, role=StudyMembership.Role.VIEWER)
+    settings.EXPORTS_DIR = tmp_path / "exports"
+    export = api_exports.start_export(study=study, requested_by=study_admin, formats=["jsonl"])
+    assert export.status == "done", export.error
+    open_item = AssignmentFactory(summary=SummaryFactory(source__study=study), rater=rater_a, position=99)
+    users = {"rater_a": rater_a, "rater_b": rater_b, "study_admin": study_admin, "viewer": viewer}
+    users["outsider"] = outsider
+    return {
+        "study": study,
+        "batch": batch,
+        "summary": summary,
+        "a_submitted": batch.assignments.get(rater=rater_a, summary=summary),
+        "b_submitted": batch.assignments.get(rater=rater_b, summary=summary),
+        "a_open": open_item,
+        "export": export.id,
+        "users": users,
+    }
+
+
+def _urls(w) -> dict[str, str]:
+    study = f"/api/studies/{w['study'].slug}/"
+    batch = f"{study}batches/{w['batch'].uuid}/"
+    return {
+        "study": study,
+        "batch": batch,
+        "summary": f"{study}summaries/{w['summary'].uuid}/",
+        "source": f"{study}sources/{w['summary'].source.uuid}/",
+        "a_open": f"/api/assignments/{w['a_open'].uuid}/",
+        "a_submitted": f"/api/assignments/{w['a_submitted'].uuid}/",
+        "b_submitted": f"/api/assignments/{w['b_submitted'].uuid}/",
+        "b_in_batch": f"{batch}assignments/{w['b_submitted'].uuid}/",
+        "export": f"{study}exports/{w['export']}/",
+    }
+
+
+def _body(w, name: str) -> dict:
+    """Valid bodies, so a 2xx shows the caller was allowed and the write worked."""
+    return {
+        "create_batch": {"name": "single", "raters": ["rater_a"], "design": "k_raters", "k": 1, "seed": 3},
+        "move": {"to": "outsider"},
+        "consensus": {"summary": str(w["summary"].uuid), "question": "overall", "value": 3},
+        "note": {"summary": str(w["summary"].uuid), "text": "Raters read the trial differently."},
+        "draft": {"version": 1, "answers": {"overall": 3}},
+        "submit": {"version": 1, "answers": GOOD_ANSWERS},
+        "skip": {"version": 1, "reason": "Outside my field."},
+        "reopen": {"version": w["a_submitted"].version},
+        "export": {"formats": ["csv"], "phase": "initial"},
+    }.get(name, {})
+
+
+ANY = {"rater_a": 200, "rater_b": 200, "study_admin": 200, "viewer": 200, "outsider": 200}
+READERS = {"rater_a": 404, "rater_b": 404, "study_admin": 200, "viewer": 200, "outsider": 404}
+ADMINS = {"rater_a": 404, "rater_b": 404, "study_admin": 200, "viewer": 404, "outsider": 404}
+ADMINS_CREATE = {**ADMINS, "study_admin": 201}
+ADMINS_ACCEPTED = {**ADMINS, "study_admin": 202}
+OWNER_A = {"rater_a": 200, "rater_b": 404, "study_admin": 404, "viewer": 404, "outsider": 404}
+OWNER_B = {"rater_a": 404, "rater_b": 200, "study_admin": 404, "viewer": 404, "outsider": 404}
+
+# (name, method, url template over _urls, body name, expected status per persona).
+# Anonymous callers are refused before any view runs: 403 with code not_authenticated.
+MATRIX = [
+    ("assignment-list", "get", "/api/assignments/", None, ANY),
+    ("assignment-detail own", "get", "{a_open}", None, OWNER_A),
+    ("assignment-detail other", "get", "{b_submitted}", None, OWNER_B),
+    ("assignment-rating read own", "get", "{a_submitted}rating/", None, OWNER_A),
+    ("assignment-rating read other", "get", "{b_submitted}rating/", None, OWNER_B),
+    ("assignment-rating draft", "put", "{a_open}rating/", "draft", OWNER_A),
+    ("assignment-submit", "post", "{a_open}submit/", "submit", OWNER_A),
+    ("assignment-skip", "post", "{a_open}skip/", "skip", OWNER_A),
+    ("assignment-reopen", "post", "{a_submitted}reopen/", "reopen", OWNER_A),
+    ("study-list", "get", "/api/studies/", None, ANY),
+    ("study-detail", "get", "{study}", None, READERS),
+    ("source-list", "get", "{study}sources/", None, READERS),
+    ("source-detail", "get", "{source}", None, READERS),
+    ("summary-list", "get", "{study}summaries/", None, READERS),
+    ("summary-detail", "get", "{summary}", None, READERS),
+    ("claim-list", "get", "{summary}claims/", None, READERS),
+    ("study-analysis", "get", "{study}analysis/?phase=initial", None, READERS),
+    ("batch-list", "get", "{study}batches/", None, READERS),
+    ("batch-create", "post", "{study}batches/", "create_batch", ADMINS_CREATE),
+    ("batch-detail", "get", "{batch}", None, READERS),
+    ("batch-rerating", "post", "{batch}rerating/", None, ADMINS),
+    ("batch-assignment-list", "get", "{batch}assignments/?rater=rater_b", None, ADMINS),
+    ("batch-assignment-withdraw", "post", "{b_in_batch}withdraw/", None, ADMINS),
+    ("batch-assignment-move", "post", "{b_in_batch}move/", "move", ADMINS_CREATE),
+    ("batch-answer-list", "get", "{batch}answers/", None, ADMINS),
+    ("batch-disagreement-list", "get", "{batch}disagreements/?question=overall", None, ADMINS),
+    ("batch-consensus-list", "get", "{batch}consensus/", None, ADMINS),
+    ("batch-consensus-create", "post", "{batch}consensus/", "consensus", ADMINS_CREATE),
+    ("batch-note-list", "get", "{batch}notes/", None, ADMINS),
+    ("batch-note-create", "post", "{batch}notes/", "note", ADMINS_CREATE),
+    ("export-list", "get", "{study}exports/", None, ADMINS),
+    ("export-list start", "post", "{study}exports/", "export", ADMINS_ACCEPTED),
+    ("export-detail", "get", "{export}", None, ADMINS),
+    ("export-download", "get", "{export}download/", None, ADMINS),
+]
+
+
+def _call(w, who: str, method: str, url: str, body_name: str | None):
+    client = api_client_for(None if who == "anonymous" else w["users"][who])
+    url = url.format(**_urls(w))
+    if method == "get":
+        return client.get(url)
+    return getattr(client, method)(url, _body(w, body_name), format="json")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("who", PERSONAS)
+@pytest.mark.parametrize("name,method,url,body,expected", MATRIX, ids=[row[0] for row in MATRIX])
+def test_permission_matrix(world, who, name, method, url, body, expected):
+    response = _call(world, who, method, url, body)
+    wanted = 403 if who == "anonymous" else expected[who]
+    assert response.status_code == wanted, (who, name, response.content[:300])
+    if response.status_code >= 400:
+        assert set(response.json()) == {"error"}
+    if who == "anonymous":
+        assert response.json()["error"]["code"] == "not_authenticated"
+
+
+def test_every_api_route_is_in_the_matrix():
+    """A new endpoint without a row here fails this test."""
+    from django.urls import URLPattern, URLResolver, get_resolver
+
+    def names(patterns):
+        for p in patterns:
+            if isinstance(p, URLResolver):
+                yield from names(p.url_patterns)
+            elif isinstance(p, URLPattern) and p.name:
+                yield p.name
+
+    api = next(r for r in get_resolver().url_patterns if str(r.pattern) == "api/")
+    routes = set(names(api.url_patterns))
+    assert len(routes) > 20
+    assert routes - {row[0].split(" ")[0] for row in MATRIX} == set()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("who", ["rater_a", "rater_b", "viewer"])
+def test_no_rater_or_viewer_reads_someone_elses_answers(world, who):
+    """Every GET of the matrix the persona may make: the bodies never hold another
+    rater's answers (nor, for viewers, anyone's)."""
+    forbidden = {s for rater, s in SECRETS.items() if rater != who}
+    reached = 0
+    for name, method, url, body, expected in MATRIX:
+        if method != "get" or expected[who] != 200:
+            continue
+        response = _call(world, who, method, url, body)
+        assert response.status_code == 200, name
+        reached += 1
+        raw = response.content.decode()
+        for secret in forbidden:
+            assert secret not in raw, (who, name)
+        if who.startswith("rater"):
+            assert "secret-model-x" not in raw and "secret-flag" not in raw, (who, name)
+    assert reached >= 2
+
+
+@pytest.mark.django_db
+def test_rater_reads_their_own_answers_and_admin_reads_both(world):
+    own = api_client_for(world["users"]["rater_a"]).get(_urls(world)["a_submitted"] + "rating/")
+    assert own.json()["answers"]["feedback"] == SECRETS["rater_a"]
+    answers = api_client_for(world["users"]["study_admin"]).get(_urls(world)["batch"] + "answers/").json()
+    feedback = {(row["summary"]["key"], row["rater"]): row["answers"]["feedback"] for row in answers["results"]}
+    assert feedback[(world["summary"].key, "rater_a")] == SECRETS["rater_a"]
+    assert feedback[(world["summary"].key, "rater_b")] == SECRETS["rater_b"]
+    assert answers["count"] == 2 * world["batch"].assignments.values("summary").distinct().count()
+
+
+@pytest.mark.django_db
+def test_viewer_writes_change_nothing(world):
+    client = api_client_for(world["users"]["viewer"])
+    url = _urls(world)["b_in_batch"] + "withdraw/"
+    assert client.post(url).status_code == 404
+    assert Assignment.objects.get(pk=world["b_submitted"].pk).state == "submitted"
+
+
+@pytest.mark.django_db
+def test_admin_starts_polls_and_downloads_an_export(world):
+    import io
+    import zipfile
+
+    client = api_client_for(world["users"]["study_admin"])
+    started = client.post(_urls(world)["study"] + "exports/", {"formats": ["jsonl"]}, format="json")
+    assert started.status_code == 202, started.json()
+    polled = client.get(started["Location"])
+    assert polled.json()["status"] == "done" and polled.json()["counts"]["ratings"] > 0
+    download = client.get(polled.json()["download"])
+    assert download.status_code == 200 and download["Content-Type"] == "application/zip"
+    names = zipfile.ZipFile(io.BytesIO(b"".join(download.streaming_content))).namelist()
+    assert "dataset/README.md" in names and "dataset/SHA256SUMS" in names
+    listed = client.get(_urls(world)["study"] + "exports/").json()
+    assert [row["id"] for row in listed["results"]][:1] == [started.json()["id"]]
+
+
+@pytest.mark.django_db
+def test_an_unfinished_export_cannot_be_downloaded(world):
+    status = api_exports.get_export(study=world["study"], export_id=world["export"])
+    status.status = "running"
+    api_exports._write_status(status)
+    response = api_client_for(world["users"]["study_admin"]).get(_urls(world)["export"] + "download/")
+    assert response.status_code == 409 and response.json()["error"]["code"] == "invalid_state"
