@@ -26,6 +26,7 @@ from annotate.text import split_spans
 RECORD_TYPES = ("study", "source", "summary", "claim")
 SLUG_RE = re.compile(r"^[-a-zA-Z0-9_]+$")
 VERDICTS = {choice.value for choice in Claim.Verdict}
+NON_COMMERCIAL = re.compile(r"non-?commercial|not permit commercial|no commercial", re.IGNORECASE)
 
 
 class ImportLineError(ApplicationError):
@@ -485,11 +486,17 @@ def import_evidence_inference(*, study: Study, lines: Iterable[str], only: set[s
         if only is not None and record.get("pmcid") not in only:
             continue
         citation = record.get("citation") if isinstance(record.get("citation"), dict) else {}
+        licence = record.get("license")
+        statement = record.get("license_statement") or ""
+        if isinstance(licence, str) and NON_COMMERCIAL.search(statement) and "NC" not in licence:
+            # The corpus's filter missed articles whose own statement forbids commercial
+            # use (e.g. PMC3664406); the stored licence says so, and exports withhold them.
+            licence = licence.replace("CC BY", "CC BY-NC", 1) + " (the article's statement forbids commercial use)"
         source = {
             "study": study.slug,
             "key": record.get("pmcid"),
             "title": record.get("title"),
-            "licence": record.get("license"),
+            "licence": licence,
             "licence_url": record.get("license_url"),
             "attribution": record.get("attribution"),
             "copyright": record.get("copyright_statement"),

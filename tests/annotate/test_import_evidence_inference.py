@@ -92,3 +92,15 @@ def test_only_selected_pmcids_and_unknown_ones_are_reported(fp_study, tmp_path):
 def test_unknown_study_is_a_clear_error(db, tmp_path):
     with pytest.raises(CommandError, match="no study 'nope'"):
         call_command("import_evidence_inference", str(DATA), "--study", "nope")
+
+
+def test_an_article_whose_statement_forbids_commercial_use_is_stored_as_restricted(fp_study, tmp_path):
+    from annotate.exporting import licence_allows_text
+
+    with DATA.open(encoding="utf-8") as handle:
+        record = next(json.loads(line) for line in handle if '"PMC3664406"' in line)
+    assert record["license"] == "CC BY 2.5"  # as shipped, although its statement says otherwise
+    call_command("import_evidence_inference", str(write(tmp_path, [record])), "--study", "fp")
+    source = Source.objects.get(key="PMC3664406")
+    assert source.licence.startswith("CC BY-NC 2.5")
+    assert not licence_allows_text(source.licence)
