@@ -85,7 +85,7 @@ def start_export(
     include_calibration: bool = False,
     include_restricted: bool = False,
 ) -> ExportStatus:
-    """Record a new export and run it; the returned status is its state afterwards."""
+    """Record a new export and hand it to a Celery task; returns its status now."""
     formats = [f for f in FORMATS if f in formats]
     if not formats:
         raise ApplicationError(f"choose at least one format of {', '.join(FORMATS)}")
@@ -103,7 +103,13 @@ def start_export(
         created_at=timezone.now().isoformat(),
     )
     _write_status(status)
-    return run_export(study_slug=study.slug, export_id=status.id)
+    from annotate.tasks import run_api_export_task
+
+    # Runs in-process when no broker is configured (the returned status is then final);
+    # with a broker a worker runs it and clients poll. The state lives in status.json,
+    # not in a database row, so there is no transaction to wait for.
+    run_api_export_task.delay(study_slug=study.slug, export_id=status.id)
+    return _read_status(_folder(study.slug, status.id) / "status.json")
 
 
 def run_export(*, study_slug: str, export_id: str) -> ExportStatus:

@@ -18,3 +18,11 @@ def export_dataset_task(
         study=study, out_dir=Path(out_dir), formats=formats, phase=phase, include_calibration=include_calibration
     )
     return str(result.out_dir)
+
+
+@shared_task
+def run_api_export_task(*, study_slug: str, export_id: str) -> str:
+    """Run an export started through the API (annotate.api_exports)."""
+    from annotate.api_exports import run_export
+
+    return run_export(study_slug=study_slug, export_id=export_id).status
