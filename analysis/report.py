@@ -67,11 +67,15 @@ def to_json(value: Any) -> Any:
 
 
 def latest_answers(ratings: pd.DataFrame) -> pd.DataFrame:
-    """One row per (item, rater, question): the post-discussion answer where there is one."""
+    """One row per (item, rater, question): the post-discussion answer where there is one,
+    else the newest."""
     if ratings.empty:
         return ratings
     order = ratings["phase"].map(PHASE_ORDER).fillna(0)
-    ranked = ratings.assign(_order=order).sort_values([ITEM, RATER, QUESTION, "_order"], kind="stable")
+    # Ties (one rater answering the same summary in two batches) go to the newest answer,
+    # so the result never depends on the order rows come back from the database.
+    keys = [ITEM, RATER, QUESTION, "_order"] + (["submitted_at"] if "submitted_at" in ratings.columns else [])
+    ranked = ratings.assign(_order=order).sort_values(keys, kind="stable")
     return ranked.drop_duplicates([ITEM, RATER, QUESTION], keep="last").drop(columns="_order").reset_index(drop=True)
 
 

@@ -50,14 +50,18 @@ def agreement(study: Study) -> dict:
     for q in rubric_definition(study.rubric).questions:
         if q.kind != "scale":
             continue
-        part = frame[frame["question"] == q.key].sort_values("phase").drop_duplicates(["item", "rater"], keep="last")
+        part = (
+            frame[frame["question"] == q.key]
+            .sort_values(["phase", "submitted_at"], kind="stable")
+            .drop_duplicates(["item", "rater"], keep="last")
+        )
         data = part.assign(value=part["score"])[["item", "rater", "value"]]
         result[q.key] = agreement_report(data, [float(v) for v in q.values]).to_json_dict()
     return result
 
 
 @pytest.fixture
-def exported(db, tmp_path):
+def exported(transactional_db, tmp_path):
     rate_demo()
     before = {}
     for slug in SLUGS:
@@ -118,7 +122,7 @@ def test_an_invalid_answer_is_refused_naming_it_and_nothing_is_imported(exported
     assert not Study.objects.exists() and not get_user_model().objects.exists()
 
 
-def test_withheld_sources_need_allow_withheld(db, tmp_path):
+def test_withheld_sources_need_allow_withheld(transactional_db, tmp_path):
     rate_demo()
     source = Source.objects.filter(study__slug=FACTPICO_STUDY).order_by("key").first()
     source.licence = "CC BY-NC 4.0"
