@@ -509,7 +509,8 @@ class RaterAccuracy:
         return self.correct / self.compared if self.compared else None
 
 
-def _matches(expected: Any, given: Any) -> bool:
+def answer_matches(expected: Any, given: Any) -> bool:
+    """Whether a given answer equals the expected one (tickbox sets in any order)."""
     if isinstance(expected, list):
         return sorted(expected) == sorted(given or [])
     return expected == given
@@ -532,7 +533,7 @@ def quality_report(batch: Batch) -> list[RaterAccuracy]:
             row[0] += 1
             for key, value in expected[summary_id].items():
                 row[1] += 1
-                row[2] += _matches(value, given.get(key))
+                row[2] += answer_matches(value, given.get(key))
     return [RaterAccuracy(rater, *counts) for rater, counts in sorted(per_rater.items(), key=lambda kv: kv[0].pk)]
 
 

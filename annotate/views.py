@@ -192,7 +192,7 @@ def feedback(request, assignment_uuid):
             "q": q,
             "given": given.get(q.key),
             "expected": expected.answers[q.key],
-            "match": selectors._matches(expected.answers[q.key], given.get(q.key)),
+            "match": selectors.answer_matches(expected.answers[q.key], given.get(q.key)),
         }
         for q in definition.questions
         if q.key in expected.answers
