@@ -242,24 +242,27 @@ def _write_answers(revision: Revision, clean: CleanAnswers, definition: RubricDe
         if q.kind != "span":
             continue
         for index, span in enumerate(clean.values.get(q.key) or []):
-            link = span.get("link") or {}
-            spans.append(
-                Span(
-                    revision=revision,
-                    question=q.key,
-                    index=index,
-                    target=span["target"],
-                    start=span["start"],
-                    end=span["end"],
-                    text=span["text"],
-                    link_start=link.get("start"),
-                    link_end=link.get("end"),
-                    link_text=link.get("text", ""),
-                    answers=span["answers"],
-                    rationale=span["rationale"],
-                )
-            )
+            spans.append(build_span(revision=revision, question=q.key, index=index, answer=span))
     Span.objects.bulk_create(spans)
+
+
+def build_span(*, revision: Revision, question: str, index: int, answer: dict) -> Span:
+    """An unsaved Span row from a clean span answer (see RubricDefinition.validate)."""
+    link = answer.get("link") or {}
+    return Span(
+        revision=revision,
+        question=question,
+        index=index,
+        target=answer["target"],
+        start=answer["start"],
+        end=answer["end"],
+        text=answer["text"],
+        link_start=link.get("start"),
+        link_end=link.get("end"),
+        link_text=link.get("text", ""),
+        answers=answer["answers"],
+        rationale=answer["rationale"],
+    )
 
 
 def _draft_revision(assignment: Assignment) -> Revision:

@@ -23,6 +23,7 @@ from django.utils import timezone
 from annotate.exceptions import ApplicationError
 from annotate.models import Assignment, Batch, Revision, Span, Study, StudyMembership, Summary
 from annotate.rubrics import AnswerContext, Question, RubricDefinition
+from annotate.services import build_span
 
 
 class ThreshImportError(ApplicationError):
@@ -324,23 +325,7 @@ def import_thresh(*, study: Study, entries: Any, rubric_map: dict | None = None,
         )
         for question, items in values.items():
             for index, span in enumerate(items):
-                link = span.get("link") or {}
-                spans.append(
-                    Span(
-                        revision=revision,
-                        question=question,
-                        index=index,
-                        target=span["target"],
-                        start=span["start"],
-                        end=span["end"],
-                        text=span["text"],
-                        link_start=link.get("start"),
-                        link_end=link.get("end"),
-                        link_text=link.get("text", ""),
-                        answers=span["answers"],
-                        rationale=span["rationale"],
-                    )
-                )
+                spans.append(build_span(revision=revision, question=question, index=index, answer=span))
     Span.objects.bulk_create(spans)
     return ThreshImportResult(
         batch=batch, raters=len(users), revisions=len(planned), spans=len(spans), skipped_edits=skipped

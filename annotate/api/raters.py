@@ -141,6 +141,22 @@ IF_MATCH = OpenApiParameter(
 )
 
 
+def _write_rating(request, assignment_uuid, write) -> Response:
+    """Save a draft or submit (`write` is the service): the same body, version and answer."""
+    assignment = selectors.get_assignment_for_rater(request.user, assignment_uuid)
+    body = RatingWriteSerializer(data=request.data)
+    body.is_valid(raise_exception=True)
+    write(
+        assignment=assignment,
+        rater=request.user,
+        answers=body.validated_data["answers"],
+        rationales=body.validated_data["rationales"],
+        version=_version(request, body.validated_data),
+        active_seconds=body.validated_data["active_seconds"],
+    )
+    return _rating_state(assignment)
+
+
 class AssignmentList(generics.ListAPIView):
     serializer_class = AssignmentListSerializer
 
@@ -169,18 +185,7 @@ class AssignmentRating(APIView):
         description="Save a draft. Values must be valid; completeness is not required.",
     )
     def put(self, request, assignment_uuid):
-        assignment = selectors.get_assignment_for_rater(request.user, assignment_uuid)
-        body = RatingWriteSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        services.save_draft(
-            assignment=assignment,
-            rater=request.user,
-            answers=body.validated_data["answers"],
-            rationales=body.validated_data["rationales"],
-            version=_version(request, body.validated_data),
-            active_seconds=body.validated_data["active_seconds"],
-        )
-        return _rating_state(assignment)
+        return _write_rating(request, assignment_uuid, services.save_draft)
 
 
 class AssignmentSubmit(APIView):
@@ -191,18 +196,7 @@ class AssignmentSubmit(APIView):
         description="Submit the rating; it must answer every required question.",
     )
     def post(self, request, assignment_uuid):
-        assignment = selectors.get_assignment_for_rater(request.user, assignment_uuid)
-        body = RatingWriteSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        services.submit_rating(
-            assignment=assignment,
-            rater=request.user,
-            answers=body.validated_data["answers"],
-            rationales=body.validated_data["rationales"],
-            version=_version(request, body.validated_data),
-            active_seconds=body.validated_data["active_seconds"],
-        )
-        return _rating_state(assignment)
+        return _write_rating(request, assignment_uuid, services.submit_rating)
 
 
 class AssignmentSkip(APIView):
