@@ -80,6 +80,18 @@ class DatasetImportError(ApplicationError):
 
 # Column kinds: str, int, bool, float, json (JSON text in every format, so one column has
 # one type in Parquet and the Hugging Face loader; see docs/export-format.md).
+# Where an answer came from: the columns ratings and spans share.
+_REVISION_COLUMNS = (
+    ("phase", "str"),
+    ("rubric_key", "str"),
+    ("rubric_version", "int"),
+    ("rater", "str"),
+    ("batch", "str"),
+    ("revision_number", "int"),
+    ("submitted_at", "str"),
+    ("assisted", "bool"),
+)
+
 TABLES: dict[str, tuple[tuple[str, str], ...]] = {
     "sources": (
         ("source_key", "str"),
@@ -149,14 +161,7 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("score", "int"),
         ("value", "json"),
         ("rationale", "str"),
-        ("phase", "str"),
-        ("rubric_key", "str"),
-        ("rubric_version", "int"),
-        ("rater", "str"),
-        ("batch", "str"),
-        ("revision_number", "int"),
-        ("submitted_at", "str"),
-        ("assisted", "bool"),
+        *_REVISION_COLUMNS,
     ),
     "spans": (
         ("summary_key", "str"),
@@ -171,14 +176,7 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("link_text", "str"),
         ("answers", "json"),
         ("rationale", "str"),
-        ("phase", "str"),
-        ("rubric_key", "str"),
-        ("rubric_version", "int"),
-        ("rater", "str"),
-        ("batch", "str"),
-        ("revision_number", "int"),
-        ("submitted_at", "str"),
-        ("assisted", "bool"),
+        *_REVISION_COLUMNS,
     ),
     "raters": (
         ("rater", "str"),
