@@ -328,10 +328,10 @@ def test_export_command_writes_only_the_requested_formats(rated_demo, tmp_path, 
 def test_admin_action_enqueues_the_export_after_commit(
     rated_demo, client, tmp_path, monkeypatch, django_capture_on_commit_callbacks
 ):
-    import annotate.exporting
+    import annotate.exporting.export
 
     folder = tmp_path / "exports" / "one"
-    monkeypatch.setattr(annotate.exporting, "export_folder", lambda *, study: folder)
+    monkeypatch.setattr(annotate.exporting.export, "export_folder", lambda *, study: folder)
     client.force_login(get_user_model().objects.get(username="admin"))
     study = Study.objects.get(slug=DEMO_STUDY)
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
