@@ -21,7 +21,6 @@ from typing import Any, Literal
 import krippendorff
 import numpy as np
 import pandas as pd
-from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats import inter_rater
 
 from analysis.frames import (
@@ -238,6 +237,10 @@ def cohen_kappa(frame: pd.DataFrame, scale: Sequence[float]) -> tuple[PairwiseKa
 
 
 def _cohen_kappa(prepared: _Prepared) -> tuple[PairwiseKappa, ...]:
+    # Imported here: scikit-learn takes a second or two to import, and callers that do
+    # not ask for pairwise figures (the dataset card) should not pay for it.
+    from sklearn.metrics import cohen_kappa_score
+
     labels = list(prepared.scale)
     wide = prepared.wide.loc[:, prepared.wide.notna().any(axis=0)]
     results: list[PairwiseKappa] = []
@@ -374,8 +377,11 @@ def _pabak(table: np.ndarray) -> float:
     return (q * _observed_agreement(table) - 1) / (q - 1)
 
 
-def agreement_report(frame: pd.DataFrame, scale: Sequence[float]) -> AgreementReport:
+def agreement_report(frame: pd.DataFrame, scale: Sequence[float], *, pairwise: bool = True) -> AgreementReport:
     """All agreement statistics for one question.
+
+    ``pairwise=False`` leaves out Cohen's kappa for every pair of raters (an empty
+    tuple), which is most of the cost when there are many raters and items.
 
     ``n_items`` and ``n_raters`` count items and raters with at least one non-missing
     rating. Each statistic uses its own subset of items as documented on its function.
@@ -396,7 +402,7 @@ def agreement_report(frame: pd.DataFrame, scale: Sequence[float]) -> AgreementRe
             ordinal=_krippendorff_alpha(prepared, "ordinal"),
             interval=_krippendorff_alpha(prepared, "interval"),
         ),
-        cohen_kappa=_cohen_kappa(prepared),
+        cohen_kappa=_cohen_kappa(prepared) if pairwise else (),
     )
 
 

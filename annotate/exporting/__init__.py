@@ -25,7 +25,7 @@ The package: `folder` (the format, writers, readers), `licences` (the licence ga
 from annotate.exporting.dataset_import import DatasetImportResult, import_dataset
 from annotate.exporting.export import (
     ExportResult,
-    counting_revision_ids,
+    counting_revisions,
     export_dataset,
     export_folder,
     rater_pseudonyms,
@@ -53,7 +53,7 @@ __all__ = [
     "DatasetImportResult",
     "ExportError",
     "ExportResult",
-    "counting_revision_ids",
+    "counting_revisions",
     "export_dataset",
     "export_folder",
     "import_dataset",

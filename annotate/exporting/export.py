@@ -3,21 +3,26 @@ point. See the package docstring for the choices it makes."""
 
 from __future__ import annotations
 
+import json
 import math
+import uuid
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
+import orjson
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Case, F, IntegerField, Min, Prefetch, Value, When
+from django.db.models.sql.constants import MULTI
 from django.utils import timezone
 
 from annotate.exporting.card import build_manifest, dataset_card, licence_notice
 from annotate.exporting.folder import (
+    ANSWER_CHUNK,
     FORMATS,
     ITERATOR_CHUNK,
     PHASE_ORDER,
@@ -82,20 +87,105 @@ def rater_pseudonyms(*, study: Study) -> dict[int, str]:
     return names
 
 
-def counting_revision_ids(*, study: Study, phase: str, include_calibration: bool) -> set[int]:
-    """Ids of the answers that count: per assignment and phase, the newest submitted
-    revision (the rule of annotate.selectors.latest_submitted_revisions), read as ids
-    only so that a large study stays small in memory."""
+class _CountingRevision(NamedTuple):
+    """What every answer row of one counting revision repeats, computed once."""
+
+    rater_id: int
+    assignment_id: int
+    submitted_at: datetime
+    rubric: tuple[str, int]
+    columns: tuple  # the _REVISION_COLUMNS values, in order
+
+
+def counting_revisions(
+    *, study: Study, phase: str, include_calibration: bool, pseudonyms: dict[int, str]
+) -> dict[int, _CountingRevision]:
+    """The answers that count, by revision id: per assignment and phase, the newest
+    submitted revision (the rule of annotate.selectors.latest_submitted_revisions).
+    One small record per revision, so the answer rows (ten or more per revision) are
+    read without joining or converting the revision's columns again."""
     revisions = Revision.objects.filter(assignment__study=study, status=Revision.Status.SUBMITTED)
     if not include_calibration:
         revisions = revisions.exclude(assignment__batch__kind=Batch.Kind.CALIBRATION)
     if phase != "all":
         revisions = revisions.filter(phase=phase)
-    chosen: dict[tuple[int, str], int] = {}
-    rows = revisions.order_by("assignment_id", "phase", "-number").values_list("id", "assignment_id", "phase")
-    for revision_id, assignment_id, revision_phase in rows.iterator(chunk_size=ITERATOR_CHUNK):
-        chosen.setdefault((assignment_id, revision_phase), revision_id)
-    return set(chosen.values())
+    rows = revisions.order_by("assignment_id", "phase", "-number").values_list(
+        "id",
+        "assignment_id",
+        "phase",
+        "assignment__rater_id",
+        "rubric__key",
+        "rubric__version",
+        "assignment__batch__name",
+        "number",
+        "submitted_at",
+        "assisted",
+    )
+    chosen: dict[int, _CountingRevision] = {}
+    seen: set[tuple[int, str]] = set()
+    for (
+        revision_id,
+        assignment_id,
+        revision_phase,
+        uid,
+        rubric_key,
+        version,
+        batch,
+        number,
+        at,
+        assisted,
+    ) in (row for chunk in _raw_chunks(rows) for row in chunk):
+        if (assignment_id, revision_phase) in seen:
+            continue  # an older revision of the same assignment and phase
+        seen.add((assignment_id, revision_phase))
+        at = _utc(at)
+        assisted = bool(assisted)  # SQLite returns 0/1
+        chosen[revision_id] = _CountingRevision(
+            rater_id=uid,
+            assignment_id=assignment_id,
+            submitted_at=at,
+            rubric=(rubric_key, version),
+            columns=(revision_phase, rubric_key, version, pseudonyms[uid], batch, number, iso_timestamp(at), assisted),
+        )
+    return chosen
+
+
+def _raw_chunks(queryset) -> Iterator[list[tuple]]:
+    """The rows of a values_list query in chunks, as the database driver returns them
+    (no per-value conversion by Django), streamed: a server-side cursor on PostgreSQL,
+    fetchmany on SQLite. The callers convert the few columns that need it.
+
+    (Fetching the next chunk in a helper thread was measured and is slower: building
+    the rows needs the interpreter lock, and the two threads mostly wait on each other.)"""
+    compiler = queryset.query.get_compiler(using=queryset.db)
+    width = len(queryset.query.values_select) + len(queryset.query.annotation_select)
+    for chunk in compiler.execute_sql(MULTI, chunked_fetch=True, chunk_size=ANSWER_CHUNK):
+        yield [row[:width] for row in chunk] if width < len(chunk[0]) else chunk
+
+
+def _utc(value: datetime | str) -> datetime:
+    """A raw datetime column as an aware UTC datetime (SQLite returns the stored UTC text)."""
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def _uuid_text(value) -> str | None:
+    """A uuid column as the export writes it, from SQLite's hex text or a driver's UUID."""
+    if value is None:
+        return None
+    return str(value if isinstance(value, uuid.UUID) else uuid.UUID(value))
+
+
+def _json_column(text: str | None) -> str:
+    """A JSON column read raw (text on every backend) as canonical JSON text: sorted
+    keys, compact, UTF-8 as is (orjson; json for what orjson refuses, e.g. NaN)."""
+    if text is None:
+        return "null"
+    try:
+        return orjson.dumps(orjson.loads(text), option=orjson.OPT_SORT_KEYS).decode()
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
+        return canonical_json(json.loads(text))
 
 
 def _rater_rank(path: str, pseudonyms: dict[int, str]) -> Case:
@@ -124,7 +214,8 @@ class ExportResult:
 @dataclass
 class _Scores:
     """Scale answers collected while the ratings stream past, for the card's agreement
-    figures: small integer codes in arrays, not row objects."""
+    figures: small integer codes in parallel arrays, not row objects (the export
+    appends to the arrays directly)."""
 
     items: dict[str, int] = field(default_factory=dict)
     item: array = field(default_factory=lambda: array("l"))
@@ -133,12 +224,8 @@ class _Scores:
     phase: array = field(default_factory=lambda: array("b"))
     score: array = field(default_factory=lambda: array("d"))
 
-    def add(self, item: str, rater: int, question: int, phase: str, score: float) -> None:
-        self.item.append(self.items.setdefault(item, len(self.items)))
-        self.rater.append(rater)
-        self.question.append(question)
-        self.phase.append(PHASE_ORDER.get(phase, 0))
-        self.score.append(score)
+    def code(self, item: str) -> int:
+        return self.items.setdefault(item, len(self.items))
 
 
 def _check_options(formats, phase) -> tuple[str, ...]:
@@ -196,7 +283,9 @@ def export_dataset(
 def _write_tables(study, writers, phase, include_calibration, include_restricted) -> dict[str, Any]:
     definition = RubricDefinition.from_dict(study.rubric.definition)
     pseudonyms = rater_pseudonyms(study=study)
-    counting = counting_revision_ids(study=study, phase=phase, include_calibration=include_calibration)
+    counting = counting_revisions(
+        study=study, phase=phase, include_calibration=include_calibration, pseudonyms=pseudonyms
+    )
 
     # sources and findings
     withheld: list[str] = []
@@ -250,24 +339,35 @@ def _write_tables(study, writers, phase, include_calibration, include_restricted
 
     # summaries and claims
     flagged: list[str] = []
-    summaries = Summary.objects.filter(study=study).select_related("source", "parent").order_by("key")
-    for s in summaries.iterator(chunk_size=ITERATOR_CHUNK):
-        from_withheld = not text_ok[s.source_id]
+    summaries = (
+        Summary.objects.filter(study=study)
+        .order_by("key")
+        .values_list("key", "uuid", "source_id", "source__key", "text", "generator", "metadata", "flags", "parent__key")
+    )
+    rows = []
+    for key, uid, source_id, source_key, text, generator, metadata, flags, parent_key in summaries.iterator(
+        chunk_size=ITERATOR_CHUNK
+    ):
+        from_withheld = not text_ok[source_id]
         if from_withheld:
-            flagged.append(s.key)
-        writers["summaries"].write(
+            flagged.append(key)
+        rows.append(
             (
-                s.key,
-                str(s.uuid),
-                s.source.key,
-                s.text,
-                s.generator,
-                canonical_json(s.metadata),
-                canonical_json(s.flags),
-                s.parent.key if s.parent_id else None,
+                key,
+                str(uid),
+                source_key,
+                text,
+                generator,
+                canonical_json(metadata),
+                canonical_json(flags),
+                parent_key,
                 from_withheld,
             )
         )
+        if len(rows) >= ITERATOR_CHUNK:
+            writers["summaries"].write_many(rows)
+            rows = []
+    writers["summaries"].write_many(rows)
     claims = Claim.objects.filter(summary__study=study).select_related("summary").order_by("summary__key", "index")
     for c in claims.iterator(chunk_size=ITERATOR_CHUNK):
         writers["claims"].write(
@@ -376,20 +476,30 @@ def _write_tables(study, writers, phase, include_calibration, include_restricted
 
 
 def _write_answers(study, writers, definition, pseudonyms, counting, text_ok):
-    """Stream the ratings and spans of the counting revisions into their tables."""
+    """Stream the ratings and spans of the counting revisions into their tables.
+
+    The hot path of a large export (one row per answer): rows come raw in chunks, the
+    revision's columns are looked up once per revision, and each table writer takes a
+    chunk at a time."""
     scale_keys = [q.key for q in definition.questions if q.kind == "scale"]
     scale_index = {key: i for i, key in enumerate(scale_keys)}
     ranks = {uid: i for i, uid in enumerate(sorted(pseudonyms, key=lambda u: pseudonyms[u]))}
     scores = _Scores()
-    per_rater: dict[Any, Any] = {}
+    per_rater: dict[int, dict[str, Any]] = {}
     rubric_versions: set[tuple[str, int]] = set()
     newest: datetime | None = None
 
-    def tally(uid: int, assignment_id: int, revision_id: int, kind: str) -> None:
-        counts = per_rater.setdefault(uid, {"assignments": set(), "revisions": set(), "answers": 0, "spans": 0})
-        counts["assignments"].add(assignment_id)
+    def tally(revision_id: int, info: _CountingRevision, kind: str, n: int) -> None:
+        nonlocal newest
+        counts = per_rater.setdefault(
+            info.rater_id, {"assignments": set(), "revisions": set(), "answers": 0, "spans": 0}
+        )
+        counts["assignments"].add(info.assignment_id)
         counts["revisions"].add(revision_id)
-        counts[kind] += 1
+        counts[kind] += n
+        rubric_versions.add(info.rubric)
+        if newest is None or info.submitted_at > newest:
+            newest = info.submitted_at
 
     order = [
         "revision__assignment__summary__key",
@@ -404,57 +514,56 @@ def _write_answers(study, writers, definition, pseudonyms, counting, text_ok):
         .order_by(*order, F("finding__index").asc(nulls_first=True))
         .values_list(
             "revision_id",
-            "revision__assignment_id",
-            "revision__assignment__rater_id",
             "revision__assignment__summary__key",
             "question",
             "finding__uuid",
             "score",
             "value",
             "rationale__text",
-            "revision__phase",
-            "revision__rubric__key",
-            "revision__rubric__version",
-            "revision__assignment__batch__name",
-            "revision__number",
-            "revision__submitted_at",
-            "revision__assisted",
         )
     )
-    write = writers["ratings"].write
-    last_revision = None
-    for row in ratings.iterator(chunk_size=ITERATOR_CHUNK):
-        (revision_id, assignment_id, uid, summary_key, question, finding, score, value, rationale) = row[:9]
-        if revision_id not in counting:
-            continue
-        phase, rubric_key, rubric_version, batch, number, submitted_at, assisted = row[9:]
-        if revision_id != last_revision:
-            last_revision = revision_id
-            rubric_versions.add((rubric_key, rubric_version))
-            if newest is None or submitted_at > newest:
-                newest = submitted_at
-        answer = score if score is not None else value
-        write(
-            (
-                summary_key,
-                question,
-                str(finding) if finding is not None else None,
-                score,
-                canonical_json(answer),
-                rationale,
-                phase,
-                rubric_key,
-                rubric_version,
-                pseudonyms[uid],
-                batch,
-                number,
-                iso_timestamp(submitted_at),
-                assisted,
+    write = writers["ratings"].write_many
+    info = last_id = last_key = None
+    n_answers = rank = phase_code = item = 0
+    add_item, add_rater, add_question = scores.item.append, scores.rater.append, scores.question.append
+    add_phase, add_score = scores.phase.append, scores.score.append
+    for chunk in _raw_chunks(ratings):
+        rows = []
+        for revision_id, summary_key, question, finding, score, value, rationale in chunk:
+            if revision_id != last_id:
+                if info is not None:
+                    tally(last_id, info, "answers", n_answers)
+                last_id, info, n_answers = revision_id, counting.get(revision_id), 0
+                if info is not None:
+                    rank, phase_code = ranks[info.rater_id], PHASE_ORDER.get(info.columns[0], 0)
+            if info is None:
+                continue  # not a counting revision (older, another phase, calibration)
+            n_answers += 1
+            if finding is not None:
+                finding = _uuid_text(finding)
+            # A scale answer is its score; anything else its JSON value, made canonical.
+            rows.append(
+                (
+                    summary_key,
+                    question,
+                    finding,
+                    score,
+                    str(score) if score is not None else _json_column(value),
+                    rationale,
+                )
+                + info.columns
             )
-        )
-        tally(uid, assignment_id, revision_id, "answers")
-        if finding is None and question in scale_index:
-            scores.add(summary_key, ranks[uid], scale_index[question], phase, math.nan if score is None else score)
+            if finding is None and question in scale_index:
+                if summary_key != last_key:  # rows come sorted by summary
+                    last_key, item = summary_key, scores.code(summary_key)
+                add_item(item)
+                add_rater(rank)
+                add_question(scale_index[question])
+                add_phase(phase_code)
+                add_score(math.nan if score is None else score)
+        write(rows)
+    if info is not None:
+        tally(last_id, info, "answers", n_answers)
 
     spans = (
         Span.objects.filter(revision__assignment__study=study, revision__status=Revision.Status.SUBMITTED)
@@ -462,8 +571,6 @@ def _write_answers(study, writers, definition, pseudonyms, counting, text_ok):
         .order_by(*order, "index")
         .values_list(
             "revision_id",
-            "revision__assignment_id",
-            "revision__assignment__rater_id",
             "revision__assignment__summary__key",
             "revision__assignment__summary__source_id",
             "question",
@@ -477,51 +584,38 @@ def _write_answers(study, writers, definition, pseudonyms, counting, text_ok):
             "link_text",
             "answers",
             "rationale",
-            "revision__phase",
-            "revision__rubric__key",
-            "revision__rubric__version",
-            "revision__assignment__batch__name",
-            "revision__number",
-            "revision__submitted_at",
-            "revision__assisted",
         )
     )
-    for row in spans.iterator(chunk_size=ITERATOR_CHUNK):
-        revision_id, assignment_id, uid, summary_key, source_id, question, index, target = row[:8]
-        if revision_id not in counting:
-            continue
-        start, end, text, link_start, link_end, link_text, answers, rationale = row[8:16]
-        phase, rubric_key, rubric_version, batch, number, submitted_at, assisted = row[16:]
-        rubric_versions.add((rubric_key, rubric_version))
-        if newest is None or submitted_at > newest:
-            newest = submitted_at
-        # Quotes of a withheld source are source text: offsets stay, the words go.
-        source_ok = text_ok[source_id]
-        writers["spans"].write(
-            (
-                summary_key,
-                question,
-                index,
-                target,
-                start,
-                end,
-                text if target != Span.Target.SOURCE or source_ok else None,
-                link_start,
-                link_end,
-                (link_text if source_ok else None) if link_start is not None else None,
-                canonical_json(answers),
-                rationale or None,
-                phase,
-                rubric_key,
-                rubric_version,
-                pseudonyms[uid],
-                batch,
-                number,
-                iso_timestamp(submitted_at),
-                assisted,
+    write = writers["spans"].write_many
+    for chunk in _raw_chunks(spans):
+        rows = []
+        for row in chunk:
+            revision_id, summary_key, source_id, question, index, target, start, end, text = row[:9]
+            link_start, link_end, link_text, answers, rationale = row[9:]
+            info = counting.get(revision_id)
+            if info is None:
+                continue
+            # Quotes of a withheld source are source text: offsets stay, the words go.
+            source_ok = text_ok[source_id]
+            rows.append(
+                (
+                    summary_key,
+                    question,
+                    index,
+                    target,
+                    start,
+                    end,
+                    text if target != Span.Target.SOURCE or source_ok else None,
+                    link_start,
+                    link_end,
+                    (link_text if source_ok else None) if link_start is not None else None,
+                    _json_column(answers),
+                    rationale or None,
+                )
+                + info.columns
             )
-        )
-        tally(uid, assignment_id, revision_id, "spans")
+            tally(revision_id, info, "spans", 1)
+        write(rows)
     return scores, per_rater, rubric_versions, newest
 
 
@@ -550,7 +644,7 @@ def _agreement(scores: _Scores, definition: RubricDefinition) -> list[dict[str, 
         part = frame[frame["question"] == index][["item", "rater", "value"]]
         entry: dict[str, Any] = {"question": q.key, "scale": list(q.values), "report": None, "error": None}
         try:
-            entry["report"] = agreement_report(part, [float(v) for v in q.values])
+            entry["report"] = agreement_report(part, [float(v) for v in q.values], pairwise=False)
         except AgreementInputError as exc:
             entry["error"] = str(exc)
         results.append(entry)

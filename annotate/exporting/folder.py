@@ -8,9 +8,12 @@ import csv
 import hashlib
 import json
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from annotate.exceptions import ApplicationError
 
@@ -19,6 +22,10 @@ FORMATS = ("jsonl", "csv", "parquet")
 PHASES = ("initial", "post_discussion", "all")
 PHASE_ORDER = {"initial": 0, "post_discussion": 1}
 ITERATOR_CHUNK = 5000
+# Rows per fetch of the answer tables (the hot path of a large export).
+ANSWER_CHUNK = 20000
+# Rows per orjson call when writing JSON Lines (small enough to stay in the CPU cache).
+JSONL_BATCH = 1000
 ROW_GROUP = 65536
 LICENCE_URL = "https://creativecommons.org/licenses/by/4.0/"
 LEGAL_CODE_URL = "https://creativecommons.org/licenses/by/4.0/legalcode"
@@ -171,7 +178,8 @@ def canonical_json(value: Any) -> str:
 def iso_timestamp(value: datetime | None) -> str | None:
     if value is None:
         return None
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    # The same text as strftime("%Y-%m-%dT%H:%M:%S.%fZ"), several times faster.
+    return value.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def arrow_schema(columns):
@@ -183,7 +191,8 @@ def arrow_schema(columns):
 
 class TableWriter:
     """Writes one table's rows (tuples in column order) to every requested format as
-    they arrive; Parquet is buffered one row group at a time."""
+    they arrive, a chunk at a time: JSON Lines through orjson (compact, UTF-8 as is,
+    columns in table order), CSV through csv.writer, Parquet one row group at a time."""
 
     def __init__(self, out_dir: Path, name: str, formats: tuple[str, ...]):
         self.name = name
@@ -193,11 +202,15 @@ class TableWriter:
         self.paths: list[Path] = []
         self._jsonl = self._csv = self._csv_handle = self._parquet = None
         self._buffer: list[tuple] = []
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: Future | None = None
         self._bools = [i for i, (_, kind) in enumerate(self.columns) if kind == "bool"]
-        self._encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+        # row tuple -> dict in column order, as one dict display (about twice as fast as dict(zip())).
+        display = ", ".join(f"{name!r}: row[{i}]" for i, name in enumerate(self.names))
+        self._as_dict = eval(f"lambda row: {{{display}}}")  # noqa: S307 (names are our own constants)
         if "jsonl" in formats:
             path = out_dir / "jsonl" / f"{name}.jsonl"
-            self._jsonl = path.open("w", encoding="utf-8", newline="\n")
+            self._jsonl = path.open("wb")
             self.paths.append(path)
         if "csv" in formats:
             path = out_dir / "csv" / f"{name}.csv"
@@ -218,41 +231,82 @@ class TableWriter:
             self.paths.append(path)
 
     def write(self, row: tuple) -> None:
-        self.count += 1
+        self.write_many([row])
+
+    def write_many(self, rows: list[tuple]) -> None:
+        if not rows:
+            return
+        self.count += len(rows)
         if self._jsonl is not None:
-            self._jsonl.write(self._encode(dict(zip(self.names, row, strict=True))))
-            self._jsonl.write("\n")
+            self._write_jsonl(rows)
         if self._csv is not None:
             if self._bools:
-                row_list = list(row)
-                for i in self._bools:
-                    if row_list[i] is not None:
-                        row_list[i] = "true" if row_list[i] else "false"
-                self._csv.writerow(row_list)
+                self._csv.writerows(self._csv_row(row) for row in rows)
             else:
-                self._csv.writerow(row)
+                self._csv.writerows(rows)
         if self._parquet is not None:
-            self._buffer.append(row)
-            if len(self._buffer) >= ROW_GROUP:
-                self._flush()
+            self._buffer.extend(rows)
+            while len(self._buffer) >= ROW_GROUP:
+                group, self._buffer = self._buffer[:ROW_GROUP], self._buffer[ROW_GROUP:]
+                self._write_group(group)
 
-    def _flush(self) -> None:
+    def _write_jsonl(self, rows: list[tuple]) -> None:
+        """One JSON object per line, keys in column order. orjson encodes a batch of
+        rows as one JSON array (much faster than one call per row), which is split into
+        lines between the objects: with scalar values (JSON columns are text) `},{"`
+        occurs only between two rows, never inside a string, where every `"` is escaped.
+        The count is checked, and a batch with any other shape is encoded row by row."""
+        as_dict, dumps = self._as_dict, orjson.dumps
+        for start in range(0, len(rows), JSONL_BATCH):
+            batch = [as_dict(row) for row in rows[start : start + JSONL_BATCH]]
+            data = dumps(batch)
+            if data.count(b'},{"') == len(batch) - 1:
+                self._jsonl.write(data[1:-1].replace(b'},{"', b'}\n{"') + b"\n")
+            else:
+                self._jsonl.write(b"".join([dumps(item) + b"\n" for item in batch]))
+
+    def _csv_row(self, row: tuple) -> list:
+        values = list(row)
+        for i in self._bools:
+            if values[i] is not None:
+                values[i] = "true" if values[i] else "false"
+        return values
+
+    def _write_group(self, rows: list[tuple]) -> None:
+        """Convert a row group to Arrow here, then encode, compress and write it in a
+        helper thread (pyarrow releases the interpreter there) while the next rows are
+        read. One group at most is in flight, so memory stays bounded."""
         import pyarrow as pa
 
-        columns = list(zip(*self._buffer, strict=True)) if self._buffer else [() for _ in self.names]
+        columns = list(zip(*rows, strict=True)) if rows else [() for _ in self.names]
         arrays = [pa.array(col, type=f.type) for col, f in zip(columns, self._schema, strict=True)]
-        self._parquet.write_table(pa.Table.from_arrays(arrays, schema=self._schema), row_group_size=ROW_GROUP)
-        self._buffer = []
+        table = pa.Table.from_arrays(arrays, schema=self._schema)
+        self._wait()
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"parquet-{self.name}")
+        self._pending = self._pool.submit(self._parquet.write_table, table, row_group_size=ROW_GROUP)
+
+    def _wait(self) -> None:
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            pending.result()  # raises what the write raised
 
     def close(self) -> None:
-        if self._jsonl is not None:
-            self._jsonl.close()
-        if self._csv_handle is not None:
-            self._csv_handle.close()
-        if self._parquet is not None:
-            if self._buffer or self.count == 0:
-                self._flush()
-            self._parquet.close()
+        try:
+            if self._parquet is not None:
+                if self._buffer or self.count == 0:
+                    self._write_group(self._buffer)
+                    self._buffer = []
+                self._wait()
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
+            if self._parquet is not None:
+                self._parquet.close()
+            if self._jsonl is not None:
+                self._jsonl.close()
+            if self._csv_handle is not None:
+                self._csv_handle.close()
 
 
 def pretty_json(value: Any) -> str:
