@@ -11,7 +11,7 @@ from django.utils.html import format_html, format_html_join
 from annotate.admin import SummaryAdmin
 from annotate.models import Summary
 from generation.models import GenerationJob, GenerationRun, LLMCall
-from generation.selectors import run_progress
+from generation.selectors import with_progress
 
 
 class ReadOnlyMixin:
@@ -102,9 +102,13 @@ class GenerationRunAdmin(ReadOnlyMixin, admin.ModelAdmin):
     fields = ["uuid", "study", "pipeline", "pipeline_version", "created_at", "progress", "job_links"]
     readonly_fields = fields
 
+    def get_queryset(self, request):
+        return with_progress(super().get_queryset(request))
+
     @admin.display(description="Progress")
     def progress(self, obj):
-        return ", ".join(f"{n} {status}" for status, n in run_progress(obj).items() if n) or "no jobs"
+        counts = {status: getattr(obj, f"n_{status}") for status in GenerationJob.Status.values}
+        return ", ".join(f"{n} {status}" for status, n in counts.items() if n) or "no jobs"
 
     @admin.display(description="Jobs")
     def job_links(self, obj):

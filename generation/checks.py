@@ -3,7 +3,11 @@
 Sentences come from annotate.text.split_spans (abbreviations such as "et al." and
 "e.g." do not end a sentence; citations after the stop stay with their sentence).
 A reference is one identifier inside square brackets: `[PMC1][PMC2].` cites two,
-and so does `[PMC1, PMC2]` (one bracket holding two).
+and so does `[PMC1, PMC2]` (one bracket holding two). Only brackets that hold a
+citation id count: a PMCID, a PMID, a DOI, an id the context itself uses, or a number
+or numeric range (`[1]`, `[1,2]`, `[1-3]`: found so that the format check can fail
+them). Square brackets are also chemistry and editing (`[Ca2+]`, `[3H]thymidine`,
+`[sic]`), and those are not references.
 
 The thresholds are the paper's:
 1. adequate: at least 0.5 references per sentence;
@@ -17,6 +21,7 @@ The thresholds are the paper's:
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from annotate.text import split_spans
@@ -33,7 +38,20 @@ MAX_SHARE_PER_BRACKET = 0.5
 
 BRACKET = re.compile(r"\[([^\[\]]*)\]")
 PMCID = re.compile(r"^PMC\d+$")
-_ENDS_WITH_REF = re.compile(r"\][.!?;:]?[\"')]*\s*$")
+# What a citation id looks like, besides the context's own ids.
+_CITATION_ID = re.compile(
+    r"""
+    PMC\d+                                          # PMCID
+    | PMID\s*:?\s*\d+                                # PMID
+    | (?:doi\s*:\s*|https?://(?:dx\.)?doi\.org/)?10\.\d{4,9}/\S+   # DOI
+    | \d+(?:\s*[-–]\s*\d+)?                           # numbered: [1], [1-3]
+    """,
+    re.IGNORECASE | re.VERBOSE,
+)
+_NUMBERED = re.compile(r"\d+(?:\s*[-–]\s*\d+)?")
+# The brackets that close a sentence: before its stop ("x [PMC1][PMC2].") or after it
+# ("x. [PMC1]").
+_TRAILING_BRACKETS = re.compile(r"((?:\[[^\[\]]*\]\s*)+)[.!?;:]?[\"')]*\s*$")
 _SEPARATOR = re.compile(r"\s*[,;]\s*")
 
 
@@ -75,20 +93,57 @@ def bracket_ids(content: str) -> list[str]:
     return [part for part in _SEPARATOR.split(content.strip()) if part]
 
 
-def cited_refs(text: str) -> list[str]:
-    """Every cited identifier in `text`, in order, repeats kept."""
-    return [ref for match in BRACKET.finditer(text) for ref in bracket_ids(match.group(1))]
+def is_citation(ids: list[str], known: Collection[str] = ()) -> bool:
+    """Whether a bracket holding `ids` is a citation: one of them is a PMCID, PMID,
+    DOI, number or numeric range, or an id in `known`. All its ids then count, so a
+    malformed id next to a good one is still reported."""
+    return any(i in known or _CITATION_ID.fullmatch(i) for i in ids)
+
+
+def reference_brackets(text: str, known: Collection[str] = ()) -> list[list[str]]:
+    """The ids of every citation bracket in `text`, one list per bracket, in order."""
+    brackets = (bracket_ids(m.group(1)) for m in BRACKET.finditer(text))
+    return [ids for ids in brackets if ids and is_citation(ids, known)]
+
+
+def cited_refs(text: str, known: Collection[str] = ()) -> list[str]:
+    """Every cited identifier in `text`, in order, repeats kept. `known` are the
+    context's ids, which count whatever they look like."""
+    return [ref for ids in reference_brackets(text, known) for ref in ids]
+
+
+def _trailing_ids(sentence: str) -> list[str]:
+    match = _TRAILING_BRACKETS.search(sentence)
+    if not match:
+        return []
+    return [ref for m in BRACKET.finditer(match.group(1)) for ref in bracket_ids(m.group(1))]
+
+
+def ends_with_reference(sentence: str, known: Collection[str] = ()) -> bool:
+    ids = _trailing_ids(sentence)
+    return bool(ids) and is_citation(ids, known)
 
 
 def context_refs(text: str) -> set[str]:
-    """The identifiers a context cites (a context file: sentences ending in [ref])."""
-    return set(cited_refs(text))
+    """The identifiers a context cites (a context file: sentences ending in [ref]).
+
+    A sentence's last bracket is its reference, whatever it looks like (a source's key
+    can be its id). Elsewhere only PMCIDs, PMIDs and DOIs count: a number such as [12]
+    inside a source sentence must not make a summary's [12] look real.
+    """
+    refs = {ref for ids in reference_brackets(text) for ref in ids if not _NUMBERED.fullmatch(ref)}
+    for start, end in split_spans(text):
+        match = _TRAILING_BRACKETS.search(text, start, end)
+        if match:
+            last = list(BRACKET.finditer(match.group(1)))[-1]
+            refs.update(bracket_ids(last.group(1)))
+    return refs
 
 
 def check_references(summary: str, known_refs: set[str]) -> ReferenceReport:
     spans = split_spans(summary)
     sentences = [summary[start:end] for start, end in spans]
-    brackets = [bracket_ids(m.group(1)) for m in BRACKET.finditer(summary)]
+    brackets = reference_brackets(summary, known_refs)
     refs = [ref for ids in brackets for ref in ids]
     problems: list[Problem] = []
 
@@ -108,7 +163,7 @@ def check_references(summary: str, known_refs: set[str]) -> ReferenceReport:
     if unknown:
         problems.append(Problem("real", "not in the context: " + ", ".join(unknown)))
 
-    ending = sum(1 for s in sentences if _ENDS_WITH_REF.search(s))
+    ending = sum(1 for s in sentences if ends_with_reference(s, known_refs))
     location = n_sentences > 0 and ending / n_sentences >= MIN_SENTENCES_ENDING_WITH_REF
     if not location:
         problems.append(Problem("location", f"{ending} of {n_sentences} sentence(s) end with a reference"))

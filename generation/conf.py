@@ -94,6 +94,7 @@ class PipelineSettings:
     max_attempts: int
     factored_threshold: float
     seed: int
+    max_tokens: int
 
 
 def llm_settings() -> LLMSettings:
@@ -109,6 +110,12 @@ def llm_settings() -> LLMSettings:
         logprobs=_bool("GENERATION_LOGPROBS", True),
         prices=_prices(),
     )
+
+
+def job_lease_seconds() -> int:
+    """GENERATION_JOB_LEASE: seconds a running job may go without an LLM call before
+    another worker may take it over (see generation.services.job_lease)."""
+    return _int("GENERATION_JOB_LEASE", 600, minimum=1)
 
 
 def pipeline_settings(pipeline: str) -> PipelineSettings:
@@ -127,4 +134,7 @@ def pipeline_settings(pipeline: str) -> PipelineSettings:
         max_attempts=_int("GENERATION_MAX_ATTEMPTS", 4, minimum=1),
         factored_threshold=_float("GENERATION_FACTORED_THRESHOLD", 0.5),
         seed=_int("GENERATION_SEED", 0),
+        # A cap per answer: a summary or a set of verdicts is a few hundred tokens, and a
+        # model that does not stop would otherwise write until its context is full.
+        max_tokens=_int("GENERATION_MAX_TOKENS", 1024, minimum=1),
     )

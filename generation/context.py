@@ -12,18 +12,24 @@ reference, within a token budget.
   took the *most* similar sentence. Vectors are all-MiniLM-L6-v2 embeddings when
   the optional ML extra is installed, TF-IDF otherwise; the method is recorded.
   Ties are broken by a seeded shuffle, so a seed gives one selection, always.
+- MMR runs in O(n·d) memory: TF-IDF rows stay sparse, relevance is one product with
+  the centroid, and the similarity to the closest pick is a running maximum updated
+  with one row of dot products per pick. Picks stop once no remaining sentence can
+  fit the budget, so a source of thousands of sentences costs n x k, not n x n.
 """
 
 from __future__ import annotations
 
+import heapq
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 import numpy as np
+from scipy import sparse
 
 from generation.llm import count_tokens
 
@@ -103,43 +109,70 @@ def _minilm():
     return SentenceTransformer(str(folder), device="cpu")
 
 
-def sentence_vectors(texts: Sequence[str], method: str) -> np.ndarray:
-    """Unit-length vectors, one row per text."""
+def sentence_vectors(texts: Sequence[str], method: str) -> np.ndarray | sparse.csr_matrix:
+    """Unit-length vectors, one row per text (an all-zero row for a text with no
+    content words). TF-IDF rows stay sparse: a dense copy of thousands of sentences
+    over their whole vocabulary would take hundreds of MB."""
+    from sklearn.preprocessing import normalize
+
     if method == "mmr-minilm":
         vectors = np.asarray(_minilm().encode(list(texts), normalize_embeddings=True), dtype=float)
     else:
         from sklearn.feature_extraction.text import TfidfVectorizer
 
         try:
-            vectors = TfidfVectorizer(sublinear_tf=True, stop_words="english").fit_transform(texts).toarray()
+            vectors = TfidfVectorizer(sublinear_tf=True, stop_words="english").fit_transform(texts).tocsr()
         except ValueError:  # nothing but stop words: every sentence is as good as any other
-            vectors = np.zeros((len(texts), 1))
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return vectors / np.where(norms == 0, 1, norms)
+            vectors = sparse.csr_matrix((len(texts), 1))
+    return normalize(vectors, norm="l2")
 
 
-def mmr_order(vectors: np.ndarray, *, seed: int, lam: float = MMR_LAMBDA) -> list[int]:
-    """Every row index, in the order MMR would pick them."""
-    n = len(vectors)
+def mmr_picks(vectors: np.ndarray | sparse.spmatrix, *, seed: int, lam: float = MMR_LAMBDA) -> Iterator[int]:
+    """Row indices in the order MMR picks them, lazily: stop iterating and no more
+    work is done.
+
+    Memory is O(n·d), never O(n²): relevance is one product with the centroid, and
+    the similarity to the closest pick so far is a running maximum, updated with one
+    row of similarities (an L2-normalised dot product) per pick.
+    """
+    n = vectors.shape[0]
     if n == 0:
-        return []
-    centroid = vectors.mean(axis=0)
+        return
+    rows = sparse.csr_matrix(vectors) if sparse.issparse(vectors) else np.asarray(vectors, dtype=float)
+    # A pick's similarities are a combination of the columns of its few terms.
+    columns = rows.tocsc() if sparse.issparse(rows) else None
+    centroid = np.asarray(rows.mean(axis=0)).ravel()
     norm = np.linalg.norm(centroid)
-    relevance = vectors @ (centroid / norm) if norm else np.zeros(n)
-    similarity = vectors @ vectors.T
+    relevance = np.asarray(rows @ (centroid / norm)).ravel() if norm else np.zeros(n)
     tiebreak = list(range(n))
     random.Random(seed).shuffle(tiebreak)
-    rank = {index: position for position, index in enumerate(tiebreak)}
-    chosen: list[int] = []
-    closest = np.full(n, 0.0)
-    remaining = set(range(n))
-    while remaining:
+    rank = np.empty(n, dtype=np.int64)
+    rank[tiebreak] = np.arange(n)
+    closest = np.zeros(n)
+    taken = np.zeros(n, dtype=bool)
+    for _ in range(n):
         # Round the scores so float noise does not beat the seeded tie-break.
-        best = min(remaining, key=lambda i: (-round(lam * relevance[i] - (1 - lam) * closest[i], 9), rank[i]))
-        chosen.append(best)
-        remaining.discard(best)
-        closest = np.maximum(closest, similarity[best])
-    return chosen
+        score = np.round(lam * relevance - (1 - lam) * closest, 9)
+        score[taken] = -np.inf
+        candidates = np.flatnonzero(score == score.max())
+        best = int(candidates[np.argmin(rank[candidates])])
+        taken[best] = True
+        yield best
+        np.maximum(closest, _similarities(rows, columns, best), out=closest)
+
+
+def _similarities(rows, columns, index: int) -> np.ndarray:
+    """Dot products of row `index` with every row."""
+    if columns is None:
+        return rows @ rows[index]
+    start, end = rows.indptr[index], rows.indptr[index + 1]
+    terms, weights = rows.indices[start:end], rows.data[start:end]
+    return np.asarray(columns[:, terms] @ weights).ravel()
+
+
+def mmr_order(vectors: np.ndarray | sparse.spmatrix, *, seed: int, lam: float = MMR_LAMBDA) -> list[int]:
+    """Every row index, in the order MMR would pick them."""
+    return list(mmr_picks(vectors, seed=seed, lam=lam))
 
 
 def build_context(
@@ -177,13 +210,22 @@ def build_context(
         return Context(lines=tuple(lines), available=len(lines), tokens=total, budget=budget, method="all", seed=seed)
 
     method = method or embedding_method()
-    order = mmr_order(sentence_vectors([line.text for line in lines], method), seed=seed)
+    order = mmr_picks(sentence_vectors([line.text for line in lines], method), seed=seed)
     picked, used = [], prompt_tokens
+    # The shortest sentence not yet considered (stale entries are skipped lazily).
+    shortest = [(line.tokens, line.index) for line in lines]
+    heapq.heapify(shortest)
+    considered = set()
     for index in order:
+        considered.add(index)
         # A long sentence that does not fit is passed over; a shorter later pick may.
         if used + lines[index].tokens <= budget:
             picked.append(index)
             used += lines[index].tokens
+        while shortest and shortest[0][1] in considered:
+            heapq.heappop(shortest)
+        if not shortest or used + shortest[0][0] > budget:
+            break  # nothing left fits: the rest of the MMR order cannot change the selection
     selected = tuple(lines[i] for i in sorted(picked))
     if len(selected) < min_sentences:
         return Context(

@@ -8,13 +8,16 @@ What it adds to the `openai` client:
 - JSON mode where the endpoint accepts `response_format`, and plain text with
   tolerant parsing (`parse_json_object`) where it does not; token logprobs likewise;
 - a record of each attempt: step, prompt id and version, messages, parameters,
-  response, tokens, latency, cost (from GENERATION_PRICES) and error.
+  response, tokens, latency, cost (from GENERATION_PRICES) and error; the API key
+  and the endpoint's credentials are never stored (`Gateway.redact`).
 """
 
 from __future__ import annotations
 
+import datetime
 import email.utils
 import json
+import math
 import random
 import re
 import threading
@@ -22,6 +25,7 @@ import time
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import openai
 import tiktoken
@@ -39,6 +43,11 @@ _clients: dict[tuple[str, str, float], openai.OpenAI] = {}
 # Endpoints that refused an optional feature once; not asked again in this process.
 _refused: dict[str, set[str]] = {}
 _jitter = random.SystemRandom()
+# How a 400/422 names an optional feature it refuses (request field → pattern).
+_OPTIONAL_FEATURES = {
+    "response_format": re.compile(r"response_format|json[ _-]?mode|json_object", re.IGNORECASE),
+    "logprobs": re.compile(r"logprob", re.IGNORECASE),
+}
 
 
 class LLMError(ApplicationError):
@@ -80,27 +89,46 @@ def _client(conf: LLMSettings) -> openai.OpenAI:
         return _clients[key]
 
 
+def _seconds(raw: str, scale: float = 1.0) -> float | None:
+    """A non-negative finite number of seconds, or None for anything else."""
+    try:
+        value = float(raw) * scale
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value >= 0 else None
+
+
+def _http_date_delay(raw: str) -> float | None:
+    """Seconds until an HTTP date, or None when `raw` is not one."""
+    try:
+        parsed = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if parsed.tzinfo is None:
+        # RFC 9110 dates are always GMT; a date without a zone is not local time.
+        parsed = parsed.replace(tzinfo=datetime.UTC)
+    return max(0.0, parsed.timestamp() - time.time())
+
+
 def _retry_after(exc: Exception) -> float | None:
-    """Seconds the server asked us to wait (Retry-After or retry-after-ms), if any."""
+    """Seconds the server asked us to wait (retry-after-ms or Retry-After), if any.
+
+    A header we cannot read is ignored, and our own backoff applies: a malformed
+    header must not turn a retryable 429 into a crash.
+    """
     response = getattr(exc, "response", None)
     if response is None:
         return None
     headers = response.headers
     if headers.get("retry-after-ms"):
-        try:
-            return float(headers["retry-after-ms"]) / 1000
-        except ValueError:
-            pass
-    raw = headers.get("retry-after")
+        delay = _seconds(headers["retry-after-ms"], 1 / 1000)
+        if delay is not None:
+            return delay
+    raw = (headers.get("retry-after") or "").strip()
     if not raw:
         return None
-    try:
-        return float(raw)
-    except ValueError:
-        parsed = email.utils.parsedate_to_datetime(raw)
-        if parsed is None:
-            return None
-        return max(0.0, parsed.timestamp() - time.time())
+    delay = _seconds(raw)
+    return delay if delay is not None else _http_date_delay(raw)
 
 
 def backoff_delay(attempt: int, conf: LLMSettings, retry_after: float | None) -> float:
@@ -138,6 +166,21 @@ def _compact_logprobs(choice: Any) -> list[dict] | None:
     ]
 
 
+def public_endpoint(url: str) -> str:
+    """`url` without its userinfo: `http://user:pw@host/v1` → `http://host/v1`."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+
+
+def _secrets(conf: LLMSettings) -> tuple[str, ...]:
+    """What must never be stored: the API key and the endpoint's userinfo (as written
+    and decoded), longest first so that a secret containing another is hidden whole."""
+    userinfo = urlsplit(conf.base_url).netloc.rpartition("@")[0]
+    password = userinfo.partition(":")[2]
+    found = {conf.api_key, userinfo, unquote(userinfo), password, unquote(password)}
+    return tuple(sorted((s for s in found if s), key=len, reverse=True))
+
+
 class Gateway:
     """Sends chat requests to one OpenAI-compatible endpoint (settings read on creation)."""
 
@@ -146,6 +189,8 @@ class Gateway:
         if not self.conf.api_key:
             raise LLMError("OPENAI_API_KEY is not set (any non-empty value works for a local server).")
         self.client = _client(self.conf)
+        self.endpoint = public_endpoint(self.conf.base_url)
+        self.secrets = _secrets(self.conf)
         self.semaphore = _semaphore(self.conf.base_url, self.conf.concurrency)
 
     def complete(
@@ -200,20 +245,29 @@ class Gateway:
                     continue
             if not isinstance(failure, RETRYABLE) or retries >= self.conf.max_retries:
                 raise LLMError(
-                    f"{step}: the LLM endpoint failed after {attempt} attempt(s): {failure}",
+                    self.redact(f"{step}: the LLM endpoint failed after {attempt} attempt(s): {failure}"),
                     extra={"step": step, "attempts": attempt},
                 ) from failure
             retries += 1
             time.sleep(backoff_delay(retries, self.conf, _retry_after(failure)))
 
+    def redact(self, text: str) -> str:
+        """`text` with the API key and the endpoint's credentials replaced by ***:
+        servers echo them in error messages, which are stored and shown to staff."""
+        for secret in self.secrets:
+            text = text.replace(secret, "***")
+        return text
+
     @staticmethod
     def _drop_optional(request: dict, refused: set[str], message: str) -> bool:
-        """Drop the optional feature the error names (or JSON mode, then logprobs)."""
-        candidates = [f for f in ("response_format", "logprobs") if f in request]
-        named = [f for f in candidates if f in message]
-        if not candidates:
+        """Drop the optional feature that a 400/422 `message` names, and remember
+        the refusal. An error that names no feature we asked for (a context
+        overflow, a bad parameter) drops nothing: guessing would switch JSON mode
+        or logprobs off for the whole process because of an unrelated request."""
+        named = [f for f, pattern in _OPTIONAL_FEATURES.items() if f in request and pattern.search(message)]
+        if not named:
             return False
-        feature = (named or candidates)[0]
+        feature = named[0]
         request.pop(feature)
         if feature == "logprobs":
             request.pop("top_logprobs", None)
@@ -233,7 +287,7 @@ class Gateway:
             attempt=attempt,
             prompt_id=prompt.id,
             prompt_version=prompt.version,
-            endpoint=self.conf.base_url,
+            endpoint=self.endpoint,
             model=model,
             messages=messages,
             params=request,
@@ -255,13 +309,13 @@ class Gateway:
             attempt=attempt,
             prompt_id=prompt.id,
             prompt_version=prompt.version,
-            endpoint=self.conf.base_url,
+            endpoint=self.endpoint,
             model=model,
             messages=messages,
             params=dict(request),
             latency=latency,
             status_code=status,
-            error=f"{type(exc).__name__}: {exc}"[:5000],
+            error=self.redact(f"{type(exc).__name__}: {exc}")[:5000],
         )
 
 

@@ -21,6 +21,7 @@ import hashlib
 import json
 import math
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from annotate.models import Source
@@ -45,7 +46,6 @@ PROMPTS = {
     "litsumm": ["system", "generate", *RESCUE_PROMPTS.values(), "self_consistency", "revise_consistency"],
     "factored": ["system", "generate", "factored_verify", "factored_revise"],
 }
-VERIFY_PARAMS = {"temperature": 0.0}
 
 _LABEL = re.compile(r"^\s*(?:\*\*)?(?:revised |corrected )?summary(?:\*\*)?\s*:\s*", re.IGNORECASE)
 _FENCE = re.compile(r"^\s*```[a-z]*\s*|\s*```\s*$")
@@ -82,7 +82,7 @@ def pipeline_spec(name: str) -> PipelineSpec:
             stage: {
                 "model": s.model,
                 "generation_params": _generation_params(s),
-                "verify_params": VERIFY_PARAMS,
+                "verify_params": _verify_params(s),
                 "context_budget": s.context_budget,
                 "min_sentences": s.min_sentences,
                 "max_attempts": s.max_attempts,
@@ -103,7 +103,13 @@ def _generation_params(s: PipelineSettings) -> dict:
         "temperature": s.temperature,
         "presence_penalty": s.presence_penalty,
         "frequency_penalty": s.frequency_penalty,
+        "max_tokens": s.max_tokens,
     }
+
+
+def _verify_params(s: PipelineSettings) -> dict:
+    # Checks are deterministic; the cap keeps a rambling model from running on.
+    return {"temperature": 0.0, "max_tokens": s.max_tokens}
 
 
 @dataclass
@@ -123,9 +129,10 @@ def clean_summary(text: str) -> str:
     return _LABEL.sub("", _FENCE.sub("", text.strip())).strip()
 
 
-def sentence_claims(text: str) -> list[dict]:
+def sentence_claims(text: str, known: Collection[str] = ()) -> list[dict]:
     """The text's sentences as (not yet verified) claims, with their spans and the
-    references they cite."""
+    references they cite (`known`: the context's ids, which count whatever they look
+    like, e.g. a source key used as the reference)."""
     claims = []
     for index, (start, end) in enumerate(split_spans(text)):
         sentence = text[start:end]
@@ -135,7 +142,7 @@ def sentence_claims(text: str) -> list[dict]:
                 "text": sentence,
                 "start": start,
                 "end": end,
-                "refs": list(dict.fromkeys(cited_refs(sentence))),
+                "refs": list(dict.fromkeys(cited_refs(sentence, known))),
                 "verdict": UNVERIFIED,
                 "explanation": "",
                 "probability": None,
@@ -153,7 +160,9 @@ class Runner:
             (s.text, s.ref or source.external_ids.get("pmcid") or source.key) for s in source.sentences.all()
         ]
         self.entity = source.metadata.get("entity") or source.title or source.key
+        self.refs = {ref for _, ref in self.sentences}
         self.trace: dict = {"steps": []}
+        self.truncated = False  # the current text came from an answer cut off at max_tokens
 
     # --- shared steps -------------------------------------------------------------
 
@@ -182,6 +191,12 @@ class Runner:
         result = self.call(
             "generate", "generate", {"entity": self.entity, "context": context.text}, s.model, _generation_params(s)
         )
+        return self.text_of(result)
+
+    def text_of(self, result) -> str:
+        """The summary in a generation answer. An answer cut off at max_tokens is
+        remembered: the final text must not silently be a truncated one."""
+        self.truncated = result.call.finish_reason == "length"
         return clean_summary(result.text)
 
     def check(self, step: str, text: str, context: Context) -> ReferenceReport:
@@ -206,7 +221,7 @@ class Runner:
                 s.model,
                 _generation_params(s),
             )
-            text = clean_summary(result.text)
+            text = self.text_of(result)
             attempts += 1
             report = self.check(f"references:after-rescue:{kind}", text, context)
         if not report.passed:
@@ -216,7 +231,7 @@ class Runner:
                 flags=["references_failed"],
                 attempts=attempts,
                 references=report,
-                claims=sentence_claims(text),
+                claims=sentence_claims(text, self.refs),
             )
 
         claims = self.self_consistency("self_consistency", text, context, s)
@@ -231,7 +246,7 @@ class Runner:
                 s.model,
                 _generation_params(s),
             )
-            text = clean_summary(result.text)
+            text = self.text_of(result)
             report = self.check("references:final", text, context)
             if not report.passed:
                 flags.append("final_references_failed")
@@ -250,14 +265,14 @@ class Runner:
         )
 
     def self_consistency(self, step: str, text: str, context: Context, s: PipelineSettings) -> list[dict]:
-        claims = sentence_claims(text)
+        claims = sentence_claims(text, self.refs)
         statements = "\n".join(f"{i + 1}. {c['text']}" for i, c in enumerate(claims))
         result = self.call(
             step,
             "self_consistency",
             {"context": context.text, "statements": statements},
             s.model,
-            VERIFY_PARAMS,
+            _verify_params(s),
             json_output=True,
         )
         verdicts = parse_statement_verdicts(result.text, len(claims))
@@ -285,7 +300,7 @@ class Runner:
                 s.model,
                 _generation_params(s),
             )
-            text = clean_summary(result.text)
+            text = self.text_of(result)
             references = self.check("references:final", text, context)
             claims = self.verify_claims("factored:reverify", text, s)
         after = sum(c["verdict"] == NOT_SUPPORTED for c in claims)
@@ -312,7 +327,7 @@ class Runner:
         return "\n".join(context_line(text, ref) for text, ref in self.sentences if ref in refs)
 
     def verify_claims(self, step: str, text: str, s: PipelineSettings) -> list[dict]:
-        claims = sentence_claims(text)
+        claims = sentence_claims(text, self.refs)
         known = {ref for _, ref in self.sentences}
         for claim in claims:
             refs = claim["refs"]
@@ -333,7 +348,7 @@ class Runner:
                 "factored_verify",
                 {"sources": self.sources_for(refs), "claim": claim["text"]},
                 s.model,
-                VERIFY_PARAMS,
+                _verify_params(s),
                 json_output=True,
                 logprobs=True,
             )
@@ -368,6 +383,9 @@ class Runner:
             verified.status = "flagged" if verified.flags else "ok"
             verified.attempts = outcome.attempts
             outcome = verified
+        if self.truncated:
+            outcome.flags = [*outcome.flags, "output_truncated"]
+            outcome.status = "flagged"
         outcome.trace = self.trace
         return outcome
 
@@ -377,12 +395,3 @@ def summary_probability(claims: list[dict]) -> float | None:
     in the paper); None when no claim was verified."""
     probabilities = [c["probability"] for c in claims if c.get("probability") is not None]
     return math.prod(probabilities) if probabilities else None
-
-
-def calibrate_threshold(p_faithful: list[float], p_hallucinated: list[float]) -> float:
-    """Factored Verification's rule for θ from rated data: the midpoint between the
-    mean P(summary) of summaries raters judged faithful and of those they judged
-    hallucinated."""
-    if not p_faithful or not p_hallucinated:
-        raise ValueError("calibration needs rated summaries of both kinds")
-    return (sum(p_faithful) / len(p_faithful) + sum(p_hallucinated) / len(p_hallucinated)) / 2

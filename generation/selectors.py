@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.db.models import Count, Prefetch, QuerySet, Sum
+from django.db.models import Count, Prefetch, Q, QuerySet, Sum
 
 from annotate.models import Claim, Summary
 from generation.checks import CHECKS
@@ -26,6 +26,13 @@ def run_jobs(run: GenerationRun) -> QuerySet[GenerationJob]:
 def run_progress(run: GenerationRun) -> dict[str, int]:
     counts = dict(run.jobs.values_list("status").annotate(n=Count("id")).values_list("status", "n"))
     return {status: counts.get(status, 0) for status in GenerationJob.Status.values}
+
+
+def with_progress(runs: QuerySet[GenerationRun]) -> QuerySet[GenerationRun]:
+    """Runs annotated with n_<status>: how many of their jobs are in each status."""
+    return runs.annotate(
+        **{f"n_{status}": Count("jobs", filter=Q(jobs__status=status)) for status in GenerationJob.Status.values}
+    )
 
 
 def job_report(job: GenerationJob) -> dict:
@@ -60,3 +67,14 @@ def summary_trace(summary: Summary) -> list[GenerationJob]:
             Prefetch("llm_calls", queryset=LLMCall.objects.order_by("created_at", "id"))
         )
     )
+
+
+def factored_probabilities(study) -> dict[str, float | None]:
+    """P(summary) that Factored Verification gave each summary of the study (by summary
+    uuid; None when it verified no claim), for the summaries it checked."""
+    probabilities = {}
+    for uuid, metadata in Summary.objects.filter(study=study).values_list("uuid", "metadata"):
+        factored = (metadata or {}).get("factored")
+        if factored:
+            probabilities[str(uuid)] = factored.get("p_summary")
+    return probabilities

@@ -7,28 +7,26 @@ exactly like imported ones.
 from __future__ import annotations
 
 import logging
+import queue
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, close_old_connections, transaction
-from django.db.models import F, Q
+from django.db import connections, transaction
+from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
 from annotate.exceptions import ApplicationError
 from annotate.models import Source, Study
 from annotate.services import create_summary, record_claims
-from generation.conf import llm_settings, pipeline_settings
+from generation.conf import job_lease_seconds, llm_settings, pipeline_settings
 from generation.llm import Gateway, LLMError
-from generation.models import GenerationJob, GenerationRun
+from generation.models import GenerationJob, GenerationRun, LLMCall
 from generation.pipelines import Outcome, PipelineSpec, Runner, pipeline_spec
 
 logger = logging.getLogger(__name__)
 
-# A job claimed longer ago than this is taken to belong to a dead worker and may be
-# claimed again (a redelivered task, or the next `generate` run, resumes it).
-JOB_LEASE = timedelta(minutes=30)
 Status = GenerationJob.Status
 
 
@@ -47,17 +45,21 @@ def resolve_pipeline(name: str) -> PipelineSpec:
         raise ApplicationError(str(exc)) from None
 
 
-def _job_for(source: Source, spec: PipelineSpec) -> GenerationJob:
-    try:
-        with transaction.atomic():
-            job, _ = GenerationJob.objects.get_or_create(
-                source=source,
-                pipeline_version=spec.version,
-                defaults={"pipeline": spec.name, "config": spec.config},
-            )
-    except IntegrityError:  # another run created it between our get and create
-        job = GenerationJob.objects.get(source=source, pipeline_version=spec.version)
-    return job
+def _jobs_for(sources: Sequence[Source], spec: PipelineSpec) -> list[GenerationJob]:
+    """The job of each source for this pipeline version, creating the missing ones in
+    one statement. A job another run created meanwhile is kept (the unique constraint
+    on source and version makes the insert skip it), so every source ends with one."""
+    GenerationJob.objects.bulk_create(
+        [
+            GenerationJob(source=source, pipeline_version=spec.version, pipeline=spec.name, config=spec.config)
+            for source in sources
+        ],
+        ignore_conflicts=True,
+    )
+    study_ids = {source.study_id for source in sources}
+    jobs = GenerationJob.objects.filter(source__study_id__in=study_ids, pipeline_version=spec.version)
+    by_source = {job.source_id: job for job in jobs}
+    return [by_source[source.pk] for source in sources]
 
 
 def start_generation_run(
@@ -77,7 +79,7 @@ def start_generation_run(
             raise ApplicationError(f"No source {', '.join(missing)} in study {study.slug}.")
     if limit is not None:
         sources = sources[:limit]
-    jobs = [_job_for(source, spec) for source in sources]
+    jobs = _jobs_for(list(sources), spec)
     with transaction.atomic():
         run = GenerationRun.objects.create(
             study=study, pipeline=spec.name, pipeline_version=spec.version, config=spec.config
@@ -96,7 +98,10 @@ def dispatch_jobs(*, job_ids: Sequence[int]) -> None:
 
     With a broker, workers run them (their own concurrency plus the gateway's limit
     per endpoint). Without one, Celery runs tasks eagerly in the calling thread, so we
-    fan out over a thread pool of GENERATION_CONCURRENCY to keep the same parallelism.
+    fan out over GENERATION_CONCURRENCY threads to keep the same parallelism. Each
+    thread takes the next job when it finishes one and keeps its database connection
+    for the whole run, as a worker process does (opening one per job costs more than
+    the job's own queries); the first error is raised once every job has run.
     """
     from generation.tasks import generate_summary_task
 
@@ -105,28 +110,80 @@ def dispatch_jobs(*, job_ids: Sequence[int]) -> None:
             generate_summary_task.delay(job_id)
         return
 
-    def run_in_thread(job_id: int) -> None:
-        try:
-            generate_summary_task.delay(job_id)
-        finally:
-            close_old_connections()
+    pending: queue.SimpleQueue[int] = queue.SimpleQueue()
+    for job_id in job_ids:
+        pending.put(job_id)
+    errors: list[BaseException] = []
 
-    with ThreadPoolExecutor(max_workers=llm_settings().concurrency) as pool:
-        for future in [pool.submit(run_in_thread, job_id) for job_id in job_ids]:
-            future.result()
+    def drain() -> None:
+        try:
+            while True:
+                try:
+                    job_id = pending.get_nowait()
+                except queue.Empty:
+                    return
+                try:
+                    generate_summary_task.delay(job_id)
+                except Exception as exc:  # the job is marked failed; raised below, after the others ran
+                    errors.append(exc)
+        finally:
+            connections.close_all()
+
+    workers = min(llm_settings().concurrency, len(job_ids))
+    if workers:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            for future in [pool.submit(drain) for _ in range(workers)]:
+                future.result()
+    if errors:
+        raise errors[0]
+
+
+def job_lease() -> timedelta:
+    """How long a running job may show no sign of life before another worker may take
+    it over. A live worker records every LLM attempt when it ends, and attempts are at
+    most GENERATION_TIMEOUT plus one backoff apart, so the lease is never shorter than
+    three such gaps, whatever GENERATION_JOB_LEASE says."""
+    conf = llm_settings()
+    return timedelta(seconds=max(job_lease_seconds(), 3 * (conf.timeout + conf.backoff_max)))
 
 
 def claim_job(*, job_id: int) -> GenerationJob | None:
     """Take the job for this worker, or None when it is finished or another live
-    worker has it. One UPDATE decides, so two deliveries of a task cannot both win."""
+    worker has it. One UPDATE decides, so two deliveries of a task cannot both win.
+
+    A running job is taken over only when it was claimed longer ago than the lease
+    and none of its LLM calls is more recent than that: its worker died (a job that
+    retries a slow endpoint for an hour is still alive)."""
     now = timezone.now()
-    claimable = Q(status=Status.PENDING) | Q(status=Status.RUNNING, claimed_at__lt=now - JOB_LEASE)
-    updated = GenerationJob.objects.filter(claimable, pk=job_id).update(
-        status=Status.RUNNING, claimed_at=now, tries=F("tries") + 1, updated_at=now
-    )
-    if updated != 1:
-        return None
+    claim = {"status": Status.RUNNING, "claimed_at": now, "tries": F("tries") + 1, "updated_at": now}
+    # The usual case first, in the cheapest statement: a pending job.
+    if not GenerationJob.objects.filter(pk=job_id, status=Status.PENDING).update(**claim):
+        cutoff = now - job_lease()
+        recent_call = LLMCall.objects.filter(job=OuterRef("pk"), created_at__gte=cutoff)
+        abandoned = GenerationJob.objects.filter(pk=job_id, status=Status.RUNNING, claimed_at__lt=cutoff)
+        if not abandoned.filter(~Exists(recent_call)).update(**claim):
+            return None
     return GenerationJob.objects.select_related("source__study").get(pk=job_id)
+
+
+def abandoned_jobs(*, run: GenerationRun) -> list[int]:
+    """The run's jobs that are running without a live worker: claimed longer ago than
+    the lease and with no LLM call since (see claim_job)."""
+    cutoff = timezone.now() - job_lease()
+    recent_call = LLMCall.objects.filter(job=OuterRef("pk"), created_at__gte=cutoff)
+    jobs = run.jobs.filter(status=Status.RUNNING, claimed_at__lt=cutoff).filter(~Exists(recent_call))
+    return list(jobs.values_list("pk", flat=True))
+
+
+def requeue_abandoned_jobs(*, run: GenerationRun) -> list[int]:
+    """Hand the run's abandoned jobs to the workers again. A worker process that was
+    killed (out of memory, say) has its message acknowledged by Celery, so nothing
+    else would deliver its job again; claiming is atomic, so a job that a live worker
+    takes meanwhile is not run twice."""
+    job_ids = abandoned_jobs(run=run)
+    if job_ids:
+        dispatch_jobs(job_ids=job_ids)
+    return job_ids
 
 
 def run_generation_job(*, job_id: int) -> GenerationJob:
@@ -149,22 +206,24 @@ def run_generation_job(*, job_id: int) -> GenerationJob:
         outcome = Runner(spec=spec, source=job.source, job=job, gateway=Gateway()).run()
     except LLMError as exc:
         _finish(job, claimed_at, status=Status.FAILED, error=exc.message)
-        job.refresh_from_db()
         return job
     except Exception as exc:
         # Not ours to handle: mark the job so the run shows it, then let it propagate.
         _finish(job, claimed_at, status=Status.FAILED, error=f"{type(exc).__name__}: {exc}")
         raise
-    store_outcome(job=job, claimed_at=claimed_at, spec=spec, outcome=outcome)
-    job.refresh_from_db()
-    return job
+    return store_outcome(job=job, claimed_at=claimed_at, spec=spec, outcome=outcome)
 
 
 def _finish(job: GenerationJob, claimed_at, **fields) -> bool:
-    """Write the job's result only if this worker still holds the claim."""
+    """Write the job's result only if this worker still holds the claim (and on the
+    instance too, so the caller need not read the row again)."""
+    now = timezone.now()
     updated = GenerationJob.objects.filter(pk=job.pk, status=Status.RUNNING, claimed_at=claimed_at).update(
-        finished_at=timezone.now(), updated_at=timezone.now(), **fields
+        finished_at=now, updated_at=now, **fields
     )
+    if updated == 1:
+        for name, value in {"finished_at": now, "updated_at": now, **fields}.items():
+            setattr(job, name, value)
     return updated == 1
 
 
@@ -172,10 +231,10 @@ def _finish(job: GenerationJob, claimed_at, **fields) -> bool:
 def store_outcome(*, job: GenerationJob, claimed_at, spec: PipelineSpec, outcome: Outcome) -> GenerationJob:
     """Store the summary, its claims and the job's result in one transaction, so a
     crash leaves either all of it or none (and the job can simply run again)."""
-    locked = GenerationJob.objects.select_for_update().get(pk=job.pk)
+    locked = GenerationJob.objects.select_for_update().only("status", "claimed_at").get(pk=job.pk)
     if locked.status != Status.RUNNING or locked.claimed_at != claimed_at:
         logger.warning("job %s was taken over by another worker; discarding this result", job.pk)
-        return locked
+        return GenerationJob.objects.get(pk=job.pk)
     result = {
         "attempts": outcome.attempts,
         "reference_checks": outcome.references.as_dict() if outcome.references else None,
@@ -217,13 +276,13 @@ def store_outcome(*, job: GenerationJob, claimed_at, spec: PipelineSpec, outcome
                 for c in outcome.claims
             ],
         )
-    GenerationJob.objects.filter(pk=job.pk).update(
+    _finish(
+        job,
+        claimed_at,
         status=outcome.status,
         summary=summary,
         result=result,
         skip_reason=outcome.skip_reason,
         error="",
-        finished_at=timezone.now(),
-        updated_at=timezone.now(),
     )
-    return locked
+    return job

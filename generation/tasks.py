@@ -3,10 +3,18 @@
 from celery import shared_task
 
 from generation import services
+from generation.models import GenerationJob
 
 
-@shared_task(acks_late=True)
-def generate_summary_task(job_id: int) -> str:
-    # No automatic retries here: the gateway already retries transient LLM errors,
-    # and a failed job is resumed by the next run.
-    return services.run_generation_job(job_id=job_id).status
+@shared_task(bind=True, acks_late=True, max_retries=None)
+def generate_summary_task(self, job_id: int) -> str:
+    # No automatic retries on errors: the gateway already retries transient LLM
+    # errors, and a failed job is resumed by the next run.
+    job = services.run_generation_job(job_id=job_id)
+    if job.status == GenerationJob.Status.RUNNING and not self.request.is_eager:
+        # Another worker holds the job. If that worker died (this delivery may be the
+        # broker handing us its task again), nobody else would resume the job: look
+        # again once its lease can have run out. A live holder will have finished by
+        # then, and this delivery does nothing.
+        raise self.retry(countdown=services.job_lease().total_seconds())
+    return job.status

@@ -5,6 +5,8 @@ answer (the LitSumm authors' code failed a summary when "False" appeared anywher
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
 import re
 from dataclasses import dataclass
@@ -72,14 +74,54 @@ def parse_statement_verdicts(text: str, count: int) -> list[Verdict]:
     ]
 
 
+# A verdict phrase standing on its own: followed by the end of the line or by
+# punctuation, never by more words ("No deaths occurred" is a statement, "No." a verdict).
+_VERDICT_WORDS = r"(not[\s_-]+supported|unsupported|supported|true|false|yes|no|correct|incorrect|accurate|inaccurate)"
+_VERDICT_PHRASE = _VERDICT_WORDS + r"(?=\s*(?:$|[-–—:.,;!?()\[\]\"'*]))"
+_VERDICT_HEAD = re.compile(r"[\s\"'*(\[]*" + _VERDICT_PHRASE, re.IGNORECASE)
+# A verdict closing the line after a break: "No deaths occurred. True.", "[...] False".
+_VERDICT_TAIL = re.compile(r"(?:^|[.;:!?)\]|>→*–—-])[\s\"'*(\[]*" + _VERDICT_WORDS + r"[\s\"'*.!)\]]*$", re.IGNORECASE)
+# An explicit label: "Verdict: True", "supported: no", "Answer = not supported".
+_VERDICT_LABEL = re.compile(
+    r"\b(?<!not )(?<!not_)(?:verdict|supported|answer|judg(?:e)?ment)\W{0,3}[:=]\s*" + _VERDICT_PHRASE,
+    re.IGNORECASE,
+)
+# Where a line echoing the statement hands over to the verdict.
+_SEPARATOR = re.compile(r":|\s[-–—]\s|[–—]")
+
+
+def _phrase_verdict(phrase: str) -> str:
+    return _word_verdict(re.sub(r"[\s_-]+", " ", phrase))
+
+
 def _line_verdict(rest: str) -> str:
-    """The verdict a sloppy line states first: "True - ...", "Not supported: ..."."""
-    negative, positive = _NEGATIVE.search(rest), _POSITIVE.search(rest)
-    if negative and (not positive or negative.start() <= positive.start()):
-        return NOT_SUPPORTED
-    if positive:
-        return SUPPORTED
-    return UNVERIFIED
+    """The verdict a sloppy line gives for its statement.
+
+    Models write "True - the context says so" as often as they echo the statement
+    first ("No deaths occurred: True"), and a statement may itself hold "no", "not"
+    or "false". So, in order: an explicit label ("Verdict: ...", "Supported: ...");
+    else a verdict that closes the line on its own ("... occurred. True."); else a
+    verdict standing at the start of the text after a separator (':', ' - ', '—'),
+    trying the last separator first and the line's own start last; else the last
+    verdict word on the line.
+    """
+    labels = list(_VERDICT_LABEL.finditer(rest))
+    if labels:
+        return _phrase_verdict(labels[-1].group(1))
+    tail = _VERDICT_TAIL.search(rest.rstrip())
+    if tail:
+        return _phrase_verdict(tail.group(1))
+    starts = [0, *(m.end() for m in _SEPARATOR.finditer(rest))]
+    for start in reversed(starts):
+        head = _VERDICT_HEAD.match(rest, start)
+        if head:
+            return _phrase_verdict(head.group(1))
+    words = [*_NEGATIVE.finditer(rest), *_POSITIVE.finditer(rest)]
+    if not words:
+        return UNVERIFIED
+    # The last one by where it ends; "not supported" wins over its own "supported".
+    last = max(words, key=lambda m: (m.end(), m.end() - m.start()))
+    return _phrase_verdict(last.group(0))
 
 
 def parse_claim_verdict(text: str) -> tuple[str, str]:
@@ -98,32 +140,64 @@ def parse_claim_verdict(text: str) -> tuple[str, str]:
     return UNVERIFIED, text.strip()
 
 
-def _normal(token: str) -> str:
-    return token.strip().strip("\"':,.").lower()
+# The value of the "supported" field: JSON first (`"supported": "yes"`, `"supported": true`);
+# for a model that ignored the JSON instruction, the same loose form parse_claim_verdict reads.
+_SUPPORTED_JSON_VALUE = re.compile(r'"supported"\s*:\s*"?(yes|no|true|false)\b', re.IGNORECASE)
+_ANSWER_TOKEN = re.compile(r"\W*(yes|no|true|false)\W*", re.IGNORECASE)
+_YES = {"yes", "true"}
+
+
+def _answer(token: str) -> str | None:
+    """The answer a token reads: "yes" for yes/true, "no" for no/false, else None."""
+    match = _ANSWER_TOKEN.fullmatch(token.strip())
+    if not match:
+        return None
+    return "yes" if match.group(1).lower() in _YES else "no"
+
+
+def _verdict_token(logprobs: list[dict]) -> dict | None:
+    """The token that carries the value of the "supported" field.
+
+    The token texts are joined, the field's value is located in the joined text, and
+    the token covering its first character is the one whose alternatives hold P(yes).
+    A "no" in the critique or the quotes is never read as the verdict.
+    """
+    tokens = [item["token"] for item in logprobs]
+    text = "".join(tokens)
+    starts = [0, *itertools.accumulate(len(token) for token in tokens)][:-1]
+    values = list(_SUPPORTED_JSON_VALUE.finditer(text)) or list(_SUPPORTED_FIELD.finditer(text))
+    if not values:
+        return None
+    offset = values[-1].start(1)
+    index = bisect.bisect_right(starts, offset) - 1
+    item = logprobs[index]
+    # The value must be that token's own answer: a value split over several tokens
+    # ("tr" + "ue") has no yes/no alternatives to compare.
+    return item if _answer(item["token"]) is not None else None
 
 
 def yes_probability(logprobs: list[dict] | None, verdict: str) -> float | None:
     """P(supported) for a yes/no answer.
 
-    From the logprobs of the last yes/no token (normalised over the yes and no
-    alternatives among its top logprobs) when the endpoint returned them;
-    otherwise 1 or 0 from the verdict (Factored Verification's fallback for models
-    without token probabilities); None for an unverified claim.
+    From the logprobs of the token that carries the "supported" field's value,
+    normalised over the yes/true and no/false alternatives among its top logprobs
+    (Factored Verification's claim probability); otherwise, when the endpoint gave
+    no logprobs or they do not cover that value, 1 or 0 from the verdict (the
+    paper's fallback for models without token probabilities). None for an
+    unverified claim.
     """
-    if logprobs:
-        for item in reversed(logprobs):
-            if _normal(item["token"]) not in {"yes", "no"}:
-                continue
-            p_yes = p_no = 0.0
-            for token, logprob in item.get("top") or [[item["token"], item["logprob"]]]:
-                if _normal(token) == "yes":
-                    p_yes += math.exp(logprob)
-                elif _normal(token) == "no":
-                    p_no += math.exp(logprob)
-            if p_yes + p_no > 0:
-                return p_yes / (p_yes + p_no)
-            chosen = math.exp(item["logprob"])
-            return chosen if _normal(item["token"]) == "yes" else 1 - chosen
+    item = _verdict_token(logprobs) if logprobs else None
+    if item is not None:
+        alternatives = {token: logprob for token, logprob in item.get("top") or []}
+        # The sampled token is not always among the top alternatives.
+        alternatives.setdefault(item["token"], item["logprob"])
+        mass = {"yes": 0.0, "no": 0.0}
+        for token, logprob in alternatives.items():
+            answer = _answer(token)
+            if answer is not None:
+                mass[answer] += math.exp(logprob)
+        if mass["yes"] + mass["no"] > 0:  # a logprob of -inf (or -9999) underflows to 0
+            return mass["yes"] / (mass["yes"] + mass["no"])
     if verdict == SUPPORTED:
         return 1.0
     if verdict == NOT_SUPPORTED:

@@ -22,6 +22,48 @@ def test_split_sentences(text, expected):
     assert split_sentences(text) == expected
 
 
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        # A capital letter after a lowercase word names a thing, and the stop ends the sentence.
+        (
+            "Patients took vitamin D. Supplements were stopped.",
+            ["Patients took vitamin D.", "Supplements were stopped."],
+        ),
+        ("Most had hepatitis B. It was chronic.", ["Most had hepatitis B.", "It was chronic."]),
+        ("They were in group A. The rest were in group B.", ["They were in group A.", "The rest were in group B."]),
+        ("Some had diabetes type C. Others had none.", ["Some had diabetes type C.", "Others had none."]),
+        ("Vaccinated against hepatitis B. [PMC1] Next.", ["Vaccinated against hepatitis B. [PMC1]", "Next."]),
+    ],
+)
+def test_a_capital_letter_after_a_lowercase_word_ends_a_sentence(text, expected):
+    assert split_sentences(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("As J. Smith wrote. Fine.", ["As J. Smith wrote.", "Fine."]),
+        ("J. R. R. Tolkien wrote it. Next.", ["J. R. R. Tolkien wrote it.", "Next."]),
+        ("Smith J. et al. found it [PMC1]. Next.", ["Smith J. et al. found it [PMC1].", "Next."]),
+        (
+            "It was shown by J. Smith and by A. B. Jones. Next.",
+            ["It was shown by J. Smith and by A. B. Jones.", "Next."],
+        ),
+        ("Dr. A. Smith agreed. Next.", ["Dr. A. Smith agreed.", "Next."]),
+        (
+            "See Fig. 2 for details, e.g. doses, i.e. all. Next.",
+            ["See Fig. 2 for details, e.g. doses, i.e. all.", "Next."],
+        ),
+        ("Drug A vs. placebo was tested. Next.", ["Drug A vs. placebo was tested.", "Next."]),
+        ("Taken with vitamin D. coli was absent.", ["Taken with vitamin D. coli was absent."]),
+        ("Both agreed [PMC1][PMC2]. Next.", ["Both agreed [PMC1][PMC2].", "Next."]),
+    ],
+)
+def test_initials_and_abbreviations_still_do_not_end_a_sentence(text, expected):
+    assert split_sentences(text) == expected
+
+
 def test_spans_are_exact_offsets_into_the_text():
     text = "  Első mondat [PMC1].  Második, e.g. ez [PMC2].\nHarmadik."
     spans = split_spans(text)

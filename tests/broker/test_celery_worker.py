@@ -36,6 +36,17 @@ def database_url() -> str:
     return f"postgres://{user}@{db.get('HOST') or '127.0.0.1'}:{db.get('PORT') or 5432}/{db['NAME']}"
 
 
+def stop(process: subprocess.Popen, timeout: float = 30) -> str:
+    """Stop a worker process (warm shutdown, then kill) and return its log."""
+    process.terminate()
+    try:
+        output, _ = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        output, _ = process.communicate()
+    return output
+
+
 @pytest.fixture
 def worker(request):
     broker = BROKERS[request.param]
@@ -70,18 +81,12 @@ def worker(request):
         text=True,
     )
     # A client app of our own sends the tasks, so the suite's eager app is left alone.
-    sender = Celery("sender", broker=broker)
+    sender = Celery("sender", broker=broker, set_as_current=False)
     try:
         yield sender, queue
     finally:
         sender.close()
-        process.terminate()
-        try:
-            output, _ = process.communicate(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            output, _ = process.communicate()
-        request.node.worker_log = output
+        request.node.worker_log = stop(process)
 
 
 def rated_demo_study() -> Study:

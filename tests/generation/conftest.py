@@ -50,6 +50,23 @@ def make_source(study, key: str, sentences: list[tuple[str, str]], **fields) -> 
     return source
 
 
+def held_job(source, *, claimed_at, pipeline: str = "litsumm"):
+    """A job a worker claimed at `claimed_at` and has not finished (alive or dead)."""
+    from generation.models import GenerationJob
+    from generation.pipelines import pipeline_spec
+
+    spec = pipeline_spec(pipeline)
+    return GenerationJob.objects.create(
+        source=source,
+        pipeline=spec.name,
+        pipeline_version=spec.version,
+        config=spec.config,
+        status="running",
+        claimed_at=claimed_at,
+        tries=1,
+    )
+
+
 TRIAL = [
     ("Drug A was compared with placebo in 120 adults with hypertension.", "PMC100"),
     ("Systolic blood pressure fell by 12 mmHg with drug A and by 3 mmHg with placebo.", "PMC100"),

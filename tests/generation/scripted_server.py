@@ -39,6 +39,7 @@ class Reply:
     # [(token, logprob, [(alternative, logprob), ...]), ...]
     logprobs: list[tuple[str, float, list[tuple[str, float]]]] | None = None
     raw_body: str | None = None
+    finish_reason: str = "stop"  # "length": cut off at max_tokens
 
 
 @dataclass
@@ -121,6 +122,13 @@ class ScriptedServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+            # Keep-alive, as real OpenAI-compatible servers do (HTTP/1.0 would make the
+            # client open a new connection for every call).
+            protocol_version = "HTTP/1.1"
+            # Headers and body go out in separate writes: without TCP_NODELAY, Nagle's
+            # algorithm and the client's delayed ACK would hold the body back ~40 ms.
+            disable_nagle_algorithm = True
+
             def log_message(self, *args):
                 pass
 
@@ -199,7 +207,7 @@ def _completion(body: dict, reply: Reply, *, with_logprobs: bool) -> dict:
                 "index": 0,
                 "message": {"role": "assistant", "content": reply.content},
                 "logprobs": logprobs,
-                "finish_reason": "stop",
+                "finish_reason": reply.finish_reason,
             }
         ],
         # A fixed rule, so tests can compute the expected cost by hand.

@@ -1,6 +1,8 @@
 """Factored Verification: each cited claim against only its cited sources,
 probabilities from logprobs, product, threshold, critique → revision → re-verification."""
 
+import math
+
 import pytest
 
 from generation.models import LLMCall
@@ -40,6 +42,28 @@ def test_each_claim_is_checked_against_only_the_sources_it_cites(serve, trial_so
     assert [c.probability for c in claims] == pytest.approx([0.9, 0.9, 0.9])
     assert job.result["factored"]["p_summary"] == pytest.approx(0.9**3)
     assert job.status == "ok"
+
+
+def verdict_first_then_a_no(request):
+    """The verdict comes first; the critique after it holds a confident "No"."""
+    tokens = [
+        ('{"supported": "', -0.01, []),
+        ("yes", math.log(0.7), [("yes", math.log(0.7)), ("no", math.log(0.2))]),
+        ('", "critique": "', -0.01, []),
+        ("No", math.log(0.9), [("No", math.log(0.9)), ("Yes", math.log(0.05))]),
+        (' contradiction was found."}', -0.01, []),
+    ]
+    return Reply(content="".join(t for t, _, _ in tokens), logprobs=tokens)
+
+
+def test_the_claim_probability_comes_from_the_supported_fields_token(serve, trial_source):
+    serve(honest_model, steps={"generate": [Reply(content=TWO_SOURCES)], "factored_verify": [verdict_first_then_a_no]})
+    job = run_job(trial_source, "factored")
+    claims = list(job.summary.claims.order_by("index"))
+    assert [c.verdict for c in claims] == ["supported"] * 3
+    # yes 0.7 against no 0.2, whatever the critique says afterwards.
+    assert [c.probability for c in claims] == pytest.approx([0.7 / 0.9] * 3)
+    assert job.result["factored"]["p_summary"] == pytest.approx((0.7 / 0.9) ** 3)
 
 
 def test_unsupported_claims_are_critiqued_revised_and_reverified(serve, trial_source):
@@ -82,6 +106,16 @@ def test_without_logprobs_the_probability_is_zero_or_one(serve, trial_source):
     assert all("logprobs" not in r.body for r in verifications[1:])
 
 
+def test_a_chemistry_bracket_is_not_a_missing_reference(serve, trial_source):
+    text = "Drug A lowered serum [Ca2+] in 120 adults [PMC100]. A second trial enrolled 80 older adults [PMC200]."
+    server = serve(honest_model, steps={"generate": [Reply(content=text)]})
+    job = run_job(trial_source, "factored")
+    claims = list(job.summary.claims.order_by("index"))
+    assert [c.refs for c in claims] == [["PMC100"], ["PMC200"]]
+    assert [c.verdict for c in claims] == ["supported", "supported"]
+    assert server.steps_seen() == ["generate", "factored_verify", "factored_verify"]
+
+
 def test_an_invented_reference_is_unsupported_without_asking(serve, trial_source):
     text = "Drug A was compared with placebo [PMC100]. It cured everyone [PMC555]."
     serve(honest_model, steps={"generate": [Reply(content=text)], "factored_revise": [Reply(content=TWO_SOURCES)]})
@@ -100,3 +134,17 @@ def test_litsumm_then_factored_runs_both_and_keeps_the_factored_verdicts(serve, 
     assert job.summary.generator == f"scripted-model/litsumm+factored@{job.pipeline_version}"
     assert all(c.probability == pytest.approx(0.9) for c in job.summary.claims.all())
     assert job.status == "ok"
+
+
+def test_a_claim_citing_a_source_key_is_checked_against_that_source(serve, study):
+    """Sentences with no ref of their own are cited by the source's key, which looks
+    like no PMCID; a claim citing it is still a cited claim and is verified."""
+    from tests.generation.conftest import TRIAL, make_source
+
+    source = make_source(study, "drug-a-trial", [(text, "") for text, _ in TRIAL], title="Drug A")
+    server = serve(honest_model, steps={"generate": [Reply(content="Drug A lowered pressure [drug-a-trial].")]})
+    job = run_job(source, "factored")
+    verifications = [r for r in server.requests if r.step == "factored_verify"]
+    assert len(verifications) == 1
+    assert "[drug-a-trial]" in verifications[0].section("Cited source(s)")
+    assert job.summary.claims.get().refs == ["drug-a-trial"]

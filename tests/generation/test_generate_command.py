@@ -14,7 +14,7 @@ from generation.models import GenerationJob, GenerationRun, LLMCall
 from generation.services import run_generation_job
 from generation.tasks import generate_summary_task
 from tests.factories import StudyFactory
-from tests.generation.conftest import TRIAL, honest_model, make_source
+from tests.generation.conftest import TRIAL, held_job, honest_model, make_source
 from tests.generation.scripted_server import Reply
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -144,25 +144,46 @@ def test_a_failed_run_is_resumed_by_the_next(serve, sources, capsys, monkeypatch
 
 
 def test_a_job_abandoned_by_a_dead_worker_is_resumed(serve, sources, capsys):
-    from generation.pipelines import pipeline_spec
-
     server = serve(honest_model)
-    spec = pipeline_spec("litsumm")
     # A worker claimed the job two hours ago and died before storing anything.
-    job = GenerationJob.objects.create(
-        source=sources[0],
-        pipeline=spec.name,
-        pipeline_version=spec.version,
-        config=spec.config,
-        status="running",
-        claimed_at=timezone.now() - timedelta(hours=2),
-        tries=1,
-    )
+    job = held_job(sources[0], claimed_at=timezone.now() - timedelta(hours=2))
     out = generate(capsys, "--pipeline", "litsumm", "--source", "a-trial")
     assert out["summaries"][0]["status"] == "ok"
     assert server.steps_seen() == ["generate", "self_consistency"]
     job.refresh_from_db()
     assert job.tries == 2 and job.summary is not None
+
+
+def test_a_long_claimed_job_that_still_calls_the_llm_is_left_alone(serve, sources, capsys):
+    server = serve(honest_model)
+    # Claimed two hours ago, but its worker recorded an LLM attempt a minute ago (an
+    # endpoint that keeps answering 429): it is alive, and taking it over would pay twice.
+    job = held_job(sources[0], claimed_at=timezone.now() - timedelta(hours=2))
+    call = LLMCall.objects.create(
+        job=job, step="generate", prompt_id="generate", prompt_version="v", messages=[], latency=1
+    )
+    LLMCall.objects.filter(pk=call.pk).update(created_at=timezone.now() - timedelta(minutes=1))
+    out = generate(capsys, "--pipeline", "litsumm", "--source", "a-trial")
+    assert out["summaries"][0]["status"] == "running"
+    assert server.requests == []
+
+    # Once the lease has passed with no call at all, the next run takes it over.
+    LLMCall.objects.filter(pk=call.pk).update(created_at=timezone.now() - timedelta(hours=1))
+    out = generate(capsys, "--pipeline", "litsumm", "--source", "a-trial")
+    assert out["summaries"][0]["status"] == "ok"
+    job.refresh_from_db()
+    assert job.tries == 2
+
+
+def test_the_lease_is_never_shorter_than_three_gaps_between_attempts(monkeypatch):
+    from generation.services import job_lease
+
+    monkeypatch.setenv("GENERATION_JOB_LEASE", "10")
+    monkeypatch.setenv("GENERATION_TIMEOUT", "60")
+    monkeypatch.setenv("GENERATION_BACKOFF_MAX", "60")
+    assert job_lease() == timedelta(seconds=360)
+    monkeypatch.setenv("GENERATION_JOB_LEASE", "900")
+    assert job_lease() == timedelta(seconds=900)
 
 
 def test_a_job_held_by_a_live_worker_is_left_alone(serve, sources, capsys):
@@ -198,3 +219,27 @@ def test_the_one_line_summary(serve, sources, capsys):
     serve(honest_model)
     call_command("generate", "--study", "trials", "--pipeline", "litsumm")
     assert capsys.readouterr().out.strip().endswith("2 ok, 1 skipped")
+
+
+def test_abandoned_jobs_of_a_run_are_queued_again(serve, sources):
+    """A killed worker process has its message acknowledged: `generate` waiting on the
+    run hands such jobs to the workers again (here, without a broker, they run now)."""
+    from generation.services import abandoned_jobs, requeue_abandoned_jobs
+
+    server = serve(honest_model)
+    two_hours_ago = timezone.now() - timedelta(hours=2)
+    dead, alive = (held_job(source, claimed_at=two_hours_ago) for source in sources[:2])
+    LLMCall.objects.create(job=alive, step="generate", prompt_id="generate", prompt_version="v", messages=[], latency=1)
+    run = GenerationRun.objects.create(
+        study=sources[0].study, pipeline="litsumm", pipeline_version=dead.pipeline_version
+    )
+    run.jobs.set([dead, alive])
+
+    assert abandoned_jobs(run=run) == [dead.pk]
+    assert requeue_abandoned_jobs(run=run) == [dead.pk]
+    dead.refresh_from_db()
+    alive.refresh_from_db()
+    assert (dead.status, dead.tries) == ("ok", 2)
+    assert alive.status == "running"
+    assert server.steps_seen() == ["generate", "self_consistency"]
+    assert abandoned_jobs(run=run) == []

@@ -86,6 +86,16 @@ def test_the_rescue_prompt_matches_the_failure(serve, trial_source, kind):
     assert job.result["attempts"] == 2
 
 
+def test_chemistry_in_brackets_needs_no_rescue(serve, trial_source):
+    text = "Drug A lowered serum [Ca2+] in 120 adults with hypertension [PMC100]. Headache was common [PMC100]."
+    server = serve(honest_model, steps={"generate": [Reply(content=text)]})
+    job = run_job(trial_source)
+    assert server.steps_seen() == ["generate", "self_consistency"]
+    assert job.result["attempts"] == 1
+    assert job.result["reference_checks"]["references"] == 2
+    assert job.status == "ok"
+
+
 def test_after_four_attempts_the_summary_is_flagged(serve, trial_source):
     numbered = Reply(content="Drug A lowered pressure [1]. Headache was common [2].")
     server = serve(honest_model, steps={"generate": [numbered], "rescue_format": [numbered]})
@@ -194,3 +204,25 @@ def test_self_consistency_judges_against_the_whole_context(serve, trial_source):
     run_job(trial_source)
     check = server.requests[1].prompt
     assert all(f"[{ref}]" in check for ref in ("PMC100", "PMC200"))
+
+
+def test_every_answer_is_capped_and_a_cut_off_summary_is_flagged(serve, trial_source, monkeypatch):
+    monkeypatch.setenv("GENERATION_MAX_TOKENS", "300")
+    server = serve(honest_model, steps={"generate": [Reply(content=GOOD, finish_reason="length")]})
+    job = run_job(trial_source)
+    assert [r.body["max_tokens"] for r in server.requests] == [300, 300]
+    assert job.status == "flagged"
+    assert job.summary.flags == ["output_truncated"]
+    assert LLMCall.objects.filter(step="generate").get().finish_reason == "length"
+
+
+def test_a_cut_off_draft_that_was_rescued_is_not_flagged(serve, trial_source):
+    serve(
+        honest_model,
+        steps={
+            "generate": [Reply(content="Drug A was compared [1].", finish_reason="length")],
+            "rescue_format": [Reply(content=GOOD)],
+        },
+    )
+    job = run_job(trial_source)
+    assert job.status == "ok", job.summary.flags

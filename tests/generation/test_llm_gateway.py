@@ -1,6 +1,7 @@
 """The gateway over the real openai client, against the scripted HTTP server."""
 
 import json
+import math
 import threading
 import time
 from decimal import Decimal
@@ -12,6 +13,7 @@ from generation.llm import Gateway, LLMError, backoff_delay, parse_json_object
 from generation.models import LLMCall
 from generation.prompting import get_prompt
 from tests.generation.scripted_server import Reply
+from tests.generation.test_litsumm_pipeline import run_job
 
 pytestmark = pytest.mark.django_db
 
@@ -73,6 +75,37 @@ def test_429_is_retried_after_the_servers_retry_after(serve):
     assert (second.attempt, second.status_code, second.error) == (2, 200, "")
 
 
+@pytest.mark.parametrize("header", ["soon", "-3", "nan", "Wed, 99 Foo 2015 25:61:00 GMT"])
+def test_an_unreadable_retry_after_falls_back_to_our_own_backoff(serve, header):
+    server = serve(steps={"generate": [Reply(status=429, headers={"retry-after": header}), Reply(content="ok")]})
+    assert complete().text == "ok"
+    assert len(server.requests) == 2
+    # GENERATION_BACKOFF_BASE is 0.01 in the tests: the first wait is 5-10 ms.
+    assert server.requests[1].received_at - server.requests[0].received_at < 1
+    assert [c.status_code for c in LLMCall.objects.order_by("attempt")] == [429, 200]
+
+
+@pytest.fixture
+def tokyo_local_time(monkeypatch):
+    """The process's local time nine hours ahead of UTC (Django sets TZ=UTC)."""
+    monkeypatch.setenv("TZ", "Asia/Tokyo")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_a_retry_after_date_without_a_zone_is_read_as_gmt(serve, tokyo_local_time):
+    # Two whole seconds ahead in GMT, written without a zone. Read as Tokyo time it
+    # would lie nine hours in the past, and the retry would come at once.
+    target = math.ceil(time.time()) + 2
+    header = time.strftime("%a, %d %b %Y %H:%M:%S", time.gmtime(target))
+    server = serve(steps={"generate": [Reply(status=429, headers={"retry-after": header}), Reply(content="ok")]})
+    assert complete().text == "ok"
+    gap = server.requests[1].received_at - server.requests[0].received_at
+    assert 0.9 <= gap <= 2.5  # capped at GENERATION_BACKOFF_MAX = 2
+
+
 def test_server_errors_are_retried_with_growing_waits(serve, monkeypatch):
     monkeypatch.setenv("GENERATION_BACKOFF_BASE", "0.2")
     server = serve(steps={"generate": [Reply(status=503), Reply(status=500), Reply(content="done")]})
@@ -108,6 +141,28 @@ def test_a_bad_request_is_not_retried(serve):
     assert len(server.requests) == 1
 
 
+SECRET_KEY = "sk-proj-Zq81secret"
+
+
+def test_the_api_key_and_endpoint_credentials_are_never_stored(serve, monkeypatch, trial_source):
+    echo = f"Incorrect API key provided: {SECRET_KEY}. Basic auth alice:pa55%2Fword was ignored (pa55/word)."
+    server = serve(steps={"generate": [Reply(status=401, content=echo)]})
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET_KEY)
+    host = server.base_url.removeprefix("http://")
+    monkeypatch.setenv("OPENAI_BASE_URL", f"http://alice:pa55%2Fword@{host}")
+
+    job = run_job(trial_source)
+
+    assert len(server.requests) == 1  # the key did reach the server
+    call = LLMCall.objects.get()
+    assert call.endpoint == server.base_url
+    for stored in (call.error, job.error):
+        assert "Incorrect API key provided: ***." in stored
+        assert "Basic auth *** was ignored (***)." in stored
+        assert SECRET_KEY not in stored and "pa55" not in stored
+    assert job.status == "failed"
+
+
 def test_json_mode_is_dropped_for_an_endpoint_that_refuses_it(serve):
     server = serve(steps={"generate": [Reply(content='{"a": 1}')]}, json_mode=False)
     result = complete(json_output=True)
@@ -117,6 +172,37 @@ def test_json_mode_is_dropped_for_an_endpoint_that_refuses_it(serve):
     # Remembered: the next call does not ask again.
     complete(json_output=True)
     assert "response_format" not in server.requests[2].body
+
+
+@pytest.mark.parametrize("status", [400, 422])
+def test_an_error_that_does_not_name_a_feature_drops_nothing(serve, status):
+    overflow = "This model's maximum context length is 4096 tokens; your messages resulted in 5000 tokens."
+    server = serve(steps={"generate": [Reply(status=status, content=overflow), Reply(content="{}")]})
+    with pytest.raises(LLMError, match="maximum context length"):
+        complete(json_output=True, logprobs=True)
+    assert len(server.requests) == 1
+    # Nothing was remembered as refused: the next call asks for both again.
+    complete(json_output=True, logprobs=True)
+    body = server.requests[1].body
+    assert body["response_format"] == {"type": "json_object"}
+    assert body["logprobs"] is True and body["top_logprobs"] == 5
+
+
+@pytest.mark.parametrize(
+    "message,dropped,kept",
+    [
+        ("This model does not support JSON mode.", "response_format", "logprobs"),
+        ("Invalid value for 'json_object'.", "response_format", "logprobs"),
+        ("Top_LOGPROBS is not allowed for this model.", "logprobs", "response_format"),
+    ],
+)
+def test_the_feature_an_error_names_is_dropped_and_the_other_kept(serve, message, dropped, kept):
+    server = serve(steps={"generate": [Reply(status=400, content=message), Reply(content="{}")]})
+    complete(json_output=True, logprobs=True)
+    first, second = (r.body for r in server.requests)
+    assert dropped in first and dropped not in second
+    assert kept in first and kept in second
+    assert [c.status_code for c in LLMCall.objects.order_by("attempt")] == [400, 200]
 
 
 def test_json_mode_and_logprobs_are_requested_where_supported(serve):

@@ -5,7 +5,7 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from generation.checks import check_references, cited_refs
+from generation.checks import Problem, check_references, cited_refs, context_refs
 
 CONTEXT = {"PMC100", "PMC200", "PMC300"}
 
@@ -88,6 +88,73 @@ def test_a_bracket_with_half_the_references_is_allowed():
 
 def test_a_single_cited_sentence_is_not_a_crowded_bracket():
     assert check_references("Drug A lowered pressure [PMC100].", CONTEXT).checks["max_share"]
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Intracellular [Ca2+] rose within minutes [PMC100].",
+        "Uptake of [3H]thymidine fell by half [PMC100].",
+        "The authors wrote that it 'was [sic] effective' [PMC100].",
+        "Binding of [125I]-labelled ligand was specific [PMC100].",
+    ],
+)
+def test_chemistry_and_editorial_brackets_are_not_references(sentence):
+    summary = f"{sentence} It was safe [PMC200]."
+    report = check_references(summary, CONTEXT)
+    assert report.passed, report.problems
+    assert (report.sentences, report.references) == (2, 2)
+    assert cited_refs(summary) == ["PMC100", "PMC200"]
+
+
+@pytest.mark.parametrize(
+    "citation,ids",
+    [
+        ("[1]", ["1"]),
+        ("[1,2]", ["1", "2"]),
+        ("[1, 2; 4]", ["1", "2", "4"]),
+        ("[1-3]", ["1-3"]),
+        ("[2–5]", ["2–5"]),
+        ("[PMID: 12345678]", ["PMID: 12345678"]),
+        ("[doi:10.1056/NEJMoa2034577]", ["doi:10.1056/NEJMoa2034577"]),
+        ("[10.1016/j.cell.2020.01.001]", ["10.1016/j.cell.2020.01.001"]),
+    ],
+)
+def test_numbers_pmids_and_dois_are_references_that_fail_the_format_check(citation, ids):
+    summary = f"Drug A lowered pressure {citation}. It was safe [PMC100]."
+    assert cited_refs(summary) == [*ids, "PMC100"]
+    report = check_references(summary, CONTEXT)
+    assert report.references == len(ids) + 1
+    assert not report.checks["format"] and not report.checks["real"]
+    assert report.failed[0] == "format"
+    assert report.problems[0].message == "not a PMCID: " + ", ".join(f"[{i}]" for i in sorted(ids))
+
+
+def test_a_sentence_ending_in_a_chemistry_bracket_does_not_end_with_a_reference():
+    # Two of three sentences end in brackets, but only one in a reference: 1/3 < 0.5.
+    summary = "Calcium entered the cell [PMC100] as [Ca2+]. Potassium left as [K+]. It was safe [PMC200]."
+    report = check_references(summary, CONTEXT)
+    assert report.references == 2
+    assert not report.checks["location"]
+    assert report.problems == [Problem("location", "1 of 3 sentence(s) end with a reference")]
+
+
+def test_the_contexts_own_ids_count_whatever_they_look_like():
+    known = {"drug-a", "trial-b"}
+    summary = "Drug A lowered pressure [drug-a]. It was safe [trial-b]. Calcium was [Ca2+]."
+    assert cited_refs(summary, known) == ["drug-a", "trial-b"]
+    report = check_references(summary, known)
+    assert report.references == 2
+    assert report.checks == {"adequate": True, "format": True, "real": True, "location": True, "max_share": True}
+
+
+def test_context_refs_are_the_closing_brackets_and_citation_ids():
+    context = (
+        "Intracellular [Ca2+] rose as shown earlier [12] [drug-a].\n"
+        "Uptake of [3H]thymidine fell [PMC100].\n"
+        "See also [PMID: 123] for the method [trial-b]. Cited after the stop. [PMC200]\n"
+    )
+    assert context_refs(context) == {"drug-a", "PMC100", "PMID: 123", "trial-b", "PMC200"}
 
 
 @pytest.fixture

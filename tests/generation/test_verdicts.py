@@ -1,10 +1,12 @@
 """Reading verdicts from structured and from sloppy answers."""
 
+import json
 import math
 
 import pytest
 
-from generation.pipelines import calibrate_threshold, summary_probability
+from generation.calibration import calibrate_threshold
+from generation.pipelines import summary_probability
 from generation.verdicts import parse_claim_verdict, parse_statement_verdicts, yes_probability
 
 
@@ -43,6 +45,36 @@ def test_the_word_false_elsewhere_does_not_fail_a_supported_statement():
     assert verdicts(text, 2) == ["supported", "supported"]
 
 
+@pytest.mark.parametrize(
+    "line,expected",
+    [
+        # The statement echoed first, then the verdict, in the usual separators.
+        ("1. No deaths occurred: True", "supported"),
+        ("1. No deaths occurred - Supported", "supported"),
+        ("1. Drug A did not lower diastolic pressure — true", "supported"),
+        ("1. False positives were rare: **Yes**", "supported"),
+        ("1. The dose is not supported by renal data: correct.", "supported"),
+        ("1. Adverse events were supported by diary cards - False", "not_supported"),
+        ("1. Patients took vitamin D daily: no", "not_supported"),
+        # After a full stop, in brackets, or after an explicit label.
+        ("1. No deaths occurred. True.", "supported"),
+        ("1. [No deaths occurred] True", "supported"),
+        ("1. No deaths occurred (verdict: not supported)", "not_supported"),
+        ("1. No patient was lost. Supported: yes. Explanation: no losses are mentioned.", "supported"),
+        ("1. Nothing was false. Verdict: False. The context reports one error.", "not_supported"),
+        # The verdict first, then an explanation that holds other verdict-like words.
+        ("1. True - no deaths were reported, which is not surprising.", "supported"),
+        ("1. Not supported: no such trial is described.", "not_supported"),
+        ("1. Incorrect: the trial enrolled 80, not 120; the rest is correct", "not_supported"),
+        # No separator at all: the last verdict word.
+        ("1. The claim that no deaths occurred is not supported", "not_supported"),
+        ("1. The claim that no deaths occurred is supported", "supported"),
+    ],
+)
+def test_sloppy_lines_give_the_verdict_that_follows_the_statement(line, expected):
+    assert verdicts(line, 1) == [expected]
+
+
 def test_a_missing_verdict_is_unverified():
     parsed = parse_statement_verdicts('{"verdicts": [{"statement": 1, "supported": true}]}', 2)
     assert [v.verdict for v in parsed] == ["supported", "unverified"]
@@ -61,17 +93,91 @@ def test_claim_verdicts_from_json_and_from_text():
     assert parse_claim_verdict("Hard to say.")[0] == "unverified"
 
 
+def token(text, p=0.99, top=()):
+    """One compact logprobs entry: the token, its probability, and alternatives."""
+    return {"token": text, "logprob": math.log(p), "top": [[t, math.log(q)] for t, q in top]}
+
+
 def test_probability_from_logprobs_normalised_over_yes_and_no():
     logprobs = [
-        {"token": '"', "logprob": -0.01, "top": []},
-        {
-            "token": "yes",
-            "logprob": math.log(0.6),
-            "top": [["yes", math.log(0.6)], ["no", math.log(0.2)], ["Yes", math.log(0.1)]],
-        },
-        {"token": '"}', "logprob": -0.01, "top": []},
+        token('{"'),
+        token("supported"),
+        token('":"'),
+        # yes 0.6 and "Yes" 0.1 are both yes: P = (0.6 + 0.1) / (0.6 + 0.1 + 0.2).
+        token("yes", 0.6, [("yes", 0.6), ("no", 0.2), ("Yes", 0.1)]),
+        token('"}'),
     ]
     assert yes_probability(logprobs, "supported") == pytest.approx(0.7 / 0.9)
+
+
+def test_a_no_in_the_critique_after_the_verdict_is_not_the_verdict():
+    logprobs = [
+        token('{"supported": "'),
+        token("yes", 0.7, [("yes", 0.7), ("no", 0.2), ("maybe", 0.05)]),
+        token('", "critique": "'),
+        token("No", 0.9, [("No", 0.9), ("Yes", 0.05)]),
+        token(" deaths were reported."),
+        token('"}'),
+    ]
+    assert yes_probability(logprobs, "supported") == pytest.approx(0.7 / 0.9)
+
+
+def test_a_quoted_supported_no_inside_the_critique_is_not_the_field():
+    # The field says yes (P 0.8 against no 0.1); the critique after it quotes the words
+    # "supported": "no", escaped inside the JSON string.
+    logprobs = [
+        token('{"supported": "'),
+        token("yes", 0.8, [("yes", 0.8), ("no", 0.1)]),
+        token('", "critique": "A reviewer wrote \\"supported\\": \\"'),
+        token("no", 0.9, [("no", 0.9), ("yes", 0.1)]),
+        token('\\" about another trial."}'),
+    ]
+    text = "".join(t["token"] for t in logprobs)
+    assert json.loads(text)["supported"] == "yes"  # the test's own answer is valid JSON
+    assert yes_probability(logprobs, "supported") == pytest.approx(0.8 / 0.9)
+
+
+def test_a_json_boolean_is_read_over_true_and_false():
+    logprobs = [
+        token('{"critique": "Stated.", "supported": '),
+        token("true", 0.6, [("true", 0.6), ("false", 0.3), (" true", 0.05)]),
+        token("}"),
+    ]
+    assert yes_probability(logprobs, "supported") == pytest.approx(0.65 / 0.95)
+
+
+def test_a_value_token_with_its_quotes_and_a_sampled_token_outside_the_top():
+    # The value shares its token with the punctuation around it, and the sampled
+    # "no" (p 0.05) is not among the top alternatives: it still counts.
+    logprobs = [
+        token('{"supported'),
+        token('":"no', 0.05, [('":"yes', 0.9), ('":"maybe', 0.04)]),
+        token('"}'),
+    ]
+    assert yes_probability(logprobs, "not_supported") == pytest.approx(0.9 / 0.95)
+
+
+def test_a_loose_supported_label_is_found_too():
+    logprobs = [
+        token("Critique: no deaths are mentioned. Supported:"),
+        token(" No", 0.75, [(" No", 0.75), (" Yes", 0.25)]),
+    ]
+    assert yes_probability(logprobs, "not_supported") == pytest.approx(0.25)
+
+
+@pytest.mark.parametrize(
+    "logprobs,verdict,expected",
+    [
+        # The logprobs do not reach the field's value (a truncated list).
+        ([token('{"critique": "No quote supports it.", "supported": "')], "not_supported", 0.0),
+        # The value is split over two tokens: no yes/no alternatives to compare.
+        ([token('{"supported": '), token("tr", 0.5, [("tr", 0.5), ("fa", 0.5)]), token("ue}")], "supported", 1.0),
+        # No "supported" field at all, though a yes token is there.
+        ([token("yes", 0.3, [("yes", 0.3), ("no", 0.7)])], "supported", 1.0),
+    ],
+)
+def test_logprobs_that_do_not_cover_the_value_fall_back_to_the_verdict(logprobs, verdict, expected):
+    assert yes_probability(logprobs, verdict) == expected
 
 
 def test_probability_without_logprobs_is_zero_or_one():

@@ -1,12 +1,15 @@
+import argparse
 import json
+import time
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from annotate.exceptions import ApplicationError
 from annotate.models import Study
 from generation.pipelines import PIPELINE_CHOICES
 from generation.selectors import run_progress, run_report
-from generation.services import start_generation_run
+from generation.services import requeue_abandoned_jobs, start_generation_run
 
 
 class Command(BaseCommand):
@@ -21,6 +24,15 @@ class Command(BaseCommand):
         parser.add_argument("--source", action="append", default=[], dest="sources", help="source key (repeatable)")
         parser.add_argument("--limit", type=int, default=None, help="at most N sources")
         parser.add_argument("--json", action="store_true", help="print the run's summaries as JSON")
+        parser.add_argument(
+            "--no-wait",
+            action="store_true",
+            help="with a broker: return once the jobs are queued instead of waiting for the workers",
+        )
+        parser.add_argument(
+            "--timeout", type=float, default=None, help="with a broker: stop waiting after this many seconds"
+        )
+        parser.add_argument("--poll", type=float, default=2.0, help=argparse.SUPPRESS)
 
     def handle(self, *args, study: str, pipeline: str, sources: list[str], limit: int | None, **options):
         if limit is not None and limit < 1:
@@ -32,6 +44,8 @@ class Command(BaseCommand):
             run = start_generation_run(study=study_obj, pipeline=pipeline, source_keys=sources, limit=limit)
         except ApplicationError as exc:
             raise CommandError(exc.message) from None
+        if not settings.CELERY_TASK_ALWAYS_EAGER and not options["no_wait"]:
+            self.wait(run, poll=options["poll"], timeout=options["timeout"])
         progress = run_progress(run)
         if options["json"]:
             self.stdout.write(json.dumps(run_report(run), indent=2))
@@ -42,3 +56,30 @@ class Command(BaseCommand):
             raise CommandError(
                 f"{progress['failed']} job(s) failed (the errors are in the admin); run the command again to resume."
             )
+
+    def wait(self, run, *, poll: float, timeout: float | None) -> None:
+        """With a broker the jobs run in Celery workers: wait until none is pending or
+        running, saying every half minute what is left (a run without a worker waits)."""
+        started = said = looked = time.monotonic()
+        while True:
+            if time.monotonic() - looked > 30:
+                requeued = requeue_abandoned_jobs(run=run)
+                if requeued:
+                    self.stderr.write(f"{len(requeued)} job(s) had lost their worker; queued again")
+                looked = time.monotonic()
+            progress = run_progress(run)
+            left = progress["pending"] + progress["running"]
+            if not left:
+                return
+            if timeout is not None and time.monotonic() - started > timeout:
+                raise CommandError(
+                    f"gave up waiting after {timeout:g} s: {progress['pending']} job(s) pending and "
+                    f"{progress['running']} running stay queued; run the command again to see them finish."
+                )
+            if time.monotonic() - said > 30:
+                self.stderr.write(
+                    f"waiting for Celery workers: {progress['pending']} pending, {progress['running']} running "
+                    "(start one with `celery -A config worker`; Ctrl+C stops waiting, the jobs stay queued)"
+                )
+                said = time.monotonic()
+            time.sleep(poll)
