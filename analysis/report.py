@@ -36,7 +36,7 @@ from analysis.metrics import METRIC_COLUMNS
 __all__ = ["REPORT_VERSION", "QuestionSpec", "build_study_report", "default_group_fields", "latest_answers"]
 
 # Bumped whenever the report's content changes, so cached reports are recomputed.
-REPORT_VERSION = 1
+REPORT_VERSION = 2  # 2: a rater's several assignments to one summary count once (newest_rater_answers)
 PHASE_ORDER = {"initial": 0, "post_discussion": 1}
 MAX_GROUPS = 20
 
@@ -72,8 +72,9 @@ def latest_answers(ratings: pd.DataFrame) -> pd.DataFrame:
     if ratings.empty:
         return ratings
     order = ratings["phase"].map(PHASE_ORDER).fillna(0)
-    # Ties (one rater answering the same summary in two batches) go to the newest answer,
-    # so the result never depends on the order rows come back from the database.
+    # One rater's answers to the same summary in two batches are resolved before the
+    # frame gets here (annotate.selectors.newest_rater_answers, shared with the dataset
+    # card); for frames built elsewhere, such ties go to the newest answer.
     keys = [ITEM, RATER, QUESTION, "_order"] + (["submitted_at"] if "submitted_at" in ratings.columns else [])
     ranked = ratings.assign(_order=order).sort_values(keys, kind="stable")
     return ranked.drop_duplicates([ITEM, RATER, QUESTION], keep="last").drop(columns="_order").reset_index(drop=True)

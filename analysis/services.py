@@ -39,15 +39,6 @@ class AnalysisError(ApplicationError):
     """The study cannot be analysed as asked (unknown phase or field, ...)."""
 
 
-def _na_is_category(question) -> bool:
-    return question.is_scale and question.na is not None and question.na.analysis == "category"
-
-
-def na_code(values: Sequence[int]) -> int:
-    """The number that stands for N/A when a question counts N/A as a category."""
-    return max(values) + 1
-
-
 def question_specs(study: Study) -> list[QuestionSpec]:
     """Each question's kind and full scale. A scale whose N/A is declared a category
     (`na.analysis: category`) gets one more point, N/A, coded as max + 1; otherwise
@@ -55,9 +46,9 @@ def question_specs(study: Study) -> list[QuestionSpec]:
     definition = annotate_selectors.rubric_definition(study.rubric)
     specs = []
     for q in definition.questions:
-        values, labels = q.values, tuple(option.label for option in q.options)
-        if _na_is_category(q):
-            values, labels = (*values, na_code(values)), (*labels, q.na.label)
+        values, labels = q.analysis_scale, tuple(option.label for option in q.options)
+        if q.na_code is not None:
+            labels = (*labels, q.na.label)
         specs.append(
             # A per-finding question is a scale asked once per finding (each finding its own item).
             QuestionSpec(
@@ -75,7 +66,7 @@ def question_specs(study: Study) -> list[QuestionSpec]:
 def na_category_codes(study: Study) -> dict[str, int]:
     """Question key -> the code of N/A, for the scales that count N/A as a category."""
     definition = annotate_selectors.rubric_definition(study.rubric)
-    return {q.key: na_code(q.values) for q in definition.questions if _na_is_category(q)}
+    return {q.key: q.na_code for q in definition.questions if q.na_code is not None}
 
 
 def prepare_ratings(ratings, na_codes: dict[str, int]):

@@ -2,14 +2,19 @@
 
 Every API error is answered as
     {"error": {"code": "<machine code>", "message": "<for people>", "fields": {...}?}}
+
+Two places produce it, both through `error_body`: the DRF exception handler, for what
+an API view raises, and `ApiErrorMiddleware`, for the errors under /api/ that never
+reach a DRF view (a URL no route matches, Django's 500 page).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied
-from django.http import Http404
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from rest_framework import exceptions as drf_exceptions
 from rest_framework import status
 from rest_framework.response import Response
@@ -42,6 +47,61 @@ class InvalidStateError(ApplicationError):
     http_status = 409
 
 
+API_PREFIX = "/api/"
+# The code and message of an error response that no API view produced, by status.
+_STATUS_ERRORS = {
+    400: ("invalid", "The request is not valid."),
+    401: ("not_authenticated", drf_exceptions.NotAuthenticated.default_detail),
+    403: ("permission_denied", drf_exceptions.PermissionDenied.default_detail),
+    404: ("not_found", drf_exceptions.NotFound.default_detail),
+    406: ("not_acceptable", drf_exceptions.NotAcceptable.default_detail),
+    413: ("too_large", "The request is too large."),
+    415: ("unsupported_media_type", "Unsupported media type in the request."),
+    429: ("throttled", drf_exceptions.Throttled.default_detail),
+}
+
+
+def error_body(code: str, message: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The one error shape. `extra` adds details (`fields`, `current_version`, ...) but
+    can never replace the code or the message."""
+    body: dict[str, Any] = {"code": code, "message": str(message)}
+    for key, value in (extra or {}).items():
+        body.setdefault(key, value)
+    return {"error": body}
+
+
+class ApiErrorMiddleware:
+    """Under /api/, an error response that is not JSON already (Django's 404 for a URL no
+    route matches, in DEBUG its technical 404 page, a 405 or 403 of a plain Django view,
+    the 500 page) is replaced by the error shape. Pages outside /api/ keep Django's HTML.
+
+    It sits outside CommonMiddleware, so an API URL missing its trailing slash is still
+    redirected (the redirect is not an error). In DEBUG a 500 keeps Django's debug page."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if response.status_code < 400 or not request.path_info.startswith(API_PREFIX):
+            return response
+        if response.get("Content-Type", "").startswith("application/json"):
+            return response  # an API view answered, through api_exception_handler
+        status_code = response.status_code
+        if status_code >= 500:
+            if settings.DEBUG:
+                return response
+            code, message = "server_error", "Internal error."
+        elif status_code == 405:
+            code, message = "method_not_allowed", drf_exceptions.MethodNotAllowed(request.method).detail
+        else:
+            code, message = _STATUS_ERRORS.get(status_code, ("error", response.reason_phrase))
+        json_response = JsonResponse(error_body(code, message), status=status_code)
+        if response.has_header("Allow"):
+            json_response["Allow"] = response["Allow"]
+        return json_response
+
+
 def _flatten(detail: Any) -> Any:
     if isinstance(detail, dict):
         return {str(k): _flatten(v) for k, v in detail.items()}
@@ -53,9 +113,7 @@ def _flatten(detail: Any) -> Any:
 
 def api_exception_handler(exc: Exception, context: dict) -> Response | None:
     if isinstance(exc, ApplicationError):
-        body: dict[str, Any] = {"code": exc.code, "message": exc.message}
-        body.update(exc.extra)
-        return Response({"error": body}, status=exc.http_status)
+        return Response(error_body(exc.code, exc.message, exc.extra), status=exc.http_status)
     if isinstance(exc, Http404):
         exc = drf_exceptions.NotFound()
     elif isinstance(exc, PermissionDenied):
@@ -67,12 +125,10 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
         fields = _flatten(exc.detail)
         if not isinstance(fields, dict):
             fields = {"non_field_errors": fields}
-        body = {"code": "invalid", "message": "The request is not valid.", "fields": fields}
+        response.data = error_body("invalid", "The request is not valid.", {"fields": fields})
     else:
         detail = exc.detail if isinstance(exc, drf_exceptions.APIException) else str(exc)
-        code = getattr(exc, "default_code", "error")
-        body = {"code": code, "message": str(_flatten(detail))}
-    response.data = {"error": body}
+        response.data = error_body(getattr(exc, "default_code", "error"), str(_flatten(detail)))
     if response.status_code == status.HTTP_500_INTERNAL_SERVER_ERROR:  # pragma: no cover - never expected
-        response.data = {"error": {"code": "server_error", "message": "Internal error."}}
+        response.data = error_body("server_error", "Internal error.")
     return response

@@ -18,6 +18,7 @@ from typing import Any
 from django.db import transaction
 
 from annotate.exceptions import ApplicationError
+from annotate.exporting.licences import licence_allows_text
 from annotate.models import Claim, Finding, Revision, Source, SourceSentence, Study, Summary
 from annotate.rubrics import RubricDefinitionError
 from annotate.services import builtin_rubric_path, load_builtin_rubric
@@ -488,9 +489,11 @@ def import_evidence_inference(*, study: Study, lines: Iterable[str], only: set[s
         citation = record.get("citation") if isinstance(record.get("citation"), dict) else {}
         licence = record.get("license")
         statement = record.get("license_statement") or ""
-        if isinstance(licence, str) and NON_COMMERCIAL.search(statement) and "NC" not in licence:
+        if isinstance(licence, str) and NON_COMMERCIAL.search(statement) and licence_allows_text(licence):
             # The corpus's filter missed articles whose own statement forbids commercial
             # use (e.g. PMC3664406); the stored licence says so, and exports withhold them.
+            # Whatever the recorded form ("Public Domain", a URL, ...), the appended note
+            # alone takes it out of the gate's allow-list, which matches whole statements.
             licence = licence.replace("CC BY", "CC BY-NC", 1) + " (the article's statement forbids commercial use)"
         source = {
             "study": study.slug,

@@ -102,6 +102,22 @@ class Question:
     def allowed_values(self) -> tuple[Any, ...]:
         return self.values + ((NA,) if self.na else ())
 
+    @property
+    def na_code(self) -> int | None:
+        """The number that stands for N/A in analysis when the scale counts N/A as a
+        category (`na.analysis: category`): one past the top of the scale. None when N/A
+        is a missing rating (or not offered)."""
+        if self.is_scale and self.na is not None and self.na.analysis == "category":
+            return max(self.values) + 1
+        return None
+
+    @property
+    def analysis_scale(self) -> tuple[Any, ...]:
+        """The scale agreement is computed over: the values, and N/A's code where N/A
+        is a category."""
+        code = self.na_code
+        return self.values if code is None else (*self.values, code)
+
 
 @dataclass(frozen=True)
 class CleanAnswers:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from datetime import datetime
+from typing import Any, NamedTuple
 
 from django.db.models import Count, JSONField, Prefetch, Q, QuerySet
 from django.http import Http404
@@ -155,9 +157,63 @@ def latest_submitted_revisions(
     return list(chosen.values())
 
 
+class AnswerCandidate(NamedTuple):
+    """One assignment's newest submitted revision in one phase, as the rule below needs it."""
+
+    revision_id: int
+    summary_id: int
+    rater_id: int
+    phase: str
+    submitted_at: datetime
+    batch_name: str  # "" without a batch
+    assignment_uuid: str
+
+
+def newest_rater_answers(candidates: Iterable[AnswerCandidate]) -> set[int]:
+    """The revisions whose answers are a rater's answers to a summary, one per (summary,
+    rater, phase): where a rater answered the same summary in several assignments (in
+    two batches, say), the newest submitted counts. An exact tie in time goes to the
+    batch whose name sorts last, then to the assignment whose uuid sorts last: never to
+    database ids or row order, so the choice is the same on every database and in a
+    re-imported copy.
+
+    The one rule for a rater's answer to an item: the analysis frames (ratings_frame,
+    spans_frame) and the dataset card's agreement figures both use it."""
+    best: dict[tuple[int, int, str], tuple[tuple, int]] = {}
+    for c in candidates:
+        slot = (c.summary_id, c.rater_id, c.phase)
+        rank = (c.submitted_at, c.batch_name, c.assignment_uuid)
+        if slot not in best or rank > best[slot][0]:
+            best[slot] = (rank, c.revision_id)
+    return {revision_id for _, revision_id in best.values()}
+
+
+def rater_answer_revisions(*, study: Study, phase: str = "all", include_calibration: bool = False) -> list[Revision]:
+    """latest_submitted_revisions, keeping per (summary, rater, phase) only the revision
+    newest_rater_answers chooses: what analysis counts as one rater's answers."""
+    revisions = latest_submitted_revisions(study=study, phase=phase, include_calibration=include_calibration)
+    assignments = {
+        a.pk: a for a in Assignment.objects.filter(pk__in={r.assignment_id for r in revisions}).select_related("batch")
+    }
+    chosen = newest_rater_answers(
+        AnswerCandidate(
+            revision_id=r.pk,
+            summary_id=assignments[r.assignment_id].summary_id,
+            rater_id=assignments[r.assignment_id].rater_id,
+            phase=r.phase,
+            submitted_at=r.submitted_at,
+            batch_name=assignments[r.assignment_id].batch.name if assignments[r.assignment_id].batch_id else "",
+            assignment_uuid=str(assignments[r.assignment_id].uuid),
+        )
+        for r in revisions
+    )
+    return [r for r in revisions if r.pk in chosen]
+
+
 def ratings_frame(*, study: Study, phase: str = "all", include_calibration: bool = False):
     """A tidy pandas frame, one row per (item, rater, question, phase), of the answers
-    that count (each assignment's newest submitted revision).
+    that count (each assignment's newest submitted revision; of a rater's several
+    assignments to one summary, the newest submitted: rater_answer_revisions).
 
     Columns: item (summary uuid), rater (user id), question, finding (uuid of the
     finding for per-finding questions, else ""), score (float, NaN for
@@ -167,7 +223,7 @@ def ratings_frame(*, study: Study, phase: str = "all", include_calibration: bool
     import pandas as pd
 
     revisions = {
-        r.pk: r for r in latest_submitted_revisions(study=study, phase=phase, include_calibration=include_calibration)
+        r.pk: r for r in rater_answer_revisions(study=study, phase=phase, include_calibration=include_calibration)
     }
     rows = []
     ratings = (
@@ -547,11 +603,11 @@ def training_feedback(assignment: Assignment) -> ExpectedAnswer | None:
 def spans_frame(*, study: Study, phase: str = "all", include_calibration: bool = False):
     """One row per highlighted span of the answers that count: item (summary uuid),
     rater, question, target, start, end, text, factual (the span's "factual" answer,
-    if its question asks it), rationale, phase."""
+    if its question asks it), rationale, phase. The revisions are ratings_frame's."""
     import pandas as pd
 
     revisions = {
-        r.pk: r for r in latest_submitted_revisions(study=study, phase=phase, include_calibration=include_calibration)
+        r.pk: r for r in rater_answer_revisions(study=study, phase=phase, include_calibration=include_calibration)
     }
     rows = [
         {

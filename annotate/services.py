@@ -435,15 +435,18 @@ def create_summary(
 @transaction.atomic
 def record_claims(*, summary: Summary, claims: Sequence[dict]) -> list:
     """Store a summary's claims (index, text, start, end, refs, verdict, explanation,
-    probability), updating any stored claim with the same index."""
+    probability), updating any stored claim with the same index. Writers of the same
+    summary's claims take turns (a lock on the summary row); new claims are inserted
+    in one statement."""
     from annotate.models import Claim
 
-    stored = []
+    fields = ["text", "start", "end", "refs", "verdict", "explanation", "probability"]
+    wanted: dict[int, dict] = {}
     for index, raw in enumerate(claims):
         start, end = raw.get("start"), raw.get("end")
         if (start is None) != (end is None) or (start is not None and not 0 <= start < end <= len(summary.text)):
             raise ApplicationError(f"claim {index}: span {start}-{end} is not inside the summary text")
-        values = {
+        wanted[raw.get("index", index)] = {
             "text": raw["text"],
             "start": start,
             "end": end,
@@ -452,6 +455,17 @@ def record_claims(*, summary: Summary, claims: Sequence[dict]) -> list:
             "explanation": raw.get("explanation", ""),
             "probability": raw.get("probability"),
         }
-        claim, _ = Claim.objects.update_or_create(summary=summary, index=raw.get("index", index), defaults=values)
-        stored.append(claim)
-    return stored
+    list(Summary.objects.select_for_update().filter(pk=summary.pk).values_list("pk"))
+    stored = {c.index: c for c in Claim.objects.filter(summary=summary, index__in=list(wanted))}
+    new = []
+    for index, values in wanted.items():
+        claim = stored.get(index)
+        if claim is None:
+            new.append(Claim(summary=summary, index=index, **values))
+        elif any(getattr(claim, name) != value for name, value in values.items()):
+            for name, value in values.items():
+                setattr(claim, name, value)
+            claim.save(update_fields=[*fields, "updated_at"])
+    for claim in Claim.objects.bulk_create(new):
+        stored[claim.index] = claim
+    return [stored[index] for index in wanted]

@@ -27,9 +27,7 @@ from annotate.exporting.export import (
     ExportResult,
     counting_revisions,
     export_dataset,
-    export_folder,
     rater_pseudonyms,
-    request_dataset_export,
 )
 from annotate.exporting.folder import (
     FORMAT_VERSION,
@@ -55,12 +53,10 @@ __all__ = [
     "ExportResult",
     "counting_revisions",
     "export_dataset",
-    "export_folder",
     "import_dataset",
     "licence_allows_text",
     "rater_pseudonyms",
     "read_table",
-    "request_dataset_export",
     "sha256sums",
     "verify_checksums",
 ]

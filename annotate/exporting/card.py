@@ -160,10 +160,13 @@ def dataset_card(study: Study, context: dict, include_restricted: bool) -> str:
         lines += ["The rubric has no scale questions, so no agreement is reported.", ""]
     else:
         lines += [
-            "Per scale question, over each rater's newest answer per summary (after discussion "
-            "where there was one); N/A is a missing rating. Computed by the platform's analysis "
-            "app (Fleiss and Randolph on the items with the modal number of ratings; "
-            "Krippendorff's alpha at the ordinal level).",
+            "Per scale question, over each rater's answer per summary (after discussion where there "
+            "was one; a rater who rated a summary in several batches counts once, with the newest "
+            "submitted answer); each finding of a per-finding question is an item; N/A is a missing "
+            "rating unless the rubric counts it as a category. Calibration (pilot) batches are left "
+            "out. The numbers are the platform's analysis report for the same answers (Fleiss and "
+            "Randolph on the items with the modal number of ratings; Krippendorff's alpha at the "
+            "ordinal level).",
             "",
             "| question | items | raters | % agreement | Fleiss κ | Randolph κ | Gwet AC1 | PABAK | α ordinal |",
             "|---|---|---|---|---|---|---|---|---|",
@@ -198,7 +201,9 @@ def dataset_card(study: Study, context: dict, include_restricted: bool) -> str:
         lines += [
             f"**Withheld sources ({len(withheld)}).** Their licence does not allow redistribution under "
             "CC BY 4.0 (or none is recorded), so only their identifiers, title, attribution and licence "
-            "are included; their text, sentences, findings' wording and quoted source spans are empty:",
+            "are included; their text, sentences, findings' wording, quoted source spans and the "
+            "`explanation` of claims about summaries of them (a checker's critique, which may quote the "
+            "source) are empty:",
             "",
             *[f"- `{key}`" for key in withheld],
             "",

@@ -229,7 +229,7 @@ class _DatasetImporter:
                     end=row["end"],
                     refs=json.loads(row["refs"]),
                     verdict=row["verdict"],
-                    explanation=row["explanation"],
+                    explanation=row["explanation"] or "",  # null: withheld with its source
                     probability=row["probability"],
                 )
             )

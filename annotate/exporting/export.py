@@ -1,5 +1,5 @@
-"""The export of a study into a dataset folder (a service), and its Celery/admin entry
-point. See the package docstring for the choices it makes."""
+"""The export of a study into a dataset folder (a service). The API and the admin run it
+through annotate.api_exports. See the package docstring for the choices it makes."""
 
 from __future__ import annotations
 
@@ -14,11 +14,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import orjson
-from django.conf import settings
-from django.db import transaction
 from django.db.models import Case, F, IntegerField, Min, Prefetch, Value, When
 from django.db.models.sql.constants import MULTI
-from django.utils import timezone
 
 from annotate.exporting.card import build_manifest, dataset_card, licence_notice
 from annotate.exporting.folder import (
@@ -52,7 +49,10 @@ from annotate.models import (
     StudyMembership,
     Summary,
 )
-from annotate.rubrics import RubricDefinition
+from annotate.rubrics import NA, RubricDefinition
+from annotate.selectors import AnswerCandidate, newest_rater_answers
+
+_NA_JSON = canonical_json(NA)  # how an N/A answer's value reads in the ratings table
 
 # --- reads ------------------------------------------------------------------------------------
 
@@ -95,6 +95,7 @@ class _CountingRevision(NamedTuple):
     submitted_at: datetime
     rubric: tuple[str, int]
     columns: tuple  # the _REVISION_COLUMNS values, in order
+    agreement: bool = False  # its scale answers go into the card's agreement figures
 
 
 def counting_revisions(
@@ -103,7 +104,12 @@ def counting_revisions(
     """The answers that count, by revision id: per assignment and phase, the newest
     submitted revision (the rule of annotate.selectors.latest_submitted_revisions).
     One small record per revision, so the answer rows (ten or more per revision) are
-    read without joining or converting the revision's columns again."""
+    read without joining or converting the revision's columns again.
+
+    `agreement` marks the revisions the analysis app counts as a rater's answers:
+    calibration batches left out (the study report never includes them), and of one
+    rater's several assignments to a summary the one annotate.selectors.
+    newest_rater_answers chooses, so the card's figures are the report's."""
     revisions = Revision.objects.filter(assignment__study=study, status=Revision.Status.SUBMITTED)
     if not include_calibration:
         revisions = revisions.exclude(assignment__batch__kind=Batch.Kind.CALIBRATION)
@@ -120,33 +126,74 @@ def counting_revisions(
         "number",
         "submitted_at",
         "assisted",
+        "assignment__summary_id",
+        "assignment__uuid",
+        "assignment__batch__kind",
     )
     chosen: dict[int, _CountingRevision] = {}
-    seen: set[tuple[int, str]] = set()
-    for (
-        revision_id,
-        assignment_id,
-        revision_phase,
-        uid,
-        rubric_key,
-        version,
-        batch,
-        number,
-        at,
-        assisted,
-    ) in (row for chunk in _raw_chunks(rows) for row in chunk):
-        if (assignment_id, revision_phase) in seen:
-            continue  # an older revision of the same assignment and phase
-        seen.add((assignment_id, revision_phase))
-        at = _utc(at)
-        assisted = bool(assisted)  # SQLite returns 0/1
-        chosen[revision_id] = _CountingRevision(
-            rater_id=uid,
-            assignment_id=assignment_id,
-            submitted_at=at,
-            rubric=(rubric_key, version),
-            columns=(revision_phase, rubric_key, version, pseudonyms[uid], batch, number, iso_timestamp(at), assisted),
-        )
+    # Values that repeat across revisions (phase, rubric, batch) are kept once each,
+    # not once per revision: a study can have hundreds of thousands of revisions.
+    shared: dict[Any, Any] = {}
+
+    def once(value):
+        return shared.setdefault(value, value)
+
+    def candidates() -> Iterator[AnswerCandidate]:
+        """Fills `chosen` and yields what newest_rater_answers needs, row by row, so the
+        candidates are never all held at once."""
+        last = None
+        for (
+            revision_id,
+            assignment_id,
+            revision_phase,
+            uid,
+            rubric_key,
+            version,
+            batch,
+            number,
+            at,
+            assisted,
+            summary_id,
+            assignment_uuid,
+            batch_kind,
+        ) in (row for chunk in _raw_chunks(rows) for row in chunk):
+            if (assignment_id, revision_phase) == last:
+                continue  # an older revision of the same assignment and phase (rows come newest first)
+            last = (assignment_id, revision_phase)
+            at = _utc(at)
+            revision_phase, batch = once(revision_phase), once(batch)
+            rubric = once((once(rubric_key), version))
+            chosen[revision_id] = _CountingRevision(
+                rater_id=uid,
+                assignment_id=assignment_id,
+                submitted_at=at,
+                rubric=rubric,
+                columns=(
+                    revision_phase,
+                    rubric[0],
+                    version,
+                    pseudonyms[uid],
+                    batch,
+                    number,
+                    iso_timestamp(at),
+                    bool(assisted),  # SQLite returns 0/1
+                ),
+            )
+            if batch_kind != Batch.Kind.CALIBRATION:
+                yield AnswerCandidate(
+                    revision_id=revision_id,
+                    summary_id=summary_id,
+                    rater_id=uid,
+                    phase=revision_phase,
+                    submitted_at=at,
+                    batch_name=batch or "",
+                    # As the driver returns it (hex text on SQLite, a UUID on PostgreSQL): it
+                    # only breaks ties, and both order as the canonical text does.
+                    assignment_uuid=assignment_uuid,
+                )
+
+    for revision_id in newest_rater_answers(candidates()):
+        chosen[revision_id] = chosen[revision_id]._replace(agreement=True)
     return chosen
 
 
@@ -174,6 +221,9 @@ def _uuid_text(value) -> str | None:
     """A uuid column as the export writes it, from SQLite's hex text or a driver's UUID."""
     if value is None:
         return None
+    if isinstance(value, str) and len(value) == 32:  # SQLite: the 32 hex digits; no parsing needed
+        v = value.lower()
+        return f"{v[:8]}-{v[8:12]}-{v[12:16]}-{v[16:20]}-{v[20:]}"
     return str(value if isinstance(value, uuid.UUID) else uuid.UUID(value))
 
 
@@ -188,8 +238,14 @@ def _json_column(text: str | None) -> str:
         return canonical_json(json.loads(text))
 
 
-def _rater_rank(path: str, pseudonyms: dict[int, str]) -> Case:
-    """Order by pseudonym (not by user id, which differs between instances)."""
+def _rater_rank(path: str, pseudonyms: dict[int, str]) -> Case | F:
+    """Order by pseudonym (not by user id, which differs between instances).
+
+    With no raters there is nothing to rank, and a Case without branches would
+    compile to a bare constant, which PostgreSQL reads as `ORDER BY 0` (a column
+    position) and refuses; the plain column orders the (empty) result instead."""
+    if not pseudonyms:
+        return F(path)
     ranked = sorted(pseudonyms, key=lambda uid: pseudonyms[uid])
     whens = [When(**{path: uid}, then=Value(i)) for i, uid in enumerate(ranked)]
     return Case(*whens, default=Value(len(ranked)), output_field=IntegerField())
@@ -217,14 +273,14 @@ class _Scores:
     figures: small integer codes in parallel arrays, not row objects (the export
     appends to the arrays directly)."""
 
-    items: dict[str, int] = field(default_factory=dict)
+    items: dict[tuple[str, str | None], int] = field(default_factory=dict)  # (summary key, finding)
     item: array = field(default_factory=lambda: array("l"))
     rater: array = field(default_factory=lambda: array("l"))
     question: array = field(default_factory=lambda: array("l"))
     phase: array = field(default_factory=lambda: array("b"))
     score: array = field(default_factory=lambda: array("d"))
 
-    def code(self, item: str) -> int:
+    def code(self, item: tuple[str, str | None]) -> int:
         return self.items.setdefault(item, len(self.items))
 
 
@@ -370,6 +426,9 @@ def _write_tables(study, writers, phase, include_calibration, include_restricted
     writers["summaries"].write_many(rows)
     claims = Claim.objects.filter(summary__study=study).select_related("summary").order_by("summary__key", "index")
     for c in claims.iterator(chunk_size=ITERATOR_CHUNK):
+        # An explanation is the checker's critique against the source and may quote it:
+        # blanked for a withheld source like a span's quote. The claim is the summary's.
+        source_ok = text_ok[c.summary.source_id]
         writers["claims"].write(
             (
                 c.summary.key,
@@ -380,7 +439,7 @@ def _write_tables(study, writers, phase, include_calibration, include_restricted
                 c.end,
                 canonical_json(c.refs),
                 c.verdict,
-                c.explanation,
+                c.explanation if source_ok else None,
                 c.probability,
             )
         )
@@ -416,6 +475,7 @@ def _write_tables(study, writers, phase, include_calibration, include_restricted
     scores, per_rater, rubric_versions, newest = _write_answers(
         study, writers, definition, pseudonyms, counting, text_ok
     )
+    del counting  # a record per revision: its memory goes to the card's statistics below
 
     # raters
     roles: dict[int, set[str]] = {}
@@ -481,8 +541,12 @@ def _write_answers(study, writers, definition, pseudonyms, counting, text_ok):
     The hot path of a large export (one row per answer): rows come raw in chunks, the
     revision's columns are looked up once per revision, and each table writer takes a
     chunk at a time."""
-    scale_keys = [q.key for q in definition.questions if q.kind == "scale"]
-    scale_index = {key: i for i, key in enumerate(scale_keys)}
+    # The agreement figures take what the study report takes (analysis.services):
+    # every scale-valued question, each finding of a per-finding question as an item
+    # of its own, N/A as its code where the rubric counts it as a category.
+    scale_questions = [q for q in definition.questions if q.is_scale]
+    scale_index = {q.key: i for i, q in enumerate(scale_questions)}
+    na_codes = {q.key: float(q.na_code) for q in scale_questions if q.na_code is not None}
     ranks = {uid: i for i, uid in enumerate(sorted(pseudonyms, key=lambda u: pseudonyms[u]))}
     scores = _Scores()
     per_rater: dict[int, dict[str, Any]] = {}
@@ -525,6 +589,7 @@ def _write_answers(study, writers, definition, pseudonyms, counting, text_ok):
     write = writers["ratings"].write_many
     info = last_id = last_key = None
     n_answers = rank = phase_code = item = 0
+    agrees = False
     add_item, add_rater, add_question = scores.item.append, scores.rater.append, scores.question.append
     add_phase, add_score = scores.phase.append, scores.score.append
     for chunk in _raw_chunks(ratings):
@@ -536,31 +601,27 @@ def _write_answers(study, writers, definition, pseudonyms, counting, text_ok):
                 last_id, info, n_answers = revision_id, counting.get(revision_id), 0
                 if info is not None:
                     rank, phase_code = ranks[info.rater_id], PHASE_ORDER.get(info.columns[0], 0)
+                    agrees = info.agreement
             if info is None:
                 continue  # not a counting revision (older, another phase, calibration)
             n_answers += 1
             if finding is not None:
                 finding = _uuid_text(finding)
             # A scale answer is its score; anything else its JSON value, made canonical.
-            rows.append(
-                (
-                    summary_key,
-                    question,
-                    finding,
-                    score,
-                    str(score) if score is not None else _json_column(value),
-                    rationale,
-                )
-                + info.columns
-            )
-            if finding is None and question in scale_index:
-                if summary_key != last_key:  # rows come sorted by summary
-                    last_key, item = summary_key, scores.code(summary_key)
+            text = str(score) if score is not None else _json_column(value)
+            rows.append((summary_key, question, finding, score, text, rationale) + info.columns)
+            if agrees and question in scale_index:
+                if (summary_key, finding) != last_key:  # rows come sorted by summary and finding
+                    last_key = (summary_key, finding)
+                    item = scores.code(last_key)
                 add_item(item)
                 add_rater(rank)
                 add_question(scale_index[question])
                 add_phase(phase_code)
-                add_score(math.nan if score is None else score)
+                if score is None:
+                    add_score(na_codes.get(question, math.nan) if text == _NA_JSON else math.nan)
+                else:
+                    add_score(score)
         write(rows)
     if info is not None:
         tally(last_id, info, "answers", n_answers)
@@ -620,55 +681,36 @@ def _write_answers(study, writers, definition, pseudonyms, counting, text_ok):
 
 
 def _agreement(scores: _Scores, definition: RubricDefinition) -> list[dict[str, Any]]:
-    """Agreement per scale question, over each rater's newest answer per item (the
-    post-discussion one where it exists), N/A as a missing rating: the choices of the
-    analysis app (docs/statistics.md)."""
+    """Agreement per scale-valued question, over each rater's answer per item (the
+    post-discussion one where it exists; of several assignments to one summary, the
+    newest submitted), each finding an item, N/A missing or a category as the rubric
+    says: the choices and numbers of the analysis app (docs/statistics.md)."""
     import numpy as np
     import pandas as pd
 
     from analysis.agreement import AgreementInputError, agreement_report
 
-    frame = pd.DataFrame(
-        {
-            "item": np.asarray(scores.item),
-            "rater": np.asarray(scores.rater),
-            "question": np.asarray(scores.question),
-            "phase": np.asarray(scores.phase),
-            "value": np.asarray(scores.score),
-        }
-    )
-    frame = frame.sort_values(["item", "rater", "question", "phase"], kind="stable")
-    frame = frame.drop_duplicates(["item", "rater", "question"], keep="last")
+    def column(values: array):  # a view of the collected codes, not a copy
+        return np.frombuffer(values, dtype=values.typecode if values.typecode == "d" else f"i{values.itemsize}")
+
+    item, rater, question = column(scores.item), column(scores.rater), column(scores.question)
+    phase, value = column(scores.phase), column(scores.score)
+    # By item, rater and question, the later phase last (post-discussion over initial);
+    # one question at a time, so only its rows are ever copied.
+    order = np.lexsort((phase, question, rater, item))
+    question_in_order = question[order]
     results = []
-    for index, q in enumerate(q for q in definition.questions if q.kind == "scale"):
-        part = frame[frame["question"] == index][["item", "rater", "value"]]
-        entry: dict[str, Any] = {"question": q.key, "scale": list(q.values), "report": None, "error": None}
+    for index, q in enumerate(q for q in definition.questions if q.is_scale):
+        rows = order[question_in_order == index]
+        items, raters = item[rows], rater[rows]
+        last = np.ones(len(rows), dtype=bool)  # the last row of each (item, rater)
+        last[:-1] = (items[1:] != items[:-1]) | (raters[1:] != raters[:-1])
+        part = pd.DataFrame({"item": items[last], "rater": raters[last], "value": value[rows][last]})
+        scale = q.analysis_scale
+        entry: dict[str, Any] = {"question": q.key, "scale": list(scale), "report": None, "error": None}
         try:
-            entry["report"] = agreement_report(part, [float(v) for v in q.values], pairwise=False)
+            entry["report"] = agreement_report(part, [float(v) for v in scale], pairwise=False)
         except AgreementInputError as exc:
             entry["error"] = str(exc)
         results.append(entry)
     return results
-
-
-# --- Celery / admin entry point -------------------------------------------------------------------
-
-
-def export_folder(*, study: Study) -> Path:
-    """A fresh folder for an export started from the admin: var/exports/<slug>/<time>/."""
-    stamp = timezone.now().astimezone(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-    return Path(settings.BASE_DIR) / "var" / "exports" / study.slug / stamp
-
-
-def request_dataset_export(*, study: Study, phase: str = "all", include_calibration: bool = False) -> Path:
-    """Enqueue a CC BY export of the study (restricted sources withheld) once the
-    current transaction commits; returns the folder it will be written to."""
-    from annotate.tasks import export_dataset_task
-
-    out_dir = export_folder(study=study)
-    transaction.on_commit(
-        lambda: export_dataset_task.delay(
-            study.pk, str(out_dir), formats=list(FORMATS), phase=phase, include_calibration=include_calibration
-        )
-    )
-    return out_dir

@@ -224,7 +224,7 @@ def main() -> None:
     each = ", ".join(f"{r['seconds']:.1f}" for r in runs["ours"])
     print(
         f"ours (JSONL + Parquet, every table, card, checksums): {ours['seconds']:.1f} s, {ours['max_rss_mib']:.0f} MiB"
-        f"  (runs: {each} s)"
+        f" = {ours['max_rss_mib'] * 2**20 / 1e6:.0f} MB peak  (runs: {each} s)"
     )
     print(f"floor, write only (frame in memory):  {write:.1f} s  ratio {ours['seconds'] / write:.2f}")
     print(f"floor, read + write (pd.read_sql):    {read_write:.1f} s  ratio {ours['seconds'] / read_write:.2f}")
