@@ -3,12 +3,15 @@ back exactly the rows it was given (Python's json, csv and pyarrow are the oracl
 
 import csv
 import json
+import math
+import random
 from datetime import UTC
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from annotate.exporting.folder import JSONL_BATCH, TABLES, TableWriter, iso_timestamp
+from annotate.exporting.folder import JSONL_BATCH, ROW_GROUP, TABLES, TableWriter, iso_timestamp
 
 NASTY = [
     'a "quoted" word',
@@ -95,3 +98,58 @@ def test_timestamps_are_utc_with_microseconds():
     assert iso_timestamp(moment) == moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     assert iso_timestamp(moment) == "2026-03-04T03:06:07.000000Z"
     assert iso_timestamp(None) is None
+
+
+FLOATS = [0.1, 1 / 3, 5e-324, 1e-300, 1.7976931348623157e308, -0.0, 0.30000000000000004, None]
+
+
+def _claims(n: int) -> list[tuple]:
+    rng = random.Random(n)
+    return [
+        (
+            f"T{i:06d}",
+            i,
+            f"u{i}",
+            NASTY[i % len(NASTY)],
+            2**63 - 1 if i % 11 == 0 else -(2**63) if i % 13 == 0 else i,
+            None,
+            "[]",
+            "supported",
+            None,
+            FLOATS[i] if i < len(FLOATS) else rng.random() * 10 ** rng.randint(-30, 30),
+        )
+        for i in range(n)
+    ]
+
+
+def _write_claims(folder, rows, chunk: int) -> bytes:
+    (folder / "parquet").mkdir(parents=True)
+    writer = TableWriter(folder, "claims", ("parquet",))
+    for start in range(0, len(rows), chunk):
+        writer.write_many(rows[start : start + chunk])
+    writer.close()
+    return (folder / "parquet" / "claims.parquet").read_bytes()
+
+
+def test_parquet_keeps_every_value_and_its_row_groups_do_not_depend_on_the_chunks(tmp_path):
+    rows = _claims(2 * ROW_GROUP + 5)
+    one = _write_claims(tmp_path / "a", rows, 20_000)
+    two = _write_claims(tmp_path / "b", rows, 777)
+    assert one == two
+    parquet = pq.ParquetFile(tmp_path / "a" / "parquet" / "claims.parquet")
+    sizes = [parquet.metadata.row_group(i).num_rows for i in range(parquet.metadata.num_row_groups)]
+    assert sizes == [ROW_GROUP, ROW_GROUP, 5]
+    names = [name for name, _ in TABLES["claims"]]
+    got = parquet.read().to_pylist()
+    assert got == [dict(zip(names, row, strict=True)) for row in rows]
+    # -0.0 == 0.0 in Python: the sign is checked on its own.
+    assert math.copysign(1, got[5]["probability"]) == -1
+
+
+def test_a_value_of_the_wrong_type_fails_the_parquet_table(tmp_path):
+    (tmp_path / "parquet").mkdir()
+    writer = TableWriter(tmp_path, "claims", ("parquet",))
+    writer.write_many([("T1", "not a number", "u", "t", None, None, "[]", "supported", None, 0.5)])
+    # A bug in the export, never the data's fault: it must stop the export, loudly.
+    with pytest.raises(pa.ArrowInvalid, match="index"):
+        writer.close()
