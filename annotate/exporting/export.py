@@ -10,11 +10,13 @@ from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from itertools import chain, groupby
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import orjson
-from django.db.models import Case, F, IntegerField, Min, Prefetch, Value, When
+from django.db.models import F, Min, Prefetch
 from django.db.models.sql.constants import MULTI
 
 from annotate.exporting.card import build_manifest, dataset_card, licence_notice
@@ -95,6 +97,11 @@ class _CountingRevision(NamedTuple):
     submitted_at: datetime
     rubric: tuple[str, int]
     columns: tuple  # the _REVISION_COLUMNS values, in order
+    summary_key: str
+    # Where its answers go in the tables: by summary, batch (none first), rater
+    # pseudonym, phase, then the assignment's uuid (only for two assignments that
+    # agree on all of those).
+    order: tuple
     agreement: bool = False  # its scale answers go into the card's agreement figures
 
 
@@ -129,7 +136,9 @@ def counting_revisions(
         "assignment__summary_id",
         "assignment__uuid",
         "assignment__batch__kind",
+        "assignment__summary__key",
     )
+    ranks = {uid: i for i, uid in enumerate(sorted(pseudonyms, key=lambda u: pseudonyms[u]))}
     chosen: dict[int, _CountingRevision] = {}
     # Values that repeat across revisions (phase, rubric, batch) are kept once each,
     # not once per revision: a study can have hundreds of thousands of revisions.
@@ -156,6 +165,7 @@ def counting_revisions(
             summary_id,
             assignment_uuid,
             batch_kind,
+            summary_key,
         ) in (row for chunk in _raw_chunks(rows) for row in chunk):
             if (assignment_id, revision_phase) == last:
                 continue  # an older revision of the same assignment and phase (rows come newest first)
@@ -178,6 +188,10 @@ def counting_revisions(
                     iso_timestamp(at),
                     bool(assisted),  # SQLite returns 0/1
                 ),
+                summary_key=summary_key,
+                # The uuid as the driver returns it (hex text on SQLite, a UUID on
+                # PostgreSQL): both order as the canonical text does.
+                order=(summary_key, batch is not None, batch or "", ranks[uid], revision_phase, assignment_uuid),
             )
             if batch_kind != Batch.Kind.CALIBRATION:
                 yield AnswerCandidate(
@@ -210,6 +224,24 @@ def _raw_chunks(queryset) -> Iterator[list[tuple]]:
         yield [row[:width] for row in chunk] if width < len(chunk[0]) else chunk
 
 
+REVISION_SLICE = 900  # revision ids per query (SQLite allows 999 parameters in old builds)
+
+
+def _by_revision(queryset, revision_order: list[int]) -> Iterator[tuple[int, list[tuple]]]:
+    """(revision id, its rows) for every revision of `revision_order` that has rows, in
+    that order. `queryset` is a values_list whose first column is the revision id,
+    ordered by it first; it is read REVISION_SLICE revisions at a time, and the rows
+    keep their first column."""
+    first = itemgetter(0)
+    for start in range(0, len(revision_order), REVISION_SLICE):
+        part = revision_order[start : start + REVISION_SLICE]
+        rows = chain.from_iterable(_raw_chunks(queryset.filter(revision_id__in=part)))
+        found = {revision_id: list(group) for revision_id, group in groupby(rows, key=first)}
+        for revision_id in part:
+            if revision_id in found:
+                yield revision_id, found[revision_id]
+
+
 def _utc(value: datetime | str) -> datetime:
     """A raw datetime column as an aware UTC datetime (SQLite returns the stored UTC text)."""
     if isinstance(value, str):
@@ -238,19 +270,6 @@ def _json_column(text: str | None) -> str:
         return canonical_json(json.loads(text))
 
 
-def _rater_rank(path: str, pseudonyms: dict[int, str]) -> Case | F:
-    """Order by pseudonym (not by user id, which differs between instances).
-
-    With no raters there is nothing to rank, and a Case without branches would
-    compile to a bare constant, which PostgreSQL reads as `ORDER BY 0` (a column
-    position) and refuses; the plain column orders the (empty) result instead."""
-    if not pseudonyms:
-        return F(path)
-    ranked = sorted(pseudonyms, key=lambda uid: pseudonyms[uid])
-    whens = [When(**{path: uid}, then=Value(i)) for i, uid in enumerate(ranked)]
-    return Case(*whens, default=Value(len(ranked)), output_field=IntegerField())
-
-
 # --- the export ---------------------------------------------------------------------------------
 
 
@@ -274,9 +293,10 @@ class _Scores:
     appends to the arrays directly)."""
 
     items: dict[tuple[str, str | None], int] = field(default_factory=dict)  # (summary key, finding)
-    item: array = field(default_factory=lambda: array("l"))
-    rater: array = field(default_factory=lambda: array("l"))
-    question: array = field(default_factory=lambda: array("l"))
+    # 32-bit codes (16-bit for questions): half the memory of Python's "l" arrays.
+    item: array = field(default_factory=lambda: array("i"))
+    rater: array = field(default_factory=lambda: array("i"))
+    question: array = field(default_factory=lambda: array("h"))
     phase: array = field(default_factory=lambda: array("b"))
     score: array = field(default_factory=lambda: array("d"))
 
@@ -400,30 +420,26 @@ def _write_tables(study, writers, phase, include_calibration, include_restricted
         .order_by("key")
         .values_list("key", "uuid", "source_id", "source__key", "text", "generator", "metadata", "flags", "parent__key")
     )
-    rows = []
-    for key, uid, source_id, source_key, text, generator, metadata, flags, parent_key in summaries.iterator(
-        chunk_size=ITERATOR_CHUNK
-    ):
-        from_withheld = not text_ok[source_id]
-        if from_withheld:
-            flagged.append(key)
-        rows.append(
-            (
-                key,
-                str(uid),
-                source_key,
-                text,
-                generator,
-                canonical_json(metadata),
-                canonical_json(flags),
-                parent_key,
-                from_withheld,
+    for chunk in _raw_chunks(summaries):  # raw: JSON columns as text, made canonical by orjson
+        rows = []
+        for key, uid, source_id, source_key, text, generator, metadata, flags, parent_key in chunk:
+            from_withheld = not text_ok[source_id]
+            if from_withheld:
+                flagged.append(key)
+            rows.append(
+                (
+                    key,
+                    _uuid_text(uid),
+                    source_key,
+                    text,
+                    generator,
+                    _json_column(metadata),
+                    _json_column(flags),
+                    parent_key,
+                    from_withheld,
+                )
             )
-        )
-        if len(rows) >= ITERATOR_CHUNK:
-            writers["summaries"].write_many(rows)
-            rows = []
-    writers["summaries"].write_many(rows)
+        writers["summaries"].write_many(rows)
     claims = Claim.objects.filter(summary__study=study).select_related("summary").order_by("summary__key", "index")
     for c in claims.iterator(chunk_size=ITERATOR_CHUNK):
         # An explanation is the checker's critique against the source and may quote it:
@@ -565,53 +581,40 @@ def _write_answers(study, writers, definition, pseudonyms, counting, text_ok):
         if newest is None or info.submitted_at > newest:
             newest = info.submitted_at
 
-    order = [
-        "revision__assignment__summary__key",
-        F("revision__assignment__batch__name").asc(nulls_first=True),
-        "rank",
-        "revision__phase",
+    # The counting revisions in table order; their answers are read a slice of
+    # revisions at a time by revision id (an index), each revision's in question and
+    # finding order. That is the order one query sorted by summary, batch, rater and
+    # phase would give, without sorting every answer of the study in the database
+    # (measured: 2.6 s instead of 4.3 s for 1,000,000 answers on SQLite), and the
+    # answers of revisions that do not count are never read.
+    revision_order = sorted(counting, key=lambda rid: counting[rid].order)
+    ratings = Rating.objects.order_by("revision_id", "question", F("finding__index").asc(nulls_first=True)).values_list(
+        "revision_id",
         "question",
-    ]
-    ratings = (
-        Rating.objects.filter(revision__assignment__study=study, revision__status=Revision.Status.SUBMITTED)
-        .annotate(rank=_rater_rank("revision__assignment__rater_id", pseudonyms))
-        .order_by(*order, F("finding__index").asc(nulls_first=True))
-        .values_list(
-            "revision_id",
-            "revision__assignment__summary__key",
-            "question",
-            "finding__uuid",
-            "score",
-            "value",
-            "rationale__text",
-        )
+        "finding__uuid",
+        "score",
+        "value",
+        "rationale__text",
     )
     write = writers["ratings"].write_many
-    info = last_id = last_key = None
-    n_answers = rank = phase_code = item = 0
-    agrees = False
+    last_key = None
+    item = 0
     add_item, add_rater, add_question = scores.item.append, scores.rater.append, scores.question.append
     add_phase, add_score = scores.phase.append, scores.score.append
-    for chunk in _raw_chunks(ratings):
-        rows = []
-        for revision_id, summary_key, question, finding, score, value, rationale in chunk:
-            if revision_id != last_id:
-                if info is not None:
-                    tally(last_id, info, "answers", n_answers)
-                last_id, info, n_answers = revision_id, counting.get(revision_id), 0
-                if info is not None:
-                    rank, phase_code = ranks[info.rater_id], PHASE_ORDER.get(info.columns[0], 0)
-                    agrees = info.agreement
-            if info is None:
-                continue  # not a counting revision (older, another phase, calibration)
-            n_answers += 1
+    rows: list[tuple] = []
+    for revision_id, answers in _by_revision(ratings, revision_order):
+        info = counting[revision_id]
+        tally(revision_id, info, "answers", len(answers))
+        summary_key, columns = info.summary_key, info.columns
+        rank, phase_code, agrees = ranks[info.rater_id], PHASE_ORDER.get(columns[0], 0), info.agreement
+        for _, question, finding, score, value, rationale in answers:
             if finding is not None:
                 finding = _uuid_text(finding)
             # A scale answer is its score; anything else its JSON value, made canonical.
             text = str(score) if score is not None else _json_column(value)
-            rows.append((summary_key, question, finding, score, text, rationale) + info.columns)
+            rows.append((summary_key, question, finding, score, text, rationale) + columns)
             if agrees and question in scale_index:
-                if (summary_key, finding) != last_key:  # rows come sorted by summary and finding
+                if (summary_key, finding) != last_key:
                     last_key = (summary_key, finding)
                     item = scores.code(last_key)
                 add_item(item)
@@ -622,45 +625,39 @@ def _write_answers(study, writers, definition, pseudonyms, counting, text_ok):
                     add_score(na_codes.get(question, math.nan) if text == _NA_JSON else math.nan)
                 else:
                     add_score(score)
-        write(rows)
-    if info is not None:
-        tally(last_id, info, "answers", n_answers)
+        if len(rows) >= ANSWER_CHUNK:
+            write(rows)
+            rows = []
+    write(rows)
 
-    spans = (
-        Span.objects.filter(revision__assignment__study=study, revision__status=Revision.Status.SUBMITTED)
-        .annotate(rank=_rater_rank("revision__assignment__rater_id", pseudonyms))
-        .order_by(*order, "index")
-        .values_list(
-            "revision_id",
-            "revision__assignment__summary__key",
-            "revision__assignment__summary__source_id",
-            "question",
-            "index",
-            "target",
-            "start",
-            "end",
-            "text",
-            "link_start",
-            "link_end",
-            "link_text",
-            "answers",
-            "rationale",
-        )
+    spans = Span.objects.order_by("revision_id", "question", "index").values_list(
+        "revision_id",
+        "revision__assignment__summary__source_id",
+        "question",
+        "index",
+        "target",
+        "start",
+        "end",
+        "text",
+        "link_start",
+        "link_end",
+        "link_text",
+        "answers",
+        "rationale",
     )
     write = writers["spans"].write_many
-    for chunk in _raw_chunks(spans):
-        rows = []
-        for row in chunk:
-            revision_id, summary_key, source_id, question, index, target, start, end, text = row[:9]
-            link_start, link_end, link_text, answers, rationale = row[9:]
-            info = counting.get(revision_id)
-            if info is None:
-                continue
+    rows = []
+    for revision_id, found in _by_revision(spans, revision_order):
+        info = counting[revision_id]
+        tally(revision_id, info, "spans", len(found))
+        for row in found:
+            source_id, question, index, target, start, end, text = row[1:8]
+            link_start, link_end, link_text, answers, rationale = row[8:]
             # Quotes of a withheld source are source text: offsets stay, the words go.
             source_ok = text_ok[source_id]
             rows.append(
                 (
-                    summary_key,
+                    info.summary_key,
                     question,
                     index,
                     target,
@@ -675,8 +672,10 @@ def _write_answers(study, writers, definition, pseudonyms, counting, text_ok):
                 )
                 + info.columns
             )
-            tally(revision_id, info, "spans", 1)
-        write(rows)
+        if len(rows) >= ANSWER_CHUNK:
+            write(rows)
+            rows = []
+    write(rows)
     return scores, per_rater, rubric_versions, newest
 
 

@@ -21,7 +21,7 @@ from annotate.exporting import (
     verify_checksums,
 )
 from annotate.models import Assignment, Batch, Rating, Revision, Source, Span, Study
-from annotate.services import submit_rating
+from annotate.services import reopen_rating, submit_rating
 
 # --- a rated demo ------------------------------------------------------------------------------
 
@@ -173,6 +173,49 @@ def test_ratings_table_holds_every_counting_answer_with_its_rationale(rated_demo
     assert len(spans) == Span.objects.filter(revision__assignment__study=study).count()
     linked = [s for s in spans if s["link_start"] is not None]
     assert linked and all(s["question"] == "contradictions" and s["link_text"] for s in linked)
+
+
+def test_answer_rows_come_in_the_documented_order(rated_demo, tmp_path):
+    """Summary key, batch (none first), rater pseudonym, phase, question, then the
+    finding's index (ratings) or the span's index (spans), in every answer table."""
+    out = export(FACTPICO_STUDY, tmp_path / "f", formats=["jsonl"]).out_dir
+    finding_index = {f["uuid"]: f["index"] for f in jsonl_rows(out, "findings")}
+
+    def revision_key(row):
+        return (row["summary_key"], row["batch"] is not None, row["batch"] or "", row["rater"], row["phase"])
+
+    ratings = jsonl_rows(out, "ratings")
+    keys = [
+        (*revision_key(r), r["question"], -1 if r["finding"] is None else finding_index[r["finding"]]) for r in ratings
+    ]
+    assert len(set(keys)) == len(keys) and keys == sorted(keys)
+    spans = jsonl_rows(out, "spans")
+    keys = [(*revision_key(s), s["question"], s["index"]) for s in spans]
+    assert len(spans) > 1 and len(set(keys)) == len(keys) and keys == sorted(keys)
+    # The LitSumm demo has answers outside any batch and in a batch, in both phases.
+    rows = jsonl_rows(export(DEMO_STUDY, tmp_path / "d", formats=["jsonl"]).out_dir, "ratings")
+    keys = [(*revision_key(r), r["question"]) for r in rows]
+    assert {r["batch"] for r in rows} == {None, "double"} and {r["phase"] for r in rows} == {
+        "initial",
+        "post_discussion",
+    }
+    assert keys == sorted(keys)
+
+
+def test_a_reopened_and_resubmitted_rating_exports_only_its_newest_revision(rated_demo, tmp_path):
+    assignment = Assignment.objects.filter(study__slug=DEMO_STUDY, batch__isnull=True).order_by("summary__key").first()
+    first = Rating.objects.get(revision__assignment=assignment, revision__number=1, question="feedback").value
+    reopen_rating(assignment=assignment, rater=assignment.rater, version=assignment.version)
+    _submit(assignment, {"overall": 5, "failure_modes": [], "feedback": "Second thoughts."}, {})
+    rows = jsonl_rows(export(DEMO_STUDY, tmp_path / "out", formats=["jsonl"]).out_dir, "ratings")
+    feedback = [
+        (r["rater"], r["revision_number"], json.loads(r["value"]))
+        for r in rows
+        if r["summary_key"] == assignment.summary.key and r["batch"] is None and r["question"] == "feedback"
+    ]
+    # One answer from the assignment's rater, revision 2's; revision 1 is not exported.
+    assert [(n, text) for _, n, text in feedback] == [(2, "Second thoughts.")]
+    assert first != "Second thoughts."
 
 
 def test_card_front_matter_parses_and_says_cc_by_4_0(rated_demo, tmp_path):
