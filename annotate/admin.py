@@ -2,6 +2,7 @@
 here and cannot be deleted; the revision history of every assignment is visible."""
 
 from django.contrib import admin
+from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from annotate.api_exports import FORMATS, export_folder, start_export
@@ -57,11 +58,19 @@ class StudyAdmin(admin.ModelAdmin):
     def export_dataset(self, request, queryset):
         for study in queryset.select_related("rubric"):
             run = start_export(study=study, requested_by=request.user, formats=list(FORMATS))
+            where = {"slug": study.slug, "export_id": run.id}
             self.message_user(
                 request,
-                f"Export {run.id} of {study.slug} is {run.status} (every format, restricted sources withheld): "
-                f"{export_folder(study_slug=study.slug, export_id=run.id)}; "
-                f"poll /api/studies/{study.slug}/exports/{run.id}/.",
+                format_html(
+                    "Export {} of {} is {} (every format, restricted sources withheld) in {}: "
+                    '<a href="{}">status</a>, <a href="{}">download (zip)</a> once it has finished.',
+                    run.id,
+                    study.slug,
+                    run.status,
+                    export_folder(study_slug=study.slug, export_id=run.id),
+                    reverse("api:export-detail", kwargs=where),
+                    reverse("api:export-download", kwargs=where),
+                ),
             )
 
 

@@ -224,6 +224,11 @@ def test_a_superuser_exports_from_the_admin_into_exports_dir(rated_study, admin_
     (run,) = api_exports.list_exports(study=rated_study)
     assert run.status == "done", run.error
     assert run.id in response.content.decode()  # the message names the run to poll
+    # ... and links its download, which the admin's session may follow.
+    download = f"/api/studies/{rated_study.slug}/exports/{run.id}/download/"
+    assert f'<a href="{download}">download (zip)</a>' in response.content.decode()
+    archive = admin_browser(admin_user).get(download)
+    assert archive.status_code == 200 and archive["Content-Type"] == "application/zip"
     folder = exports_dir / rated_study.slug / run.id
     verify_checksums(folder / "dataset")
     assert "license: cc-by-4.0" in (folder / "dataset" / "README.md").read_text(encoding="utf-8")
