@@ -158,21 +158,22 @@ def claim_job(*, job_id: int) -> GenerationJob | None:
     claim = {"status": Status.RUNNING, "claimed_at": now, "tries": F("tries") + 1, "updated_at": now}
     # The usual case first, in the cheapest statement: a pending job.
     if not GenerationJob.objects.filter(pk=job_id, status=Status.PENDING).update(**claim):
-        cutoff = now - job_lease()
-        recent_call = LLMCall.objects.filter(job=OuterRef("pk"), created_at__gte=cutoff)
-        abandoned = GenerationJob.objects.filter(pk=job_id, status=Status.RUNNING, claimed_at__lt=cutoff)
-        if not abandoned.filter(~Exists(recent_call)).update(**claim):
+        if not _abandoned(GenerationJob.objects.filter(pk=job_id), now=now).update(**claim):
             return None
     return GenerationJob.objects.select_related("source__study").get(pk=job_id)
 
 
-def abandoned_jobs(*, run: GenerationRun) -> list[int]:
-    """The run's jobs that are running without a live worker: claimed longer ago than
-    the lease and with no LLM call since (see claim_job)."""
-    cutoff = timezone.now() - job_lease()
+def _abandoned(jobs, *, now):
+    """Those of `jobs` running without a live worker: claimed longer ago than the lease
+    and with no LLM call since."""
+    cutoff = now - job_lease()
     recent_call = LLMCall.objects.filter(job=OuterRef("pk"), created_at__gte=cutoff)
-    jobs = run.jobs.filter(status=Status.RUNNING, claimed_at__lt=cutoff).filter(~Exists(recent_call))
-    return list(jobs.values_list("pk", flat=True))
+    return jobs.filter(status=Status.RUNNING, claimed_at__lt=cutoff).filter(~Exists(recent_call))
+
+
+def abandoned_jobs(*, run: GenerationRun) -> list[int]:
+    """The run's jobs that are running without a live worker (see claim_job)."""
+    return list(_abandoned(run.jobs.all(), now=timezone.now()).values_list("pk", flat=True))
 
 
 def requeue_abandoned_jobs(*, run: GenerationRun) -> list[int]:
