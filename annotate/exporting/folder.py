@@ -217,14 +217,15 @@ class TableWriter:
     strings, 64-bit integers and floats round-trip (tested), and a value of the wrong
     type is an error, as pa.array's conversion was."""
 
-    def __init__(self, out_dir: Path, name: str, formats: tuple[str, ...]):
+    def __init__(self, out_dir: Path, name: str, formats: tuple[str, ...], chunk: int = ITERATOR_CHUNK):
         self.name = name
+        self.chunk = chunk
         self.columns = TABLES[name]
         self.names = [c for c, _ in self.columns]
         self.count = 0
         self.paths: list[Path] = []
         self._jsonl = self._csv = self._csv_handle = self._parquet = None
-        self._rows: list[tuple] = []  # rows given by write(), not yet written
+        self._rows: list[tuple] = []  # rows given, not yet written (less than a chunk)
         self._groups: list = []  # Arrow tables parsed but not yet written (helper thread only)
         self._grouped = 0  # their rows
         self._pool: ThreadPoolExecutor | None = None
@@ -263,18 +264,14 @@ class TableWriter:
             self.paths.append(path)
 
     def write(self, row: tuple) -> None:
-        """One row, kept until a chunk's worth has come (each chunk is one job for
-        the helper thread)."""
-        self._rows.append(row)
-        if len(self._rows) >= ITERATOR_CHUNK:
-            self._flush()
+        self.write_many([row])
 
     def write_many(self, rows: list[tuple]) -> None:
-        if self._rows:  # rows given one by one go first, in order
-            self._rows.extend(rows)
+        """Rows are kept until a chunk's worth (`chunk` rows) has come: each chunk is
+        encoded at once and is one job for the Parquet helper thread."""
+        self._rows.extend(rows)
+        if len(self._rows) >= self.chunk:
             self._flush()
-        else:
-            self._write_chunk(rows)
 
     def _flush(self) -> None:
         rows, self._rows = self._rows, []
