@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 
 from analysis import services
 from analysis.models import AnalysisResult
+from analysis.tasks import run_study_report_task
 from annotate import permissions
 
 
@@ -34,12 +35,15 @@ class StudyAnalysis(APIView):
         parameters=[AnalysisQuery],
         responses={200: AnalysisResultSerializer, 202: AnalysisResultSerializer},
         description="Study admins and viewers. 200 with the report when it is done (or with `error` when it "
-        "failed); 202 while a large study's report is still being computed: poll again.",
+        "failed: asking again computes it anew); 202 while a large study's report is still being computed: "
+        "poll again. A report whose worker stopped is answered as failed, not as running for ever.",
     )
     def get(self, request, slug):
         study = permissions.study_for_viewer(request, slug)
         query = AnalysisQuery(data=request.query_params)
         query.is_valid(raise_exception=True)
-        result = services.request_study_report(study=study, phase=query.validated_data["phase"])
+        result = services.request_study_report(
+            study=study, phase=query.validated_data["phase"], enqueue=run_study_report_task.delay
+        )
         waiting = result.status in (AnalysisResult.Status.PENDING, AnalysisResult.Status.RUNNING)
         return Response(AnalysisResultSerializer(result).data, status=202 if waiting else 200)

@@ -1,4 +1,4 @@
-"""Included by annotate.urls under /api/studies/<slug>/analysis/ (in the `api` namespace)."""
+"""Included by config/urls.py under /api/studies/<slug>/analysis/ (in the `api` namespace)."""
 
 from django.urls import path
 

@@ -144,18 +144,3 @@ def scale_codes(values: np.ndarray, scale: Sequence[float]) -> np.ndarray:
     scale_array = np.asarray(validate_scale(scale))
     codes = np.searchsorted(scale_array, values)
     return codes.astype(np.intp)
-
-
-def count_table(frame: pd.DataFrame, scale: Sequence[float]) -> np.ndarray:
-    """Items × scale-categories table: how many raters put each item in each category.
-
-    Columns cover the FULL scale, used or not (chance agreement for Randolph's kappa
-    and Gwet's AC1 depends on the number of categories). Rows follow the sorted item
-    labels and include items without any rating (an all-zero row).
-    """
-    wide = to_wide(frame).to_numpy(dtype=float)
-    q = len(validate_scale(scale))
-    table = np.zeros((wide.shape[0], q), dtype=np.int64)
-    rows, cols = np.nonzero(~np.isnan(wide))
-    np.add.at(table, (rows, scale_codes(wide[rows, cols], scale)), 1)
-    return table

@@ -12,6 +12,10 @@ class AnalysisResult(models.Model):
     ``fingerprint`` summarises the submitted revisions the report was computed from
     (their count and newest change) and the report version; a new or changed rating
     gives a new fingerprint, so a stale report is never served.
+
+    A running report is held under a lease (``lease_expires_at``) that its worker renews
+    while it makes progress; one whose lease ran out has lost its worker (see
+    analysis.services.run_study_report).
     """
 
     class Phase(models.TextChoices):
@@ -34,6 +38,12 @@ class AnalysisResult(models.Model):
     progress = models.PositiveSmallIntegerField(default=0, help_text="Percent done while running.")
     result = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)
+    claimed_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the worker computing it took it (identifies that worker's claim)."
+    )
+    lease_expires_at = models.DateTimeField(
+        null=True, blank=True, help_text="While running: the worker counts as gone if it has not renewed by then."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -41,6 +51,10 @@ class AnalysisResult(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["study", "phase", "fingerprint"], name="analysis_result_unique_state"),
             models.CheckConstraint(condition=Q(progress__lte=100), name="analysis_result_progress_percent"),
+            models.CheckConstraint(
+                condition=~Q(status="running") | Q(claimed_at__isnull=False, lease_expires_at__isnull=False),
+                name="analysis_result_running_has_lease",
+            ),
         ]
         ordering = ["study", "phase", "-created_at"]
 

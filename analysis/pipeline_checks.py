@@ -1,6 +1,6 @@
 """Pass rates of the generation pipeline's own checks (LitSumm's Table 2). Pure.
 
-Input: the summaries frame (annotate.selectors.summaries_frame) with the columns the
+Input: the summaries frame (annotate.selectors.frames.summaries_frame) with the columns the
 pipeline records: pipeline, attempts, references_passed, consistency_revised, flags.
 Only summaries written by a pipeline that runs the LitSumm checks count.
 """

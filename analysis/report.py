@@ -46,11 +46,25 @@ class QuestionSpec:
     """What the report needs to know about a rubric question."""
 
     key: str
-    kind: str  # scale, choice, checkboxes or text
+    kind: str  # scale, choice, checkboxes or text; written into the report as it is
     prompt: str
     required: bool = False
     values: tuple[Any, ...] = ()
     labels: tuple[str, ...] = ()
+
+    # The same names as annotate.rubrics.Question's predicates (this module cannot import
+    # annotate: the statistics stay free of Django).
+    @property
+    def plain_scale(self) -> bool:
+        """One score on the scale per item: what agreement, histograms and the
+        meta-evaluation use. (A per-finding question reaches the report as a scale,
+        each finding an item of its own.)"""
+        return self.kind == "scale"
+
+    @property
+    def counts_options(self) -> bool:
+        """Answered with options whose counts summarise it (one choice or tickboxes)."""
+        return self.kind in ("choice", "checkboxes")
 
 
 def to_json(value: Any) -> Any:
@@ -73,7 +87,7 @@ def latest_answers(ratings: pd.DataFrame) -> pd.DataFrame:
         return ratings
     order = ratings["phase"].map(PHASE_ORDER).fillna(0)
     # One rater's answers to the same summary in two batches are resolved before the
-    # frame gets here (annotate.selectors.newest_rater_answers, shared with the dataset
+    # frame gets here (annotate.selectors.counting.newest_rater_answers, shared with the dataset
     # card); for frames built elsewhere, such ties go to the newest answer.
     keys = [ITEM, RATER, QUESTION, "_order"] + (["submitted_at"] if "submitted_at" in ratings.columns else [])
     ranked = ratings.assign(_order=order).sort_values(keys, kind="stable")
@@ -90,7 +104,7 @@ def default_group_fields(summaries: pd.DataFrame) -> list[str]:
 
 
 def human_question(questions: Sequence[QuestionSpec]) -> QuestionSpec | None:
-    scales = [q for q in questions if q.kind == "scale"]
+    scales = [q for q in questions if q.plain_scale]
     required = [q for q in scales if q.required]
     return (required or scales or [None])[0]
 
@@ -153,7 +167,7 @@ def build_study_report(
 ) -> dict[str, Any]:
     """Every statistic for one study and phase, JSON-ready (None where undefined).
 
-    ``ratings`` is the tidy frame of ``annotate.selectors.ratings_frame`` (item, rater,
+    ``ratings`` is the tidy frame of ``annotate.selectors.frames.ratings_frame`` (item, rater,
     question, score, answer, phase); ``summaries`` has item, key, source and
     ``source.<field>`` columns; ``metrics`` has item and metric columns. ``rater_names``
     maps rater ids to the names shown. ``progress(fraction)`` is called during the
@@ -169,7 +183,7 @@ def build_study_report(
         if field not in summaries.columns:
             raise ValueError(f"No field {field!r}; the summaries have {sorted(summaries.columns)}.")
 
-    scale_questions = [q for q in questions if q.kind == "scale"]
+    scale_questions = [q for q in questions if q.plain_scale]
     total_work = max(1, len(scale_questions) * n_resamples)
     done_before = 0
 
@@ -222,7 +236,7 @@ def build_study_report(
             report["by_group"].append({"field": field, "question": question.key, "rows": by.to_dict("records")})
 
     for question in questions:
-        if question.kind not in ("checkboxes", "choice"):
+        if not question.counts_options:
             continue
         part = answers[answers[QUESTION] == question.key]
         counts = option_counts(part, list(question.values), rated_items)

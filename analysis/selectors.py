@@ -10,16 +10,10 @@ from __future__ import annotations
 import pandas as pd
 from django.contrib.auth import get_user_model
 from django.db.models import Count, Max
-from django.shortcuts import get_object_or_404
 
 from analysis.models import AnalysisResult
 from analysis.report import REPORT_VERSION
 from annotate.models import Claim, Revision, Study, Summary
-
-
-def get_study_for_staff(slug: str) -> Study:
-    """The study with its rubric, or 404 (the caller has already checked staff access)."""
-    return get_object_or_404(Study.objects.select_related("rubric"), slug=slug)
 
 
 def submitted_revisions(*, study: Study, phase: str):

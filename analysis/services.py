@@ -7,24 +7,29 @@ through selectors, run them, and store or write the result.
 from __future__ import annotations
 
 import dataclasses
+import logging
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 
 from analysis import selectors
-from analysis.export import report_files
+from analysis.conf import report_lease
 from analysis.metrics import metrics_frame
 from analysis.models import AnalysisResult
 from analysis.pipeline_checks import check_pass_rates
 from analysis.plots import FORMATS, plot_names, render_plot
 from analysis.report import QuestionSpec, build_study_report
+from analysis.report_files import report_files
 from analysis.spans import span_agreement
-from annotate import selectors as annotate_selectors
 from annotate.exceptions import ApplicationError
 from annotate.models import Study
+from annotate.selectors.contents import rubric_definition
+from annotate.selectors.frames import ratings_frame, spans_frame, summaries_frame
 
 # Bootstrap resamples per agreement interval (seeded, so a report is reproducible).
 BOOTSTRAP_RESAMPLES = 1000
@@ -33,6 +38,13 @@ BOOTSTRAP_SEED = 0
 # the report goes to a Celery task and the page shows its progress.
 SYNC_MAX_REVISIONS = 400
 PHASES = tuple(AnalysisResult.Phase.values)
+# Recorded on a report whose worker stopped without finishing it (killed, out of memory,
+# its machine gone): nothing else would ever finish it.
+ABANDONED_ERROR = (
+    "The worker running this report stopped before it finished. Ask for the report again to compute it anew."
+)
+
+logger = logging.getLogger(__name__)
 
 
 class AnalysisError(ApplicationError):
@@ -43,7 +55,7 @@ def question_specs(study: Study) -> list[QuestionSpec]:
     """Each question's kind and full scale. A scale whose N/A is declared a category
     (`na.analysis: category`) gets one more point, N/A, coded as max + 1; otherwise
     N/A is a missing rating."""
-    definition = annotate_selectors.rubric_definition(study.rubric)
+    definition = rubric_definition(study.rubric)
     specs = []
     for q in definition.questions:
         values, labels = q.analysis_scale, tuple(option.label for option in q.options)
@@ -65,7 +77,7 @@ def question_specs(study: Study) -> list[QuestionSpec]:
 
 def na_category_codes(study: Study) -> dict[str, int]:
     """Question key -> the code of N/A, for the scales that count N/A as a category."""
-    definition = annotate_selectors.rubric_definition(study.rubric)
+    definition = rubric_definition(study.rubric)
     return {q.key: q.na_code for q in definition.questions if q.na_code is not None}
 
 
@@ -92,15 +104,19 @@ def compute_study_report(
     progress: Callable[[float], None] | None = None,
 ) -> dict[str, Any]:
     """The JSON-ready study report (analysis.report.build_study_report) for one phase.
-    Calibration (pilot) batches are left out, as annotate.selectors.ratings_frame does
-    by default."""
+    Calibration (pilot) batches are left out, as annotate.selectors.frames.ratings_frame does
+    by default. ``progress(fraction)`` is called as the bootstrap advances, and with 0 between
+    the stages before it as a sign of life (run_study_report renews its lease there)."""
     if phase not in PHASES:
         raise AnalysisError(f"Unknown phase {phase!r}; use one of {', '.join(PHASES)}.")
+    alive = progress or (lambda fraction: None)
     specs = question_specs(study)
-    ratings = prepare_ratings(annotate_selectors.ratings_frame(study=study, phase=phase), na_category_codes(study))
-    summaries = annotate_selectors.summaries_frame(study=study)
+    ratings = prepare_ratings(ratings_frame(study=study, phase=phase), na_category_codes(study))
+    summaries = summaries_frame(study=study)
     claims = selectors.claims_frame(study=study)
+    alive(0.0)
     metrics = metrics_frame(selectors.summary_texts_frame(study=study), claims if len(claims) else None)
+    alive(0.0)
     try:
         report = build_study_report(
             ratings=ratings,
@@ -127,11 +143,11 @@ def span_agreement_sections(*, study: Study, phase: str, ratings) -> list[dict[s
     summary sentence, and "factual" on spans both raters marked."""
     from annotate.text import split_spans
 
-    definition = annotate_selectors.rubric_definition(study.rubric)
-    questions = [q for q in definition.questions if q.kind == "span" and q.target == "summary"]
+    definition = rubric_definition(study.rubric)
+    questions = [q for q in definition.questions if q.highlights and q.target == "summary"]
     if not questions:
         return []
-    spans = annotate_selectors.spans_frame(study=study, phase=phase)
+    spans = spans_frame(study=study, phase=phase)
     texts = dict(study.summaries.values_list("uuid", "text"))
     raters = {item: sorted(group["rater"].unique()) for item, group in ratings.groupby("item")}
     sentences = {item: split_spans(texts[uuid.UUID(item)]) for item in raters if ":" not in item}
@@ -170,59 +186,138 @@ def write_study_report(
     return written
 
 
-def request_study_report(*, study: Study, phase: str) -> AnalysisResult:
+def request_study_report(*, study: Study, phase: str, enqueue: Callable[[int], object]) -> AnalysisResult:
     """The cached report for the ratings as they are now, computing or enqueueing it if needed.
 
-    A small study is computed here and now; a large one is handed to a Celery task (after
-    the transaction commits) and the returned row is pending until the task is done.
+    A small study is computed here and now; a large one is handed to ``enqueue(result_id)``
+    after the transaction commits (the caller passes the Celery task's ``delay``: tasks
+    import services, never the reverse), and the returned row is pending until it is done.
     Older reports of the same study and phase are deleted: they describe stale ratings.
+
+    Every request is also a look at the run: one whose worker stopped (its lease ran out)
+    is marked failed with the reason, and a failed report is computed anew by the next
+    request.
     """
     if phase not in PHASES:
         raise AnalysisError(f"Unknown phase {phase!r}; use one of {', '.join(PHASES)}.")
     fingerprint, n_revisions = selectors.ratings_fingerprint(study=study, phase=phase)
     result = selectors.analysis_result(study=study, phase=phase, fingerprint=fingerprint)
-    if result is not None:
+    if result is None:
+        result, created = AnalysisResult.objects.get_or_create(
+            study=study, phase=phase, fingerprint=fingerprint, defaults={"n_revisions": n_revisions}
+        )
+        if not created:
+            return result
+        AnalysisResult.objects.filter(study=study, phase=phase).exclude(pk=result.pk).delete()
+    elif result.status == AnalysisResult.Status.RUNNING:
+        return fail_abandoned_report(result=result)
+    elif result.status == AnalysisResult.Status.FAILED:
+        restarted = restart_study_report(result=result)
+        result.refresh_from_db()
+        if not restarted:
+            return result  # another request restarted it first
+    else:
         return result
-    result, created = AnalysisResult.objects.get_or_create(
-        study=study, phase=phase, fingerprint=fingerprint, defaults={"n_revisions": n_revisions}
-    )
-    if not created:
-        return result
-    AnalysisResult.objects.filter(study=study, phase=phase).exclude(pk=result.pk).delete()
     if n_revisions <= SYNC_MAX_REVISIONS:
         run_study_report(result_id=result.pk)
         result.refresh_from_db()
     else:
-        from analysis.tasks import run_study_report_task
-
-        transaction.on_commit(lambda: run_study_report_task.delay(result.pk))
+        transaction.on_commit(lambda: enqueue(result.pk))
     return result
+
+
+def _abandoned(results, *, now):
+    """Those of `results` running without a live worker: their lease ran out."""
+    return results.filter(status=AnalysisResult.Status.RUNNING, lease_expires_at__lt=now)
+
+
+def fail_abandoned_report(*, result: AnalysisResult) -> AnalysisResult:
+    """Mark the report failed with ABANDONED_ERROR if, as read, it is running and its lease
+    ran out; one conditional UPDATE decides, so a worker renewing meanwhile wins. Returns
+    the report as stored."""
+    now = timezone.now()
+    if result.status != AnalysisResult.Status.RUNNING or result.lease_expires_at >= now:
+        return result  # as read: alive (the usual answer to a poll costs no write)
+    abandoned = _abandoned(AnalysisResult.objects.filter(pk=result.pk), now=now)
+    if abandoned.update(status=AnalysisResult.Status.FAILED, error=ABANDONED_ERROR, updated_at=now):
+        logger.warning("study report %s: its worker stopped; marked failed", result.pk)
+        result.refresh_from_db()
+    return result
+
+
+def restart_study_report(*, result: AnalysisResult) -> bool:
+    """Put a failed report back to pending, to be computed again; False when it is not
+    failed any more (another request restarted it first)."""
+    return bool(
+        AnalysisResult.objects.filter(pk=result.pk, status=AnalysisResult.Status.FAILED).update(
+            status=AnalysisResult.Status.PENDING,
+            progress=0,
+            result=None,
+            error="",
+            claimed_at=None,
+            lease_expires_at=None,
+            updated_at=timezone.now(),
+        )
+    )
+
+
+class _LeaseLost(Exception):
+    """This worker no longer holds the report: it was marked abandoned or taken over."""
 
 
 def run_study_report(*, result_id: int) -> AnalysisResult | None:
-    """Compute a pending report (claimed atomically, so a redelivered task does nothing)."""
-    claimed = AnalysisResult.objects.filter(pk=result_id, status=AnalysisResult.Status.PENDING).update(
-        status=AnalysisResult.Status.RUNNING, progress=0
-    )
-    if claimed != 1:
-        return None
+    """Compute a report and store the outcome; None when this call did not get to run it.
+
+    The run is claimed with one conditional UPDATE: a pending report, or a running one
+    whose lease ran out (its worker died and this is the redelivered task). A report that
+    is done, failed or held by a live worker is left alone, so a redelivered task does no
+    harm. While computing, the worker renews its lease (report_lease) at every percent of
+    progress and at least every quarter lease; every write checks the claim is still its
+    own, and a worker that lost it (marked abandoned after a long stall) stops.
+    """
+    now = timezone.now()
+    claim = {
+        "status": AnalysisResult.Status.RUNNING,
+        "progress": 0,
+        "claimed_at": now,
+        "lease_expires_at": now + report_lease(),
+        "updated_at": now,
+    }
+    mine = AnalysisResult.objects.filter(pk=result_id)
+    if not mine.filter(status=AnalysisResult.Status.PENDING).update(**claim):
+        if not _abandoned(mine, now=now).update(**claim):
+            return None
+    held = mine.filter(status=AnalysisResult.Status.RUNNING, claimed_at=now)
     result = AnalysisResult.objects.select_related("study__rubric").get(pk=result_id)
-    last = [0]
+    last_percent, renewed = 0, time.monotonic()
 
     def progress(fraction: float) -> None:
+        nonlocal last_percent, renewed
         percent = min(99, int(fraction * 100))
-        if percent > last[0]:
-            last[0] = percent
-            AnalysisResult.objects.filter(pk=result_id).update(progress=percent)
+        lease = report_lease()
+        if percent <= last_percent and time.monotonic() - renewed < lease.total_seconds() / 4:
+            return
+        last_percent, renewed = max(percent, last_percent), time.monotonic()
+        at = timezone.now()
+        if not held.update(progress=last_percent, lease_expires_at=at + lease, updated_at=at):
+            raise _LeaseLost
 
     try:
         report = compute_study_report(study=result.study, phase=result.phase, progress=progress)
+    except _LeaseLost:
+        logger.warning("study report %s: lost its claim while computing; stopped", result_id)
+        return AnalysisResult.objects.get(pk=result_id)
     except ApplicationError as exc:
-        AnalysisResult.objects.filter(pk=result_id).update(status=AnalysisResult.Status.FAILED, error=exc.message)
-        result.refresh_from_db()
-        return result
-    result.result = report
-    result.status = AnalysisResult.Status.DONE
-    result.progress = 100
-    result.save(update_fields=["result", "status", "progress", "updated_at"])
-    return result
+        held.update(status=AnalysisResult.Status.FAILED, error=exc.message, updated_at=timezone.now())
+    except Exception as exc:
+        # Recorded so that polls stop waiting (and the next request starts it again), then
+        # raised: a bug must be seen.
+        held.update(
+            status=AnalysisResult.Status.FAILED,
+            error=f"The report failed unexpectedly ({type(exc).__name__}).",
+            updated_at=timezone.now(),
+        )
+        raise
+    else:
+        held.update(status=AnalysisResult.Status.DONE, result=report, progress=100, updated_at=timezone.now())
+    return AnalysisResult.objects.get(pk=result_id)

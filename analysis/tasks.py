@@ -1,4 +1,8 @@
-"""Celery tasks of the analysis app: thin wrappers around analysis.services."""
+"""Celery tasks of the analysis app: thin wrappers around analysis.services.
+
+The views and the API hand ``run_study_report_task.delay`` to
+services.request_study_report: tasks import services, never the reverse.
+"""
 
 from celery import shared_task
 

@@ -1,6 +1,6 @@
-"""The study report pages for staff. Thin: check access, call a selector or service, render.
+"""The study report pages. Thin: check access, call a selector or service, render.
 
-Access: staff, the study's admins and its viewers (annotate.selectors.get_study_for_viewer);
+Access: the study's admins and viewers (annotate.selectors.access.get_study_for_viewer);
 anyone else gets 404, as on the other study pages, and anonymous users are sent to login.
 """
 
@@ -15,11 +15,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from analysis import selectors, services
-from analysis.export import FILE_NAMES, agreement_rows, cohen_rows, correlation_rows, report_files
 from analysis.models import AnalysisResult
 from analysis.plots import FORMATS, plot_names, render_plot
-from annotate import selectors as annotate_selectors
+from analysis.report_files import FILE_NAMES, agreement_rows, cohen_rows, correlation_rows, report_files
+from analysis.tasks import run_study_report_task
 from annotate.models import Study
+from annotate.selectors.access import get_study_for_viewer, studies_for_staff_pages
 
 CONTENT_TYPES = {"png": "image/png", "svg": "image/svg+xml"}
 
@@ -43,17 +44,15 @@ def _done_result(study: Study, phase: str) -> AnalysisResult:
 @login_required
 @require_GET
 def study_list(request):
-    return render(
-        request, "analysis/study_list.html", {"studies": annotate_selectors.studies_for_staff_pages(request.user)}
-    )
+    return render(request, "analysis/study_list.html", {"studies": studies_for_staff_pages(request.user)})
 
 
 @login_required
 @require_GET
 def study_report(request, slug: str):
-    study = annotate_selectors.get_study_for_viewer(request.user, slug)
+    study = get_study_for_viewer(request.user, slug)
     phase = _phase(request)
-    result = services.request_study_report(study=study, phase=phase)
+    result = services.request_study_report(study=study, phase=phase, enqueue=run_study_report_task.delay)
     context: dict[str, Any] = {
         "study": study,
         "phase": phase,
@@ -108,7 +107,7 @@ def _report_context(report: dict[str, Any], study: Study, phase: str) -> dict[st
 def study_report_plot(request, slug: str, kind: str, subject: str, fmt: str):
     if fmt not in FORMATS:
         raise Http404("Unknown image format.")
-    study = annotate_selectors.get_study_for_viewer(request.user, slug)
+    study = get_study_for_viewer(request.user, slug)
     result = _done_result(study, _phase(request))
     try:
         image = render_plot(result.result, kind, subject, fmt)
@@ -125,7 +124,7 @@ def study_report_plot(request, slug: str, kind: str, subject: str, fmt: str):
 def study_report_download(request, slug: str, name: str):
     if name not in FILE_NAMES:
         raise Http404("No such file.")
-    study = annotate_selectors.get_study_for_viewer(request.user, slug)
+    study = get_study_for_viewer(request.user, slug)
     phase = _phase(request)
     result = _done_result(study, phase)
     content_type = "application/json" if name.endswith(".json") else "text/csv"

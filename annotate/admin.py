@@ -1,11 +1,15 @@
 """Django admin for staff. Human work (revisions, ratings, rationales) is read-only
-here and cannot be deleted; the revision history of every assignment is visible."""
+here and cannot be deleted; the revision history of every assignment is visible.
+
+Every model admin keeps Django's own permission checks: a staff user sees a model only
+with its view (or change) permission, as the study pages and the API give study access
+to staff only through annotate.view_study / annotate.change_study
+(annotate.selectors.access). Being staff alone shows nothing here either."""
 
 from django.contrib import admin
-from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
-from annotate.api_exports import FORMATS, export_folder, start_export
+from annotate.forms import CheckedTextAdminForm
 from annotate.models import (
     Assignment,
     Claim,
@@ -39,39 +43,36 @@ class RubricAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
 
 class MembershipInline(admin.TabularInline):
+    """A study's members are part of the study: whoever may change studies
+    (annotate.change_study, the permission that makes a staff user admin of every study)
+    may enrol and remove them; whoever may view studies sees them. Searching accounts in
+    the user field also takes auth.view_user (Django's autocomplete asks the User admin)."""
+
     model = StudyMembership
     extra = 0
     fields = ["user", "role", "order_seed"]
     autocomplete_fields = ["user"]
 
+    def has_view_permission(self, request, obj=None):
+        return request.user.has_perm("annotate.view_study") or request.user.has_perm("annotate.change_study")
+
+    def has_add_permission(self, request, obj=None):
+        return request.user.has_perm("annotate.change_study")
+
+    def has_change_permission(self, request, obj=None):
+        return request.user.has_perm("annotate.change_study")
+
+    def has_delete_permission(self, request, obj=None):
+        return request.user.has_perm("annotate.change_study")
+
 
 @admin.register(Study)
 class StudyAdmin(admin.ModelAdmin):
+    form = CheckedTextAdminForm
     list_display = ["slug", "title", "rubric", "licence"]
     readonly_fields = ["uuid", "created_at", "updated_at"]
     inlines = [MembershipInline]
-    actions = ["export_dataset"]
-
-    # Publishing a study's data is a change to what the study releases: view-only staff
-    # are not offered the action, and Django refuses it if they post it anyway.
-    @admin.action(description="Export dataset (CC-BY)", permissions=["change"])
-    def export_dataset(self, request, queryset):
-        for study in queryset.select_related("rubric"):
-            run = start_export(study=study, requested_by=request.user, formats=list(FORMATS))
-            where = {"slug": study.slug, "export_id": run.id}
-            self.message_user(
-                request,
-                format_html(
-                    "Export {} of {} is {} (every format, restricted sources withheld) in {}: "
-                    '<a href="{}">status</a>, <a href="{}">download (zip)</a> once it has finished.',
-                    run.id,
-                    study.slug,
-                    run.status,
-                    export_folder(study_slug=study.slug, export_id=run.id),
-                    reverse("api:export-detail", kwargs=where),
-                    reverse("api:export-download", kwargs=where),
-                ),
-            )
+    actions: list[str] = []  # datasets.admin adds "Export dataset"
 
 
 class SentenceInline(admin.TabularInline):
@@ -84,6 +85,7 @@ class SentenceInline(admin.TabularInline):
 
 @admin.register(Source)
 class SourceAdmin(admin.ModelAdmin):
+    form = CheckedTextAdminForm
     list_display = ["key", "study", "title", "licence"]
     list_filter = ["study", "licence"]
     search_fields = ["key", "title"]
@@ -101,6 +103,7 @@ class ClaimInline(admin.TabularInline):
 
 @admin.register(Summary)
 class SummaryAdmin(admin.ModelAdmin):
+    form = CheckedTextAdminForm
     list_display = ["key", "study", "source", "generator", "created_at"]
     list_filter = ["study", "generator"]
     search_fields = ["key", "text"]
@@ -111,6 +114,7 @@ class SummaryAdmin(admin.ModelAdmin):
 
 @admin.register(Claim)
 class ClaimAdmin(admin.ModelAdmin):
+    form = CheckedTextAdminForm
     list_display = ["summary", "index", "verdict", "probability"]
     list_filter = ["verdict"]
     raw_id_fields = ["summary"]
@@ -182,13 +186,7 @@ class RevisionAdmin(ReadOnlyMixin, admin.ModelAdmin):
     ]
     inlines = [RatingInline]
 
-    def has_view_permission(self, request, obj=None):
-        return request.user.is_staff
-
 
 @admin.register(Rationale)
 class RationaleAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["rating", "text"]
-
-    def has_view_permission(self, request, obj=None):
-        return request.user.is_staff

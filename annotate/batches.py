@@ -29,8 +29,10 @@ from annotate.models import (
     Summary,
 )
 from annotate.rubrics import AnswerValidationError
-from annotate.selectors import filter_summaries, latest_revision, revision_answers, rubric_definition
-from annotate.services import _write_answers, add_study_member, answer_context
+from annotate.selectors.contents import filter_summaries, rubric_definition
+from annotate.selectors.queue import latest_revision, revision_answers
+from annotate.services import add_study_member, answer_context, write_draft_answers
+from annotate.text_validation import check_text
 
 DESIGNS = ("k_raters", "partial_overlap", "pairwise_overlap", "balanced")
 # Context length strata (sentences in the source), for stratified sampling as LitSumm did.
@@ -43,6 +45,25 @@ def context_bucket(sentences: int) -> str:
         if sentences >= low:
             label = name
     return label
+
+
+# Batch.seed is a BigIntegerField and attention_every a PositiveSmallIntegerField.
+SEED_RANGE = (-(2**63), 2**63 - 1)
+MAX_ATTENTION_EVERY = 32767
+STRATA = ("generator", "context_length")
+
+
+def _invalid(field: str, message: str) -> ApplicationError:
+    return ApplicationError(f"{field}: {message}", extra={"fields": {field: message}})
+
+
+def _check_stratify_by(fields: Sequence[str]) -> None:
+    for name in fields:
+        check_text(name, "stratify_by")
+        if name not in STRATA and not (name.startswith("source.") and len(name) > len("source.")):
+            raise _invalid(
+                "stratify_by", f"cannot stratify by {name!r}: use generator, context_length or source.<field>"
+            )
 
 
 def _stratum(summary: Summary, fields: Sequence[str]) -> tuple:
@@ -74,6 +95,7 @@ def plan_batch(
     """The sampled summaries and the (summary id, rater id) pairs, without writing."""
     if design not in DESIGNS:
         raise ApplicationError(f"design must be one of {', '.join(DESIGNS)}")
+    _check_stratify_by(stratify_by)
     if not raters:
         raise ApplicationError("choose at least one rater")
     by_id = {s.pk: s for s in summaries}
@@ -133,6 +155,13 @@ def create_batch(
     they submit an item that has them."""
     if kind not in Batch.Kind.values:
         raise ApplicationError(f"kind must be one of {', '.join(Batch.Kind.values)}")
+    check_text(name, "name")
+    if not isinstance(seed, int) or not SEED_RANGE[0] <= seed <= SEED_RANGE[1]:
+        raise _invalid("seed", f"must be a whole number from {SEED_RANGE[0]} to {SEED_RANGE[1]}")
+    if attention_every is not None and not 1 <= attention_every <= MAX_ATTENTION_EVERY:
+        raise _invalid("attention_every", f"must be from 1 to {MAX_ATTENTION_EVERY}")
+    # Checked here and not only when sampling: without n the option would be ignored silently.
+    _check_stratify_by(stratify_by)
     if Batch.objects.filter(study=study, name=name).exists():
         raise ApplicationError(f"study {study.slug!r} already has a batch named {name!r}")
     filters = dict(filters or {})
@@ -272,11 +301,18 @@ def move_assignment(*, assignment: Assignment, to_rater) -> Assignment:
 
 
 def add_discussion_note(*, batch: Batch, summary: Summary, author, text: str, question: str = "") -> DiscussionNote:
+    """A note on an item of the batch, about the item (`question` blank) or one of the
+    rubric's questions."""
+    check_text(text, "text")
+    check_text(question, "question")
     text = (text or "").strip()
     if not text:
         raise ApplicationError("The note is empty.", extra={"fields": {"text": "required"}})
     if summary.study_id != batch.study_id:
         raise ApplicationError("The summary is not in this batch's study.")
+    question = question or ""
+    if question and question not in {q.key for q in rubric_definition(batch.study.rubric).questions}:
+        raise _invalid("question", "is not a question of the study's rubric (leave it blank for the whole item)")
     return DiscussionNote.objects.create(batch=batch, summary=summary, author=author, text=text, question=question)
 
 
@@ -288,12 +324,18 @@ def record_consensus(
     It is its own record: the raters' answers are untouched."""
     if summary.study_id != batch.study_id:
         raise ApplicationError("The summary is not in this batch's study.")
+    check_text(rationale, "rationale")
     rubric = batch.study.rubric
     definition = rubric_definition(rubric)
     try:
-        definition.question(question)
+        q = definition.question(question)
     except KeyError:
         raise ApplicationError(f"{question!r} is not a question of this rubric.") from None
+    if not q.adjudicable:
+        raise ApplicationError(
+            f"{question!r} takes no consensus answer: per-finding and highlight questions are settled by "
+            "discussion notes and the re-rating round."
+        )
     clean = definition.validate(
         {question: value},
         {question: rationale} if rationale and definition.question(question).rationale != "none" else None,
@@ -341,7 +383,7 @@ def open_rerating(*, batch: Batch, summaries: Sequence[Summary] | None = None) -
         )
         answers, rationales = revision_answers(previous)
         definition = rubric_definition(assignment.study.rubric)
-        _write_answers(
+        write_draft_answers(
             draft,
             definition.validate(answers, rationales, final=False, context=answer_context(assignment.summary)),
             definition,
@@ -363,6 +405,7 @@ def record_expected_answer(
         raise ApplicationError("The summary is not in this study.")
     if purpose not in ExpectedAnswer.Purpose.values:
         raise ApplicationError(f"purpose must be one of {', '.join(ExpectedAnswer.Purpose.values)}")
+    check_text(explanation, "explanation")
     definition = rubric_definition(study.rubric)
     clean = definition.validate(answers, None, final=False, context=answer_context(summary))
     if not clean.values:

@@ -12,10 +12,16 @@ import json
 from typing import Any
 
 from django import forms
+from django.forms.fields import InvalidJSONInput
 from django.http import QueryDict
 
+from annotate.batches import MAX_ATTENTION_EVERY, SEED_RANGE
 from annotate.models import Batch
 from annotate.rubrics import AnswerValidationError, RubricDefinition
+from annotate.text_validation import InvalidTextError, find_problem, loads, problem_message
+
+# Counts compared with integer columns (context sentences): as the API's MAX_VERSION.
+MAX_COUNT = 2**31 - 1
 
 
 def rationale_field(question_key: str) -> str:
@@ -36,7 +42,7 @@ def answers_from_post(
     answers: dict[str, Any] = {}
     rationales: dict[str, Any] = {}
     for q in definition.questions:
-        if q.kind == "per_finding":
+        if q.per_finding:
             answers[q.key] = {
                 f: data.get(finding_field(q.key, f)) for f in finding_ids if data.get(finding_field(q.key, f))
             }
@@ -46,14 +52,16 @@ def answers_from_post(
                 if data.get(rationale_field(finding_field(q.key, f)))
             }
             continue
-        if q.kind == "span":
+        if q.highlights:
             raw = data.get(spans_field(q.key)) or "[]"
             try:
-                answers[q.key] = json.loads(raw)
+                answers[q.key] = loads(raw, field=q.key)
             except json.JSONDecodeError:
                 raise AnswerValidationError({q.key: "the highlights could not be read; reload the page"}) from None
+            except InvalidTextError as exc:
+                raise AnswerValidationError({q.key: exc.problem}) from None
             continue
-        if q.kind == "checkboxes":
+        if q.several_options:
             answers[q.key] = data.getlist(q.key)
         else:
             answers[q.key] = data.get(q.key)
@@ -62,12 +70,86 @@ def answers_from_post(
     return answers, rationales
 
 
+class CheckedJSONField(forms.JSONField):
+    """Django's JSON form field, refusing text that cannot be stored
+    (annotate/text_validation.py): its JSON may spell a lone surrogate as `\\ud83d` or a
+    NUL as `\\u0000`. A refused value is shown again as typed (escaped), since the page
+    could not be encoded with the decoded surrogate in it."""
+
+    def to_python(self, value):
+        converted = super().to_python(value)
+        message = problem_message(converted)
+        if message is not None:
+            raise forms.ValidationError(message)
+        return converted
+
+    def bound_data(self, data, initial):
+        value = super().bound_data(data, initial)
+        return InvalidJSONInput(data) if find_problem(value) is not None else value
+
+
+class CheckedTextAdminForm(forms.ModelForm):
+    """The admin's edit forms. Their text fields refuse NUL already (Django's validator)
+    and a form post cannot carry a lone surrogate; their JSON fields can carry both."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for field in self.fields.values():
+            # The admin builds the fields from the model; this one adds only the check.
+            if type(field) is forms.JSONField:
+                field.__class__ = CheckedJSONField
+
+
+class RateActionForm(forms.Form):
+    """The rating page's POST apart from the answers (answers_from_post reads those):
+    which button was pressed, the version the page was built from, the active time
+    since the last write and a skip's reason, as typed values for the services."""
+
+    ACTIONS = (("save", "Save draft"), ("submit", "Submit"), ("skip", "Skip"), ("reopen", "Change my answer"))
+
+    action = forms.ChoiceField(choices=ACTIONS, required=False)
+    version = forms.IntegerField(
+        min_value=0, error_messages={"required": "is required: reload the page and try again."}
+    )
+    active_seconds = forms.IntegerField(
+        min_value=0, required=False, error_messages={"invalid": "must be a whole number of seconds."}
+    )
+    skip_reason = forms.CharField(required=False)
+
+    def clean_action(self) -> str:
+        return self.cleaned_data.get("action") or "save"
+
+    def clean_active_seconds(self) -> int:
+        return self.cleaned_data.get("active_seconds") or 0
+
+    def error_message(self) -> str:
+        """Every field error in one sentence, for the page's error line."""
+        return " ".join(f"{field}: {' '.join(errors)}" for field, errors in self.errors.items())
+
+
+class UsersField(forms.ModelMultipleChoiceField):
+    """Users by primary key. A number no integer column can hold is an invalid choice
+    rather than a query: SQLite cannot even bind it (an OverflowError, a 500)."""
+
+    def _check_values(self, value):
+        for pk in value if isinstance(value, list | tuple) else ():
+            try:
+                number = int(pk)
+            except (TypeError, ValueError):
+                continue  # Django reports it as not a valid value
+            if not SEED_RANGE[0] <= number <= SEED_RANGE[1]:
+                raise forms.ValidationError(
+                    self.error_messages["invalid_pk_value"], code="invalid_pk_value", params={"pk": pk}
+                )
+        return super()._check_values(value)
+
+
 class BatchForm(forms.Form):
     """The batch builder's options; the same as `manage.py create_batch`."""
 
     name = forms.CharField(max_length=200)
     kind = forms.ChoiceField(choices=Batch.Kind.choices, initial=Batch.Kind.MAIN)
-    raters = forms.ModelMultipleChoiceField(queryset=None, widget=forms.CheckboxSelectMultiple)
+    raters = UsersField(queryset=None, widget=forms.CheckboxSelectMultiple)
     design = forms.ChoiceField(
         choices=[
             ("k_raters", "Every item rated by k raters"),
@@ -76,20 +158,21 @@ class BatchForm(forms.Form):
             ("balanced", "Balanced: each rater sees each generator equally often, a source's summaries together"),
         ]
     )
-    k = forms.IntegerField(min_value=1, initial=2, label="k (raters per item)")
+    # The bounds are those of the API (annotate/api/study_batches.py) and of the columns.
+    k = forms.IntegerField(min_value=1, max_value=1000, initial=2, label="k (raters per item)")
     share = forms.FloatField(min_value=0, max_value=1, initial=0.2, label="Share doubly rated")
-    m = forms.IntegerField(min_value=1, initial=1, label="m (items per rater pair)")
-    n = forms.IntegerField(min_value=1, required=False, label="Sample size (blank: all matching)")
+    m = forms.IntegerField(min_value=1, max_value=100_000, initial=1, label="m (items per rater pair)")
+    n = forms.IntegerField(min_value=1, max_value=10_000_000, required=False, label="Sample size (blank: all matching)")
     stratify_by = forms.CharField(
         required=False, label="Stratify by", help_text="Comma-separated: generator, context_length, source.FIELD"
     )
-    seed = forms.IntegerField(initial=0)
+    seed = forms.IntegerField(initial=0, min_value=SEED_RANGE[0], max_value=SEED_RANGE[1])
     generator = forms.CharField(required=False, help_text="Only this generator (blank: any)")
     source_field = forms.CharField(
         required=False, label="Source metadata", help_text="FIELD=VALUE, e.g. rna_type=lncRNA"
     )
-    min_context = forms.IntegerField(min_value=0, required=False, label="Min. context sentences")
-    max_context = forms.IntegerField(min_value=0, required=False, label="Max. context sentences")
+    min_context = forms.IntegerField(min_value=0, max_value=MAX_COUNT, required=False, label="Min. context sentences")
+    max_context = forms.IntegerField(min_value=0, max_value=MAX_COUNT, required=False, label="Max. context sentences")
     rated = forms.ChoiceField(choices=[("", "Any"), ("no", "Not yet rated"), ("yes", "Already rated")], required=False)
     blinded = forms.BooleanField(
         required=False, initial=True, help_text="Raters never see the generator, model or pipeline flags."
@@ -101,6 +184,7 @@ class BatchForm(forms.Form):
     )
     attention_every = forms.IntegerField(
         min_value=1,
+        max_value=MAX_ATTENTION_EVERY,
         required=False,
         label="Attention check every",
         help_text="Mix one of the study's attention checks in after about every N items.",

@@ -2,7 +2,8 @@
 
 Pure code (no ORM): a definition is a dict read from YAML/JSON (see
 docs/rubric-format.md); `RubricDefinition.validate` turns raw answers into clean ones
-or raises `AnswerValidationError` with one message per question key.
+or raises `AnswerValidationError` with one message per question key. Text that cannot
+be stored (annotate.text_validation) is refused anywhere in the answers, keys included.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from annotate.exceptions import ApplicationError
+from annotate.text_validation import find_problem
 
 QUESTION_KINDS = ("scale", "checkboxes", "choice", "text", "per_finding", "span")
 RATIONALE_MODES = ("none", "optional", "required")
@@ -67,6 +69,11 @@ class SubQuestion:
     def values(self) -> tuple[Any, ...]:
         return tuple(option.value for option in self.options)
 
+    @property
+    def choice(self) -> bool:
+        """Answered by picking one option (else by free text)."""
+        return self.kind == "choice"
+
 
 @dataclass(frozen=True)
 class Question:
@@ -87,10 +94,70 @@ class Question:
     def values(self) -> tuple[Any, ...]:
         return tuple(option.value for option in self.options)
 
+    # What a question is, asked of the question: callers never compare `kind` strings.
+
     @property
     def is_scale(self) -> bool:
         """Scale-valued: a scale, or a scale asked once per finding."""
         return self.kind in ("scale", "per_finding")
+
+    @property
+    def plain_scale(self) -> bool:
+        """One score on the scale for the whole summary (not per finding)."""
+        return self.kind == "scale"
+
+    @property
+    def per_finding(self) -> bool:
+        """Asked once per finding of the source; the answer maps finding ids to scores."""
+        return self.kind == "per_finding"
+
+    def asked(self, *, has_findings: bool) -> bool:
+        """Whether the question is asked about a summary. A per-finding question is
+        asked once per finding of the source, so about a source without findings it is
+        not asked at all: not applicable, and a required one is satisfied by no answer
+        (docs/rubric-format.md). Every other question is always asked."""
+        return has_findings or not self.per_finding
+
+    @property
+    def highlights(self) -> bool:
+        """Answered by highlighting spans (stored as spans, not as ratings)."""
+        return self.kind == "span"
+
+    @property
+    def several_options(self) -> bool:
+        """Answered by ticking any number of options (the answer is a list)."""
+        return self.kind == "checkboxes"
+
+    @property
+    def free_text(self) -> bool:
+        return self.kind == "text"
+
+    @property
+    def counts_options(self) -> bool:
+        """Answered with options whose counts summarise it (one choice or tickboxes)."""
+        return self.kind in ("choice", "checkboxes")
+
+    @property
+    def comparable(self) -> bool:
+        """Raters' answers can be compared for disagreement (free text cannot)."""
+        return not self.free_text
+
+    @property
+    def adjudicable(self) -> bool:
+        """An admin can record one consensus answer for it: a single value (scale,
+        choice, tickboxes or text). Per-finding and span answers are adjudicated by
+        discussion notes and the re-rating round instead (docs/batches.md)."""
+        return self.kind in ("scale", "choice", "checkboxes", "text")
+
+    @property
+    def has_sub_questions(self) -> bool:
+        """Each highlighted span asks its own sub-questions."""
+        return bool(self.span_questions)
+
+    @property
+    def template(self) -> str:
+        """The rating page's template for this kind of question."""
+        return f"annotate/questions/{self.kind}.html"
 
     @property
     def scale_bounds(self) -> tuple[int, int] | None:
@@ -291,6 +358,7 @@ class RubricDefinition:
         if not isinstance(rationales, dict):
             raise AnswerValidationError({"rationales": "must be an object mapping question keys to text"})
         known = {q.key for q in self.questions}
+        _check_answer_text(answers, rationales, known)
         errors: dict[str, str] = {}
         for key in sorted(set(answers) - known):
             errors[str(key)] = "is not a question of this rubric"
@@ -301,9 +369,9 @@ class RubricDefinition:
         clean_rationales: dict[str, Any] = {}
         for q in self.questions:
             try:
-                if q.kind == "per_finding":
+                if q.per_finding:
                     value, rationale = _clean_per_finding(q, answers.get(q.key), rationales.get(q.key), final, context)
-                elif q.kind == "span":
+                elif q.highlights:
                     if rationales.get(q.key):
                         raise ValueError("give each span's rationale inside the span")
                     value, rationale = _clean_spans(q, answers.get(q.key), final, context), None
@@ -313,7 +381,7 @@ class RubricDefinition:
             except ValueError as exc:
                 errors[q.key] = str(exc)
                 continue
-            if value is None and final and q.required:
+            if value is None and final and q.required and q.asked(has_findings=bool(context.finding_ids)):
                 errors[q.key] = "an answer is required"
                 continue
             if value is not None:
@@ -355,6 +423,21 @@ class RubricDefinition:
                 raise ValueError(f"is longer than {MAX_TEXT_LENGTH} characters")
             return text or None
         raise ValueError(f"unsupported question kind {q.kind}")
+
+
+def _check_answer_text(answers: dict, rationales: dict, known: set[str]) -> None:
+    """Refuse text that cannot be stored (a lone surrogate, a NUL) anywhere in the answers
+    or rationales, keys included, before anything else reads them: later messages quote
+    what was given. The error sits on the question, or on answers/rationales for a key."""
+    for name, given in (("answers", answers), ("rationales", rationales)):
+        found = find_problem(given)
+        if found is None:
+            continue
+        where, problem = found
+        key = where.split(".", 1)[0].split("[", 1)[0]
+        if key in known:
+            raise AnswerValidationError({key: problem if where == key else f"{where}: {problem}"})
+        raise AnswerValidationError({name: problem})
 
 
 @dataclass(frozen=True)
@@ -484,9 +567,9 @@ def _clean_spans(q: Question, raw: Any, final: bool, context: AnswerContext) -> 
                 if final and sq.required:
                     raise ValueError(f"{where}: {sq.prompt} needs an answer")
                 continue
-            if sq.kind == "choice" and value not in sq.values:
+            if sq.choice and value not in sq.values:
                 raise ValueError(f"{where}: {sq.key} must be one of {', '.join(sq.values)}")
-            answers[sq.key] = value if sq.kind == "choice" else _clean_text(value, f"{where}: {sq.key}")
+            answers[sq.key] = value if sq.choice else _clean_text(value, f"{where}: {sq.key}")
         span["answers"] = answers
         rationale = _clean_text(item.get("rationale"), f"{where}: the rationale")
         if rationale and q.rationale == "none":
@@ -555,7 +638,7 @@ def _parse_rules(raw_rules: Any, questions: tuple[Question, ...]) -> tuple[Rule,
             test = tests[0]
             if test == "includes":
                 _require(
-                    question.kind == "checkboxes" and cond[test] in question.values,
+                    question.several_options and cond[test] in question.values,
                     where,
                     f"{part}: includes needs a checkbox option of {question.key!r}",
                 )
@@ -567,7 +650,7 @@ def _parse_rules(raw_rules: Any, questions: tuple[Question, ...]) -> tuple[Rule,
                 )
             else:
                 _require(
-                    question.kind == "span" and isinstance(cond[test], dict),
+                    question.highlights and isinstance(cond[test], dict),
                     where,
                     f"{part}: span_answer needs a span question",
                 )

@@ -34,7 +34,9 @@ from annotate.models import (
     Summary,
 )
 from annotate.rubrics import NA, AnswerContext, CleanAnswers, RubricDefinition, RubricDefinitionError
-from annotate.selectors import latest_revision, revision_answers, rubric_definition
+from annotate.selectors.contents import rubric_definition
+from annotate.selectors.queue import latest_revision, revision_answers
+from annotate.text_validation import check_text
 
 # One write may add at most this much active time; the browser reports increments.
 MAX_ACTIVE_SECONDS_PER_WRITE = 3600
@@ -155,12 +157,26 @@ def _check_editable(assignment: Assignment, rater) -> None:
         raise InvalidStateError("This item is finished; reopen it before changing your answers.")
 
 
-def _clamp_active(seconds: Any) -> int:
+def _clamp_active(assignment: Assignment, seconds: Any) -> int:
+    """The active seconds one write may add: what the client reports, but never more
+    than the wall-clock time since the assignment was last written (or first opened,
+    whichever is later), so two tabs, a replayed request or a tampered counter cannot
+    make the time on task grow faster than time itself; and at most
+    MAX_ACTIVE_SECONDS_PER_WRITE. Whole seconds, rounded down, so that frequent
+    autosaves cannot add a rounded-up second each."""
     try:
         value = int(seconds or 0)
-    except (TypeError, ValueError):
-        raise ApplicationError("active_seconds must be a whole number of seconds.") from None
-    return max(0, min(value, MAX_ACTIVE_SECONDS_PER_WRITE))
+    except (TypeError, ValueError, OverflowError):
+        raise ApplicationError(
+            "active_seconds must be a whole number of seconds.",
+            extra={"fields": {"active_seconds": "must be a whole number of seconds"}},
+        ) from None
+    # Read now, not from `assignment`: the caller may hold an older copy. A write between
+    # this read and the compare-and-set changes the version, so that write would fail.
+    stamps = Assignment.objects.values_list("updated_at", "first_opened_at").get(pk=assignment.pk)
+    since = max(t for t in stamps if t is not None)
+    elapsed = int((timezone.now() - since).total_seconds())
+    return max(0, min(value, elapsed, MAX_ACTIVE_SECONDS_PER_WRITE))
 
 
 def _claim_version(assignment: Assignment, expected_version: Any, **changes: Any) -> None:
@@ -202,14 +218,14 @@ def _rating_fields(q, value) -> dict[str, Any]:
     return fields
 
 
-def _write_answers(revision: Revision, clean: CleanAnswers, definition: RubricDefinition) -> None:
+def write_draft_answers(revision: Revision, clean: CleanAnswers, definition: RubricDefinition) -> None:
     """Make a draft revision's ratings, rationales and spans equal `clean` (drafts only)."""
     findings = {str(f.uuid): f.pk for f in Finding.objects.filter(source__summaries__assignments__revisions=revision)}
     wanted: dict[tuple[str, int | None], tuple[Any, Any, str]] = {}
     for q in definition.questions:
-        if q.kind == "span" or q.key not in clean.values:
+        if q.highlights or q.key not in clean.values:
             continue
-        if q.kind == "per_finding":
+        if q.per_finding:
             texts = clean.rationales.get(q.key) or {}
             for finding_id, value in clean.values[q.key].items():
                 wanted[(q.key, findings[finding_id])] = (q, value, texts.get(finding_id, ""))
@@ -239,7 +255,7 @@ def _write_answers(revision: Revision, clean: CleanAnswers, definition: RubricDe
     Span.objects.filter(revision=revision).delete()
     spans = []
     for q in definition.questions:
-        if q.kind != "span":
+        if not q.highlights:
             continue
         for index, span in enumerate(clean.values.get(q.key) or []):
             spans.append(build_span(revision=revision, question=q.key, index=index, answer=span))
@@ -305,10 +321,10 @@ def save_draft(
         assignment,
         version,
         state=Assignment.State.IN_PROGRESS,
-        active_seconds=F("active_seconds") + _clamp_active(active_seconds),
+        active_seconds=F("active_seconds") + _clamp_active(assignment, active_seconds),
     )
     revision = _draft_revision(assignment)
-    _write_answers(revision, clean, definition)
+    write_draft_answers(revision, clean, definition)
     revision.save(update_fields=["updated_at"])
     return revision
 
@@ -328,10 +344,10 @@ def submit_rating(
         version,
         state=Assignment.State.SUBMITTED,
         submitted_at=now,
-        active_seconds=F("active_seconds") + _clamp_active(active_seconds),
+        active_seconds=F("active_seconds") + _clamp_active(assignment, active_seconds),
     )
     revision = _draft_revision(assignment)
-    _write_answers(revision, clean, definition)
+    write_draft_answers(revision, clean, definition)
     revision.status = Revision.Status.SUBMITTED
     revision.submitted_at = now
     revision.save(update_fields=["status", "submitted_at", "updated_at"])
@@ -342,6 +358,7 @@ def submit_rating(
 def skip_assignment(*, assignment: Assignment, rater, reason: Any, version: Any) -> Assignment:
     _check_rater(assignment, rater)
     reason = reason.strip() if isinstance(reason, str) else ""
+    check_text(reason, "reason")
     if not reason:
         raise ApplicationError("Say why you are skipping this item.", extra={"fields": {"reason": "required"}})
     if assignment.state in (Assignment.State.SUBMITTED, Assignment.State.SKIPPED, Assignment.State.WITHDRAWN):
@@ -377,7 +394,7 @@ def reopen_rating(*, assignment: Assignment, rater, version: Any) -> Revision | 
         # The study's rubric changed since the earlier answer; start the draft empty
         # rather than carry over answers the new version would refuse.
         clean = CleanAnswers()
-    _write_answers(draft, clean, definition)
+    write_draft_answers(draft, clean, definition)
     return draft
 
 

@@ -1,4 +1,4 @@
-from django.urls import include, path
+from django.urls import path
 
 from annotate import api, views
 
@@ -12,49 +12,37 @@ urlpatterns = [
 
 BATCH = "studies/<slug:slug>/batches/<uuid:batch_uuid>/"
 
-api_urlpatterns = (
-    [
-        path("assignments/", api.AssignmentList.as_view(), name="assignment-list"),
-        path("assignments/<uuid:assignment_uuid>/", api.AssignmentDetail.as_view(), name="assignment-detail"),
-        path("assignments/<uuid:assignment_uuid>/rating/", api.AssignmentRating.as_view(), name="assignment-rating"),
-        path("assignments/<uuid:assignment_uuid>/submit/", api.AssignmentSubmit.as_view(), name="assignment-submit"),
-        path("assignments/<uuid:assignment_uuid>/skip/", api.AssignmentSkip.as_view(), name="assignment-skip"),
-        path("assignments/<uuid:assignment_uuid>/reopen/", api.AssignmentReopen.as_view(), name="assignment-reopen"),
-        path("studies/", api.StudyList.as_view(), name="study-list"),
-        path("studies/<slug:slug>/", api.StudyDetail.as_view(), name="study-detail"),
-        path("studies/<slug:slug>/sources/", api.SourceList.as_view(), name="source-list"),
-        path("studies/<slug:slug>/sources/<uuid:source_uuid>/", api.SourceDetail.as_view(), name="source-detail"),
-        path("studies/<slug:slug>/summaries/", api.SummaryList.as_view(), name="summary-list"),
-        path("studies/<slug:slug>/summaries/<uuid:summary_uuid>/", api.SummaryDetail.as_view(), name="summary-detail"),
-        path("studies/<slug:slug>/summaries/<uuid:summary_uuid>/claims/", api.ClaimList.as_view(), name="claim-list"),
-        path("studies/<slug:slug>/batches/", api.BatchList.as_view(), name="batch-list"),
-        path("studies/<slug:slug>/batches/<uuid:batch_uuid>/", api.BatchDetail.as_view(), name="batch-detail"),
-        path(f"{BATCH}rerating/", api.BatchRerating.as_view(), name="batch-rerating"),
-        path(f"{BATCH}assignments/", api.BatchAssignmentList.as_view(), name="batch-assignment-list"),
-        path(
-            f"{BATCH}assignments/<uuid:assignment_uuid>/withdraw/",
-            api.AssignmentWithdraw.as_view(),
-            name="batch-assignment-withdraw",
-        ),
-        path(
-            f"{BATCH}assignments/<uuid:assignment_uuid>/move/",
-            api.AssignmentMove.as_view(),
-            name="batch-assignment-move",
-        ),
-        path(f"{BATCH}answers/", api.BatchAnswerList.as_view(), name="batch-answer-list"),
-        path(f"{BATCH}disagreements/", api.BatchDisagreementList.as_view(), name="batch-disagreement-list"),
-        path(f"{BATCH}consensus/", api.BatchConsensusList.as_view(), name="batch-consensus-list"),
-        path(f"{BATCH}notes/", api.BatchNoteList.as_view(), name="batch-note-list"),
-        path("studies/<slug:slug>/exports/", api.ExportList.as_view(), name="export-list"),
-        path("studies/<slug:slug>/exports/<uuid:export_id>/", api.ExportDetail.as_view(), name="export-detail"),
-        path(
-            "studies/<slug:slug>/exports/<uuid:export_id>/download/",
-            api.ExportDownload.as_view(),
-            name="export-download",
-        ),
-        # The analysis app serves its own API view; included by dotted path so that
-        # annotate never imports analysis (dependencies point one way).
-        path("studies/<slug:slug>/analysis/", include("analysis.api_urls")),
-    ],
-    "api",
-)
+api_urlpatterns = [
+    path("auth/token/", api.AuthToken.as_view(), name="auth-token"),
+    path("assignments/", api.AssignmentList.as_view(), name="assignment-list"),
+    path("assignments/<uuid:assignment_uuid>/", api.AssignmentDetail.as_view(), name="assignment-detail"),
+    path("assignments/<uuid:assignment_uuid>/rating/", api.AssignmentRating.as_view(), name="assignment-rating"),
+    path("assignments/<uuid:assignment_uuid>/submit/", api.AssignmentSubmit.as_view(), name="assignment-submit"),
+    path("assignments/<uuid:assignment_uuid>/skip/", api.AssignmentSkip.as_view(), name="assignment-skip"),
+    path("assignments/<uuid:assignment_uuid>/reopen/", api.AssignmentReopen.as_view(), name="assignment-reopen"),
+    path("studies/", api.StudyList.as_view(), name="study-list"),
+    path("studies/<slug:slug>/", api.StudyDetail.as_view(), name="study-detail"),
+    path("studies/<slug:slug>/sources/", api.SourceList.as_view(), name="source-list"),
+    path("studies/<slug:slug>/sources/<uuid:source_uuid>/", api.SourceDetail.as_view(), name="source-detail"),
+    path("studies/<slug:slug>/summaries/", api.SummaryList.as_view(), name="summary-list"),
+    path("studies/<slug:slug>/summaries/<uuid:summary_uuid>/", api.SummaryDetail.as_view(), name="summary-detail"),
+    path("studies/<slug:slug>/summaries/<uuid:summary_uuid>/claims/", api.ClaimList.as_view(), name="claim-list"),
+    path("studies/<slug:slug>/batches/", api.BatchList.as_view(), name="batch-list"),
+    path("studies/<slug:slug>/batches/<uuid:batch_uuid>/", api.BatchDetail.as_view(), name="batch-detail"),
+    path(f"{BATCH}rerating/", api.BatchRerating.as_view(), name="batch-rerating"),
+    path(f"{BATCH}assignments/", api.BatchAssignmentList.as_view(), name="batch-assignment-list"),
+    path(
+        f"{BATCH}assignments/<uuid:assignment_uuid>/withdraw/",
+        api.AssignmentWithdraw.as_view(),
+        name="batch-assignment-withdraw",
+    ),
+    path(
+        f"{BATCH}assignments/<uuid:assignment_uuid>/move/",
+        api.AssignmentMove.as_view(),
+        name="batch-assignment-move",
+    ),
+    path(f"{BATCH}answers/", api.BatchAnswerList.as_view(), name="batch-answer-list"),
+    path(f"{BATCH}disagreements/", api.BatchDisagreementList.as_view(), name="batch-disagreement-list"),
+    path(f"{BATCH}consensus/", api.BatchConsensusList.as_view(), name="batch-consensus-list"),
+    path(f"{BATCH}notes/", api.BatchNoteList.as_view(), name="batch-note-list"),
+]

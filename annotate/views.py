@@ -3,20 +3,46 @@
 from __future__ import annotations
 
 import json
+import uuid
 
 from django.contrib import messages
-from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from annotate import batches, selectors, services
+from annotate import batches, services
 from annotate.exceptions import ApplicationError, StaleWriteError
-from annotate.forms import BatchForm, answers_from_post, finding_field, rationale_field, spans_field
+from annotate.forms import BatchForm, RateActionForm, answers_from_post, finding_field, rationale_field, spans_field
 from annotate.models import Assignment, Summary
 from annotate.rubrics import AnswerValidationError
+from annotate.selectors.access import (
+    get_study_for_admin,
+    get_study_for_viewer,
+    is_study_admin,
+    studies_for_staff_pages,
+    users_enrollable_by,
+)
+from annotate.selectors.batches import (
+    answer_matches,
+    batch_answers,
+    batch_disagreements,
+    batch_progress,
+    get_batch,
+    quality_report,
+)
+from annotate.selectors.contents import rubric_definition
+from annotate.selectors.queue import (
+    assignments_for_rater,
+    get_assignment_for_rater,
+    latest_revision,
+    next_assignment_for_rater,
+    queue_progress,
+    revision_answers,
+    training_feedback,
+)
+from annotate.text_validation import check_text, loads
 
 
 def home(request):
@@ -27,11 +53,11 @@ def home(request):
 
 @login_required
 def queue(request):
-    assignments = list(selectors.assignments_for_rater(request.user))
+    assignments = list(assignments_for_rater(request.user))
     return render(
         request,
         "annotate/queue.html",
-        {"assignments": assignments, "progress": selectors.queue_progress(request.user)},
+        {"assignments": assignments, "progress": queue_progress(request.user)},
     )
 
 
@@ -39,10 +65,12 @@ def _question_views(definition, answers, rationales, errors, findings):
     """What the template needs per question, precomputed (templates stay logic-free)."""
     views = []
     for q in definition.questions:
+        if not q.asked(has_findings=bool(findings)):
+            continue  # a per-finding question about a source without findings
         value = answers.get(q.key)
         view = {
             "q": q,
-            "template": f"annotate/questions/{q.kind}.html",
+            "template": q.template,
             "value": value,
             # Compared as text: answers re-shown after a failed POST are strings.
             "selected": {str(v) for v in value} if isinstance(value, list) else {str(value)},
@@ -50,7 +78,7 @@ def _question_views(definition, answers, rationales, errors, findings):
             "rationale_field": rationale_field(q.key),
             "error": errors.get(q.key, ""),
         }
-        if q.kind == "per_finding":
+        if q.per_finding:
             given = value if isinstance(value, dict) else {}
             texts = rationales.get(q.key) if isinstance(rationales.get(q.key), dict) else {}
             view["findings"] = [
@@ -64,7 +92,7 @@ def _question_views(definition, answers, rationales, errors, findings):
                 }
                 for number, f in enumerate(findings, start=1)
             ]
-        if q.kind == "span":
+        if q.highlights:
             view["spans_field"] = spans_field(q.key)
         views.append(view)
     return views
@@ -93,59 +121,80 @@ def _client_data(assignment, definition, answers, sentences, findings) -> dict:
                 ],
             }
             for q in definition.questions
-            if q.kind == "span"
+            if q.highlights
         },
-        "spans": {q.key: answers.get(q.key) or [] for q in definition.questions if q.kind == "span"},
+        "spans": {q.key: answers.get(q.key) or [] for q in definition.questions if q.highlights},
     }
+
+
+def _write_answers(write, request, assignment, data, answers, rationales) -> None:
+    """Save or submit: the two buttons that write the answers take the same input."""
+    write(
+        assignment=assignment,
+        rater=request.user,
+        version=data["version"],
+        answers=answers,
+        rationales=rationales,
+        active_seconds=data["active_seconds"],
+    )
+
+
+def _submit(request, assignment, data, answers, rationales):
+    _write_answers(services.submit_rating, request, assignment, data, answers, rationales)
+    messages.success(request, "Rating submitted.")
+    if training_feedback(assignment) is not None:
+        return redirect("annotate:feedback", assignment_uuid=assignment.uuid)
+    following = next_assignment_for_rater(request.user, after=assignment)
+    if following is not None:
+        return redirect("annotate:rate", assignment_uuid=following.uuid)
+    return redirect("annotate:queue")
+
+
+def _skip(request, assignment, data, answers, rationales):
+    services.skip_assignment(
+        assignment=assignment, rater=request.user, version=data["version"], reason=data["skip_reason"]
+    )
+    messages.info(request, "Item skipped.")
+    return redirect("annotate:queue")
+
+
+def _reopen(request, assignment, data, answers, rationales):
+    services.reopen_rating(assignment=assignment, rater=request.user, version=data["version"])
+    messages.info(request, "Rating reopened: your submitted answers are kept in the history.")
+    return redirect("annotate:rate", assignment_uuid=assignment.uuid)
+
+
+def _save(request, assignment, data, answers, rationales):
+    _write_answers(services.save_draft, request, assignment, data, answers, rationales)
+    messages.success(request, "Draft saved.")
+    return redirect("annotate:rate", assignment_uuid=assignment.uuid)
+
+
+# The rating page's buttons (RateActionForm.ACTIONS), each a small function over typed input.
+_RATE_ACTIONS = {"save": _save, "submit": _submit, "skip": _skip, "reopen": _reopen}
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def rate(request, assignment_uuid):
-    assignment = selectors.get_assignment_for_rater(request.user, assignment_uuid)
-    definition = selectors.rubric_definition(assignment.study.rubric)
+    assignment = get_assignment_for_rater(request.user, assignment_uuid)
+    definition = rubric_definition(assignment.study.rubric)
     errors: dict[str, str] = {}
     status = 200
     if request.method == "GET":
         services.open_assignment(assignment=assignment)
-        revision = selectors.latest_revision(assignment)
-        answers, rationales = selectors.revision_answers(revision)
+        revision = latest_revision(assignment)
+        answers, rationales = revision_answers(revision)
     else:
-        action = request.POST.get("action", "save")
+        form = RateActionForm(request.POST)
         finding_ids = tuple(str(f.uuid) for f in assignment.summary.source.findings.all())
+        answers, rationales = {}, {}
         try:
             answers, rationales = answers_from_post(definition, request.POST, finding_ids)
-        except AnswerValidationError as exc:
-            answers, rationales = {}, {}
-            errors, action = exc.errors, "invalid"
-        common = {"assignment": assignment, "rater": request.user, "version": request.POST.get("version")}
-        try:
-            if action == "invalid":
-                raise AnswerValidationError(errors)
-            if action == "submit":
-                services.submit_rating(
-                    **common, answers=answers, rationales=rationales, active_seconds=request.POST.get("active_seconds")
-                )
-                messages.success(request, "Rating submitted.")
-                if selectors.training_feedback(assignment) is not None:
-                    return redirect("annotate:feedback", assignment_uuid=assignment.uuid)
-                following = selectors.next_assignment_for_rater(request.user, after=assignment)
-                if following is not None:
-                    return redirect("annotate:rate", assignment_uuid=following.uuid)
-                return redirect("annotate:queue")
-            if action == "skip":
-                services.skip_assignment(**common, reason=request.POST.get("skip_reason"))
-                messages.info(request, "Item skipped.")
-                return redirect("annotate:queue")
-            if action == "reopen":
-                services.reopen_rating(**common)
-                messages.info(request, "Rating reopened: your submitted answers are kept in the history.")
-                return redirect("annotate:rate", assignment_uuid=assignment.uuid)
-            services.save_draft(
-                **common, answers=answers, rationales=rationales, active_seconds=request.POST.get("active_seconds")
-            )
-            messages.success(request, "Draft saved.")
-            return redirect("annotate:rate", assignment_uuid=assignment.uuid)
+            if not form.is_valid():
+                raise ApplicationError(form.error_message())
+            action = _RATE_ACTIONS[form.cleaned_data["action"]]
+            return action(request, assignment, form.cleaned_data, answers, rationales)
         except AnswerValidationError as exc:
             errors, status = exc.errors, 400
         except StaleWriteError as exc:
@@ -181,23 +230,23 @@ def rate(request, assignment_uuid):
 @login_required
 def feedback(request, assignment_uuid):
     """Training round: the rater's own submitted answers beside the expected ones."""
-    assignment = selectors.get_assignment_for_rater(request.user, assignment_uuid)
-    expected = selectors.training_feedback(assignment)
+    assignment = get_assignment_for_rater(request.user, assignment_uuid)
+    expected = training_feedback(assignment)
     if expected is None or assignment.state != Assignment.State.SUBMITTED:
         raise Http404("No feedback for this item.")
-    given, _ = selectors.revision_answers(selectors.latest_revision(assignment))
-    definition = selectors.rubric_definition(assignment.study.rubric)
+    given, _ = revision_answers(latest_revision(assignment))
+    definition = rubric_definition(assignment.study.rubric)
     rows = [
         {
             "q": q,
             "given": given.get(q.key),
             "expected": expected.answers[q.key],
-            "match": selectors.answer_matches(expected.answers[q.key], given.get(q.key)),
+            "match": answer_matches(expected.answers[q.key], given.get(q.key)),
         }
         for q in definition.questions
         if q.key in expected.answers
     ]
-    following = selectors.next_assignment_for_rater(request.user, after=assignment)
+    following = next_assignment_for_rater(request.user, after=assignment)
     return render(
         request,
         "annotate/feedback.html",
@@ -226,33 +275,24 @@ def display_answer(value) -> str:
 
 @login_required
 def studies(request):
-    return render(request, "annotate/studies/list.html", {"studies": selectors.studies_for_staff_pages(request.user)})
+    return render(request, "annotate/studies/list.html", {"studies": studies_for_staff_pages(request.user)})
 
 
 @login_required
 def study_dashboard(request, slug):
-    study = selectors.get_study_for_viewer(request.user, slug)
-    batches = [selectors.batch_progress(b) for b in study.batches.order_by("created_at")]
-    is_admin = _is_study_admin(request.user, study)
+    study = get_study_for_viewer(request.user, slug)
+    batches = [batch_progress(b) for b in study.batches.order_by("created_at")]
+    is_admin = is_study_admin(request.user, study)
     return render(
         request, "annotate/studies/dashboard.html", {"study": study, "batches": batches, "is_admin": is_admin}
     )
 
 
-def _is_study_admin(user, study) -> bool:
-    try:
-        selectors.get_study_for_admin(user, study.slug)
-    except Http404:
-        return False
-    return True
-
-
 @login_required
 @require_http_methods(["GET", "POST"])
 def batch_create(request, slug):
-    study = selectors.get_study_for_admin(request.user, slug)
-    users = get_user_model().objects.filter(is_active=True).order_by("username")
-    form = BatchForm(request.POST or None, users=users)
+    study = get_study_for_admin(request.user, slug)
+    form = BatchForm(request.POST or None, users=users_enrollable_by(request.user, study))
     if request.method == "POST" and form.is_valid():
         d = form.cleaned_data
         try:
@@ -273,7 +313,12 @@ def batch_create(request, slug):
                 created_by=request.user,
             )
         except ApplicationError as exc:
-            form.add_error(None, exc.message)
+            # A rule about one option (seed, stratify_by, ...) is shown beside that option.
+            named = {k: v for k, v in exc.extra.get("fields", {}).items() if k in form.fields}
+            for name, problem in named.items():
+                form.add_error(name, problem)
+            if not named:
+                form.add_error(None, exc.message)
         else:
             messages.success(request, f"Batch {batch.name!r} created with {batch.assignments.count()} assignments.")
             return redirect("studies:batch", slug=study.slug, batch_uuid=batch.uuid)
@@ -285,12 +330,19 @@ def batch_create(request, slug):
     )
 
 
+def _uuid_or_none(value) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        return None
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def batch_detail(request, slug, batch_uuid):
-    study = selectors.get_study_for_viewer(request.user, slug)
-    batch = selectors.get_batch(study, batch_uuid)
-    is_admin = _is_study_admin(request.user, study)
+    study = get_study_for_viewer(request.user, slug)
+    batch = get_batch(study, batch_uuid)
+    is_admin = is_study_admin(request.user, study)
     if request.method == "POST":
         if not is_admin:
             raise Http404("No such study.")
@@ -300,16 +352,20 @@ def batch_detail(request, slug, batch_uuid):
                 opened = batches.open_rerating(batch=batch)
                 messages.success(request, f"Re-rating round opened for {opened} submitted assignments.")
             else:
-                assignment = batch.assignments.filter(uuid=request.POST.get("assignment")).first()
+                assignment_uuid = _uuid_or_none(request.POST.get("assignment"))
+                assignment = batch.assignments.filter(uuid=assignment_uuid).first() if assignment_uuid else None
                 if assignment is None:
                     raise ApplicationError("No such assignment in this batch.")
                 if action == "withdraw":
                     batches.withdraw_assignment(assignment=assignment)
                     messages.success(request, "Assignment withdrawn; its answers are kept.")
                 elif action == "move":
-                    target = get_user_model().objects.filter(username=request.POST.get("to", "")).first()
+                    username = request.POST.get("to", "")
+                    check_text(username, "to")
+                    enrollable = users_enrollable_by(request.user, study)
+                    target = enrollable.filter(username=username).first()
                     if target is None:
-                        raise ApplicationError("No such user.")
+                        raise ApplicationError("No such user among the study's members.")
                     batches.move_assignment(assignment=assignment, to_rater=target)
                     messages.success(request, f"Moved to {target.get_username()}; earlier answers are kept.")
                 else:
@@ -318,27 +374,28 @@ def batch_detail(request, slug, batch_uuid):
             messages.error(request, exc.message)
         return redirect("studies:batch", slug=study.slug, batch_uuid=batch.uuid)
     assignments = batch.assignments.select_related("rater", "summary").order_by("summary__key", "rater__username")
-    definition = selectors.rubric_definition(study.rubric)
+    definition = rubric_definition(study.rubric)
     return render(
         request,
         "annotate/studies/batch.html",
         {
             "study": study,
             "batch": batch,
-            "progress": selectors.batch_progress(batch),
+            "progress": batch_progress(batch),
+            "quality": quality_report(batch),
             "is_admin": is_admin,
             "assignments": assignments if is_admin else [],
-            "questions": [q for q in definition.questions if q.kind != "text"],
+            "questions": [q for q in definition.questions if q.comparable],
         },
     )
 
 
 @login_required
 def disagreements(request, slug, batch_uuid):
-    study = selectors.get_study_for_admin(request.user, slug)
-    batch = selectors.get_batch(study, batch_uuid)
-    definition = selectors.rubric_definition(study.rubric)
-    choices = [q for q in definition.questions if q.kind != "text"]
+    study = get_study_for_admin(request.user, slug)
+    batch = get_batch(study, batch_uuid)
+    definition = rubric_definition(study.rubric)
+    choices = [q for q in definition.questions if q.comparable]
     question = request.GET.get("question") or choices[0].key
     if question not in {q.key for q in choices}:
         raise Http404("No such question.")
@@ -352,7 +409,7 @@ def disagreements(request, slug, batch_uuid):
     sort = "item" if request.GET.get("sort") == "item" else "spread"
     rows = [
         (row, {rater: display_answer(value) for rater, value in row.values.items()})
-        for row in selectors.batch_disagreements(batch, question=question, threshold=threshold, phase=phase, sort=sort)
+        for row in batch_disagreements(batch, question=question, threshold=threshold, phase=phase, sort=sort)
     ]
     return render(
         request,
@@ -373,18 +430,18 @@ def disagreements(request, slug, batch_uuid):
 @login_required
 @require_http_methods(["GET", "POST"])
 def batch_item(request, slug, batch_uuid, summary_uuid):
-    study = selectors.get_study_for_admin(request.user, slug)
-    batch = selectors.get_batch(study, batch_uuid)
+    study = get_study_for_admin(request.user, slug)
+    batch = get_batch(study, batch_uuid)
     summary = get_object_or_404(Summary.objects.select_related("source"), uuid=summary_uuid, study=study)
     if not batch.assignments.filter(summary=summary).exists():
         raise Http404("This summary is not in the batch.")
-    definition = selectors.rubric_definition(study.rubric)
+    definition = rubric_definition(study.rubric)
     error = ""
     if request.method == "POST":
         try:
             if request.POST.get("action") == "expected":
                 try:
-                    answers = json.loads(request.POST.get("answers") or "{}")
+                    answers = loads(request.POST.get("answers") or "{}", field="answers")
                 except json.JSONDecodeError as exc:
                     raise ApplicationError(f"The expected answers are not valid JSON: {exc.msg}.") from None
                 batches.record_expected_answer(
@@ -410,7 +467,7 @@ def batch_item(request, slug, batch_uuid, summary_uuid):
                 q = next((q for q in definition.questions if q.key == key), None)
                 if q is None:
                     raise ApplicationError("Choose a question.")
-                value = request.POST.getlist("value") if q.kind == "checkboxes" else request.POST.get("value")
+                value = request.POST.getlist("value") if q.several_options else request.POST.get("value")
                 batches.record_consensus(
                     batch=batch,
                     summary=summary,
@@ -427,7 +484,7 @@ def batch_item(request, slug, batch_uuid, summary_uuid):
             error = exc.message
     phases = {}
     for phase in ("initial", "post_discussion"):
-        by_rater = selectors.batch_answers(batch, phase=phase, summary=summary).get(summary.pk, {})
+        by_rater = batch_answers(batch, phase=phase, summary=summary).get(summary.pk, {})
         phases[phase] = [
             {
                 "rater": rater,
@@ -455,9 +512,7 @@ def batch_item(request, slug, batch_uuid, summary_uuid):
             "notes": summary.discussion_notes.filter(batch=batch).select_related("author"),
             "consensus": summary.consensus_answers.filter(batch=batch).select_related("decided_by"),
             "expected": summary.expected_answers.first(),
-            "consensus_questions": [
-                q for q in definition.questions if q.kind in ("scale", "choice", "checkboxes", "text")
-            ],
+            "consensus_questions": [q for q in definition.questions if q.adjudicable],
         },
         status=400 if error else 200,
     )

@@ -1,48 +1,19 @@
-"""Settings, all read from the environment (see .env.example for every variable).
+"""Settings, all read from the environment (see .env.example for every variable)
+through the typed helpers of config/env.py.
 
 Defaults work on a fresh machine with nothing running: SQLite under var/, Celery
 tasks executed in-process, no API keys.
 """
 
-import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from config.env import env_bool, env_int, env_list, env_str
+
 BASE_DIR = Path(__file__).resolve().parent.parent
-
-
-def env_str(name: str, default: str = "") -> str:
-    return os.environ.get(name, default)
-
-
-def env_bool(name: str, default: bool = False) -> bool:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    if raw.lower() in {"1", "true", "yes", "on"}:
-        return True
-    if raw.lower() in {"0", "false", "no", "off"}:
-        return False
-    raise ImproperlyConfigured(f"{name} must be a boolean (1/0, true/false), got {raw!r}")
-
-
-def env_int(name: str, default: int) -> int:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        return int(raw)
-    except ValueError as exc:
-        raise ImproperlyConfigured(f"{name} must be an integer, got {raw!r}") from exc
-
-
-def env_list(name: str, default: list[str]) -> list[str]:
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
-        return default
-    return [part.strip() for part in raw.split(",") if part.strip()]
 
 
 DEBUG = env_bool("DEBUG", False)
@@ -72,10 +43,14 @@ INSTALLED_APPS = [
     "annotate",
     "generation",
     "analysis",
+    "datasets",
+    "axes",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Outside ApiErrorMiddleware, so the JSON errors it makes carry the header too.
+    "config.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "annotate.exceptions.ApiErrorMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -84,6 +59,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into the lockout answer.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -127,6 +104,13 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
 
+# django-axes checks every login (the login page, the admin's, POST /api/auth/token/)
+# before the password is; Django's ModelBackend then checks the password.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "annotate:queue"
 LOGOUT_REDIRECT_URL = "login"
@@ -144,16 +128,80 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 # deployment may turn it off after `collectstatic`.
 WHITENOISE_USE_FINDERS = env_bool("WHITENOISE_USE_FINDERS", True)
 
+# Behind TLS (docs/security.md). SECURE_COOKIES turns on secure cookies, the redirect of
+# plain HTTP to HTTPS and, unless DEBUG is on, HSTS for a year; each can be set apart.
+SECURE_COOKIES = env_bool("SECURE_COOKIES", False)
 SESSION_COOKIE_HTTPONLY = True
-SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)
-CSRF_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)
+SESSION_COOKIE_SECURE = SECURE_COOKIES
+CSRF_COOKIE_SECURE = SECURE_COOKIES
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", SECURE_COOKIES)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31_536_000 if SECURE_COOKIES and not DEBUG else 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+# Only behind a proxy that sets X-Forwarded-Proto itself (and drops the client's).
+if env_bool("TRUST_X_FORWARDED_PROTO", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
+# The Content-Security-Policy of every response (config.middleware): no inline script or
+# style anywhere, nothing from another origin, no framing.
+CONTENT_SECURITY_POLICY = {
+    "default-src": "'self'",
+    "script-src": "'self'",
+    "style-src": "'self'",
+    "img-src": "'self'",
+    "font-src": "'self'",
+    "connect-src": "'self'",
+    "object-src": "'none'",
+    "base-uri": "'none'",
+    "form-action": "'self'",
+    "frame-ancestors": "'none'",
+}
+
+# Reverse proxies in front of the server that append the client's address to
+# X-Forwarded-For (0: the server faces clients directly and REMOTE_ADDR is theirs).
+# Login throttling counts failures per address from this.
+TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0, minimum=0)
+
+# Login throttling (django-axes): after LOGIN_FAILURE_LIMIT failed logins for one
+# username, or from one address (counted apart), further logins of that username or
+# from that address are refused for LOGIN_COOLOFF_MINUTES. A success resets the count.
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_COOLOFF_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "annotate.accounts.client_ip"
+AXES_USERNAME_CALLABLE = "annotate.accounts.client_username"
+AXES_LOCKOUT_CALLABLE = "annotate.accounts.lockout_response"
+
+# API tokens (POST /api/auth/token/) stop working this many hours after they were made.
+API_TOKEN_TTL_HOURS = env_int("API_TOKEN_TTL_HOURS", 720, minimum=1)
+# The OpenAPI schema and the Swagger UI: open to anonymous visitors in development,
+# to signed-in users only otherwise, unless API_SCHEMA_PUBLIC says so.
+API_SCHEMA_PUBLIC = env_bool("API_SCHEMA_PUBLIC", DEBUG)
+
+# E-mail (password reset). With DEBUG on, mail is printed to the console unless
+# EMAIL_BACKEND says otherwise; a deployment sets its SMTP server (docs/security.md).
+EMAIL_BACKEND = env_str(
+    "EMAIL_BACKEND",
+    "django.core.mail.backends.console.EmailBackend" if DEBUG else "django.core.mail.backends.smtp.EmailBackend",
+)
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25, minimum=1)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
+# Seconds before a silent mail server counts as down (Django's default waits forever).
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10, minimum=1)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "webmaster@localhost")
+SERVER_EMAIL = DEFAULT_FROM_EMAIL
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+        "annotate.authentication.ExpiringTokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
@@ -161,6 +209,12 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "annotate.exceptions.api_exception_handler",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    # DRF's JSON parser plus the text and nesting checks (annotate/text_validation.py).
+    "DEFAULT_PARSER_CLASSES": [
+        "annotate.parsers.JSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
 }
 
 SPECTACULAR_SETTINGS = {

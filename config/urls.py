@@ -1,18 +1,29 @@
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from annotate import accounts
 from annotate import views as annotate_views
-from annotate.urls import api_urlpatterns
+from annotate.api.schema import DocsView, SchemaView
+from annotate.urls import api_urlpatterns as annotate_api
+from datasets.api_urls import urlpatterns as datasets_api
+
+# One "api" namespace for every app's endpoints (reverse("api:export-list"), ...).
+api_urlpatterns = [
+    *annotate_api,
+    *datasets_api,
+    path("studies/<slug:slug>/analysis/", include("analysis.api_urls")),
+]
 
 urlpatterns = [
     path("", annotate_views.home, name="home"),
+    # Before Django's own: a reset whose e-mail could not be sent says so.
+    path("accounts/password_reset/", accounts.PasswordResetView.as_view(), name="password_reset"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("rate/", include("annotate.urls")),
     path("studies/", include("annotate.study_urls")),
     path("analysis/", include("analysis.urls")),
-    path("api/", include(api_urlpatterns)),
-    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("api/", include((api_urlpatterns, "api"))),
+    path("api/schema/", SchemaView.as_view(), name="schema"),
+    path("api/docs/", DocsView.as_view(url_name="schema"), name="api-docs"),
 ]

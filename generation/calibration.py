@@ -32,7 +32,7 @@ def hallucination_labels(
 
     For a checkbox question (`checkboxes`), a rater who rated the item but stored no
     answer to it ticked nothing; for other questions such a rater has no vote.
-    `frame` is annotate.selectors.ratings_frame (one row per item, rater, question)."""
+    `frame` is annotate.selectors.frames.ratings_frame (one row per item, rater, question)."""
     wanted = {str(v) for v in values}
     raters = frame.groupby("item")["rater"].unique() if checkboxes else None
     rows = frame[(frame["question"] == question) & (frame["finding"] == "")]

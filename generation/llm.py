@@ -229,14 +229,30 @@ class Gateway:
             with self.semaphore:
                 try:
                     response = self.client.chat.completions.create(model=model, messages=messages, **request)
+                    failure = None
                 except openai.APIError as exc:
-                    latency = time.monotonic() - started
-                    status = getattr(exc, "status_code", None)
-                    self._record(job, step, attempt, prompt, model, messages, request, latency, exc=exc, status=status)
                     failure = exc
-                else:
-                    latency = time.monotonic() - started
-                    return self._success(job, step, attempt, prompt, model, messages, request, latency, response)
+                latency = time.monotonic() - started
+                outcome = self._answer(response, model, messages) if failure is None else self._error(failure)
+                # One row per attempt, failed or not; `request` is copied because a later
+                # attempt may drop an optional feature from it.
+                call = LLMCall.objects.create(
+                    job=job,
+                    step=step,
+                    attempt=attempt,
+                    prompt_id=prompt.id,
+                    prompt_version=prompt.version,
+                    endpoint=self.endpoint,
+                    model=model,
+                    messages=messages,
+                    params=dict(request),
+                    latency=latency,
+                    **outcome,
+                )
+            if failure is None:
+                return LLMResult(
+                    text=call.response_text, call=call, logprobs=call.logprobs, json_mode="response_format" in request
+                )
             if isinstance(failure, openai.BadRequestError | openai.UnprocessableEntityError):
                 # An endpoint that does not know JSON mode or logprobs answers 400/422:
                 # drop the optional feature and ask again (not counted as a retry).
@@ -274,49 +290,29 @@ class Gateway:
         refused.add(feature)
         return True
 
-    def _success(self, job, step, attempt, prompt, model, messages, request, latency, response) -> LLMResult:
+    def _answer(self, response, model: str, messages: list[dict]) -> dict[str, Any]:
+        """The LLMCall fields of an answer."""
         choice = response.choices[0] if response.choices else None
         text = (choice.message.content or "") if choice is not None else ""
         usage = getattr(response, "usage", None)
         tokens_in = getattr(usage, "prompt_tokens", None) or sum(count_tokens(m["content"]) for m in messages)
         tokens_out = getattr(usage, "completion_tokens", None) or count_tokens(text)
-        compact = _compact_logprobs(choice) if choice is not None else None
-        call = LLMCall.objects.create(
-            job=job,
-            step=step,
-            attempt=attempt,
-            prompt_id=prompt.id,
-            prompt_version=prompt.version,
-            endpoint=self.endpoint,
-            model=model,
-            messages=messages,
-            params=request,
-            response_text=text,
-            logprobs=compact,
-            finish_reason=(choice.finish_reason or "") if choice is not None else "",
-            tokens_in=tokens_in,
-            tokens_out=tokens_out,
-            latency=latency,
-            cost=_cost(self.conf, model, tokens_in, tokens_out),
-            status_code=200,
-        )
-        return LLMResult(text=text, call=call, logprobs=compact, json_mode="response_format" in request)
+        return {
+            "response_text": text,
+            "logprobs": _compact_logprobs(choice) if choice is not None else None,
+            "finish_reason": (choice.finish_reason or "") if choice is not None else "",
+            "tokens_in": tokens_in,
+            "tokens_out": tokens_out,
+            "cost": _cost(self.conf, model, tokens_in, tokens_out),
+            "status_code": 200,
+        }
 
-    def _record(self, job, step, attempt, prompt, model, messages, request, latency, *, exc, status) -> LLMCall:
-        return LLMCall.objects.create(
-            job=job,
-            step=step,
-            attempt=attempt,
-            prompt_id=prompt.id,
-            prompt_version=prompt.version,
-            endpoint=self.endpoint,
-            model=model,
-            messages=messages,
-            params=dict(request),
-            latency=latency,
-            status_code=status,
-            error=self.redact(f"{type(exc).__name__}: {exc}")[:5000],
-        )
+    def _error(self, exc: openai.APIError) -> dict[str, Any]:
+        """The LLMCall fields of a failed attempt (the message without secrets)."""
+        return {
+            "status_code": getattr(exc, "status_code", None),
+            "error": self.redact(f"{type(exc).__name__}: {exc}")[:5000],
+        }
 
 
 # --- tolerant parsing --------------------------------------------------------------

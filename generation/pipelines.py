@@ -21,17 +21,17 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 from annotate.models import Source
 from annotate.text import split_spans
-from generation.checks import ReferenceReport, check_references, cited_refs
 from generation.conf import PipelineSettings, pipeline_settings
 from generation.context import Context, build_context, context_line, embedding_method
 from generation.llm import Gateway, count_tokens
 from generation.models import GenerationJob
 from generation.prompting import get_prompt, prompt_versions
+from generation.reference_checks import ReferenceReport, check_references, cited_refs
 from generation.verdicts import (
     NOT_SUPPORTED,
     UNVERIFIED,
@@ -204,6 +204,32 @@ class Runner:
         self.note(step, text=text, references=report.as_dict())
         return report
 
+    def revise_and_reverify(
+        self,
+        step: str,
+        prompt_id: str,
+        *,
+        critiques: str,
+        text: str,
+        context: Context,
+        s: PipelineSettings,
+        reverify: Callable[[str], list[dict]],
+    ) -> tuple[str, ReferenceReport, list[dict]]:
+        """Both pipelines end the same way when a claim is unsupported: revise the text
+        from the context and the critiques, run the final reference check on the revision,
+        then verify it again (`reverify`, the pipeline's own verification). Returns the
+        revised text, its reference report and its claims."""
+        result = self.call(
+            step,
+            prompt_id,
+            {"context": context.text, "summary": text, "critiques": critiques},
+            s.model,
+            _generation_params(s),
+        )
+        revised = self.text_of(result)
+        report = self.check("references:final", revised, context)
+        return revised, report, reverify(revised)
+
     # --- litsumm ----------------------------------------------------------------------
 
     def litsumm(self, context: Context) -> Outcome:
@@ -238,19 +264,17 @@ class Runner:
         flags: list[str] = []
         unsupported = [c for c in claims if c["verdict"] == NOT_SUPPORTED]
         if unsupported:
-            critiques = "\n".join(f'- "{c["text"]}": {c["explanation"]}' for c in unsupported)
-            result = self.call(
+            text, report, claims = self.revise_and_reverify(
                 "revise",
                 "revise_consistency",
-                {"context": context.text, "summary": text, "critiques": critiques},
-                s.model,
-                _generation_params(s),
+                critiques="\n".join(f'- "{c["text"]}": {c["explanation"]}' for c in unsupported),
+                text=text,
+                context=context,
+                s=s,
+                reverify=lambda revised: self.self_consistency("self_consistency:reverify", revised, context, s),
             )
-            text = self.text_of(result)
-            report = self.check("references:final", text, context)
             if not report.passed:
                 flags.append("final_references_failed")
-            claims = self.self_consistency("self_consistency:reverify", text, context, s)
         if any(c["verdict"] == NOT_SUPPORTED for c in claims):
             flags.append("self_consistency_failed")
         elif any(c["verdict"] == UNVERIFIED for c in claims):
@@ -292,17 +316,15 @@ class Runner:
         p_before = summary_probability(claims)
         unsupported = [c for c in claims if c["verdict"] == NOT_SUPPORTED]
         if unsupported:
-            critique = "\n".join(f'- For the sentence "{c["text"]}": {c["explanation"]}' for c in unsupported)
-            result = self.call(
+            text, references, claims = self.revise_and_reverify(
                 "factored:revise",
                 "factored_revise",
-                {"context": context.text, "summary": text, "critiques": critique},
-                s.model,
-                _generation_params(s),
+                critiques="\n".join(f'- For the sentence "{c["text"]}": {c["explanation"]}' for c in unsupported),
+                text=text,
+                context=context,
+                s=s,
+                reverify=lambda revised: self.verify_claims("factored:reverify", revised, s),
             )
-            text = self.text_of(result)
-            references = self.check("references:final", text, context)
-            claims = self.verify_claims("factored:reverify", text, s)
         after = sum(c["verdict"] == NOT_SUPPORTED for c in claims)
         p_after = summary_probability(claims)
         self.trace["factored"] = {

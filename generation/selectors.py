@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.db.models import Count, Prefetch, Q, QuerySet, Sum
 
 from annotate.models import Claim, Summary
-from generation.checks import CHECKS
 from generation.models import GenerationJob, GenerationRun, LLMCall
+from generation.reference_checks import CHECKS
 
 
 def run_jobs(run: GenerationRun) -> QuerySet[GenerationJob]:

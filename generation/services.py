@@ -1,14 +1,16 @@
 """Writes of the generation app: start a run, run one job, store its summary.
 
 Summaries enter the study through annotate.services (create_summary, record_claims),
-exactly like imported ones.
+exactly like imported ones. The Celery task (generation.tasks) calls these services,
+so they never import it: whoever starts or resumes a run passes the task's enqueue
+function (`enqueue=generate_summary_task.delay`).
 """
 
 from __future__ import annotations
 
 import logging
 import queue
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
@@ -28,6 +30,8 @@ from generation.pipelines import Outcome, PipelineSpec, Runner, pipeline_spec
 logger = logging.getLogger(__name__)
 
 Status = GenerationJob.Status
+# Hands one job id to the workers: generation.tasks.generate_summary_task.delay.
+Enqueue = Callable[[int], object]
 
 
 def require_api_key() -> None:
@@ -63,12 +67,17 @@ def _jobs_for(sources: Sequence[Source], spec: PipelineSpec) -> list[GenerationJ
 
 
 def start_generation_run(
-    *, study: Study, pipeline: str, source_keys: Sequence[str] = (), limit: int | None = None
+    *,
+    study: Study,
+    pipeline: str,
+    source_keys: Sequence[str] = (),
+    limit: int | None = None,
+    enqueue: Enqueue,
 ) -> GenerationRun:
     """Create a run over the study's sources (all, or `source_keys`, at most `limit`)
     with one job per (source, pipeline version), and enqueue the jobs that are not
-    finished. Finished jobs are reused as they are, so running the same command again
-    generates nothing new, and failed or abandoned jobs are resumed."""
+    finished once the run is committed. Finished jobs are reused as they are, so running
+    the same command again generates nothing new, and failed or abandoned jobs are resumed."""
     require_api_key()
     spec = resolve_pipeline(pipeline)
     sources = Source.objects.filter(study=study).order_by("key")
@@ -89,12 +98,12 @@ def start_generation_run(
             status=Status.PENDING, updated_at=timezone.now()
         )
         todo = [j.pk for j in jobs if j.status not in (Status.OK, Status.FLAGGED, Status.SKIPPED)]
-        transaction.on_commit(lambda: dispatch_jobs(job_ids=todo))
+        transaction.on_commit(lambda: dispatch_jobs(job_ids=todo, enqueue=enqueue))
     return run
 
 
-def dispatch_jobs(*, job_ids: Sequence[int]) -> None:
-    """Hand the jobs to Celery, one task per job.
+def dispatch_jobs(*, job_ids: Sequence[int], enqueue: Enqueue) -> None:
+    """Hand the jobs to Celery, one task per job (`enqueue(job_id)`).
 
     With a broker, workers run them (their own concurrency plus the gateway's limit
     per endpoint). Without one, Celery runs tasks eagerly in the calling thread, so we
@@ -103,11 +112,9 @@ def dispatch_jobs(*, job_ids: Sequence[int]) -> None:
     for the whole run, as a worker process does (opening one per job costs more than
     the job's own queries); the first error is raised once every job has run.
     """
-    from generation.tasks import generate_summary_task
-
     if not settings.CELERY_TASK_ALWAYS_EAGER:
         for job_id in job_ids:
-            generate_summary_task.delay(job_id)
+            enqueue(job_id)
         return
 
     pending: queue.SimpleQueue[int] = queue.SimpleQueue()
@@ -123,7 +130,7 @@ def dispatch_jobs(*, job_ids: Sequence[int]) -> None:
                 except queue.Empty:
                     return
                 try:
-                    generate_summary_task.delay(job_id)
+                    enqueue(job_id)
                 except Exception as exc:  # the job is marked failed; raised below, after the others ran
                     errors.append(exc)
         finally:
@@ -176,14 +183,14 @@ def abandoned_jobs(*, run: GenerationRun) -> list[int]:
     return list(_abandoned(run.jobs.all(), now=timezone.now()).values_list("pk", flat=True))
 
 
-def requeue_abandoned_jobs(*, run: GenerationRun) -> list[int]:
+def requeue_abandoned_jobs(*, run: GenerationRun, enqueue: Enqueue) -> list[int]:
     """Hand the run's abandoned jobs to the workers again. A worker process that was
     killed (out of memory, say) has its message acknowledged by Celery, so nothing
     else would deliver its job again; claiming is atomic, so a job that a live worker
     takes meanwhile is not run twice."""
     job_ids = abandoned_jobs(run=run)
     if job_ids:
-        dispatch_jobs(job_ids=job_ids)
+        dispatch_jobs(job_ids=job_ids, enqueue=enqueue)
     return job_ids
 
 

@@ -73,3 +73,22 @@ class AssignmentFactory(factory.django.DjangoModelFactory):
     study = factory.SelfAttribute("summary.study")
     rater = factory.SubFactory(UserFactory)
     position = factory.Sequence(lambda n: n)
+
+
+def revision_history(assignment) -> list:
+    """Every revision of an assignment, oldest first, with its answers loaded (tests only)."""
+    from annotate.selectors.queue import revisions_with_answers
+
+    return list(revisions_with_answers().filter(assignment=assignment).order_by("number"))
+
+
+def let_time_pass(assignment, seconds: float) -> None:
+    """As if `seconds` had passed since the assignment was last written or first opened:
+    the services credit no more active time than that (tests only)."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    earlier = timezone.now() - timedelta(seconds=seconds)
+    Assignment.objects.filter(pk=assignment.pk).update(updated_at=earlier)
+    Assignment.objects.filter(pk=assignment.pk, first_opened_at__gt=earlier).update(first_opened_at=earlier)

@@ -5,6 +5,7 @@ and PostgreSQL (.ci/run).
 """
 
 import os
+from datetime import timedelta
 
 os.environ.setdefault("SECRET_KEY", "tests-only-not-a-secret")
 
@@ -17,3 +18,21 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # separate connections that wait for each other's locks as in production.
     # One file per test process, so two suites running at once never share it.
     DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / "var" / f"test-{os.getpid()}.sqlite3")}
+
+# The suite does not depend on deployment variables in the developer's shell (README's
+# configuration table): what they set is pinned here to the development values, and
+# the tests of each rule set the values they need.
+SECURE_SSL_REDIRECT = False
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = False
+SECURE_HSTS_SECONDS = 0
+SECURE_PROXY_SSL_HEADER = None
+TRUSTED_PROXY_COUNT = 0
+AXES_FAILURE_LIMIT = 5
+AXES_COOLOFF_TIME = timedelta(minutes=15)
+API_TOKEN_TTL_HOURS = 720
+# The schemathesis suite reads /api/schema/ anonymously when it is collected; the tests
+# of the production rule (signed-in users only) turn this off.
+API_SCHEMA_PUBLIC = True
+# load_demo refuses the public default password with DEBUG off (as in tests): the tests
+# log in to the demo accounts with this one, whatever DEMO_PASSWORD the shell has.
+DEMO_PASSWORD = "rate-summaries-2026"

@@ -1,12 +1,11 @@
 """The REST API under /api/ (docs/api.md).
 
-Every view starts with an access helper: annotate.selectors.get_assignment_for_rater
+Every view starts with an access helper: annotate.selectors.queue.get_assignment_for_rater
 for a rater's own items, annotate.permissions for the study endpoints (the same rules
 as the HTML pages; anyone else gets 404). Reads come from annotate.selectors and
 annotate.api_selectors; writes go through annotate.services and annotate.batches.
 """
 
-from annotate.api.exports import ExportDetail, ExportDownload, ExportList
 from annotate.api.raters import (
     AssignmentDetail,
     AssignmentList,
@@ -36,6 +35,7 @@ from annotate.api.study_batches import (
     BatchNoteList,
     BatchRerating,
 )
+from annotate.api.tokens import AuthToken
 
 __all__ = [
     "AssignmentDetail",
@@ -46,6 +46,7 @@ __all__ = [
     "AssignmentSkip",
     "AssignmentSubmit",
     "AssignmentWithdraw",
+    "AuthToken",
     "BatchAnswerList",
     "BatchAssignmentList",
     "BatchConsensusList",
@@ -55,9 +56,6 @@ __all__ = [
     "BatchNoteList",
     "BatchRerating",
     "ClaimList",
-    "ExportDetail",
-    "ExportDownload",
-    "ExportList",
     "SourceDetail",
     "SourceList",
     "StudyDetail",

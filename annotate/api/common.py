@@ -4,8 +4,6 @@ validation, and the small reference serializers.
 
 from __future__ import annotations
 
-from typing import Any
-
 from rest_framework import serializers
 from rest_framework.request import Request
 
@@ -14,29 +12,23 @@ from annotate.models import (
     SourceSentence,
     Summary,
 )
+from annotate.text_validation import problem_message
 
 # Assignment.version is a PositiveIntegerField: larger numbers can never match, and
 # some databases refuse to even compare them.
 MAX_VERSION = 2**31 - 1
 
 
-def _has_nul(value: Any) -> bool:
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_nul(v) for v in value)
-    return False
-
-
 class TextJSONField(serializers.JSONField):
-    """Any JSON value but text with NUL characters, which PostgreSQL cannot store."""
+    """Any JSON value whose text (keys included) can be stored: no NUL, which PostgreSQL
+    refuses, and no lone surrogate, which is not Unicode (annotate.text_validation).
+    The JSON parser checks JSON bodies already; this covers form-encoded ones."""
 
     def to_internal_value(self, data):
         value = super().to_internal_value(data)
-        if _has_nul(value):
-            raise serializers.ValidationError("Text may not contain NUL characters.")
+        message = problem_message(value)
+        if message is not None:
+            raise serializers.ValidationError(message)
         return value
 
 

@@ -15,7 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotate import selectors, services
+from annotate import services
 from annotate.api.common import (
     MAX_VERSION,
     SentenceSerializer,
@@ -24,6 +24,7 @@ from annotate.api.common import (
 from annotate.models import (
     Assignment,
 )
+from annotate.selectors.queue import assignments_for_rater, get_assignment_for_rater, latest_revision, revision_answers
 
 
 class AssignmentListSerializer(serializers.ModelSerializer):
@@ -117,8 +118,8 @@ def _version(request: Request, body: dict):
 
 def _rating_state(assignment: Assignment) -> Response:
     assignment.refresh_from_db()
-    revision = selectors.latest_revision(assignment)
-    answers, rationales = selectors.revision_answers(revision)
+    revision = latest_revision(assignment)
+    answers, rationales = revision_answers(revision)
     data = {
         "assignment": assignment.uuid,
         "state": assignment.state,
@@ -143,7 +144,7 @@ IF_MATCH = OpenApiParameter(
 
 def _write_rating(request, assignment_uuid, write) -> Response:
     """Save a draft or submit (`write` is the service): the same body, version and answer."""
-    assignment = selectors.get_assignment_for_rater(request.user, assignment_uuid)
+    assignment = get_assignment_for_rater(request.user, assignment_uuid)
     body = RatingWriteSerializer(data=request.data)
     body.is_valid(raise_exception=True)
     write(
@@ -161,13 +162,13 @@ class AssignmentList(generics.ListAPIView):
     serializer_class = AssignmentListSerializer
 
     def get_queryset(self):
-        return selectors.assignments_for_rater(self.request.user)
+        return assignments_for_rater(self.request.user)
 
 
 class AssignmentDetail(APIView):
     @extend_schema(responses=AssignmentDetailSerializer)
     def get(self, request, assignment_uuid):
-        assignment = selectors.get_assignment_for_rater(request.user, assignment_uuid)
+        assignment = get_assignment_for_rater(request.user, assignment_uuid)
         data = AssignmentDetailSerializer(assignment, context={"request": request}).data
         return Response(data, headers={"ETag": f'"{assignment.version}"'})
 
@@ -175,7 +176,7 @@ class AssignmentDetail(APIView):
 class AssignmentRating(APIView):
     @extend_schema(responses=RatingStateSerializer)
     def get(self, request, assignment_uuid):
-        assignment = selectors.get_assignment_for_rater(request.user, assignment_uuid)
+        assignment = get_assignment_for_rater(request.user, assignment_uuid)
         return _rating_state(assignment)
 
     @extend_schema(
@@ -202,7 +203,7 @@ class AssignmentSubmit(APIView):
 class AssignmentSkip(APIView):
     @extend_schema(request=SkipSerializer, responses=RatingStateSerializer, parameters=[IF_MATCH])
     def post(self, request, assignment_uuid):
-        assignment = selectors.get_assignment_for_rater(request.user, assignment_uuid)
+        assignment = get_assignment_for_rater(request.user, assignment_uuid)
         body = SkipSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         services.skip_assignment(
@@ -223,7 +224,7 @@ class AssignmentReopen(APIView):
         "revision and the submitted one stays in the history.",
     )
     def post(self, request, assignment_uuid):
-        assignment = selectors.get_assignment_for_rater(request.user, assignment_uuid)
+        assignment = get_assignment_for_rater(request.user, assignment_uuid)
         body = VersionSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         services.reopen_rating(

@@ -10,7 +10,7 @@ from rest_framework import generics, serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotate import api_selectors, permissions
+from annotate import permissions
 from annotate.api.common import (
     MAX_VERSION,
     FakeViewMixin,
@@ -27,6 +27,15 @@ from annotate.models import (
     StudyMembership,
     Summary,
 )
+from annotate.selectors.access import studies_for_user, study_access
+from annotate.selectors.contents import (
+    claims_for_summary,
+    get_source,
+    get_summary,
+    sources_for_study,
+    study_counts,
+    summaries_for_study,
+)
 
 
 class RubricSerializer(serializers.ModelSerializer):
@@ -37,6 +46,9 @@ class RubricSerializer(serializers.ModelSerializer):
 
 class StudySerializer(serializers.ModelSerializer):
     roles = serializers.SerializerMethodField(help_text="Your memberships in the study.")
+    description = serializers.SerializerMethodField(
+        help_text="The study team's note on the study: study admins and viewers only (null for raters)."
+    )
     access = serializers.SerializerMethodField(
         help_text="What you may do: admin (manage), viewer (read dashboards) or rater (rate your items)."
     )
@@ -52,12 +64,15 @@ class StudySerializer(serializers.ModelSerializer):
 
     @extend_schema_field(serializers.ChoiceField(StudyMembership.Role.choices))
     def get_access(self, obj: Study) -> str:
-        roles = set(self.get_roles(obj))
-        if self.context["request"].user.is_staff or StudyMembership.Role.ADMIN in roles:
-            return StudyMembership.Role.ADMIN
-        if StudyMembership.Role.VIEWER in roles:
-            return StudyMembership.Role.VIEWER
-        return StudyMembership.Role.RATER
+        return study_access(self.context["request"].user, self.get_roles(obj))
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_description(self, obj: Study) -> str | None:
+        # The description is the study team's own note (docs/import-format.md: "for
+        # admins"); raters get the guidelines on their rating page and nothing else.
+        if self.get_access(obj) == StudyMembership.Role.RATER:
+            return None
+        return obj.description
 
 
 class StudyCountsSerializer(serializers.Serializer):
@@ -76,7 +91,7 @@ class StudyDetailSerializer(StudySerializer):
 
     @extend_schema_field(StudyCountsSerializer)
     def get_counts(self, obj: Study) -> dict:
-        return api_selectors.study_counts(obj)
+        return study_counts(obj)
 
 
 class StudyQuery(serializers.Serializer):
@@ -97,14 +112,14 @@ class StudyList(FakeViewMixin, generics.ListAPIView):
     def get_queryset(self):
         if self.is_schema_view():
             return Study.objects.none()
-        return api_selectors.studies_for_user(self.request.user, **query_params(StudyQuery, self.request))
+        return studies_for_user(self.request.user, **query_params(StudyQuery, self.request))
 
 
 class StudyDetail(APIView):
     @extend_schema(responses=StudyDetailSerializer, description="Study admins and viewers.")
     def get(self, request, slug):
         study = permissions.study_for_viewer(request, slug)
-        study = api_selectors.studies_for_user(request.user).filter(pk=study.pk).first() or study
+        study = studies_for_user(request.user).filter(pk=study.pk).first() or study
         return Response(StudyDetailSerializer(study, context={"request": request}).data)
 
 
@@ -172,14 +187,14 @@ class SourceList(FakeViewMixin, generics.ListAPIView):
         if self.is_schema_view():
             return Source.objects.none()
         study = permissions.study_for_viewer(self.request, self.kwargs["slug"])
-        return api_selectors.sources_for_study(study, **query_params(SourceQuery, self.request))
+        return sources_for_study(study, **query_params(SourceQuery, self.request))
 
 
 class SourceDetail(APIView):
     @extend_schema(responses=SourceDetailSerializer, description="Study admins and viewers.")
     def get(self, request, slug, source_uuid):
         study = permissions.study_for_viewer(request, slug)
-        return Response(SourceDetailSerializer(api_selectors.get_source(study, source_uuid)).data)
+        return Response(SourceDetailSerializer(get_source(study, source_uuid)).data)
 
 
 class SummarySerializer(serializers.ModelSerializer):
@@ -261,14 +276,14 @@ class SummaryList(FakeViewMixin, generics.ListAPIView):
         if self.is_schema_view():
             return Summary.objects.none()
         study = permissions.study_for_viewer(self.request, self.kwargs["slug"])
-        return api_selectors.summaries_for_study(study, **query_params(SummaryQuery, self.request))
+        return summaries_for_study(study, **query_params(SummaryQuery, self.request))
 
 
 class SummaryDetail(APIView):
     @extend_schema(responses=SummarySerializer, description="Study admins and viewers.")
     def get(self, request, slug, summary_uuid):
         study = permissions.study_for_viewer(request, slug)
-        return Response(SummarySerializer(api_selectors.get_summary(study, summary_uuid)).data)
+        return Response(SummarySerializer(get_summary(study, summary_uuid)).data)
 
 
 class ClaimSerializer(serializers.ModelSerializer):
@@ -286,4 +301,4 @@ class ClaimList(FakeViewMixin, generics.ListAPIView):
         if self.is_schema_view():
             return Claim.objects.none()
         study = permissions.study_for_viewer(self.request, self.kwargs["slug"])
-        return api_selectors.claims_for_summary(api_selectors.get_summary(study, self.kwargs["summary_uuid"]))
+        return claims_for_summary(get_summary(study, self.kwargs["summary_uuid"]))

@@ -10,7 +10,7 @@ from rest_framework import generics, serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotate import api_selectors, batches, permissions, selectors
+from annotate import batches, permissions
 from annotate.api.common import (
     FakeViewMixin,
     SummaryRefSerializer,
@@ -26,6 +26,20 @@ from annotate.models import (
     DiscussionNote,
     Summary,
 )
+from annotate.selectors.access import users_enrollable_by
+from annotate.selectors.batches import (
+    batch_answer_rows,
+    batch_assignments,
+    batch_disagreements,
+    batch_progress,
+    batches_for_study,
+    consensus_answers,
+    discussion_notes,
+    get_batch,
+    get_batch_assignment,
+    get_batch_summary,
+)
+from annotate.selectors.contents import rubric_definition
 
 
 class BatchSerializer(serializers.ModelSerializer):
@@ -83,7 +97,7 @@ class BatchDetailSerializer(BatchSerializer):
 
     @extend_schema_field(ProgressSerializer)
     def get_progress(self, obj: Batch) -> dict:
-        progress = selectors.batch_progress(obj)
+        progress = batch_progress(obj)
         data = {
             "items": progress.items,
             "raters": progress.raters,
@@ -141,7 +155,7 @@ class BatchList(FakeViewMixin, generics.ListCreateAPIView):
         kind = self.request.query_params.get("kind")
         if kind and kind not in Batch.Kind.values:
             raise serializers.ValidationError({"kind": f"must be one of {', '.join(Batch.Kind.values)}"})
-        return api_selectors.batches_for_study(study, kind=kind)
+        return batches_for_study(study, kind=kind)
 
     @extend_schema(
         request=BatchCreateSerializer,
@@ -154,10 +168,14 @@ class BatchList(FakeViewMixin, generics.ListCreateAPIView):
         body.is_valid(raise_exception=True)
         d = body.validated_data
         names = _usernames(d["raters"])
-        users = api_selectors.users_by_username(names)
+        # Only accounts the caller may enrol: a study admin names the study's own members
+        # (annotate.selectors.access.users_enrollable_by); anyone else reads as unknown.
+        users = {u.username: u for u in users_enrollable_by(request.user, study).filter(username__in=names)}
         missing = [name for name in names if name not in users]
         if missing or not names:
-            raise serializers.ValidationError({"raters": f"no such user(s): {', '.join(missing) or '(none given)'}"})
+            raise serializers.ValidationError(
+                {"raters": f"no such user(s) among the study's members: {', '.join(missing) or '(none given)'}"}
+            )
         gold_keys = _usernames(d["gold"])
         gold = list(study.summaries.filter(key__in=gold_keys))
         if len(gold) != len(gold_keys):
@@ -182,7 +200,7 @@ class BatchList(FakeViewMixin, generics.ListCreateAPIView):
             attention_every=d.get("attention_every"),
             training=d["training"],
         )
-        data = BatchDetailSerializer(api_selectors.get_batch(study, batch.uuid)).data
+        data = BatchDetailSerializer(get_batch(study, batch.uuid)).data
         return Response(data, status=201)
 
 
@@ -190,7 +208,7 @@ class BatchDetail(APIView):
     @extend_schema(responses=BatchDetailSerializer, description="Study admins and viewers: the batch and its progress.")
     def get(self, request, slug, batch_uuid):
         study = permissions.study_for_viewer(request, slug)
-        return Response(BatchDetailSerializer(api_selectors.get_batch(study, batch_uuid)).data)
+        return Response(BatchDetailSerializer(get_batch(study, batch_uuid)).data)
 
 
 class RerateSerializer(serializers.Serializer):
@@ -211,7 +229,7 @@ class BatchRerating(APIView):
     )
     def post(self, request, slug, batch_uuid):
         study = permissions.study_for_admin(request, slug)
-        batch = api_selectors.get_batch(study, batch_uuid)
+        batch = get_batch(study, batch_uuid)
         body = RerateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         summaries = None
@@ -262,8 +280,8 @@ class BatchAssignmentList(FakeViewMixin, generics.ListAPIView):
         if self.is_schema_view():
             return Assignment.objects.none()
         study = permissions.study_for_admin(self.request, self.kwargs["slug"])
-        batch = api_selectors.get_batch(study, self.kwargs["batch_uuid"])
-        return api_selectors.batch_assignments(batch, **query_params(AssignmentQuery, self.request))
+        batch = get_batch(study, self.kwargs["batch_uuid"])
+        return batch_assignments(batch, **query_params(AssignmentQuery, self.request))
 
 
 class AssignmentWithdraw(APIView):
@@ -274,7 +292,7 @@ class AssignmentWithdraw(APIView):
     )
     def post(self, request, slug, batch_uuid, assignment_uuid):
         study = permissions.study_for_admin(request, slug)
-        assignment = api_selectors.get_batch_assignment(api_selectors.get_batch(study, batch_uuid), assignment_uuid)
+        assignment = get_batch_assignment(get_batch(study, batch_uuid), assignment_uuid)
         return Response(AdminAssignmentSerializer(batches.withdraw_assignment(assignment=assignment)).data)
 
 
@@ -291,14 +309,14 @@ class AssignmentMove(APIView):
     )
     def post(self, request, slug, batch_uuid, assignment_uuid):
         study = permissions.study_for_admin(request, slug)
-        assignment = api_selectors.get_batch_assignment(api_selectors.get_batch(study, batch_uuid), assignment_uuid)
+        assignment = get_batch_assignment(get_batch(study, batch_uuid), assignment_uuid)
         body = MoveSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        target = api_selectors.get_user_by_username(body.validated_data["to"])
+        target = users_enrollable_by(request.user, study).filter(username=body.validated_data["to"]).first()
         if target is None:
-            raise serializers.ValidationError({"to": "No such user."})
+            raise serializers.ValidationError({"to": "No such user among the study's members."})
         new = batches.move_assignment(assignment=assignment, to_rater=target)
-        new = api_selectors.get_batch_assignment(assignment.batch, new.uuid)
+        new = get_batch_assignment(assignment.batch, new.uuid)
         return Response(AdminAssignmentSerializer(new).data, status=201)
 
 
@@ -336,14 +354,14 @@ class BatchAnswerList(FakeViewMixin, generics.GenericAPIView):
     @extend_schema(parameters=[AnswerQuery], responses=AnswerRowSerializer(many=True))
     def get(self, request, slug, batch_uuid):
         study = permissions.study_for_admin(request, slug)
-        batch = api_selectors.get_batch(study, batch_uuid)
+        batch = get_batch(study, batch_uuid)
         query = query_params(AnswerQuery, request)
         summary = None
         if "summary" in query:
             summary = Summary.objects.filter(study=study, uuid=query["summary"]).first()
             if summary is None:
                 return self.get_paginated_response(self.paginate_queryset([]))
-        rows = api_selectors.batch_answer_rows(batch, phase=query["phase"], summary=summary, rater=query.get("rater"))
+        rows = batch_answer_rows(batch, phase=query["phase"], summary=summary, rater=query.get("rater"))
         page = self.paginate_queryset(rows)
         return self.get_paginated_response(AnswerRowSerializer(page, many=True).data)
 
@@ -370,13 +388,13 @@ class BatchDisagreementList(FakeViewMixin, generics.GenericAPIView):
     @extend_schema(parameters=[DisagreementQuery], responses=DisagreementSerializer(many=True))
     def get(self, request, slug, batch_uuid):
         study = permissions.study_for_admin(request, slug)
-        batch = api_selectors.get_batch(study, batch_uuid)
+        batch = get_batch(study, batch_uuid)
         query = query_params(DisagreementQuery, request)
-        choices = [q.key for q in selectors.rubric_definition(study.rubric).questions if q.kind != "text"]
+        choices = [q.key for q in rubric_definition(study.rubric).questions if q.comparable]
         question = query.get("question") or (choices[0] if choices else "")
         if question not in choices:
             raise serializers.ValidationError({"question": f"must be one of {', '.join(choices)}"})
-        rows = selectors.batch_disagreements(
+        rows = batch_disagreements(
             batch, question=question, threshold=query["threshold"], phase=query["phase"], sort=query["sort"]
         )
         data = [
@@ -415,7 +433,7 @@ class BatchItemQuery(serializers.Serializer):
 
 
 def _batch_item(batch: Batch, summary_uuid) -> Summary:
-    summary = api_selectors.get_batch_summary(batch, summary_uuid)
+    summary = get_batch_summary(batch, summary_uuid)
     if summary is None:
         raise serializers.ValidationError({"summary": "This summary is not in the batch."})
     return summary
@@ -435,13 +453,13 @@ class BatchConsensusList(FakeViewMixin, generics.ListAPIView):
         if self.is_schema_view():
             return ConsensusAnswer.objects.none()
         study = permissions.study_for_admin(self.request, self.kwargs["slug"])
-        batch = api_selectors.get_batch(study, self.kwargs["batch_uuid"])
-        return api_selectors.consensus_answers(batch, **query_params(BatchItemQuery, self.request))
+        batch = get_batch(study, self.kwargs["batch_uuid"])
+        return consensus_answers(batch, **query_params(BatchItemQuery, self.request))
 
     @extend_schema(request=ConsensusCreateSerializer, responses={201: ConsensusSerializer})
     def post(self, request, slug, batch_uuid):
         study = permissions.study_for_admin(request, slug)
-        batch = api_selectors.get_batch(study, batch_uuid)
+        batch = get_batch(study, batch_uuid)
         body = ConsensusCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         d = body.validated_data
@@ -484,13 +502,13 @@ class BatchNoteList(FakeViewMixin, generics.ListAPIView):
         if self.is_schema_view():
             return DiscussionNote.objects.none()
         study = permissions.study_for_admin(self.request, self.kwargs["slug"])
-        batch = api_selectors.get_batch(study, self.kwargs["batch_uuid"])
-        return api_selectors.discussion_notes(batch, **query_params(BatchItemQuery, self.request))
+        batch = get_batch(study, self.kwargs["batch_uuid"])
+        return discussion_notes(batch, **query_params(BatchItemQuery, self.request))
 
     @extend_schema(request=NoteCreateSerializer, responses={201: NoteSerializer})
     def post(self, request, slug, batch_uuid):
         study = permissions.study_for_admin(request, slug)
-        batch = api_selectors.get_batch(study, batch_uuid)
+        batch = get_batch(study, batch_uuid)
         body = NoteCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         d = body.validated_data
@@ -501,4 +519,4 @@ class BatchNoteList(FakeViewMixin, generics.ListAPIView):
             text=d["text"],
             question=d["question"],
         )
-        return Response(NoteSerializer(api_selectors.discussion_notes(batch).get(pk=note.pk)).data, status=201)
+        return Response(NoteSerializer(discussion_notes(batch).get(pk=note.pk)).data, status=201)

@@ -19,10 +19,10 @@ from rouge_score import rouge_scorer
 from scipy import stats
 from sklearn.metrics import cohen_kappa_score
 
-from analysis.export import FILE_NAMES
-from annotate.demo import DEMO_STUDY
+from analysis.report_files import FILE_NAMES
 from annotate.models import Assignment, Rating, Revision
 from annotate.services import submit_rating
+from datasets.demo import DEMO_STUDY
 
 FAILURE_MODES = ["unsupported", "misattribution", "bad_length", "overly_specific"]
 

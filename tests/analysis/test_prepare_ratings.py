@@ -73,3 +73,21 @@ def test_factpico_report_treats_findings_and_na_as_declared(settings):
     # Both raters marked the same phrase, both "factual": full agreement, one overlapping pair.
     assert spans["sentences"]["percent_agreement"] == 1.0
     assert spans["n_overlapping_pairs"] == 1 and spans["factual"]["percent_agreement"] == 1.0
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("rubric_key", ["litsumm", "factpico"])
+def test_question_specs_answer_what_a_question_is_as_the_rubric_does(rubric_key):
+    """QuestionSpec's predicates mean what annotate.rubrics.Question's of the same name
+    mean; a per-finding question reaches the report as a scale (each finding its own item)."""
+    from annotate.selectors.contents import rubric_definition
+    from tests.factories import StudyFactory
+
+    study = StudyFactory(rubric=load_rubric(definition=read_rubric_file(builtin_rubric_path(rubric_key))))
+    questions = rubric_definition(study.rubric).questions
+    specs = question_specs(study)
+    assert [s.key for s in specs] == [q.key for q in questions]
+    assert [s.counts_options for s in specs] == [q.counts_options for q in questions]
+    assert [s.plain_scale for s in specs] == [q.is_scale for q in questions]
+    # Each rubric has questions on both sides of both predicates, so the comparisons above can fail.
+    assert {s.plain_scale for s in specs} == {s.counts_options for s in specs} == {True, False}

@@ -14,9 +14,9 @@ from django.urls import reverse
 from analysis import services
 from analysis.models import AnalysisResult
 from analysis.plots import histogram_figure
-from annotate.demo import DEMO_STUDY
 from annotate.models import Assignment, Study
 from annotate.services import reopen_rating, submit_rating
+from datasets.demo import DEMO_STUDY
 from tests.analysis.test_analyze_study import rate_demo
 
 REPORT_URL = reverse("analysis:report", args=[DEMO_STUDY])
@@ -125,7 +125,7 @@ def test_large_study_goes_to_the_task_and_shows_progress(staff_client, monkeypat
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         response = staff_client.get(REPORT_URL)
     html = response.content.decode()
-    assert "Computing the report" in html and 'id="report-progress"' in html and "location.reload" in html
+    assert "Computing the report" in html and 'id="report-progress"' in html and "/static/js/report.js" in html
     assert AnalysisResult.objects.get().status == AnalysisResult.Status.PENDING
     assert len(callbacks) == 1
     callbacks[0]()  # the broker-less setup runs the Celery task eagerly, as a worker would
@@ -170,3 +170,44 @@ def test_plot_text_from_data_never_becomes_svg_markup():
     root = ET.fromstring(svg)
     assert not [element for element in root.iter() if element.tag.rsplit("}", 1)[-1] in ("script", "foreignObject")]
     assert not [element for element in root.iter() if any(k.startswith("on") for k in element.attrib)]
+
+
+def test_csv_downloads_quote_formula_text_and_keep_numbers(staff_client, rated_demo):
+    # Usernames and summary keys reach the report's CSV files; "@" and "-" are allowed in
+    # Django usernames, and an account can be renamed to anything in the database. A CR
+    # inside a cell must be quoted, or readers end the row there and "=2+2" starts one.
+    from django.contrib.auth import get_user_model
+
+    from annotate.csv_cells import original_text
+    from annotate.models import Summary
+
+    users = get_user_model().objects
+    users.filter(username="rater1").update(username="@SUM(1+1)*cmd\r=2+2")
+    users.filter(username="rater2").update(username='=HYPERLINK("http://evil.example","x")')
+    summary = Summary.objects.filter(study=rated_demo).order_by("key").first()
+    Summary.objects.filter(pk=summary.pk).update(key="-1+1")
+    staff_client.get(REPORT_URL)
+
+    def download(name):
+        response = staff_client.get(reverse("analysis:download", args=[DEMO_STUDY, name]))
+        assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
+        return list(csv.reader(io.StringIO(response.content.decode(), newline="")))
+
+    negatives = 0
+    for name in ("agreement.csv", "cohen_kappa.csv", "histograms.csv", "item_means.csv", "option_counts.csv",
+                 "metrics.csv", "correlation.csv", "by_group.csv"):  # fmt: skip
+        for row in download(name):
+            for cell in row:
+                assert cell[:1] not in ("=", "+", "@", "\t", "\r"), (name, cell)
+                if cell.startswith("-"):
+                    float(cell)  # only a number may start with a minus sign
+                    negatives += 1
+    assert negatives > 0  # the demo's agreement has negative statistics, written as numbers
+
+    raters = {row[1] for row in download("histograms.csv")[1:]}
+    assert raters == {"'@SUM(1+1)*cmd\r=2+2", '\'=HYPERLINK("http://evil.example","x")'}
+    assert {original_text(r) for r in raters} == {"@SUM(1+1)*cmd\r=2+2", '=HYPERLINK("http://evil.example","x")'}
+    assert "'-1+1" in {row[2] for row in download("item_means.csv")[1:]}
+    # The JSON downloads keep the exact text.
+    report = staff_client.get(reverse("analysis:download", args=[DEMO_STUDY, "report.json"])).json()
+    assert "@SUM(1+1)*cmd\r=2+2" in {r["rater"] for h in report["histograms"] for r in h["raters"]}

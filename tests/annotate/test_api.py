@@ -3,8 +3,9 @@
 import pytest
 
 from annotate.models import Revision
-from annotate.selectors import revision_answers, revision_history
+from annotate.selectors.queue import revision_answers
 from tests.conftest import GOOD_ANSWERS, api_client_for
+from tests.factories import revision_history
 
 
 def rating_url(a):

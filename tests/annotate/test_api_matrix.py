@@ -1,16 +1,34 @@
 """The API's permission matrix: every endpoint x every persona gives the status the HTML
-pages' rules call for (docs/api.md), and no rater ever reads another rater's answers."""
+pages' rules call for (docs/api.md, docs/security.md), and no rater ever reads another
+rater's answers.
+
+The staff personas: `staff` is a staff account with no Django permissions and no
+membership (staff alone gives nothing: an outsider); `staff_viewer` has
+annotate.view_study (a viewer of every study); `staff_admin` has annotate.change_study
+(an admin of every study, as in the Django admin)."""
 
 import pytest
+from django.contrib.auth.models import Permission
 
-from annotate import api_exports
 from annotate.batches import create_batch
 from annotate.models import Assignment, StudyMembership
 from annotate.services import add_study_member, record_claims, submit_rating
+from datasets import export_runs
+from datasets.tasks import run_api_export_task
 from tests.conftest import GOOD_ANSWERS, api_client_for
 from tests.factories import AssignmentFactory, SummaryFactory, UserFactory
 
-PERSONAS = ("anonymous", "rater_a", "rater_b", "study_admin", "viewer", "outsider")
+PERSONAS = (
+    "anonymous",
+    "rater_a",
+    "rater_b",
+    "study_admin",
+    "viewer",
+    "outsider",
+    "staff",
+    "staff_viewer",
+    "staff_admin",
+)
 SECRETS = {"rater_a": "A-SECRET-NOTE", "rater_b": "B-SECRET-NOTE"}
 
 
@@ -33,11 +51,18 @@ def world(study, rater_a, rater_b, outsider, settings, tmp_path):
     viewer = UserFactory(username="viewer")
     add_study_member(study=study, user=viewer, role=StudyMembership.Role.VIEWER)
     settings.EXPORTS_DIR = tmp_path / "exports"
-    export = api_exports.start_export(study=study, requested_by=study_admin, formats=["jsonl"])
+    export = export_runs.start_export(
+        study=study, requested_by=study_admin, formats=["jsonl"], enqueue=run_api_export_task.delay
+    )
     assert export.status == "done", export.error
     open_item = AssignmentFactory(summary=SummaryFactory(source__study=study), rater=rater_a, position=99)
+    # A member with no items yet, whom a study admin may move an item to.
+    add_study_member(study=study, user=UserFactory(username="rater_c"), role=StudyMembership.Role.RATER)
     users = {"rater_a": rater_a, "rater_b": rater_b, "study_admin": study_admin, "viewer": viewer}
     users["outsider"] = outsider
+    users["staff"] = staff_user(username="staff")
+    users["staff_viewer"] = staff_user(username="staff_viewer", permissions=["view_study"])
+    users["staff_admin"] = staff_user(username="staff_admin", permissions=["view_study", "change_study"])
     return {
         "study": study,
         "batch": batch,
@@ -48,6 +73,13 @@ def world(study, rater_a, rater_b, outsider, settings, tmp_path):
         "export": export.id,
         "users": users,
     }
+
+
+def staff_user(*, username: str, permissions: tuple[str, ...] | list[str] = ()):
+    user = UserFactory(username=username, is_staff=True)
+    for codename in permissions:
+        user.user_permissions.add(Permission.objects.get(codename=codename, content_type__app_label="annotate"))
+    return user
 
 
 def _urls(w) -> dict[str, str]:
@@ -70,7 +102,7 @@ def _body(w, name: str) -> dict:
     """Valid bodies, so a 2xx shows the caller was allowed and the write worked."""
     return {
         "create_batch": {"name": "single", "raters": ["rater_a"], "design": "k_raters", "k": 1, "seed": 3},
-        "move": {"to": "outsider"},
+        "move": {"to": "rater_c"},
         "consensus": {"summary": str(w["summary"].uuid), "question": "overall", "value": 3},
         "note": {"summary": str(w["summary"].uuid), "text": "Raters read the trial differently."},
         "draft": {"version": 1, "answers": {"overall": 3}},
@@ -81,17 +113,21 @@ def _body(w, name: str) -> dict:
     }.get(name, {})
 
 
-ANY = {"rater_a": 200, "rater_b": 200, "study_admin": 200, "viewer": 200, "outsider": 200}
-READERS = {"rater_a": 404, "rater_b": 404, "study_admin": 200, "viewer": 200, "outsider": 404}
-ADMINS = {"rater_a": 404, "rater_b": 404, "study_admin": 200, "viewer": 404, "outsider": 404}
-ADMINS_CREATE = {**ADMINS, "study_admin": 201}
-ADMINS_ACCEPTED = {**ADMINS, "study_admin": 202}
-OWNER_A = {"rater_a": 200, "rater_b": 404, "study_admin": 404, "viewer": 404, "outsider": 404}
-OWNER_B = {"rater_a": 404, "rater_b": 200, "study_admin": 404, "viewer": 404, "outsider": 404}
+NOBODY = {"rater_a": 404, "rater_b": 404, "study_admin": 404, "viewer": 404, "outsider": 404}
+NOBODY |= {"staff": 404, "staff_viewer": 404, "staff_admin": 404}
+ANY = dict.fromkeys(NOBODY, 200)
+READERS = {**NOBODY, "study_admin": 200, "viewer": 200, "staff_viewer": 200, "staff_admin": 200}
+ADMINS = {**NOBODY, "study_admin": 200, "staff_admin": 200}
+ADMINS_CREATE = {**ADMINS, "study_admin": 201, "staff_admin": 201}
+ADMINS_ACCEPTED = {**ADMINS, "study_admin": 202, "staff_admin": 202}
+OWNER_A = {**NOBODY, "rater_a": 200}
+OWNER_B = {**NOBODY, "rater_b": 200}
 
 # (name, method, url template over _urls, body name, expected status per persona).
 # Anonymous callers are refused before any view runs: 403 with code not_authenticated.
 MATRIX = [
+    # Revoking your own token (obtaining one is open to all: test_security_login.py).
+    ("auth-token revoke", "delete", "/api/auth/token/", None, dict.fromkeys(NOBODY, 204)),
     ("assignment-list", "get", "/api/assignments/", None, ANY),
     ("assignment-detail own", "get", "{a_open}", None, OWNER_A),
     ("assignment-detail other", "get", "{b_submitted}", None, OWNER_B),
@@ -227,8 +263,8 @@ def test_admin_starts_polls_and_downloads_an_export(world):
 
 @pytest.mark.django_db
 def test_an_unfinished_export_cannot_be_downloaded(world):
-    status = api_exports.get_export(study=world["study"], export_id=world["export"])
+    status = export_runs.get_export(study=world["study"], export_id=world["export"])
     status.status = "running"
-    api_exports._write_status(status)
+    export_runs._write_status(status)
     response = api_client_for(world["users"]["study_admin"]).get(_urls(world)["export"] + "download/")
     assert response.status_code == 409 and response.json()["error"]["code"] == "invalid_state"

@@ -17,17 +17,12 @@ from annotate.batches import (
 from annotate.exceptions import ApplicationError, InvalidStateError
 from annotate.models import Assignment, Batch, ConsensusAnswer, Revision
 from annotate.rubrics import AnswerValidationError
-from annotate.selectors import (
-    assignments_for_rater,
-    batch_disagreements,
-    batch_progress,
-    filter_summaries,
-    ratings_frame,
-    revision_answers,
-    revision_history,
-)
+from annotate.selectors.batches import batch_disagreements, batch_progress
+from annotate.selectors.contents import filter_summaries
+from annotate.selectors.frames import ratings_frame
+from annotate.selectors.queue import assignments_for_rater, revision_answers
 from annotate.services import save_draft, submit_rating
-from tests.factories import SourceFactory, SummaryFactory, UserFactory
+from tests.factories import SourceFactory, SummaryFactory, UserFactory, revision_history
 
 
 @pytest.fixture

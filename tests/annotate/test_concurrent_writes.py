@@ -8,8 +8,9 @@ from django.db import connection
 
 from annotate.exceptions import StaleWriteError
 from annotate.models import Assignment
-from annotate.selectors import revision_answers, revision_history
+from annotate.selectors.queue import revision_answers
 from annotate.services import save_draft
+from tests.factories import revision_history
 
 
 @pytest.mark.django_db(transaction=True)

@@ -119,9 +119,11 @@ def test_html_post_without_csrf_token_is_refused(assignment_a, rater_a):
 
 @pytest.mark.django_db
 def test_session_api_write_without_csrf_token_is_refused(assignment_a, rater_a):
+    from django.http import HttpRequest
     from rest_framework.test import APIClient
 
     client = APIClient(enforce_csrf_checks=True)
-    client.login(username="rater_a", password="correct-horse-battery")
+    # django-axes checks every login against a request (the test client has none to give).
+    assert client.login(request=HttpRequest(), username="rater_a", password="correct-horse-battery")
     response = client.put(f"/api/assignments/{assignment_a.uuid}/rating/", {"version": 1, "answers": {}}, format="json")
     assert response.status_code == 403

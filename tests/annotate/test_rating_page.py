@@ -5,8 +5,8 @@ import re
 import pytest
 
 from annotate.models import Assignment
-from annotate.selectors import revision_answers, revision_history
-from tests.factories import AssignmentFactory, SummaryFactory
+from annotate.selectors.queue import revision_answers
+from tests.factories import AssignmentFactory, SummaryFactory, let_time_pass, revision_history
 
 HOSTILE = 'Good summary <script>alert("x")</script> and <img src=x onerror="alert(1)"> end [PMC1].'
 
@@ -51,6 +51,7 @@ def test_form_submit_stores_the_answers_and_moves_to_the_next_item(client, rater
     second = AssignmentFactory(summary=SummaryFactory(source__study=study), rater=rater_a, position=1)
     client.force_login(rater_a)
     client.get(f"/rate/{first.uuid}/")
+    let_time_pass(first, 60)
     response = client.post(
         f"/rate/{first.uuid}/",
         {
@@ -159,3 +160,24 @@ def test_rating_page_runs_a_bounded_number_of_queries(client, assignment_a, rate
     client.get(f"/rate/{assignment_a.uuid}/")
     with django_assert_max_num_queries(10):
         client.get(f"/rate/{assignment_a.uuid}/")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "post, message",
+    [
+        ({"action": "publish", "version": 1}, "action: Select a valid choice"),
+        ({"action": "save"}, "version: is required"),
+        ({"action": "save", "version": "two"}, "version: Enter a whole number"),
+        ({"action": "save", "version": 1, "active_seconds": "-5"}, "active_seconds: Ensure this value is greater"),
+    ],
+)
+def test_a_malformed_post_is_refused_with_the_field_named_and_nothing_saved(
+    client, assignment_a, rater_a, post, message
+):
+    client.force_login(rater_a)
+    client.get(f"/rate/{assignment_a.uuid}/")
+    response = client.post(f"/rate/{assignment_a.uuid}/", {**post, "overall": "4"})
+    assert response.status_code == 400
+    assert message in response.content.decode()
+    assert not revision_history(assignment_a)

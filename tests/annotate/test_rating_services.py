@@ -7,9 +7,10 @@ from django.db.models import ProtectedError
 from annotate.exceptions import ApplicationError, InvalidStateError, StaleWriteError
 from annotate.models import Assignment, Rating, Rationale, Revision
 from annotate.rubrics import AnswerValidationError
-from annotate.selectors import revision_answers, revision_history
+from annotate.selectors.queue import revision_answers
 from annotate.services import reopen_rating, save_draft, skip_assignment, submit_rating
 from tests.conftest import GOOD_ANSWERS
+from tests.factories import let_time_pass, revision_history
 
 
 def stored(assignment):
@@ -18,10 +19,13 @@ def stored(assignment):
 
 @pytest.mark.django_db
 def test_draft_then_submit_stores_one_submitted_revision(assignment_a, rater_a):
+    let_time_pass(assignment_a, 60)
     save_draft(assignment=assignment_a, rater=rater_a, answers={"overall": 2}, version=1, active_seconds=30)
+    let_time_pass(assignment_a, 60)
     save_draft(
         assignment=assignment_a, rater=rater_a, answers={"overall": 3, "feedback": "x"}, version=2, active_seconds=15
     )
+    let_time_pass(assignment_a, 60)
     submit_rating(assignment=assignment_a, rater=rater_a, answers=GOOD_ANSWERS, version=3, active_seconds=5)
     assignment_a.refresh_from_db()
     assert assignment_a.state == Assignment.State.SUBMITTED
@@ -118,6 +122,7 @@ def test_a_rater_cannot_write_another_raters_assignment(assignment_a, rater_b):
 
 @pytest.mark.django_db
 def test_active_seconds_per_write_are_bounded(assignment_a, rater_a):
+    let_time_pass(assignment_a, 2 * 3600)
     save_draft(assignment=assignment_a, rater=rater_a, answers={}, version=1, active_seconds=10**9)
     save_draft(assignment=assignment_a, rater=rater_a, answers={}, version=2, active_seconds=-50)
     assignment_a.refresh_from_db()

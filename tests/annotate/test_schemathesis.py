@@ -10,9 +10,10 @@ from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
 from rest_framework.authtoken.models import Token
 
-from annotate import api_exports
 from annotate.batches import create_batch
 from annotate.services import record_claims, submit_rating
+from datasets import export_runs
+from datasets.tasks import run_api_export_task
 from tests.conftest import GOOD_ANSWERS
 from tests.factories import SummaryFactory
 
@@ -55,7 +56,9 @@ def world(study, admin_user, rater_a, rater_b, settings, tmp_path):
     record_claims(summary=summary, claims=[{"text": "Drug A lowered blood pressure.", "verdict": "supported"}])
     own = batch.assignments.filter(rater=admin_user).first()
     settings.EXPORTS_DIR = tmp_path / "exports"
-    export = api_exports.start_export(study=study, requested_by=admin_user, formats=["csv"])
+    export = export_runs.start_export(
+        study=study, requested_by=admin_user, formats=["csv"], enqueue=run_api_export_task.delay
+    )
     return {
         "slug": study.slug,
         "batch_uuid": str(batch.uuid),

@@ -4,7 +4,7 @@ import pytest
 
 from annotate.exceptions import ApplicationError
 from annotate.models import Claim
-from annotate.selectors import ratings_frame, summaries_frame
+from annotate.selectors.frames import ratings_frame, summaries_frame
 from annotate.services import create_summary, record_claims, reopen_rating, save_draft, submit_rating
 from tests.factories import SourceFactory
 

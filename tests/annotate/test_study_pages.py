@@ -2,6 +2,7 @@
 disagreements and consensus in HTML; raters never see other raters' answers."""
 
 import pytest
+from django.contrib.auth.models import Permission
 
 from annotate.batches import create_batch
 from annotate.models import Assignment, Batch, ConsensusAnswer, DiscussionNote, StudyMembership
@@ -24,6 +25,21 @@ def setup(study, rater_a, rater_b):
     return study, batch, study_admin, viewer
 
 
+STAFF_PERMISSIONS = {"staff": [], "staff_viewer": ["view_study"], "staff_admin": ["view_study", "change_study"]}
+
+
+def persona(username: str):
+    """The user of that name: the fixtures' personas, or a staff account with the
+    permissions its name says."""
+    user = UserFactory(username=username)
+    if username in STAFF_PERMISSIONS:
+        user.is_staff = True
+        user.save()
+        for codename in STAFF_PERMISSIONS[username]:
+            user.user_permissions.add(Permission.objects.get(codename=codename, content_type__app_label="annotate"))
+    return user
+
+
 def urls(study, batch):
     summary = batch.assignments.first().summary
     base = f"/studies/{study.slug}/"
@@ -44,11 +60,16 @@ def urls(study, batch):
         ("outsider", {"dashboard": 404, "new": 404, "batch": 404, "disagreements": 404, "item": 404}),
         ("viewer", {"dashboard": 200, "new": 404, "batch": 200, "disagreements": 404, "item": 404}),
         ("study_admin", {"dashboard": 200, "new": 200, "batch": 200, "disagreements": 200, "item": 200}),
+        # Staff alone gives nothing; annotate.view_study / change_study give viewer / admin
+        # of every study, as in the Django admin (docs/security.md).
+        ("staff", {"dashboard": 404, "new": 404, "batch": 404, "disagreements": 404, "item": 404}),
+        ("staff_viewer", {"dashboard": 200, "new": 404, "batch": 200, "disagreements": 404, "item": 404}),
+        ("staff_admin", {"dashboard": 200, "new": 200, "batch": 200, "disagreements": 200, "item": 200}),
     ],
 )
 def test_who_reaches_the_study_pages(client, setup, outsider, who, expected):
     study, batch, *_ = setup
-    client.force_login(UserFactory(username=who))
+    client.force_login(persona(who))
     got = {name: client.get(url).status_code for name, url in urls(study, batch).items()}
     assert got == expected
 
@@ -116,6 +137,8 @@ def test_admin_withdraws_and_moves_keeping_answers(client, setup, rater_a, rater
     client.force_login(study_admin)
     a = batch.assignments.filter(rater=rater_a).first()
     third = UserFactory(username="third")
+    # A study admin moves items among the study's members (docs/security.md).
+    add_study_member(study=study, user=third, role=StudyMembership.Role.RATER)
     client.post(urls(study, batch)["batch"], {"action": "move", "assignment": a.uuid, "to": "third"})
     a.refresh_from_db()
     assert a.state == "withdrawn" and a.moved_to.rater == third

@@ -1,6 +1,7 @@
 """Benchmark: the dataset export of a study with 1,000,000 answer rows, against a floor.
 
 Run:  .venv/bin/python tests/bench/bench_export.py [--summaries 20000] [--runs 3] [--rebuild]
+      [--formats jsonl,parquet]   (add csv to time the CSV writer, with its formula-injection guard)
 
 Not collected by pytest. The study is synthetic: 20,000 summaries × 5 raters × 10
 questions (8 scales, a tick-box list, a text) = 1,000,000 rating rows, with a rationale
@@ -9,7 +10,7 @@ var/bench-export.sqlite3 (the build time is printed separately), and reused.
 
 Each measurement runs in its own process, so its peak resident memory (ru_maxrss) is
 its own:
-- "ours": annotate.exporting.export_dataset to JSON Lines and Parquet (every table, the
+- "ours": datasets.exporting.export_dataset to JSON Lines and Parquet (every table, the
   card with its agreement figures, checksums), streaming from the database;
 - "floor, write": the same ratings rows, already in a pandas frame (read with one SQL
   query by pd.read_sql, not timed), written with DataFrame.to_json(lines=True) and
@@ -151,7 +152,7 @@ ORDER BY s.key, b.name, a.rater_id, rev.phase, r.question
 """
 
 
-def child(mode: str) -> None:
+def child(mode: str, formats: list[str]) -> None:
     setup_django()
     out = OUT / mode
     shutil.rmtree(out, ignore_errors=True)
@@ -163,12 +164,12 @@ def child(mode: str) -> None:
         import pyarrow.parquet  # noqa: F401
 
         import analysis.agreement  # noqa: F401
-        from annotate.exporting import export_dataset
         from annotate.models import Study
+        from datasets.exporting import export_dataset
 
         study = Study.objects.select_related("rubric").get(slug=SLUG)
         start = time.perf_counter()
-        exported = export_dataset(study=study, out_dir=out, formats=["jsonl", "parquet"])
+        exported = export_dataset(study=study, out_dir=out, formats=formats)
         result["seconds"] = time.perf_counter() - start
         result["rows"] = exported.counts["ratings"]
     else:
@@ -197,10 +198,14 @@ def main() -> None:
     parser.add_argument("--summaries", type=int, default=20_000, help="summaries (× 5 raters × 10 questions rows)")
     parser.add_argument("--runs", type=int, default=3, help="runs of each measurement; medians are reported")
     parser.add_argument("--rebuild", action="store_true", help="delete and rebuild the synthetic database")
+    parser.add_argument(
+        "--formats", default="jsonl,parquet", help="formats of our export, comma-separated (jsonl, csv, parquet)"
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    formats = [f for f in args.formats.split(",") if f]
     if args.child:
-        child(args.child)
+        child(args.child, formats)
         return
     if args.rebuild and DB.exists():
         DB.unlink()
@@ -212,7 +217,11 @@ def main() -> None:
     for _ in range(args.runs):  # interleaved, so a slow spell of the machine hits both
         for mode in ("ours", "floor"):
             done = subprocess.run(
-                [sys.executable, __file__, "--child", mode], check=True, capture_output=True, text=True, cwd=ROOT
+                [sys.executable, __file__, "--child", mode, "--formats", ",".join(formats)],
+                check=True,
+                capture_output=True,
+                text=True,
+                cwd=ROOT,
             )
             runs[mode].append(json.loads(done.stdout.strip().splitlines()[-1]))
     ours = {key: median(r[key] for r in runs["ours"]) for key in ("seconds", "max_rss_mib", "rows")}
@@ -223,7 +232,8 @@ def main() -> None:
     print(f"answer rows: {ours['rows']:,}; medians of {args.runs} runs")
     each = ", ".join(f"{r['seconds']:.1f}" for r in runs["ours"])
     print(
-        f"ours (JSONL + Parquet, every table, card, checksums): {ours['seconds']:.1f} s, {ours['max_rss_mib']:.0f} MiB"
+        f"ours ({', '.join(formats)}; every table, card, checksums): {ours['seconds']:.1f} s,"
+        f" {ours['max_rss_mib']:.0f} MiB"
         f" = {ours['max_rss_mib'] * 2**20 / 1e6:.0f} MB peak  (runs: {each} s)"
     )
     print(f"floor, write only (frame in memory):  {write:.1f} s  ratio {ours['seconds'] / write:.2f}")

@@ -176,9 +176,10 @@ def generate_and_wait(study, *, broker: bool) -> tuple[object, float]:
     """Start a run over the study and return it with the seconds until every job is done."""
     from generation.selectors import run_progress
     from generation.services import start_generation_run
+    from generation.tasks import generate_summary_task
 
     started = time.monotonic()
-    run = start_generation_run(study=study, pipeline="litsumm")
+    run = start_generation_run(study=study, pipeline="litsumm", enqueue=generate_summary_task.delay)
     if broker:
         while True:
             progress = run_progress(run)

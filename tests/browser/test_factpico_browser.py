@@ -6,11 +6,19 @@ import re
 import pytest
 
 from annotate.models import Assignment, Span
-from annotate.selectors import revision_answers, revision_history
+from annotate.selectors.queue import revision_answers
 from tests.annotate.factpico import make_factpico_assignment
 from tests.browser.conftest import log_in
 from tests.browser.selection import drag_select
-from tests.factories import PASSWORD, AssignmentFactory, SourceFactory, StudyFactory, SummaryFactory, UserFactory
+from tests.factories import (
+    PASSWORD,
+    AssignmentFactory,
+    SourceFactory,
+    StudyFactory,
+    SummaryFactory,
+    UserFactory,
+    revision_history,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -95,7 +103,7 @@ def test_span_can_be_edited_and_deleted(page):
     page.locator("#span-added_info-rationale").fill("first, edited")
     page.get_by_role("button", name="Save highlight").click()
     page.get_by_role("button", name="Delete highlight 2").click()
-    page.wait_for_function("document.getElementById('save-status').textContent.startsWith('Draft saved')")
+    page.wait_for_function("() => document.getElementById('save-status').textContent.startsWith('Draft saved')")
     page.wait_for_timeout(1500)  # the last edit's autosave
     page.reload()
     assert page.locator("#q-added_info-list li").count() == 1
@@ -123,7 +131,7 @@ def test_span_selected_with_the_keyboard(page):
     page.get_by_label("Factual", exact=True).check()
     page.locator("#span-added_info-rationale").fill("Just a word.")
     page.get_by_role("button", name="Save highlight").press("Enter")
-    page.wait_for_function("document.getElementById('save-status').textContent.startsWith('Draft saved')")
+    page.wait_for_function("() => document.getElementById('save-status').textContent.startsWith('Draft saved')")
     span = Span.objects.get()
     assert (span.start, span.end, span.text) == (8, 12, "text")
 

@@ -5,9 +5,9 @@ import re
 import pytest
 
 from annotate.models import Assignment
-from annotate.selectors import revision_answers, revision_history
+from annotate.selectors.queue import revision_answers
 from tests.browser.conftest import log_in
-from tests.factories import PASSWORD, AssignmentFactory, StudyFactory, SummaryFactory, UserFactory
+from tests.factories import PASSWORD, AssignmentFactory, StudyFactory, SummaryFactory, UserFactory, revision_history
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -102,7 +102,7 @@ def test_draft_autosaves_and_survives_a_reload(page, queue):
     first_item(page)
     page.locator("label", has_text=re.compile(r"^\s*3\b")).click()
     page.get_by_label("Feedback").fill("Half done")
-    page.wait_for_function("document.getElementById('save-status').textContent.startsWith('Draft saved')")
+    page.wait_for_function("() => document.getElementById('save-status').textContent.startsWith('Draft saved')")
     page.reload()
     assert page.get_by_role("radio", name=re.compile(r"^3\b")).is_checked()
     assert page.get_by_label("Feedback").input_value() == "Half done"

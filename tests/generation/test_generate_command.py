@@ -236,7 +236,7 @@ def test_abandoned_jobs_of_a_run_are_queued_again(serve, sources):
     run.jobs.set([dead, alive])
 
     assert abandoned_jobs(run=run) == [dead.pk]
-    assert requeue_abandoned_jobs(run=run) == [dead.pk]
+    assert requeue_abandoned_jobs(run=run, enqueue=generate_summary_task.delay) == [dead.pk]
     dead.refresh_from_db()
     alive.refresh_from_db()
     assert (dead.status, dead.tries) == ("ok", 2)

@@ -5,7 +5,7 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from generation.checks import Problem, check_references, cited_refs, context_refs
+from generation.reference_checks import Problem, check_references, cited_refs, context_refs
 
 CONTEXT = {"PMC100", "PMC200", "PMC300"}
 

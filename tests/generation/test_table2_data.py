@@ -3,7 +3,7 @@
 import pytest
 
 from analysis.pipeline_checks import check_pass_rates
-from annotate.selectors import summaries_frame
+from annotate.selectors.frames import summaries_frame
 from tests.generation.conftest import honest_model
 from tests.generation.scripted_server import Reply
 from tests.generation.test_admin_trace import BAD

@@ -6,6 +6,7 @@ from annotate.batches import record_expected_answer
 from annotate.exceptions import ApplicationError
 from annotate.models import ExpectedAnswer, Study
 from annotate.rubrics import AnswerValidationError
+from annotate.text_validation import InvalidTextError, loads
 
 
 class Command(BaseCommand):
@@ -26,9 +27,11 @@ class Command(BaseCommand):
         if summary is None:
             raise CommandError(f"no summary {o['summary']!r} in {study.slug}")
         try:
-            answers = json.loads(o["answers"])
+            answers = loads(o["answers"], field="--answers")
         except json.JSONDecodeError as exc:
             raise CommandError(f"--answers is not valid JSON: {exc.msg}") from None
+        except InvalidTextError as exc:
+            raise CommandError(exc.message) from None
         try:
             expected = record_expected_answer(
                 study=study, summary=summary, purpose=o["purpose"], answers=answers, explanation=o["explanation"]

@@ -3,7 +3,8 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from annotate.models import Study
-from annotate.selectors import ratings_frame, rubric_definition
+from annotate.selectors.contents import rubric_definition
+from annotate.selectors.frames import ratings_frame
 from generation.calibration import calibrate, hallucination_labels
 from generation.selectors import factored_probabilities
 
@@ -35,9 +36,9 @@ class Command(BaseCommand):
         study_obj = Study.objects.select_related("rubric").filter(slug=study).first()
         if study_obj is None:
             raise CommandError(f"no study {study!r}")
-        kinds = {q.key: q.kind for q in rubric_definition(study_obj.rubric).questions}
-        if question not in kinds:
-            raise CommandError(f"the study's rubric has no question {question!r}; it has {', '.join(kinds)}")
+        questions = {q.key: q for q in rubric_definition(study_obj.rubric).questions}
+        if question not in questions:
+            raise CommandError(f"the study's rubric has no question {question!r}; it has {', '.join(questions)}")
         probabilities = factored_probabilities(study_obj)
         if not probabilities:
             raise CommandError(f"no summary of {study} was checked by Factored Verification (pipeline factored)")
@@ -45,7 +46,7 @@ class Command(BaseCommand):
             ratings_frame(study=study_obj, phase=phase),
             question=question,
             values=hallucinated,
-            checkboxes=kinds[question] == "checkboxes",
+            checkboxes=questions[question].several_options,
         )
         try:
             result = calibrate(probabilities, labels)

@@ -3,7 +3,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from generation.checks import check_references, context_refs
+from generation.reference_checks import check_references, context_refs
 
 
 class Command(BaseCommand):

@@ -10,6 +10,7 @@ from annotate.models import Study
 from generation.pipelines import PIPELINE_CHOICES
 from generation.selectors import run_progress, run_report
 from generation.services import requeue_abandoned_jobs, start_generation_run
+from generation.tasks import generate_summary_task
 
 
 class Command(BaseCommand):
@@ -41,7 +42,13 @@ class Command(BaseCommand):
         if study_obj is None:
             raise CommandError(f"no study {study!r}")
         try:
-            run = start_generation_run(study=study_obj, pipeline=pipeline, source_keys=sources, limit=limit)
+            run = start_generation_run(
+                study=study_obj,
+                pipeline=pipeline,
+                source_keys=sources,
+                limit=limit,
+                enqueue=generate_summary_task.delay,
+            )
         except ApplicationError as exc:
             raise CommandError(exc.message) from None
         if not settings.CELERY_TASK_ALWAYS_EAGER and not options["no_wait"]:
@@ -63,7 +70,7 @@ class Command(BaseCommand):
         started = said = looked = time.monotonic()
         while True:
             if time.monotonic() - looked > 30:
-                requeued = requeue_abandoned_jobs(run=run)
+                requeued = requeue_abandoned_jobs(run=run, enqueue=generate_summary_task.delay)
                 if requeued:
                     self.stderr.write(f"{len(requeued)} job(s) had lost their worker; queued again")
                 looked = time.monotonic()

@@ -1,0 +1,392 @@
+"""Batch administration (study admins and viewers only): batches, their
+assignments, progress, the answers that count per batch, disagreements, gold-item
+accuracy, consensus and discussion notes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db.models import Count, Q, QuerySet
+from django.http import Http404
+
+from annotate.models import (
+    Assignment,
+    Batch,
+    ConsensusAnswer,
+    DiscussionNote,
+    ExpectedAnswer,
+    Revision,
+    Study,
+    Summary,
+)
+from annotate.selectors.contents import rubric_definition
+from annotate.selectors.counting import counting_only
+from annotate.selectors.queue import revision_answers, revisions_with_answers
+
+
+def get_batch(study: Study, batch_uuid) -> Batch:
+    """The study's batch with its assignment and item counts (n_assignments, n_items),
+    else 404. The one lookup of a batch for pages and API alike."""
+    try:
+        batch = batches_for_study(study).filter(uuid=batch_uuid).first()
+    except (ValueError, ValidationError):
+        batch = None
+    if batch is None:
+        raise Http404("No such batch.")
+    return batch
+
+
+def batches_for_study(study: Study, *, kind: str | None = None) -> QuerySet[Batch]:
+    batches = (
+        Batch.objects.filter(study=study)
+        .select_related("created_by")
+        .annotate(
+            n_assignments=Count("assignments", filter=~Q(assignments__state=Assignment.State.WITHDRAWN)),
+            n_items=Count("assignments__summary", distinct=True),
+        )
+        .order_by("created_at", "pk")
+    )
+    return batches.filter(kind=kind) if kind else batches
+
+
+def batch_assignments(
+    batch: Batch, *, rater: str | None = None, state: str | None = None, summary=None
+) -> QuerySet[Assignment]:
+    assignments = (
+        Assignment.objects.filter(batch=batch)
+        .select_related("rater", "summary", "moved_to")
+        .order_by("summary__key", "rater__username", "pk")
+    )
+    if rater:
+        assignments = assignments.filter(rater__username=rater)
+    if state:
+        assignments = assignments.filter(state=state)
+    if summary:
+        assignments = assignments.filter(summary__uuid=summary)
+    return assignments
+
+
+def get_batch_assignment(batch: Batch, assignment_uuid) -> Assignment:
+    assignment = batch_assignments(batch).select_related("study").filter(uuid=assignment_uuid).first()
+    if assignment is None:
+        raise Http404("No such assignment in this batch.")
+    return assignment
+
+
+def get_batch_summary(batch: Batch, summary_uuid) -> Summary | None:
+    """The summary if it is an item of the batch, else None."""
+    return (
+        Summary.objects.select_related("source", "study")
+        .filter(uuid=summary_uuid, study=batch.study_id, assignments__batch=batch)
+        .distinct()
+        .first()
+    )
+
+
+@dataclass(frozen=True)
+class RaterProgress:
+    rater: Any
+    assigned: int
+    pending: int
+    in_progress: int
+    submitted: int
+    skipped: int
+    withdrawn: int
+    median_active_seconds: float | None
+
+
+@dataclass(frozen=True)
+class BatchProgress:
+    batch: Batch
+    raters: list[RaterProgress]
+    items: int
+    items_missing: list[tuple[Summary, int, int]]  # (summary, submitted, planned)
+
+
+def batch_progress(batch: Batch) -> BatchProgress:
+    """Per rater: assignments by state and median active time per submitted item;
+    and the items still missing ratings (fewer submitted than planned)."""
+    import statistics
+
+    assignments = list(
+        Assignment.objects.filter(batch=batch).select_related("rater", "summary").order_by("rater__username")
+    )
+    per_rater: dict[int, list[Assignment]] = {}
+    for a in assignments:
+        per_rater.setdefault(a.rater_id, []).append(a)
+    rows = []
+    for items in per_rater.values():
+        states = [a.state for a in items]
+        active = [a.active_seconds for a in items if a.state == Assignment.State.SUBMITTED]
+        rows.append(
+            RaterProgress(
+                rater=items[0].rater,
+                assigned=sum(s != Assignment.State.WITHDRAWN for s in states),
+                pending=states.count(Assignment.State.PENDING),
+                in_progress=states.count(Assignment.State.IN_PROGRESS),
+                submitted=states.count(Assignment.State.SUBMITTED),
+                skipped=states.count(Assignment.State.SKIPPED),
+                withdrawn=states.count(Assignment.State.WITHDRAWN),
+                median_active_seconds=statistics.median(active) if active else None,
+            )
+        )
+    per_item: dict[int, list[Assignment]] = {}
+    for a in assignments:
+        per_item.setdefault(a.summary_id, []).append(a)
+    missing = []
+    for items in per_item.values():
+        planned = sum(a.state != Assignment.State.WITHDRAWN for a in items)
+        submitted = sum(a.state == Assignment.State.SUBMITTED for a in items)
+        if submitted < planned:
+            missing.append((items[0].summary, submitted, planned))
+    missing.sort(key=lambda row: (row[1] - row[2], row[0].key))
+    return BatchProgress(batch=batch, raters=rows, items=len(per_item), items_missing=missing)
+
+
+def batch_answers(batch: Batch, *, phase: str = "initial", summary: Summary | None = None) -> dict:
+    """{summary id: {rater: (answers, rationales, revision)}} of the answers that count
+    (each assignment's newest submitted revision in `phase`). Admin pages only."""
+    revisions = Revision.objects.filter(assignment__batch=batch, status=Revision.Status.SUBMITTED, phase=phase).exclude(
+        assignment__state=Assignment.State.WITHDRAWN
+    )
+    if summary is not None:
+        revisions = revisions.filter(assignment__summary=summary)
+    ordered = (
+        revisions_with_answers()
+        .filter(pk__in=revisions)
+        .select_related("assignment__rater")
+        .order_by("assignment_id", "phase", "-number")
+    )
+    result: dict[int, dict] = {}
+    for revision in counting_only(ordered, key=lambda r: (r.assignment_id, r.phase)):
+        answers, rationales = revision_answers(revision)
+        result.setdefault(revision.assignment.summary_id, {})[revision.assignment.rater] = (
+            answers,
+            rationales,
+            revision,
+        )
+    return result
+
+
+@dataclass(frozen=True)
+class AnswerRow:
+    """One rater's answers that count for one item of a batch (admins only)."""
+
+    summary: Summary
+    rater: str
+    assignment: Any
+    revision: int
+    phase: str
+    submitted_at: datetime | None
+    rubric_version: int
+    answers: dict
+    rationales: dict
+
+
+def batch_answer_rows(
+    batch: Batch, *, phase: str = "initial", summary: Summary | None = None, rater: str | None = None
+) -> list[AnswerRow]:
+    """batch_answers flattened: one row per (item, rater), by item then rater."""
+    by_summary = batch_answers(batch, phase=phase, summary=summary)
+    summaries = Summary.objects.in_bulk(list(by_summary))
+    rows = []
+    for summary_id, by_rater in by_summary.items():
+        for user, (answers, rationales, revision) in by_rater.items():
+            if rater and user.get_username() != rater:
+                continue
+            rows.append(
+                AnswerRow(
+                    summary=summaries[summary_id],
+                    rater=user.get_username(),
+                    assignment=revision.assignment.uuid,
+                    revision=revision.number,
+                    phase=revision.phase,
+                    submitted_at=revision.submitted_at,
+                    rubric_version=revision.rubric.version,
+                    answers=answers,
+                    rationales=rationales,
+                )
+            )
+    rows.sort(key=lambda r: (r.summary.key, r.rater))
+    return rows
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    summary: Summary
+    question: str
+    values: dict  # rater -> displayable value
+    spread: float  # how far apart: scale range, or number of differing raters/sentences
+
+
+def _sentence_marks(summary_text: str, spans: list[dict]) -> dict[int, set[str]]:
+    """Sentence index -> the 'factual' answers of the spans that touch it."""
+    from annotate.text import split_spans
+
+    marks: dict[int, set[str]] = {}
+    for index, (start, end) in enumerate(split_spans(summary_text)):
+        for span in spans:
+            if span["start"] < end and span["end"] > start:
+                marks.setdefault(index, set()).add(str(span.get("answers", {}).get("factual", "")))
+    return marks
+
+
+def batch_disagreements(
+    batch: Batch, *, question: str, threshold: float = 1, phase: str = "initial", sort: str = "spread"
+) -> list[Disagreement]:
+    """Items where the raters' answers to `question` differ: scale answers at least
+    `threshold` apart (N/A differs from any score), different choices or tickbox
+    sets, span questions marked in a sentence by one rater only or marked factual by
+    one and not factual by another. Sorted by spread (largest first) or by item."""
+    definition = rubric_definition(batch.study.rubric)
+    q = definition.question(question)
+    answers = batch_answers(batch, phase=phase)
+    summaries = Summary.objects.in_bulk(list(answers))
+    rows = []
+    for summary_id, by_rater in answers.items():
+        if len(by_rater) < 2:
+            continue
+        summary = summaries[summary_id]
+        values = {rater: a[0].get(question) for rater, a in by_rater.items()}
+        spread = 0.0
+        if q.plain_scale:
+            scores = [v for v in values.values() if isinstance(v, int)]
+            has_na = any(v == "na" for v in values.values())
+            spread = float(max(scores) - min(scores)) if len(scores) >= 2 else 0.0
+            if has_na and scores:
+                spread = max(spread, float(threshold))
+            if spread < threshold:
+                continue
+        elif q.highlights:
+            marks = {rater: _sentence_marks(summary.text, v or []) for rater, v in values.items()}
+            sentences = set().union(*(m.keys() for m in marks.values()))
+            differing = sum(
+                1
+                for i in sentences
+                if len({i in m for m in marks.values()}) > 1
+                or len(set().union(*(m.get(i, set()) for m in marks.values()))) > 1
+            )
+            if not differing:
+                continue
+            spread = float(differing)
+            values = {
+                rater: [
+                    s["text"] + (" (not factual)" if s.get("answers", {}).get("factual") == "no" else "")
+                    for s in (v or [])
+                ]
+                for rater, v in values.items()
+            }
+        elif q.per_finding:
+            findings = set().union(*((v or {}).keys() for v in values.values()))
+            gaps = [
+                max(s) - min(s)
+                for f in findings
+                if len(s := [v.get(f) for v in values.values() if isinstance((v or {}).get(f), int)]) >= 2
+            ]
+            spread = float(max(gaps, default=0))
+            if spread < threshold:
+                continue
+        else:
+            if q.several_options:
+                values = {rater: v or [] for rater, v in values.items()}  # nothing ticked
+            normalised = {str(sorted(v)) if isinstance(v, list) else str(v) for v in values.values()}
+            if not q.comparable or len(normalised) < 2:
+                continue
+            spread = float(len(normalised))
+        rows.append(Disagreement(summary=summary, question=question, values=values, spread=spread))
+    if sort == "item":
+        rows.sort(key=lambda r: r.summary.key)
+    else:
+        rows.sort(key=lambda r: (-r.spread, r.summary.key))
+    return rows
+
+
+@dataclass(frozen=True)
+class RaterAccuracy:
+    rater: Any
+    items: int  # submitted items that have expected answers
+    compared: int  # expected answers compared
+    correct: int
+
+    @property
+    def accuracy(self) -> float | None:
+        return self.correct / self.compared if self.compared else None
+
+
+def answer_matches(expected: Any, given: Any) -> bool:
+    """Whether a given answer equals the expected one (tickbox sets in any order)."""
+    if isinstance(expected, list):
+        return sorted(expected) == sorted(given or [])
+    return expected == given
+
+
+def first_answers(batch: Batch) -> dict[int, dict]:
+    """{summary id: {rater: answers}} of each assignment's FIRST submitted revision of
+    the initial phase: the answer a rater gave before any feedback, correction or
+    discussion. Gold accuracy counts this one, so "Change my answer" after seeing the
+    right answer cannot raise it (the answer that counts for analysis is still the
+    newest; see counting.py)."""
+    revisions = Revision.objects.filter(
+        assignment__batch=batch, status=Revision.Status.SUBMITTED, phase=Revision.Phase.INITIAL
+    ).exclude(assignment__state=Assignment.State.WITHDRAWN)
+    ordered = (
+        revisions_with_answers()
+        .filter(pk__in=revisions)
+        .select_related("assignment__rater")
+        .order_by("assignment_id", "number")
+    )
+    result: dict[int, dict] = {}
+    for revision in counting_only(ordered, key=lambda r: r.assignment_id):
+        answers, _ = revision_answers(revision)
+        result.setdefault(revision.assignment.summary_id, {})[revision.assignment.rater] = answers
+    return result
+
+
+def quality_report(batch: Batch) -> list[RaterAccuracy]:
+    """Each rater's accuracy on the batch's gold items and attention checks: the
+    share of expected answers their first submitted answer (first_answers) matches
+    exactly."""
+    expected = {
+        e.summary_id: e.answers
+        for e in ExpectedAnswer.objects.filter(study=batch.study_id).exclude(purpose=ExpectedAnswer.Purpose.TRAINING)
+    }
+    per_rater: dict[Any, list[int]] = {}
+    for summary_id, by_rater in first_answers(batch).items():
+        if summary_id not in expected:
+            continue
+        for rater, given in by_rater.items():
+            row = per_rater.setdefault(rater, [0, 0, 0])
+            row[0] += 1
+            for key, value in expected[summary_id].items():
+                row[1] += 1
+                row[2] += answer_matches(value, given.get(key))
+    return [RaterAccuracy(rater, *counts) for rater, counts in sorted(per_rater.items(), key=lambda kv: kv[0].pk)]
+
+
+def consensus_answers(batch: Batch, *, summary=None, question: str | None = None) -> QuerySet[ConsensusAnswer]:
+    answers = (
+        ConsensusAnswer.objects.filter(batch=batch)
+        .select_related("summary", "decided_by", "rubric")
+        .order_by("summary__key", "question", "created_at", "pk")
+    )
+    if summary:
+        answers = answers.filter(summary__uuid=summary)
+    if question:
+        answers = answers.filter(question=question)
+    return answers
+
+
+def discussion_notes(batch: Batch, *, summary=None, question: str | None = None) -> QuerySet[DiscussionNote]:
+    notes = (
+        DiscussionNote.objects.filter(batch=batch)
+        .select_related("summary", "author")
+        .order_by("summary__key", "created_at", "pk")
+    )
+    if summary:
+        notes = notes.filter(summary__uuid=summary)
+    if question is not None and question != "":
+        notes = notes.filter(question=question)
+    return notes

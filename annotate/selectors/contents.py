@@ -1,0 +1,127 @@
+"""Reads of a study's contents: its rubric, sources, summaries and claims, and the
+summary filters batch building uses. Querysets arrive with related rows joined, so
+serializers and templates never query per row; access is decided by the caller
+(annotate.selectors.access / annotate.permissions)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django.db.models import Count, JSONField, Prefetch, QuerySet
+from django.http import Http404
+
+from annotate.exceptions import ApplicationError
+from annotate.models import (
+    Assignment,
+    Batch,
+    Claim,
+    Finding,
+    Revision,
+    Rubric,
+    Source,
+    SourceSentence,
+    Study,
+    Summary,
+)
+from annotate.rubrics import RubricDefinition
+
+
+def rubric_definition(rubric: Rubric) -> RubricDefinition:
+    return RubricDefinition.from_dict(rubric.definition)
+
+
+def study_counts(study: Study) -> dict[str, int]:
+    return {
+        "sources": Source.objects.filter(study=study).count(),
+        "summaries": Summary.objects.filter(study=study).count(),
+        "batches": Batch.objects.filter(study=study).count(),
+        "assignments": Assignment.objects.filter(study=study).exclude(state=Assignment.State.WITHDRAWN).count(),
+    }
+
+
+def sources_for_study(study: Study, *, key: str | None = None, licence: str | None = None) -> QuerySet[Source]:
+    sources = (
+        Source.objects.filter(study=study)
+        .annotate(n_sentences=Count("sentences", distinct=True), n_findings=Count("findings", distinct=True))
+        .order_by("key")
+    )
+    if key:
+        sources = sources.filter(key=key)
+    if licence:
+        sources = sources.filter(licence=licence)
+    return sources
+
+
+def get_source(study: Study, source_uuid) -> Source:
+    sentences = Prefetch("sentences", queryset=SourceSentence.objects.order_by("index"))
+    findings = Prefetch("findings", queryset=Finding.objects.order_by("index"))
+    source = (
+        sources_for_study(study).prefetch_related(sentences, findings).filter(uuid=source_uuid).first()
+        if source_uuid
+        else None
+    )
+    if source is None:
+        raise Http404("No such source.")
+    return source
+
+
+def summaries_for_study(study: Study, **filters: Any) -> QuerySet[Summary]:
+    """The study's summaries through filter_summaries (same filters as a batch)."""
+    return filter_summaries(study=study, **filters).select_related("parent")
+
+
+def get_summary(study: Study, summary_uuid) -> Summary:
+    summary = summaries_for_study(study).filter(uuid=summary_uuid).first()
+    if summary is None:
+        raise Http404("No such summary.")
+    return summary
+
+
+def claims_for_summary(summary: Summary) -> QuerySet[Claim]:
+    return Claim.objects.filter(summary=summary).order_by("index")
+
+
+def filter_summaries(
+    *,
+    study: Study,
+    generator: str | list[str] | None = None,
+    flags_any: list[str] | None = None,
+    flags_none: list[str] | None = None,
+    source_metadata: dict[str, str] | None = None,
+    min_context: int | None = None,
+    max_context: int | None = None,
+    rated: bool | None = None,
+) -> QuerySet[Summary]:
+    """The study's summaries matching every given filter, annotated with
+    `context_sentences` (sentences in the source). `rated` is about submitted
+    ratings in any batch."""
+    summaries = (
+        Summary.objects.filter(study=study)
+        .select_related("source")
+        .annotate(context_sentences=Count("source__sentences", distinct=True))
+        .order_by("key")
+    )
+    if generator:
+        summaries = summaries.filter(generator__in=[generator] if isinstance(generator, str) else generator)
+    for key, value in (source_metadata or {}).items():
+        # The key becomes part of an ORM lookup: only a plain field name is allowed, so
+        # "a__b" or "contains" cannot turn a filter into another query.
+        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", key) or "__" in key or key in JSONField.get_lookups():
+            raise ApplicationError(f"source metadata field {key!r} is not a plain field name")
+        summaries = summaries.filter(**{f"source__metadata__{key}": value})
+    if min_context is not None:
+        summaries = summaries.filter(context_sentences__gte=min_context)
+    if max_context is not None:
+        summaries = summaries.filter(context_sentences__lte=max_context)
+    if rated is not None:
+        rated_ids = Revision.objects.filter(assignment__study=study, status=Revision.Status.SUBMITTED).values(
+            "assignment__summary"
+        )
+        summaries = summaries.filter(pk__in=rated_ids) if rated else summaries.exclude(pk__in=rated_ids)
+    if flags_any or flags_none:
+        # JSON containment is not portable to SQLite: filter the (small) flag lists here.
+        wanted, unwanted = set(flags_any or []), set(flags_none or [])
+        keep = [s.pk for s in summaries if wanted <= set(s.flags) and not unwanted & set(s.flags)]
+        summaries = summaries.filter(pk__in=keep)
+    return summaries

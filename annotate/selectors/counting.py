@@ -1,0 +1,102 @@
+"""The answer that counts. One rule, written once: per assignment and phase the
+newest submitted revision; of a rater's several assignments to one summary, the newest
+submitted (newest_rater_answers). The analysis frames, the admin pages and the dataset
+export all read answers through it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime
+from typing import NamedTuple, TypeVar
+
+from django.db.models import QuerySet
+
+from annotate.models import Assignment, Batch, Revision, Study
+
+T = TypeVar("T")
+
+
+def submitted_revisions(*, study: Study, phase: str = "all", include_calibration: bool = False) -> QuerySet[Revision]:
+    """The study's submitted revisions a count chooses from, in the order the rule reads
+    them: by assignment and phase, newest first. Calibration (pilot) batches are left
+    out unless asked for; `phase` is "initial", "post_discussion" or "all"."""
+    revisions = Revision.objects.filter(assignment__study=study, status=Revision.Status.SUBMITTED)
+    if not include_calibration:
+        revisions = revisions.exclude(assignment__batch__kind=Batch.Kind.CALIBRATION)
+    if phase != "all":
+        revisions = revisions.filter(phase=phase)
+    return revisions.order_by("assignment_id", "phase", "-number")
+
+
+def counting_only(rows: Iterable[T], *, key: Callable[[T], tuple]) -> Iterator[T]:
+    """The rows that count, from rows in submitted_revisions' order: the first (newest)
+    of each (assignment, phase). `key(row)` gives a row's (assignment id, phase). Works
+    on model instances and on raw value rows alike, streamed."""
+    last = None
+    for row in rows:
+        slot = key(row)
+        if slot != last:
+            last = slot
+            yield row
+
+
+def latest_submitted_revisions(
+    *, study: Study, phase: str = "all", include_calibration: bool = False
+) -> list[Revision]:
+    """Per assignment (and phase), the newest submitted revision: the answer that counts.
+    Calibration (pilot) batches are left out unless asked for."""
+    revisions = submitted_revisions(study=study, phase=phase, include_calibration=include_calibration)
+    return list(counting_only(revisions.select_related("rubric"), key=lambda r: (r.assignment_id, r.phase)))
+
+
+class AnswerCandidate(NamedTuple):
+    """One assignment's newest submitted revision in one phase, as the rule below needs it."""
+
+    revision_id: int
+    summary_id: int
+    rater_id: int
+    phase: str
+    submitted_at: datetime
+    batch_name: str  # "" without a batch
+    assignment_uuid: str
+
+
+def newest_rater_answers(candidates: Iterable[AnswerCandidate]) -> set[int]:
+    """The revisions whose answers are a rater's answers to a summary, one per (summary,
+    rater, phase): where a rater answered the same summary in several assignments (in
+    two batches, say), the newest submitted counts. An exact tie in time goes to the
+    batch whose name sorts last, then to the assignment whose uuid sorts last: never to
+    database ids or row order, so the choice is the same on every database and in a
+    re-imported copy.
+
+    The one rule for a rater's answer to an item: the analysis frames (ratings_frame,
+    spans_frame) and the dataset card's agreement figures both use it."""
+    best: dict[tuple[int, int, str], tuple[tuple, int]] = {}
+    for c in candidates:
+        slot = (c.summary_id, c.rater_id, c.phase)
+        rank = (c.submitted_at, c.batch_name, c.assignment_uuid)
+        if slot not in best or rank > best[slot][0]:
+            best[slot] = (rank, c.revision_id)
+    return {revision_id for _, revision_id in best.values()}
+
+
+def rater_answer_revisions(*, study: Study, phase: str = "all", include_calibration: bool = False) -> list[Revision]:
+    """latest_submitted_revisions, keeping per (summary, rater, phase) only the revision
+    newest_rater_answers chooses: what analysis counts as one rater's answers."""
+    revisions = latest_submitted_revisions(study=study, phase=phase, include_calibration=include_calibration)
+    assignments = {
+        a.pk: a for a in Assignment.objects.filter(pk__in={r.assignment_id for r in revisions}).select_related("batch")
+    }
+    chosen = newest_rater_answers(
+        AnswerCandidate(
+            revision_id=r.pk,
+            summary_id=assignments[r.assignment_id].summary_id,
+            rater_id=assignments[r.assignment_id].rater_id,
+            phase=r.phase,
+            submitted_at=r.submitted_at,
+            batch_name=assignments[r.assignment_id].batch.name if assignments[r.assignment_id].batch_id else "",
+            assignment_uuid=str(assignments[r.assignment_id].uuid),
+        )
+        for r in revisions
+    )
+    return [r for r in revisions if r.pk in chosen]

@@ -1,0 +1,129 @@
+"""Tidy pandas frames of a study for the analysis app (which imports no ORM):
+the answers that count, the highlighted spans, and the summaries' metadata."""
+
+from __future__ import annotations
+
+from django.db.models import Count
+
+from annotate.models import (
+    Rating,
+    SourceSentence,
+    Span,
+    Study,
+    Summary,
+)
+from annotate.selectors.counting import rater_answer_revisions
+
+
+def ratings_frame(*, study: Study, phase: str = "all", include_calibration: bool = False):
+    """A tidy pandas frame, one row per (item, rater, question, phase), of the answers
+    that count (each assignment's newest submitted revision; of a rater's several
+    assignments to one summary, the newest submitted: rater_answer_revisions).
+
+    Columns: item (summary uuid), rater (user id), question, finding (uuid of the
+    finding for per-finding questions, else ""), score (float, NaN for
+    non-scale answers), answer (the stored answer: int, str, list or None), rationale,
+    phase, rubric_version, submitted_at. Analysis code imports no ORM; it gets this.
+    """
+    import pandas as pd
+
+    revisions = {
+        r.pk: r for r in rater_answer_revisions(study=study, phase=phase, include_calibration=include_calibration)
+    }
+    rows = []
+    ratings = (
+        Rating.objects.filter(revision_id__in=list(revisions))
+        .select_related("revision__assignment__summary", "rationale", "finding")
+        .order_by("revision__assignment__summary__key", "revision__assignment__rater_id", "question")
+    )
+    for rating in ratings:
+        revision = revisions[rating.revision_id]
+        rationale = getattr(rating, "rationale", None)
+        rows.append(
+            {
+                "item": str(rating.revision.assignment.summary.uuid),
+                "rater": str(rating.revision.assignment.rater_id),
+                "question": rating.question,
+                "finding": str(rating.finding.uuid) if rating.finding_id else "",
+                "score": float(rating.score) if rating.score is not None else float("nan"),
+                "answer": rating.answer,
+                "rationale": rationale.text if rationale is not None else "",
+                "phase": revision.phase,
+                "rubric_version": revision.rubric.version,
+                "submitted_at": revision.submitted_at,
+            }
+        )
+    columns = [
+        "item",
+        "rater",
+        "question",
+        "finding",
+        "score",
+        "answer",
+        "rationale",
+        "phase",
+        "rubric_version",
+        "submitted_at",
+    ]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def summaries_frame(*, study: Study):
+    """One row per summary: item (uuid), key, source key, generator, text length, and
+    the source's metadata as `source.<field>` columns. For admins and analysis only:
+    it names the generator, so it must never reach a rater."""
+    import pandas as pd
+
+    rows = []
+    for summary in Summary.objects.filter(study=study).select_related("source").order_by("key"):
+        row = {
+            "item": str(summary.uuid),
+            "key": summary.key,
+            "source": summary.source.key,
+            "generator": summary.generator,
+            "n_chars": len(summary.text),
+            "n_words": len(summary.text.split()),
+            "context_sentences": None,
+            # What the generation pipeline recorded (LitSumm's Table 2), when it wrote the summary.
+            "pipeline": summary.metadata.get("pipeline", ""),
+            "attempts": summary.metadata.get("attempts"),
+            "references_passed": (summary.metadata.get("reference_checks") or {}).get("passed"),
+            "consistency_revised": summary.metadata.get("consistency_revised"),
+            "flags": list(summary.flags),
+        }
+        row.update({f"source.{k}": v for k, v in sorted(summary.source.metadata.items())})
+        rows.append(row)
+    counts = dict(SourceSentence.objects.filter(source__study=study).values_list("source__key").annotate(n=Count("id")))
+    for row in rows:
+        row["context_sentences"] = counts.get(row["source"], 0)
+    return pd.DataFrame(rows)
+
+
+def spans_frame(*, study: Study, phase: str = "all", include_calibration: bool = False):
+    """One row per highlighted span of the answers that count: item (summary uuid),
+    rater, question, target, start, end, text, factual (the span's "factual" answer,
+    if its question asks it), rationale, phase. The revisions are ratings_frame's."""
+    import pandas as pd
+
+    revisions = {
+        r.pk: r for r in rater_answer_revisions(study=study, phase=phase, include_calibration=include_calibration)
+    }
+    rows = [
+        {
+            "item": str(span.revision.assignment.summary.uuid),
+            "rater": str(span.revision.assignment.rater_id),
+            "question": span.question,
+            "target": span.target,
+            "start": span.start,
+            "end": span.end,
+            "text": span.text,
+            "factual": span.answers.get("factual"),
+            "rationale": span.rationale,
+            "phase": revisions[span.revision_id].phase,
+        }
+        for span in Span.objects.filter(revision_id__in=list(revisions))
+        .select_related("revision__assignment__summary")
+        .order_by("revision__assignment__summary__key", "revision__assignment__rater_id", "question", "index")
+    ]
+    columns = ["item", "rater", "question", "target", "start", "end", "text", "factual", "rationale", "phase"]
+    return pd.DataFrame(rows, columns=columns)

@@ -1,0 +1,68 @@
+"""Typed readers of environment variables: the one place that parses them.
+
+config/settings.py reads the platform's variables once, at start-up; generation/conf.py
+reads the LLM's when asked (so a worker or a test sees a changed environment on the
+next call). Both go through these helpers, so a variable is read the same way
+wherever it is read: surrounding whitespace is ignored, an unset or blank variable
+means the default, and a value that cannot be read is an ImproperlyConfigured that
+names the variable. Every variable is documented in .env.example.
+"""
+
+from __future__ import annotations
+
+import os
+
+from django.core.exceptions import ImproperlyConfigured
+
+TRUE = frozenset({"1", "true", "yes", "on"})
+FALSE = frozenset({"0", "false", "no", "off"})
+
+
+def _raw(name: str) -> str:
+    return os.environ.get(name, "").strip()
+
+
+def env_str(name: str, default: str = "") -> str:
+    return _raw(name) or default
+
+
+def env_bool(name: str, default: bool = False) -> bool:
+    raw = _raw(name)
+    if not raw:
+        return default
+    if raw.lower() in TRUE:
+        return True
+    if raw.lower() in FALSE:
+        return False
+    raise ImproperlyConfigured(f"{name} must be a boolean (1/0, true/false), got {raw!r}")
+
+
+def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
+    raw = _raw(name)
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a whole number, got {raw!r}") from None
+    if minimum is not None and value < minimum:
+        raise ImproperlyConfigured(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+def env_float(name: str, default: float) -> float:
+    raw = _raw(name)
+    if not raw:
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a number, got {raw!r}") from None
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    """A comma-separated list; empty items are dropped."""
+    raw = _raw(name)
+    if not raw:
+        return default
+    return [part.strip() for part in raw.split(",") if part.strip()]

@@ -1,0 +1,121 @@
+"""Dataset exports over the API (study admins): start, poll, download. The runs are
+kept by datasets.export_runs.
+"""
+
+from __future__ import annotations
+
+import json
+
+from django.http import FileResponse
+from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema, extend_schema_field
+from rest_framework import generics, serializers
+from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotate import permissions
+from annotate.api.common import (
+    FakeViewMixin,
+)
+from datasets import export_runs
+from datasets.tasks import run_api_export_task
+
+
+class ExportSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    status = serializers.ChoiceField(export_runs.STATUSES)
+    formats = serializers.ListField(child=serializers.ChoiceField(export_runs.FORMATS))
+    phase = serializers.CharField(help_text="initial, post_discussion or all")
+    include_calibration = serializers.BooleanField()
+    include_restricted = serializers.BooleanField()
+    requested_by = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+    error = serializers.CharField(allow_blank=True)
+    counts = serializers.DictField(child=serializers.IntegerField(), help_text="Rows per table.")
+    withheld_sources = serializers.ListField(
+        child=serializers.CharField(), help_text="Sources exported as identifiers only (licence)."
+    )
+    download = serializers.SerializerMethodField()
+
+    @extend_schema_field(serializers.URLField(allow_null=True))
+    def get_download(self, obj: export_runs.ExportStatus) -> str | None:
+        if obj.status != "done":
+            return None
+        url = reverse("api:export-download", kwargs={"slug": obj.study, "export_id": obj.id})
+        return self.context["request"].build_absolute_uri(url)
+
+
+class ExportCreateSerializer(serializers.Serializer):
+    formats = serializers.ListField(
+        child=serializers.ChoiceField(export_runs.FORMATS), default=list(export_runs.FORMATS), min_length=1
+    )
+    phase = serializers.ChoiceField(export_runs.PHASES, default="all")
+    include_calibration = serializers.BooleanField(default=False)
+    include_restricted = serializers.BooleanField(
+        default=False, help_text="Also export the text of sources whose licence does not allow a CC BY release."
+    )
+
+
+class ExportList(FakeViewMixin, generics.GenericAPIView):
+    """Study admins: the study's dataset exports (newest first), and starting one."""
+
+    serializer_class = ExportSerializer
+
+    @extend_schema(responses=ExportSerializer(many=True))
+    def get(self, request, slug):
+        study = permissions.study_for_admin(request, slug)
+        page = self.paginate_queryset(export_runs.list_exports(study=study))
+        return self.get_paginated_response(ExportSerializer(page, many=True, context={"request": request}).data)
+
+    @extend_schema(
+        request=ExportCreateSerializer,
+        responses={202: ExportSerializer},
+        description="Start an export (docs/api.md). Answers 202 with its status and a Location to poll; "
+        "download it once `status` is done.",
+    )
+    def post(self, request, slug):
+        study = permissions.study_for_admin(request, slug)
+        body = ExportCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        status = export_runs.start_export(
+            study=study, requested_by=request.user, enqueue=run_api_export_task.delay, **body.validated_data
+        )
+        location = reverse("api:export-detail", kwargs={"slug": study.slug, "export_id": status.id})
+        data = ExportSerializer(status, context={"request": request}).data
+        return Response(data, status=202, headers={"Location": request.build_absolute_uri(location)})
+
+
+class ExportDetail(APIView):
+    @extend_schema(responses=ExportSerializer, description="Study admins: poll an export.")
+    def get(self, request, slug, export_id):
+        study = permissions.study_for_admin(request, slug)
+        status = export_runs.get_export(study=study, export_id=export_id)
+        return Response(ExportSerializer(status, context={"request": request}).data)
+
+
+class ZipRenderer(BaseRenderer):
+    """Lets clients ask for application/zip; errors still go out as JSON text."""
+
+    media_type = "application/zip"
+    format = "zip"
+    charset = None
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        return data if isinstance(data, bytes) else json.dumps(data).encode()
+
+
+class ExportDownload(APIView):
+    renderer_classes = [JSONRenderer, ZipRenderer]
+
+    @extend_schema(
+        responses={(200, "application/zip"): OpenApiTypes.BINARY},
+        description="Study admins: the dataset folder as a zip (409 until the export is done).",
+    )
+    def get(self, request, slug, export_id):
+        study = permissions.study_for_admin(request, slug)
+        archive = export_runs.export_archive(study=study, export_id=export_id)
+        name = f"{study.slug}-dataset-{export_id}.zip"
+        return FileResponse(archive.open("rb"), as_attachment=True, filename=name, content_type="application/zip")

@@ -1,0 +1,15 @@
+"""The dataset export endpoints, mounted under /api/ by config/urls.py (docs/api.md)."""
+
+from django.urls import path
+
+from datasets import api
+
+urlpatterns = [
+    path("studies/<slug:slug>/exports/", api.ExportList.as_view(), name="export-list"),
+    path("studies/<slug:slug>/exports/<uuid:export_id>/", api.ExportDetail.as_view(), name="export-detail"),
+    path(
+        "studies/<slug:slug>/exports/<uuid:export_id>/download/",
+        api.ExportDownload.as_view(),
+        name="export-download",
+    ),
+]

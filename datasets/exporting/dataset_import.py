@@ -1,0 +1,495 @@
+"""Re-import of a dataset folder into an instance that does not have the study yet."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+
+from annotate.exceptions import ApplicationError
+from annotate.models import (
+    Assignment,
+    Batch,
+    Claim,
+    ConsensusAnswer,
+    Finding,
+    Rating,
+    Rationale,
+    Revision,
+    Rubric,
+    Source,
+    SourceSentence,
+    Span,
+    Study,
+    StudyMembership,
+    Summary,
+)
+from annotate.rubrics import NA, AnswerContext, RubricDefinition
+from annotate.text_validation import InvalidTextError, find_problem, loads
+from datasets.exporting.folder import FORMAT_VERSION, ITERATOR_CHUNK, DatasetImportError, read_table, verify_checksums
+
+# --- re-import of a dataset folder ---------------------------------------------------------------
+
+# Columns that hold JSON text (decoded once, when the table is read).
+JSON_COLUMNS = {
+    "rubric": ("definition",),
+    "sources": ("external_ids", "metadata", "sentences"),
+    "summaries": ("metadata", "flags"),
+    "claims": ("refs",),
+    "batches": ("design",),
+    "ratings": ("value",),
+    "spans": ("answers",),
+    "consensus": ("value",),
+}
+
+
+@dataclass(frozen=True)
+class DatasetImportResult:
+    study: Study
+    counts: dict[str, int]
+
+    def summary_line(self) -> str:
+        counts = ", ".join(f"{n} {name}" for name, n in self.counts.items())
+        return f"Imported study {self.study.slug!r}: {counts}."
+
+
+def _parse_time(value: str | None, where: str) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        raise DatasetImportError(f"{where}: {value!r} is not an ISO 8601 time") from None
+
+
+def import_dataset(*, folder: Path, allow_withheld: bool = False) -> DatasetImportResult:
+    """Recreate a study from its dataset folder: rubric versions, sources, findings,
+    summaries, claims, batches, pseudonymous rater accounts (no usable password),
+    assignments, submitted revisions, ratings, rationales, spans and consensus answers.
+
+    All or nothing. Public uuids are kept, so the study must not exist here yet. A
+    source whose text was withheld is an error unless `allow_withheld` (it is then
+    stored without text, and answers about it are not checked against it). Every
+    revision is checked against its rubric version as a draft would be: each value
+    must be allowed, completeness was decided where the answers were submitted.
+    """
+    folder = Path(folder)
+    manifest_path = folder / "study.json"
+    if not manifest_path.exists():
+        raise DatasetImportError(f"{folder}: no study.json; is this a dataset folder?")
+    verify_checksums(folder)
+    try:
+        manifest = loads(manifest_path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DatasetImportError(f"study.json: not valid JSON ({exc.msg})") from None
+    except InvalidTextError as exc:
+        raise DatasetImportError(f"study.json: {exc.message}") from None
+    if manifest.get("format_version") != FORMAT_VERSION:
+        raise DatasetImportError(f"study.json: format_version {manifest.get('format_version')!r} is not supported")
+    meta = manifest["study"]
+    if Study.objects.filter(slug=meta["slug"]).exists():
+        raise DatasetImportError(f"study {meta['slug']!r} already exists in this database")
+    with transaction.atomic():
+        return _DatasetImporter(folder, meta, allow_withheld).run()
+
+
+class _DatasetImporter:
+    def __init__(self, folder: Path, meta: dict, allow_withheld: bool):
+        self.folder = folder
+        self.meta = meta
+        self.allow_withheld = allow_withheld
+        self.counts: dict[str, int] = {}
+        self.rubrics: dict[tuple[str, int], Rubric] = {}
+        self.definitions: dict[tuple[str, int], RubricDefinition] = {}
+
+    def table(self, name: str) -> list[dict[str, Any]]:
+        """The rows of one table, with the JSON text of its JSON_COLUMNS decoded. Text
+        that cannot be stored (a lone surrogate, a NUL: annotate/text_validation.py) is
+        refused, in the row and inside its JSON columns (Parquet rows come here unchecked)."""
+        rows = []
+        for number, row in enumerate(read_table(self.folder, name), start=1):
+            where = f"{name} row {number}"
+            found = find_problem(row)
+            if found is not None:
+                self.fail(f"{where}: {found[0] or 'the row'} {found[1]}")
+            for column in JSON_COLUMNS.get(name, ()):
+                if row.get(column) is None:
+                    continue
+                try:
+                    row[column] = loads(row[column], field=column)
+                except json.JSONDecodeError as exc:
+                    self.fail(f"{where}: {column} is not valid JSON ({exc.msg})")
+                except InvalidTextError as exc:
+                    self.fail(f"{where}: {exc.message}")
+            rows.append(row)
+        self.counts[name] = len(rows)
+        return rows
+
+    def fail(self, message: str):
+        raise DatasetImportError(message)
+
+    def run(self) -> DatasetImportResult:
+        self.import_rubrics()
+        meta = self.meta
+        study_rubric = self.rubrics.get((meta["rubric_key"], meta["rubric_version"]))
+        if study_rubric is None:
+            self.fail(f"study.json: rubric {meta['rubric_key']} v{meta['rubric_version']} is not in the rubric table")
+        if Study.objects.filter(uuid=meta["uuid"]).exists():
+            self.fail(f"study {meta['uuid']} already exists here under another slug")
+        self.study = Study.objects.create(
+            uuid=meta["uuid"],
+            slug=meta["slug"],
+            title=meta["title"],
+            description=meta.get("description", ""),
+            guidelines=meta.get("guidelines", ""),
+            licence=meta.get("licence", ""),
+            assisted=bool(meta.get("assisted", False)),
+            rubric=study_rubric,
+        )
+        self.import_sources()
+        self.import_summaries()
+        self.import_batches()
+        self.import_raters()
+        self.import_answers()
+        self.import_consensus()
+        return DatasetImportResult(study=self.study, counts=self.counts)
+
+    def import_rubrics(self) -> None:
+        for row in self.table("rubric"):
+            key, version = row["rubric_key"], row["version"]
+            definition = row["definition"]
+            parsed = RubricDefinition.from_dict(definition)
+            if parsed.key != key:
+                self.fail(f"rubric {key} v{version}: the definition's key is {parsed.key!r}")
+            stored = Rubric.objects.filter(key=key, version=version).first()
+            if stored is None:
+                stored = Rubric.objects.create(
+                    key=key,
+                    version=version,
+                    title=parsed.title,
+                    definition=definition,
+                    content_hash=parsed.content_hash,
+                )
+            elif stored.content_hash != parsed.content_hash:
+                self.fail(f"rubric {key} v{version} exists here with a different definition")
+            self.rubrics[(key, version)] = stored
+            self.definitions[(key, version)] = parsed
+
+    def import_sources(self) -> None:
+        self.sources: dict[str, Source] = {}
+        self.withheld: set[str] = set()
+        for row in self.table("sources"):
+            key = row["source_key"]
+            if row["text"] is None:
+                if not self.allow_withheld:
+                    self.fail(
+                        f"source {key!r}: its text was withheld (licence {row['licence'] or 'none'}); "
+                        "import with --allow-withheld to store it without text"
+                    )
+                self.withheld.add(key)
+            if Source.objects.filter(uuid=row["uuid"]).exists():
+                self.fail(f"source {key!r}: uuid {row['uuid']} already exists in this database")
+            source = Source.objects.create(
+                uuid=row["uuid"],
+                study=self.study,
+                key=key,
+                title=row["title"],
+                text=row["text"] or "",
+                external_ids=row["external_ids"],
+                licence=row["licence"],
+                licence_url=row["licence_url"],
+                attribution=row["attribution"],
+                copyright=row["copyright"],
+                metadata=row["metadata"],
+            )
+            sentences = row["sentences"] if row["sentences"] is not None else []
+            SourceSentence.objects.bulk_create(SourceSentence(source=source, **s) for s in sentences)
+            self.sources[key] = source
+        self.findings: dict[str, Finding] = {}
+        for row in self.table("findings"):
+            source = self.sources.get(row["source_key"])
+            if source is None:
+                self.fail(f"finding {row['uuid']}: no source {row['source_key']!r}")
+            self.findings[row["uuid"]] = Finding.objects.create(
+                uuid=row["uuid"],
+                source=source,
+                index=row["index"],
+                external_id=row["external_id"],
+                intervention=row["intervention"] or "",
+                comparator=row["comparator"] or "",
+                outcome=row["outcome"] or "",
+                label=row["label"],
+                start=row["start"],
+                end=row["end"],
+                evidence=row["evidence"] or "",
+            )
+
+    def import_summaries(self) -> None:
+        self.summaries: dict[str, Summary] = {}
+        rows = self.table("summaries")
+        for row in rows:
+            source = self.sources.get(row["source_key"])
+            if source is None:
+                self.fail(f"summary {row['summary_key']!r}: no source {row['source_key']!r}")
+            self.summaries[row["summary_key"]] = Summary.objects.create(
+                uuid=row["uuid"],
+                study=self.study,
+                source=source,
+                key=row["summary_key"],
+                text=row["text"],
+                generator=row["generator"],
+                metadata=row["metadata"],
+                flags=row["flags"],
+            )
+        for row in rows:
+            if row["parent_key"] is not None:
+                parent = self.summaries.get(row["parent_key"])
+                if parent is None:
+                    self.fail(f"summary {row['summary_key']!r}: no parent {row['parent_key']!r}")
+                Summary.objects.filter(pk=self.summaries[row["summary_key"]].pk).update(parent=parent)
+        claims = []
+        for row in self.table("claims"):
+            summary = self.summary(row["summary_key"], "claim")
+            claims.append(
+                Claim(
+                    uuid=row["uuid"],
+                    summary=summary,
+                    index=row["index"],
+                    text=row["text"],
+                    start=row["start"],
+                    end=row["end"],
+                    refs=row["refs"],
+                    verdict=row["verdict"],
+                    explanation=row["explanation"] or "",  # null: withheld with its source
+                    probability=row["probability"],
+                )
+            )
+        Claim.objects.bulk_create(claims)
+
+    def summary(self, key: str, what: str) -> Summary:
+        summary = self.summaries.get(key)
+        if summary is None:
+            self.fail(f"{what}: no summary {key!r} in the summaries table")
+        return summary
+
+    def import_batches(self) -> None:
+        self.batches: dict[str | None, Batch | None] = {None: None}
+        for row in self.table("batches"):
+            self.batches[row["batch"]] = Batch.objects.create(
+                uuid=row["uuid"],
+                study=self.study,
+                name=row["batch"],
+                kind=row["kind"],
+                design=row["design"],
+                seed=row["seed"],
+                raters_per_item=row["raters_per_item"],
+                blinded=row["blinded"],
+                training=row["training"],
+                attention_every=row["attention_every"],
+            )
+
+    def batch(self, name: str | None, what: str) -> Batch | None:
+        if name not in self.batches:
+            self.fail(f"{what}: no batch {name!r} in the batches table")
+        return self.batches[name]
+
+    def import_raters(self) -> None:
+        """One account per pseudonym, `<pseudonym>@<study slug>`, without a usable
+        password, created in pseudonym order (so a re-export numbers them the same)."""
+        self.ratings_rows = self.table("ratings")
+        self.span_rows = self.table("spans")
+        self.consensus_rows = self.table("consensus")
+        roles = {row["rater"]: row["roles"] for row in self.table("raters")}
+        names = set(roles)
+        names |= {r["rater"] for r in self.ratings_rows} | {r["rater"] for r in self.span_rows}
+        names |= {r["decided_by"] for r in self.consensus_rows if r["decided_by"]}
+        user_model = get_user_model()
+        self.users = {}
+        for name in sorted(names):
+            username = f"{name}@{self.study.slug}"
+            if user_model.objects.filter(username=username).exists():
+                self.fail(f"rater {name!r}: an account {username!r} already exists")
+            user = user_model(username=username)
+            user.set_unusable_password()
+            user.save()
+            self.users[name] = user
+            default = "rater" if name.startswith("rater-") else "admin"
+            for role in sorted(set((roles.get(name) or default).split(","))):
+                if role not in StudyMembership.Role.values:
+                    self.fail(f"rater {name!r}: unknown role {role!r}")
+                StudyMembership.objects.create(study=self.study, user=user, role=role, order_seed=0)
+
+    def import_answers(self) -> None:
+        # Revisions and their assignments, keyed by what identifies them in the tables.
+        revisions: dict[tuple, dict[str, Any]] = {}
+        for table, rows in (("ratings", self.ratings_rows), ("spans", self.span_rows)):
+            for number, row in enumerate(rows, start=1):
+                where = f"{table} row {number}"
+                key = (row["batch"], row["summary_key"], row["rater"], row["phase"], row["revision_number"])
+                rubric_key = (row["rubric_key"], row["rubric_version"])
+                if rubric_key not in self.rubrics:
+                    self.fail(f"{where}: rubric {rubric_key[0]} v{rubric_key[1]} is not in the rubric table")
+                if row["phase"] not in Revision.Phase.values:
+                    self.fail(f"{where}: unknown phase {row['phase']!r}")
+                info = revisions.setdefault(
+                    key,
+                    {
+                        "rubric": rubric_key,
+                        "submitted_at": _parse_time(row["submitted_at"], where),
+                        "assisted": bool(row["assisted"]),
+                        "ratings": [],
+                        "spans": [],
+                    },
+                )
+                info[table].append(row)
+        assignments: dict[tuple, Assignment] = {}
+        positions: dict[str, int] = {}
+        for key in sorted(revisions, key=lambda k: (k[2], k[1], k[0] or "", k[3], k[4])):
+            batch_name, summary_key, rater, _, _ = key
+            akey = (batch_name, summary_key, rater)
+            if akey not in assignments:
+                summary = self.summary(summary_key, f"answers of {rater}")
+                submitted = max(info["submitted_at"] for k, info in revisions.items() if (k[0], k[1], k[2]) == akey)
+                assignments[akey] = Assignment.objects.create(
+                    study=self.study,
+                    batch=self.batch(batch_name, f"answers of {rater} on {summary_key}"),
+                    summary=summary,
+                    rater=self.users[rater],
+                    position=positions.setdefault(rater, 0),
+                    state=Assignment.State.SUBMITTED,
+                    submitted_at=submitted,
+                )
+                positions[rater] += 1
+        ratings: list[Rating] = []
+        rationales: list[str | None] = []
+        spans: list[Span] = []
+        for key, info in revisions.items():
+            batch_name, summary_key, rater, phase, number = key
+            assignment = assignments[(batch_name, summary_key, rater)]
+            rubric = self.rubrics[info["rubric"]]
+            revision = Revision.objects.create(
+                assignment=assignment,
+                number=number,
+                status=Revision.Status.SUBMITTED,
+                phase=phase,
+                rubric=rubric,
+                submitted_at=info["submitted_at"],
+                assisted=info["assisted"],
+            )
+            self.check_revision(key, info, assignment.summary)
+            definition = self.definitions[info["rubric"]]
+            for row in info["ratings"]:
+                q = definition.question(row["question"])
+                value = row["value"]
+                finding = self.findings[row["finding"]] if row["finding"] is not None else None
+                is_score = q.is_scale and value != NA
+                low, high = q.scale_bounds if is_score else (None, None)
+                ratings.append(
+                    Rating(
+                        revision=revision,
+                        question=q.key,
+                        finding=finding,
+                        score=value if is_score else None,
+                        scale_min=low,
+                        scale_max=high,
+                        value=None if is_score else value,
+                    )
+                )
+                rationales.append(row["rationale"])
+            for row in info["spans"]:
+                spans.append(
+                    Span(
+                        revision=revision,
+                        question=row["question"],
+                        index=row["index"],
+                        target=row["target"],
+                        start=row["start"],
+                        end=row["end"],
+                        text=row["text"] or "",
+                        link_start=row["link_start"],
+                        link_end=row["link_end"],
+                        link_text=row["link_text"] or "",
+                        answers=row["answers"],
+                        rationale=row["rationale"] or "",
+                    )
+                )
+        created = Rating.objects.bulk_create(ratings, batch_size=ITERATOR_CHUNK)
+        Rationale.objects.bulk_create(
+            (Rationale(rating=r, text=t) for r, t in zip(created, rationales, strict=True) if t),
+            batch_size=ITERATOR_CHUNK,
+        )
+        Span.objects.bulk_create(spans, batch_size=ITERATOR_CHUNK)
+        self.counts["assignments"] = len(assignments)
+        self.counts["revisions"] = len(revisions)
+
+    def check_revision(self, key: tuple, info: dict, summary: Summary) -> None:
+        """The revision's answers, rebuilt as the rubric takes them, must be allowed by
+        its rubric version (checked as a draft: values, not completeness)."""
+        batch_name, summary_key, rater, phase, number = key
+        where = f"answers of {rater} on {summary_key} ({phase}, revision {number})"
+        definition = self.definitions[info["rubric"]]
+        answers: dict[str, Any] = {}
+        rationales: dict[str, Any] = {}
+        for row in info["ratings"]:
+            try:
+                q = definition.question(row["question"])
+            except KeyError:
+                self.fail(f"{where}: {row['question']!r} is not a question of rubric {definition.key}")
+            value = row["value"]
+            if row["finding"] is not None:
+                if row["finding"] not in self.findings:
+                    self.fail(f"{where}: no finding {row['finding']} in the findings table")
+                answers.setdefault(q.key, {})[row["finding"]] = value
+                if row["rationale"]:
+                    rationales.setdefault(q.key, {})[row["finding"]] = row["rationale"]
+            else:
+                answers[q.key] = value
+                if row["rationale"]:
+                    rationales[q.key] = row["rationale"]
+        for row in info["spans"]:
+            span = {
+                "target": row["target"],
+                "start": row["start"],
+                "end": row["end"],
+                "text": row["text"],
+                "answers": row["answers"],
+                "rationale": row["rationale"] or "",
+            }
+            if row["link_start"] is not None:
+                span["link"] = {"start": row["link_start"], "end": row["link_end"], "text": row["link_text"]}
+            answers.setdefault(row["question"], []).append(span)
+        if summary.source.key in self.withheld:
+            return  # no text to check offsets against
+        context = AnswerContext(
+            summary_text=summary.text,
+            source_text=summary.source.text,
+            finding_ids=tuple(str(u) for u in summary.source.findings.order_by("index").values_list("uuid", flat=True)),
+        )
+        try:
+            definition.validate(answers, rationales, final=False, context=context)
+        except ApplicationError as exc:
+            detail = "; ".join(f"{k}: {v}" for k, v in sorted(exc.extra.get("fields", {}).items())) or exc.message
+            self.fail(f"{where}: {detail}")
+
+    def import_consensus(self) -> None:
+        for number, row in enumerate(self.consensus_rows, start=1):
+            where = f"consensus row {number}"
+            rubric = self.rubrics.get((row["rubric_key"], row["rubric_version"]))
+            if rubric is None or row["decided_by"] not in self.users:
+                self.fail(f"{where}: unknown rubric version or decider")
+            answer = ConsensusAnswer.objects.create(
+                batch=self.batch(row["batch"], where),
+                summary=self.summary(row["summary_key"], where),
+                question=row["question"],
+                value=row["value"],
+                rationale=row["rationale"] or "",
+                decided_by=self.users[row["decided_by"]],
+                rubric=rubric,
+            )
+            # auto_now_add stamped the import time; the decision's own time is data.
+            ConsensusAnswer.objects.filter(pk=answer.pk).update(created_at=_parse_time(row["decided_at"], where))

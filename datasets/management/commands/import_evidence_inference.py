@@ -1,0 +1,33 @@
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotate.exceptions import ApplicationError
+from annotate.models import Study
+from datasets.importing import import_evidence_inference
+
+
+class Command(BaseCommand):
+    help = (
+        "Import Evidence Inference 2.0 abstracts (fixtures/evidence_inference/abstracts.jsonl) into a study: "
+        "each abstract becomes a source, each prompt a finding."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("path", type=Path)
+        parser.add_argument("--study", required=True, help="slug of an existing study")
+        parser.add_argument("--pmcid", action="append", help="import only these PMCIDs (repeatable)")
+
+    def handle(self, *args, path: Path, study: str, pmcid: list[str] | None, **options):
+        try:
+            study_obj = Study.objects.get(slug=study)
+        except Study.DoesNotExist:
+            raise CommandError(f"no study {study!r}: create it first (import_jsonl with a study line)") from None
+        try:
+            with path.open(encoding="utf-8") as handle:
+                result = import_evidence_inference(study=study_obj, lines=handle, only=set(pmcid) if pmcid else None)
+        except FileNotFoundError:
+            raise CommandError(f"{path}: no such file") from None
+        except ApplicationError as exc:
+            raise CommandError(f"{path}: {exc.message}. Nothing was imported.") from None
+        self.stdout.write(f"Imported {path}: {result.summary_line()}.")

@@ -1,0 +1,130 @@
+"""The apps form a clean stack (docs/architecture.md): no module imports itself back
+through others, and each app imports only the apps below it.
+
+Every import statement counts, at module level or inside a function: a function-level
+import still ties the two modules together, it only hides the loop from Python."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+APPS = ("config", "annotate", "generation", "analysis", "datasets")
+
+# What each app may import of ours. annotate is the domain at the bottom; generation
+# writes through it, analysis reads through it, datasets moves whole studies in and out
+# above both; config wires everything together.
+ALLOWED = {
+    "annotate": set(),
+    "generation": {"annotate", "config"},
+    "analysis": {"annotate"},
+    "datasets": {"annotate", "analysis"},
+    "config": {"annotate", "generation", "analysis", "datasets"},
+}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def project_modules() -> dict[str, Path]:
+    return {module_name(p): p for app in APPS for p in (ROOT / app).rglob("*.py") if "migrations" not in p.parts}
+
+
+def imports_of(path: Path, name: str, known: set[str]) -> set[str]:
+    """The project modules a file imports, by any import statement anywhere in it."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            # `from a import b` imports a.b when b is a module, else a name of a.
+            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names]
+        else:
+            continue
+        for target in targets:
+            while target and target not in known:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                found.add(target)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    modules = project_modules()
+    known = set(modules)
+    return {name: imports_of(path, name, known) for name, path in modules.items()}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_cycle_finder_finds_a_planted_loop():
+    graph = {"a.x": {"a.y"}, "a.y": {"b.z"}, "b.z": {"a.x"}, "c": {"a.x"}}
+    assert cycles(graph) == [["a.x", "a.y", "b.z"]]
+
+
+def test_the_graph_sees_imports_inside_functions():
+    graph = import_graph()
+    # datasets.tasks imports the export runs inside its task function.
+    assert "datasets.export_runs" in graph["datasets.tasks"]
+
+
+def test_the_import_graph_has_no_loops():
+    assert cycles(import_graph()) == []
+
+
+@pytest.mark.parametrize("app", [a for a in APPS])
+def test_each_app_imports_only_the_apps_below_it(app):
+    graph = import_graph()
+    reached = {
+        (module, target)
+        for module, targets in graph.items()
+        if module.split(".")[0] == app
+        for target in targets
+        if target.split(".")[0] != app
+    }
+    forbidden = sorted((m, t) for m, t in reached if t.split(".")[0] not in ALLOWED[app])
+    assert forbidden == []

@@ -1,0 +1,73 @@
+"""An existing database upgrades without losing anything: from the schema of the last
+release (the migrations below) to the current one, on SQLite and PostgreSQL alike.
+
+The rows are written with the historical models of the old schema, the way a
+database of that release holds them, then every migration since is applied."""
+
+import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+from django.utils import timezone
+
+# The newest migration of each app in the last release (stop 10, before the datasets app).
+RELEASED = [
+    ("annotate", "0005_assisted_condition"),
+    ("generation", "0001_initial"),
+    ("analysis", "0001_initial"),
+]
+
+
+def _executor() -> MigrationExecutor:
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    return executor
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_database_of_the_last_release_upgrades_with_its_ratings_intact():
+    executor = _executor()
+    latest = executor.loader.graph.leaf_nodes()
+    executor.migrate(RELEASED)
+    try:
+        old = _executor().loader.project_state(RELEASED).apps
+        User = old.get_model("auth", "User")
+        rater = User.objects.create(username="old-rater")
+        rubric = old.get_model("annotate", "Rubric").objects.create(
+            key="litsumm", version=1, title="LitSumm", definition={"questions": []}, content_hash="h"
+        )
+        study = old.get_model("annotate", "Study").objects.create(slug="old", title="Old study", rubric=rubric)
+        source = old.get_model("annotate", "Source").objects.create(study=study, key="S1", text="A source.")
+        summary = old.get_model("annotate", "Summary").objects.create(
+            study=study, source=source, key="S1-a", text="A summary."
+        )
+        assignment = old.get_model("annotate", "Assignment").objects.create(
+            study=study, summary=summary, rater=rater, position=0, state="submitted"
+        )
+        revision = old.get_model("annotate", "Revision").objects.create(
+            assignment=assignment, number=1, status="submitted", rubric=rubric, submitted_at=timezone.now()
+        )
+        rating = old.get_model("annotate", "Rating").objects.create(
+            revision=revision, question="overall", score=4, value=4, scale_min=1, scale_max=5
+        )
+        old.get_model("annotate", "Rationale").objects.create(rating=rating, text="Kept as written.")
+        old.get_model("analysis", "AnalysisResult").objects.create(
+            study=study, phase="all", fingerprint="f", n_revisions=1, status="done", result={"ok": True}
+        )
+        before = {
+            "rating": (rating.uuid, rating.score, rating.value),
+            "revision": (revision.uuid, revision.status),
+            "assignment": (assignment.uuid, assignment.state),
+        }
+    finally:
+        _executor().migrate(latest)
+
+    from analysis.models import AnalysisResult
+    from annotate.models import Assignment, Rating, Revision
+
+    rating = Rating.objects.select_related("rationale").get(uuid=before["rating"][0])
+    assert (rating.uuid, rating.score, rating.value) == before["rating"]
+    assert rating.rationale.text == "Kept as written."
+    assert (lambda r: (r.uuid, r.status))(Revision.objects.get(uuid=before["revision"][0])) == before["revision"]
+    assert (lambda a: (a.uuid, a.state))(Assignment.objects.get(uuid=before["assignment"][0])) == before["assignment"]
+    assert AnalysisResult.objects.get(study__slug="old").result == {"ok": True}
+    assert not _executor().migration_plan(latest), "every migration is applied after the upgrade"
