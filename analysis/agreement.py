@@ -477,13 +477,7 @@ def bootstrap_cis(
     function with one statistic): a refused resample is undefined for every statistic, a
     NaN only for its own. ``progress(done)`` is called every 50 resamples.
     """
-    if n_resamples < 1:
-        raise AgreementInputError(f"n_resamples must be >= 1, got {n_resamples}.")
-    if not 0 < confidence_level < 1:
-        raise AgreementInputError(f"confidence_level must be in (0, 1), got {confidence_level}.")
-    if ITEM not in frame.columns:
-        raise AgreementInputError("Ratings frame lacks column 'item'.")
-
+    check_bootstrap_options(frame, n_resamples, confidence_level)
     estimates = {name: float(value) for name, value in statistics(frame).items()}
     codes, _ = pd.factorize(frame[ITEM], sort=True)
     if (codes < 0).any():
@@ -518,6 +512,24 @@ def bootstrap_cis(
             if math.isfinite(value):
                 values[name][b] = value
 
+    return percentile_intervals(estimates, values, confidence_level=confidence_level)
+
+
+def check_bootstrap_options(frame: pd.DataFrame, n_resamples: int, confidence_level: float) -> None:
+    """The options every item bootstrap here takes; an AgreementInputError if one is wrong."""
+    if n_resamples < 1:
+        raise AgreementInputError(f"n_resamples must be >= 1, got {n_resamples}.")
+    if not 0 < confidence_level < 1:
+        raise AgreementInputError(f"confidence_level must be in (0, 1), got {confidence_level}.")
+    if ITEM not in frame.columns:
+        raise AgreementInputError("Ratings frame lacks column 'item'.")
+
+
+def percentile_intervals(
+    estimates: Mapping[str, float], values: Mapping[str, np.ndarray], *, confidence_level: float
+) -> dict[str, BootstrapResult]:
+    """Percentile intervals from each statistic's resampled values (NaN = undefined
+    resample): the (alpha/2, 1-alpha/2) percentiles of the defined ones, NaN if none are."""
     tail = (1 - confidence_level) / 2 * 100
     results: dict[str, BootstrapResult] = {}
     for name, estimate in estimates.items():
@@ -531,7 +543,7 @@ def bootstrap_cis(
             low=float(low),
             high=float(high),
             confidence_level=confidence_level,
-            n_resamples=n_resamples,
-            n_undefined=int(n_resamples - defined.size),
+            n_resamples=int(values[name].size),
+            n_undefined=int(values[name].size - defined.size),
         )
     return results

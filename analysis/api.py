@@ -1,8 +1,8 @@
 """REST API of the analysis app: the cached study report, for study admins and viewers.
 
 The report is the one the report page shows (analysis.services.request_study_report):
-computed now for a small study, or by a Celery task for a large one, and cached for
-the ratings as they are. Access follows annotate.permissions (viewers read dashboards).
+never computed in the request, but by a Celery worker (or, with no broker, a background
+thread), and cached for the ratings as they are. Access follows annotate.permissions (viewers read dashboards).
 """
 
 from __future__ import annotations
@@ -12,9 +12,8 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from analysis import services
+from analysis import services, tasks
 from analysis.models import AnalysisResult
-from analysis.tasks import run_study_report_task
 from annotate import permissions
 
 
@@ -35,15 +34,16 @@ class StudyAnalysis(APIView):
         parameters=[AnalysisQuery],
         responses={200: AnalysisResultSerializer, 202: AnalysisResultSerializer},
         description="Study admins and viewers. 200 with the report when it is done (or with `error` when it "
-        "failed: asking again computes it anew); 202 while a large study's report is still being computed: "
-        "poll again. A report whose worker stopped is answered as failed, not as running for ever.",
+        "failed: asking again computes it anew); 202 while the report is still being computed "
+        "(always the case on the first request for the ratings as they are): poll again. "
+        "A report whose worker stopped is answered as failed, not as running for ever.",
     )
     def get(self, request, slug):
         study = permissions.study_for_viewer(request, slug)
         query = AnalysisQuery(data=request.query_params)
         query.is_valid(raise_exception=True)
         result = services.request_study_report(
-            study=study, phase=query.validated_data["phase"], enqueue=run_study_report_task.delay
+            study=study, phase=query.validated_data["phase"], enqueue=tasks.enqueue_study_report
         )
         waiting = result.status in (AnalysisResult.Status.PENDING, AnalysisResult.Status.RUNNING)
         return Response(AnalysisResultSerializer(result).data, status=202 if waiting else 200)

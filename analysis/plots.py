@@ -9,19 +9,25 @@ glyph paths (``svg.fonttype = "path"``), so no data text ends up as markup in an
 from __future__ import annotations
 
 import io
+from functools import cache
 from typing import Any
-
-import matplotlib
-
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402 - the backend must be chosen first
-import numpy as np  # noqa: E402
 
 __all__ = ["FORMATS", "histogram_figure", "plot_names", "render_plot", "scatter_figure"]
 
 FORMATS = ("png", "svg")
 _CONTEXT = {"svg.fonttype": "path", "svg.hashsalt": "summary-ratings", "figure.dpi": 100}
+
+
+@cache
+def _pyplot():
+    """matplotlib's pyplot on the Agg backend, imported on the first figure drawn: the
+    web app starts without matplotlib (issue 16) and only a plot request pays for it."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def _plain(text: Any) -> str:
@@ -40,7 +46,7 @@ def _save(fig, fmt: str) -> bytes:
     # No date in the SVG metadata, so the same report always gives the same bytes.
     metadata = {"Date": None} if fmt == "svg" else {}
     fig.savefig(buffer, format=fmt, bbox_inches="tight", metadata=metadata)
-    plt.close(fig)
+    _pyplot().close(fig)
     return buffer.getvalue()
 
 
@@ -50,6 +56,7 @@ def histogram_figure(report: dict[str, Any], question: str, fmt: str = "png") ->
     if histogram is None:
         raise KeyError(question)
     raters = histogram["raters"] or [{"rater": "(no ratings)", "counts": [0] * len(histogram["scale"])}]
+    plt = _pyplot()
     with plt.rc_context(_CONTEXT):
         fig, axes = plt.subplots(
             1, len(raters), figsize=(2.6 * len(raters) + 0.6, 3.0), sharey=True, squeeze=False, layout="constrained"
@@ -71,12 +78,15 @@ def scatter_figure(report: dict[str, Any], metric: str, fmt: str = "png") -> byt
     if metric not in correlation.get("metric_columns", []):
         raise KeyError(metric)
     rows = [r for r in report["metrics"] if r.get(metric) is not None and r.get("human_mean") is not None]
+    import numpy as np
+
     x = np.array([r[metric] for r in rows], dtype=float)
     y = np.array([r["human_mean"] for r in rows], dtype=float)
     stats = correlation.get("mean", {}).get(metric, {})
     rho = stats.get("spearman", {}).get("rho")
     tau = stats.get("kendall_tau_b", {}).get("tau")
     acc = stats.get("acc_eq", {}).get("value")
+    plt = _pyplot()
     with plt.rc_context(_CONTEXT):
         fig, ax = plt.subplots(figsize=(4.6, 3.6))
         ax.scatter(x, y, s=18, alpha=0.7, color="#4c72b0")

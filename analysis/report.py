@@ -27,16 +27,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.agreement import AgreementInputError, agreement_report, bootstrap_cis, report_statistics
+from analysis.agreement import AgreementInputError, agreement_report
+from analysis.agreement_bootstrap import agreement_cis
 from analysis.distributions import item_means, option_counts, score_histograms, scores_by_group
 from analysis.frames import ITEM, QUESTION, RATER, VALUE
 from analysis.metaeval import correlate_report, kl_divergence
 from analysis.metrics import METRIC_COLUMNS
+from analysis.versions import REPORT_VERSION
 
 __all__ = ["REPORT_VERSION", "QuestionSpec", "build_study_report", "default_group_fields", "latest_answers"]
 
-# Bumped whenever the report's content changes, so cached reports are recomputed.
-REPORT_VERSION = 2  # 2: a rater's several assignments to one summary count once (newest_rater_answers)
 PHASE_ORDER = {"initial": 0, "post_discussion": 1}
 MAX_GROUPS = 20
 
@@ -129,13 +129,9 @@ def _agreement_section(
         section["error"] = str(exc)
         return section
     section["report"] = report.to_json_dict()
-    intervals = bootstrap_cis(
-        frame,
-        lambda resample: report_statistics(agreement_report(resample, scale)),
-        n_resamples,
-        seed,
-        progress=progress,
-    )
+    # All statistics of all resamples at once (analysis/agreement_bootstrap.py): the same
+    # intervals as bootstrap_cis over agreement_report, from the same draws, ~100x faster.
+    intervals = agreement_cis(frame, scale, n_resamples, seed, progress=progress)
     section["ci"] = {
         name: {"low": r.low, "high": r.high, "n_undefined": r.n_undefined} for name, r in intervals.items()
     }

@@ -14,8 +14,6 @@ import io
 import json
 from typing import Any
 
-import pandas as pd
-
 from annotate.csv_cells import csv_document, csv_text
 
 __all__ = ["FILE_NAMES", "report_files"]
@@ -54,6 +52,8 @@ def _csv(rows: list[dict[str, Any]], columns: list[str]) -> str:
     """CSV text of the rows. Text cells (rater names, item keys, labels, error messages)
     go through annotate.csv_cells' rule so a spreadsheet never runs them as formulas;
     numbers are left as numbers, so a negative kappa stays -0.5."""
+    import pandas as pd  # here, not at the top: the report page imports this module
+
     frame = pd.DataFrame(rows, columns=columns)
     for column in frame.columns:
         # Only the cells that change are set: mapping a whole column would let pandas

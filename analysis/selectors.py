@@ -7,13 +7,17 @@ ratings a cached report depends on, and the cached reports themselves.
 
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING
+
 from django.contrib.auth import get_user_model
 from django.db.models import Count, Max
 
 from analysis.models import AnalysisResult
-from analysis.report import REPORT_VERSION
+from analysis.versions import REPORT_VERSION
 from annotate.models import Claim, Revision, Study, Summary
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def submitted_revisions(*, study: Study, phase: str):
@@ -36,6 +40,8 @@ def ratings_fingerprint(*, study: Study, phase: str) -> tuple[str, int]:
 def summary_texts_frame(*, study: Study) -> pd.DataFrame:
     """item (summary uuid), summary_text, source_text: the inputs of the text metrics."""
     rows = Summary.objects.filter(study=study).order_by("key").values_list("uuid", "text", "source__text")
+    import pandas as pd  # only where a frame is built: the web app starts without pandas
+
     return pd.DataFrame(
         [(str(uuid), text, source) for uuid, text, source in rows], columns=["item", "summary_text", "source_text"]
     )
@@ -44,6 +50,8 @@ def summary_texts_frame(*, study: Study) -> pd.DataFrame:
 def claims_frame(*, study: Study) -> pd.DataFrame:
     """item, verdict, probability of every claim of the study's summaries."""
     rows = Claim.objects.filter(summary__study=study).values_list("summary__uuid", "verdict", "probability")
+    import pandas as pd  # only where a frame is built: the web app starts without pandas
+
     return pd.DataFrame(
         [(str(uuid), verdict, probability) for uuid, verdict, probability in rows],
         columns=["item", "verdict", "probability"],

@@ -12,31 +12,32 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
 from django.utils import timezone
 
 from analysis import selectors
 from analysis.conf import report_lease
-from analysis.metrics import metrics_frame
 from analysis.models import AnalysisResult
-from analysis.pipeline_checks import check_pass_rates
 from analysis.plots import FORMATS, plot_names, render_plot
-from analysis.report import QuestionSpec, build_study_report
 from analysis.report_files import report_files
-from analysis.spans import span_agreement
 from annotate.exceptions import ApplicationError
 from annotate.models import Study
 from annotate.selectors.contents import rubric_definition
-from annotate.selectors.frames import ratings_frame, spans_frame, summaries_frame
+from annotate.selectors.frames import raters_by_item, ratings_frame, spans_frame, summaries_frame
+
+if TYPE_CHECKING:
+    from analysis.report import QuestionSpec
+
+# The statistics (analysis.report, .metrics, .spans, .pipeline_checks: pandas, numpy,
+# scipy, statsmodels, krippendorff) are imported inside the functions that compute, so
+# that the web app, which imports this module for its report pages and API, starts
+# without them (issue 16). A worker pays for them on its first report.
 
 # Bootstrap resamples per agreement interval (seeded, so a report is reproducible).
 BOOTSTRAP_RESAMPLES = 1000
 BOOTSTRAP_SEED = 0
-# Up to this many submitted revisions the report page computes in the request; above it
-# the report goes to a Celery task and the page shows its progress.
-SYNC_MAX_REVISIONS = 400
 PHASES = tuple(AnalysisResult.Phase.values)
 # Recorded on a report whose worker stopped without finishing it (killed, out of memory,
 # its machine gone): nothing else would ever finish it.
@@ -55,6 +56,8 @@ def question_specs(study: Study) -> list[QuestionSpec]:
     """Each question's kind and full scale. A scale whose N/A is declared a category
     (`na.analysis: category`) gets one more point, N/A, coded as max + 1; otherwise
     N/A is a missing rating."""
+    from analysis.report import QuestionSpec
+
     definition = rubric_definition(study.rubric)
     specs = []
     for q in definition.questions:
@@ -109,6 +112,10 @@ def compute_study_report(
     the stages before it as a sign of life (run_study_report renews its lease there)."""
     if phase not in PHASES:
         raise AnalysisError(f"Unknown phase {phase!r}; use one of {', '.join(PHASES)}.")
+    from analysis.metrics import metrics_frame
+    from analysis.pipeline_checks import check_pass_rates
+    from analysis.report import build_study_report
+
     alive = progress or (lambda fraction: None)
     specs = question_specs(study)
     ratings = prepare_ratings(ratings_frame(study=study, phase=phase), na_category_codes(study))
@@ -131,16 +138,17 @@ def compute_study_report(
         )
     except ValueError as exc:
         raise AnalysisError(str(exc)) from None
-    report["span_agreement"] = span_agreement_sections(study=study, phase=phase, ratings=ratings)
+    report["span_agreement"] = span_agreement_sections(study=study, phase=phase)
     report["pipeline_checks"] = check_pass_rates(summaries)
     report["study"] = study.slug
     report["phase"] = phase
     return report
 
 
-def span_agreement_sections(*, study: Study, phase: str, ratings) -> list[dict[str, Any]]:
+def span_agreement_sections(*, study: Study, phase: str) -> list[dict[str, Any]]:
     """FactPICO's span agreement for every span question on the summary: marking per
     summary sentence, and "factual" on spans both raters marked."""
+    from analysis.spans import span_agreement
     from annotate.text import split_spans
 
     definition = rubric_definition(study.rubric)
@@ -149,8 +157,8 @@ def span_agreement_sections(*, study: Study, phase: str, ratings) -> list[dict[s
         return []
     spans = spans_frame(study=study, phase=phase)
     texts = dict(study.summaries.values_list("uuid", "text"))
-    raters = {item: sorted(group["rater"].unique()) for item, group in ratings.groupby("item")}
-    sentences = {item: split_spans(texts[uuid.UUID(item)]) for item in raters if ":" not in item}
+    raters = raters_by_item(study=study, phase=phase)
+    sentences = {item: split_spans(texts[uuid.UUID(item)]) for item in raters}
     sections = []
     for q in questions:
         result = span_agreement(
@@ -187,16 +195,17 @@ def write_study_report(
 
 
 def request_study_report(*, study: Study, phase: str, enqueue: Callable[[int], object]) -> AnalysisResult:
-    """The cached report for the ratings as they are now, computing or enqueueing it if needed.
+    """The cached report for the ratings as they are now, enqueueing its computation if needed.
 
-    A small study is computed here and now; a large one is handed to ``enqueue(result_id)``
-    after the transaction commits (the caller passes the Celery task's ``delay``: tasks
-    import services, never the reverse), and the returned row is pending until it is done.
-    Older reports of the same study and phase are deleted: they describe stale ratings.
+    Never computes: a report that is missing (or failed) is handed to ``enqueue(result_id)``
+    after the transaction commits (the caller passes analysis.tasks.enqueue_study_report:
+    tasks import services, never the reverse), and the returned row is pending until it is
+    done. Older reports of the same study and phase are deleted: they describe stale ratings.
 
     Every request is also a look at the run: one whose worker stopped (its lease ran out)
-    is marked failed with the reason, and a failed report is computed anew by the next
-    request.
+    is marked failed with the reason, and a failed report is queued anew by the next
+    request; a pending one that no worker took within one lease (its process was restarted,
+    or a broker lost the message) is queued again.
     """
     if phase not in PHASES:
         raise AnalysisError(f"Unknown phase {phase!r}; use one of {', '.join(PHASES)}.")
@@ -216,14 +225,28 @@ def request_study_report(*, study: Study, phase: str, enqueue: Callable[[int], o
         result.refresh_from_db()
         if not restarted:
             return result  # another request restarted it first
-    else:
-        return result
-    if n_revisions <= SYNC_MAX_REVISIONS:
-        run_study_report(result_id=result.pk)
+    elif result.status == AnalysisResult.Status.PENDING:
+        if not requeue_forgotten_report(result=result):
+            return result
         result.refresh_from_db()
     else:
-        transaction.on_commit(lambda: enqueue(result.pk))
+        return result
+    transaction.on_commit(lambda: enqueue(result.pk))
     return result
+
+
+def requeue_forgotten_report(*, result: AnalysisResult) -> bool:
+    """True when ``result`` is pending and was queued more than one lease ago without any
+    worker taking it: its timestamp is renewed (one conditional UPDATE, so one request
+    re-queues it) and the caller queues it again."""
+    now = timezone.now()
+    if result.status != AnalysisResult.Status.PENDING or result.updated_at >= now - report_lease():
+        return False
+    return bool(
+        AnalysisResult.objects.filter(
+            pk=result.pk, status=AnalysisResult.Status.PENDING, updated_at=result.updated_at
+        ).update(updated_at=now)
+    )
 
 
 def _abandoned(results, *, now):

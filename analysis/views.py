@@ -9,16 +9,16 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse
+from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from analysis import selectors, services
+from analysis import selectors, services, tasks
 from analysis.models import AnalysisResult
 from analysis.plots import FORMATS, plot_names, render_plot
 from analysis.report_files import FILE_NAMES, agreement_rows, cohen_rows, correlation_rows, report_files
-from analysis.tasks import run_study_report_task
+from analysis.statistic_labels import statistic_label, statistic_note
 from annotate.models import Study
 from annotate.selectors.access import get_study_for_viewer, studies_for_staff_pages
 
@@ -52,7 +52,8 @@ def study_list(request):
 def study_report(request, slug: str):
     study = get_study_for_viewer(request.user, slug)
     phase = _phase(request)
-    result = services.request_study_report(study=study, phase=phase, enqueue=run_study_report_task.delay)
+    # Never computes here: the cached report, or a pending one whose progress the page shows.
+    result = services.request_study_report(study=study, phase=phase, enqueue=tasks.enqueue_study_report)
     context: dict[str, Any] = {
         "study": study,
         "phase": phase,
@@ -62,6 +63,18 @@ def study_report(request, slug: str):
     if result.status == AnalysisResult.Status.DONE:
         context.update(_report_context(result.result, study, phase))
     return render(request, "analysis/report.html", context)
+
+
+@login_required
+@require_GET
+def study_report_progress(request, slug: str):
+    """What static/js/report.js polls while the report is computed: status and percent.
+    Answers at once, as the page does (and queues the report again where the page would)."""
+    study = get_study_for_viewer(request.user, slug)
+    result = services.request_study_report(study=study, phase=_phase(request), enqueue=tasks.enqueue_study_report)
+    response = JsonResponse({"status": result.status, "progress": result.progress})
+    response["Cache-Control"] = "no-store"
+    return response
 
 
 def _report_context(report: dict[str, Any], study: Study, phase: str) -> dict[str, Any]:
@@ -88,7 +101,11 @@ def _report_context(report: dict[str, Any], study: Study, phase: str) -> dict[st
                        "rows": rows})  # fmt: skip
     return {
         "report": report,
-        "agreement": agreement_rows(report),
+        "agreement": [
+            {**row, "label": statistic_label(row["statistic"]), "note": statistic_note(row["statistic"])}
+            for row in agreement_rows(report)
+        ],
+        "agreement_csv": reverse("analysis:download", args=[study.slug, "agreement.csv"]) + query,
         "errors": [a for a in report["agreement"] if a["error"]],
         "cohen": cohen_rows(report),
         "histograms": histograms,

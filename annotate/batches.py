@@ -152,7 +152,12 @@ def create_batch(
     Quality control: `gold` summaries (with expected answers) go to every rater;
     with `attention_every`, the study's attention checks are mixed into each queue
     after about every N items; `training` shows raters the expected answers after
-    they submit an item that has them."""
+    they submit an item that has them.
+
+    No duplicate work: a (summary, rater) pair that already has a live assignment (in
+    any batch) is skipped, and the number skipped is kept in `design["skipped_pairs"]`
+    (and on the returned batch as `skipped_pairs`). If every pair is skipped, nothing is
+    created and the call is refused."""
     if kind not in Batch.Kind.values:
         raise ApplicationError(f"kind must be one of {', '.join(Batch.Kind.values)}")
     check_text(name, "name")
@@ -210,6 +215,11 @@ def create_batch(
     checks = sorted(pk for pk, e in expected.items() if e.purpose == ExpectedAnswer.Purpose.ATTENTION)
     if attention_every and not checks:
         raise ApplicationError("the study has no attention checks: record expected answers with purpose attention")
+    live = set(
+        Assignment.objects.filter(study=study, rater__in=[r.pk for r in raters])
+        .exclude(state=Assignment.State.WITHDRAWN)
+        .values_list("rater_id", "summary_id")
+    )
     by_rater: dict[int, list[int]] = {}
     for summary_id, rater_id in pairs:
         by_rater.setdefault(rater_id, []).append(summary_id)
@@ -220,7 +230,14 @@ def create_batch(
     sources = {s.pk: s.source_id for s in chosen} | {s.pk: s.source_id for s in gold}
     users = {u.pk: u for u in raters}
     rows = []
+    skipped = 0
+    for rater_id in list(by_rater):
+        kept = [sid for sid in by_rater[rater_id] if (rater_id, sid) not in live]
+        skipped += len(by_rater[rater_id]) - len(kept)
+        by_rater[rater_id] = kept
     for rater_id, summary_ids in sorted(by_rater.items()):
+        if not summary_ids:
+            continue
         membership = add_study_member(study=study, user=users[rater_id], role=StudyMembership.Role.RATER)
         last = Assignment.objects.filter(study=study, rater_id=rater_id).aggregate(m=Max("position"))["m"]
         start = 0 if last is None else last + 1
@@ -236,16 +253,54 @@ def create_batch(
             order = []
             for entry in mixed:
                 sid = entry[1] if isinstance(entry, tuple) else entry
-                if isinstance(entry, tuple) and sid in seen:
-                    continue
+                if isinstance(entry, tuple) and (sid in seen or (rater_id, sid) in live):
+                    continue  # a check this rater already has (here or in another batch)
                 seen.add(sid)
                 order.append(sid)
         rows += [
             Assignment(study=study, batch=batch, summary_id=sid, rater_id=rater_id, position=start + i)
             for i, sid in enumerate(order)
         ]
+    if not rows:
+        raise ApplicationError(
+            f"nothing to create: each of the {skipped} chosen (summary, rater) pairs already has an assignment"
+        )
     Assignment.objects.bulk_create(rows)
+    batch.design = {**batch.design, "skipped_pairs": skipped}
+    batch.save(update_fields=["design"])
+    batch.skipped_pairs = skipped
+    batch.created_assignments = len(rows)
     return batch
+
+
+class _Preview(Exception):
+    """Raised inside preview_batch's transaction to roll the batch back."""
+
+    def __init__(self, preview: dict[str, Any]):
+        self.preview = preview
+
+
+def preview_batch(**options) -> dict[str, Any]:
+    """What create_batch(**options) would create, without keeping anything: the batch is
+    built in a transaction that is then rolled back. Errors are create_batch's own.
+    Returns items (distinct summaries), assignments, skipped_pairs and per_rater
+    (username -> assignments)."""
+    try:
+        with transaction.atomic():
+            batch = create_batch(**options)
+            per_rater: dict[str, int] = {}
+            for username in batch.assignments.values_list("rater__username", flat=True):
+                per_rater[username] = per_rater.get(username, 0) + 1
+            raise _Preview(
+                {
+                    "items": batch.assignments.values("summary").distinct().count(),
+                    "assignments": batch.created_assignments,
+                    "skipped_pairs": batch.skipped_pairs,
+                    "per_rater": dict(sorted(per_rater.items())),
+                }
+            )
+    except _Preview as done:
+        return done.preview
 
 
 # --- withdrawing and moving ---------------------------------------------------------------
@@ -278,8 +333,15 @@ def move_assignment(*, assignment: Assignment, to_rater) -> Assignment:
         raise ApplicationError("The item is already with this rater.")
     if assignment.state == Assignment.State.WITHDRAWN:
         raise InvalidStateError("A withdrawn assignment cannot be moved.")
+    if (
+        Assignment.objects.filter(summary=assignment.summary, rater=to_rater)
+        .exclude(state=Assignment.State.WITHDRAWN)
+        .exists()
+    ):
+        raise ApplicationError(f"{to_rater.get_username()} already has this summary (in this or another batch).")
     add_study_member(study=assignment.study, user=to_rater, role=StudyMembership.Role.RATER)
     last = Assignment.objects.filter(study=assignment.study, rater=to_rater).aggregate(m=Max("position"))["m"]
+    withdraw_assignment(assignment=assignment)
     try:
         with transaction.atomic():
             new = Assignment.objects.create(
@@ -291,7 +353,6 @@ def move_assignment(*, assignment: Assignment, to_rater) -> Assignment:
             )
     except IntegrityError:
         raise ApplicationError(f"{to_rater.get_username()} already has this item in this batch.") from None
-    withdraw_assignment(assignment=assignment)
     Assignment.objects.filter(pk=assignment.pk).update(moved_to=new)
     assignment.refresh_from_db()
     return new
@@ -300,9 +361,12 @@ def move_assignment(*, assignment: Assignment, to_rater) -> Assignment:
 # --- discussion, consensus and re-rating -------------------------------------------------
 
 
-def add_discussion_note(*, batch: Batch, summary: Summary, author, text: str, question: str = "") -> DiscussionNote:
+def add_discussion_note(
+    *, batch: Batch, summary: Summary, author, text: str, question: str = "", shared: bool = False
+) -> DiscussionNote:
     """A note on an item of the batch, about the item (`question` blank) or one of the
-    rubric's questions."""
+    rubric's questions. A `shared` note is shown to the item's raters (without its
+    author) when the item is reopened for the re-rating round; others stay with the panel."""
     check_text(text, "text")
     check_text(question, "question")
     text = (text or "").strip()
@@ -313,7 +377,9 @@ def add_discussion_note(*, batch: Batch, summary: Summary, author, text: str, qu
     question = question or ""
     if question and question not in {q.key for q in rubric_definition(batch.study.rubric).questions}:
         raise _invalid("question", "is not a question of the study's rubric (leave it blank for the whole item)")
-    return DiscussionNote.objects.create(batch=batch, summary=summary, author=author, text=text, question=question)
+    return DiscussionNote.objects.create(
+        batch=batch, summary=summary, author=author, text=text, question=question, shared=bool(shared)
+    )
 
 
 @transaction.atomic

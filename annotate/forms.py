@@ -174,6 +174,11 @@ class BatchForm(forms.Form):
     min_context = forms.IntegerField(min_value=0, max_value=MAX_COUNT, required=False, label="Min. context sentences")
     max_context = forms.IntegerField(min_value=0, max_value=MAX_COUNT, required=False, label="Max. context sentences")
     rated = forms.ChoiceField(choices=[("", "Any"), ("no", "Not yet rated"), ("yes", "Already rated")], required=False)
+    assigned = forms.ChoiceField(
+        choices=[("", "Any"), ("no", "Not yet given to any rater"), ("yes", "Already given to a rater")],
+        required=False,
+        help_text="Either way, a rater never gets a summary they already have.",
+    )
     blinded = forms.BooleanField(
         required=False, initial=True, help_text="Raters never see the generator, model or pipeline flags."
     )
@@ -216,5 +221,6 @@ class BatchForm(forms.Form):
             "min_context": d["min_context"],
             "max_context": d["max_context"],
             "rated": None if not d["rated"] else d["rated"] == "yes",
+            "assigned": None if not d["assigned"] else d["assigned"] == "yes",
         }
         return {k: v for k, v in filters.items() if v is not None}

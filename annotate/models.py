@@ -8,8 +8,11 @@ foreign key that leads to it is PROTECT, and a changed answer is a new revision.
 import uuid
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import F, Q
+
+from annotate.text_validation import length_problem
 
 
 class TimeStamped(models.Model):
@@ -112,6 +115,10 @@ class Source(TimeStamped):
     def __str__(self) -> str:
         return self.key
 
+    def clean(self):
+        super().clean()
+        _check_text_length(self.text, "source")
+
 
 class SourceSentence(models.Model):
     source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="sentences")
@@ -186,6 +193,17 @@ class Summary(TimeStamped):
 
     def __str__(self) -> str:
         return self.key
+
+    def clean(self):
+        super().clean()
+        _check_text_length(self.text, "summary")
+
+
+def _check_text_length(text: str, kind: str) -> None:
+    """The size limits of annotate.text_validation, for the admin's forms."""
+    problem = length_problem(text or "", kind)
+    if problem is not None:
+        raise ValidationError({"text": problem})
 
 
 class Claim(TimeStamped):
@@ -308,6 +326,14 @@ class Assignment(TimeStamped):
                 fields=["batch", "summary", "rater"],
                 condition=Q(batch__isnull=False),
                 name="assignment_unique_batch_summary_rater",
+            ),
+            # A rater has one live (not withdrawn) assignment of a summary, whatever the
+            # batch: a second round on it (re-rating) reopens the same assignment as a new
+            # phase, and create_batch skips pairs that already exist.
+            models.UniqueConstraint(
+                fields=["summary", "rater"],
+                condition=~Q(state="withdrawn"),
+                name="assignment_one_live_per_summary_rater",
             ),
             models.CheckConstraint(
                 condition=~Q(state="skipped") | ~Q(skip_reason=""), name="assignment_skip_needs_reason"
@@ -492,6 +518,10 @@ class DiscussionNote(TimeStamped):
     question = models.CharField(max_length=100, blank=True)
     author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     text = models.TextField()
+    shared = models.BooleanField(
+        default=False,
+        help_text="Shown (without its author) to the item's raters when it is reopened for the re-rating round.",
+    )
 
     class Meta:
         ordering = ["batch", "summary", "created_at"]

@@ -111,6 +111,22 @@ class Question:
         """Asked once per finding of the source; the answer maps finding ids to scores."""
         return self.kind == "per_finding"
 
+    def answer_text(self, value: Any) -> str:
+        """A stored answer as the rater reads it: "3 — Adequate", "All outcome measures
+        mentioned", labels joined for checkboxes, the text itself. Empty when there is
+        nothing to show in one line (unanswered, per-finding, highlights)."""
+        if value is None or self.per_finding or self.highlights:
+            return ""
+        labels = {option.value: option.label for option in self.options}
+        if self.is_scale:
+            if self.na is not None and value == NA:
+                return self.na.label
+            label = labels.get(value, "")
+            return f"{value} — {label}" if label and label != str(value) else str(value)
+        if isinstance(value, list):
+            return ", ".join(labels.get(v, str(v)) for v in value)
+        return str(labels.get(value, value))
+
     def asked(self, *, has_findings: bool) -> bool:
         """Whether the question is asked about a summary. A per-finding question is
         asked once per finding of the source, so about a source without findings it is
@@ -388,13 +404,35 @@ class RubricDefinition:
                 values[q.key] = value
             if rationale:
                 clean_rationales[q.key] = rationale
-        if not errors and final:
-            for rule in self.rules:
-                if rule.applies(values) and not rule.satisfied(values):
-                    errors[rule.then_question] = rule.message
+        if final:
+            # Every problem at once: a rule whose questions are themselves wrong waits
+            # for those to be fixed, the others are reported alongside them.
+            for key, message in self.rule_problems(values):
+                if key not in errors and self._rule_questions_clean(key, errors):
+                    errors[key] = message
         if errors:
             raise AnswerValidationError(errors)
         return CleanAnswers(values=values, rationales=clean_rationales)
+
+    def rule_problems(self, values: dict) -> list[tuple[str, str]]:
+        """Every consistency rule broken by `values`, as (question key, message) pairs,
+        one per question (the first rule on a question is the one reported)."""
+        problems: list[tuple[str, str]] = []
+        seen: set[str] = set()
+        for rule in self.rules:
+            if rule.then_question in seen:
+                continue
+            if rule.applies(values) and not rule.satisfied(values):
+                problems.append((rule.then_question, rule.message))
+                seen.add(rule.then_question)
+        return problems
+
+    def _rule_questions_clean(self, key: str, errors: dict) -> bool:
+        return not any(r.when_question in errors for r in self.rules if r.then_question == key)
+
+    def draft_hints(self, clean: CleanAnswers) -> dict[str, str]:
+        """The rule problems of a draft, shown as hints while drafting: never a refusal."""
+        return dict(self.rule_problems(clean.values))
 
     @staticmethod
     def _clean_value(q: Question, raw: Any) -> Any:
@@ -480,7 +518,8 @@ def _clean_rationale(q: Question, value: Any, raw: Any, final: bool, prefix: str
     text = _clean_text(raw, f"{prefix}the rationale")
     if text and q.rationale == "none" and value != NA:
         raise ValueError(f"{prefix}this question takes no rationale")
-    if text and value is None:
+    if text and value is None and final:
+        # A draft keeps a rationale typed before its answer; only a submit needs both.
         raise ValueError(f"{prefix}a rationale needs an answer to go with it")
     if final and value is not None and not text and _rationale_needed(q, value):
         raise ValueError(f"{prefix}a rationale is required" + (" for N/A" if value == NA else ""))
@@ -498,7 +537,7 @@ def _clean_per_finding(q: Question, raw: Any, raw_rationales: Any, final: bool, 
     values: dict[str, Any] = {}
     rationales: dict[str, str] = {}
     for number, finding in enumerate(context.finding_ids, start=1):
-        prefix = f"finding {number}: "
+        prefix = f"{q.finding_label or 'Finding'} {number}: "  # the page's words: "Result 2"
         answer = raw.get(finding)
         value = None if answer in (None, "") else _clean_scale_value(q, answer)
         if value is None and final and q.required:

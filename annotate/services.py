@@ -33,10 +33,17 @@ from annotate.models import (
     StudyMembership,
     Summary,
 )
-from annotate.rubrics import NA, AnswerContext, CleanAnswers, RubricDefinition, RubricDefinitionError
+from annotate.rubrics import (
+    NA,
+    AnswerContext,
+    AnswerValidationError,
+    CleanAnswers,
+    RubricDefinition,
+    RubricDefinitionError,
+)
 from annotate.selectors.contents import rubric_definition
 from annotate.selectors.queue import latest_revision, revision_answers
-from annotate.text_validation import check_text
+from annotate.text_validation import check_length, check_text
 
 # One write may add at most this much active time; the browser reports increments.
 MAX_ACTIVE_SECONDS_PER_WRITE = 3600
@@ -223,14 +230,17 @@ def write_draft_answers(revision: Revision, clean: CleanAnswers, definition: Rub
     findings = {str(f.uuid): f.pk for f in Finding.objects.filter(source__summaries__assignments__revisions=revision)}
     wanted: dict[tuple[str, int | None], tuple[Any, Any, str]] = {}
     for q in definition.questions:
-        if q.highlights or q.key not in clean.values:
+        # A draft's rationale may come before its answer: it is stored on a rating
+        # with no value (a submit never gets here with one, see _clean_rationale).
+        if q.highlights or (q.key not in clean.values and q.key not in clean.rationales):
             continue
         if q.per_finding:
+            values = clean.values.get(q.key) or {}
             texts = clean.rationales.get(q.key) or {}
-            for finding_id, value in clean.values[q.key].items():
-                wanted[(q.key, findings[finding_id])] = (q, value, texts.get(finding_id, ""))
+            for finding_id in sorted(set(values) | set(texts)):
+                wanted[(q.key, findings[finding_id])] = (q, values.get(finding_id), texts.get(finding_id, ""))
         else:
-            wanted[(q.key, None)] = (q, clean.values[q.key], clean.rationales.get(q.key, ""))
+            wanted[(q.key, None)] = (q, clean.values.get(q.key), clean.rationales.get(q.key, ""))
 
     for rating in revision.ratings.all():
         if (rating.question, rating.finding_id) not in wanted:
@@ -313,7 +323,10 @@ def open_assignment(*, assignment: Assignment) -> Assignment:
 def save_draft(
     *, assignment: Assignment, rater, answers: Any, rationales: Any = None, version: Any, active_seconds: Any = 0
 ) -> Revision:
-    """Store answers in progress. Values must be valid; completeness is not required."""
+    """Store answers in progress, in any partial state: a rationale before its answer,
+    a highlight without its sub-answers, unanswered questions. Each given value must
+    still be one the rubric allows; completeness and the rubric's rules wait for submit
+    (their problems are shown as hints, see draft_hints)."""
     _check_editable(assignment, rater)
     definition = rubric_definition(assignment.study.rubric)
     clean = definition.validate(answers, rationales, final=False, context=answer_context(assignment.summary))
@@ -327,6 +340,28 @@ def save_draft(
     write_draft_answers(revision, clean, definition)
     revision.save(update_fields=["updated_at"])
     return revision
+
+
+def submission_problems(*, assignment: Assignment, answers: Any, rationales: Any = None) -> dict[str, str]:
+    """Everything that stops these answers being submitted, {question key: message}:
+    completeness and the rubric's rules, all at once. Empty when they can be submitted.
+    A draft is never refused for any of these (save_draft); submit_rating refuses them."""
+    definition = rubric_definition(assignment.study.rubric)
+    try:
+        definition.validate(answers, rationales, final=True, context=answer_context(assignment.summary))
+    except AnswerValidationError as exc:
+        return dict(exc.errors)
+    return {}
+
+
+def draft_hints(*, assignment: Assignment, answers: Any, rationales: Any = None) -> dict[str, str]:
+    """The rubric rules a draft breaks, shown as hints while drafting (never a refusal)."""
+    definition = rubric_definition(assignment.study.rubric)
+    try:
+        clean = definition.validate(answers, rationales, final=False, context=answer_context(assignment.summary))
+    except AnswerValidationError:
+        return {}
+    return definition.draft_hints(clean)
 
 
 @transaction.atomic
@@ -432,6 +467,7 @@ def create_summary(
     stored summary; the same key with another text is refused (use a new key)."""
     if source.study_id != study.pk or (parent is not None and parent.study_id != study.pk):
         raise ApplicationError("The source and parent must belong to the study.")
+    check_length(text, "summary")
     existing = Summary.objects.filter(study=study, key=key).first()
     if existing is not None:
         if existing.text != text or existing.source_id != source.pk:

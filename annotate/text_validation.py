@@ -35,6 +35,29 @@ MAX_DEPTH = 64
 
 TOO_DEEP = f"is nested more than {MAX_DEPTH} levels deep"
 
+# The longest texts a study takes, in characters (code points). A rating page shows the
+# whole source beside the summary; beyond these it stops being a page a person can rate
+# (the longest full-text article of the Evidence Inference corpus is about 90,000
+# characters; LitSumm and FactPICO summaries are under 3,000). docs/import-format.md.
+MAX_SOURCE_CHARS = 200_000
+MAX_SUMMARY_CHARS = 20_000
+TEXT_LIMITS = {"source": MAX_SOURCE_CHARS, "summary": MAX_SUMMARY_CHARS}
+
+
+def length_problem(text: str, kind: str) -> str | None:
+    """Why `text` is too long to be a `kind` ("source" or "summary"), or None."""
+    limit = TEXT_LIMITS[kind]
+    if len(text) <= limit:
+        return None
+    return f"is {len(text):,} characters long; a {kind} may have at most {limit:,} (docs/import-format.md)"
+
+
+def check_length(text: str, kind: str, field: str = "text") -> None:
+    """Raise a 400 naming `field` when `text` is too long to be a `kind`."""
+    problem = length_problem(text, kind)
+    if problem is not None:
+        raise ApplicationError(f'field "{field}": {problem}', extra={"fields": {field: problem}})
+
 
 class InvalidTextError(ApplicationError):
     """Input holds text that cannot be stored, or JSON nested too deeply. `field` names

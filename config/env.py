@@ -11,6 +11,9 @@ names the variable. Every variable is documented in .env.example.
 from __future__ import annotations
 
 import os
+import secrets
+import time
+from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -66,3 +69,28 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if not raw:
         return default
     return [part.strip() for part in raw.split(",") if part.strip()]
+
+
+def local_secret_key(path: Path) -> str:
+    """This machine's development secret key, generated on first use into `path` (0600).
+
+    Two processes starting at once both try to create the file exclusively; the loser
+    reads the winner's key, so every process of the machine signs with the same key.
+    """
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        key = ""
+        for _ in range(50):  # the winner may not have written it yet
+            key = path.read_text(encoding="ascii").strip()
+            if key:
+                return key
+            time.sleep(0.02)
+        raise ImproperlyConfigured(f"{path} is empty: delete it or set SECRET_KEY.") from None
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return local_secret_key(path)
+    key = secrets.token_urlsafe(50)
+    with os.fdopen(fd, "w", encoding="ascii") as handle:
+        handle.write(key + "\n")
+    return key

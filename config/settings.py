@@ -11,19 +11,31 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_int, env_list, env_str
+from config.env import env_bool, env_int, env_list, env_str, local_secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
 DEBUG = env_bool("DEBUG", False)
 
+# "production" makes every missing deployment setting an error (see docs/security.md).
+DJANGO_ENV = env_str("DJANGO_ENV", "development")
+if DJANGO_ENV not in ("development", "production"):
+    raise ImproperlyConfigured(f"DJANGO_ENV must be development or production, got {DJANGO_ENV!r}")
+
 SECRET_KEY = env_str("SECRET_KEY")
+# True when the key is this machine's generated development key (var/secret_key), which
+# config/wsgi.py and config/asgi.py refuse to serve with DEBUG off.
+SECRET_KEY_IS_LOCAL = not SECRET_KEY
 if not SECRET_KEY:
-    if not DEBUG:
-        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off (see .env.example).")
-    # Only ever used with DEBUG on, on a developer's machine.
-    SECRET_KEY = "django-insecure-development-only-key"
+    if DJANGO_ENV == "production" or env_bool("SECURE_COOKIES", False):
+        raise ImproperlyConfigured(
+            "SECRET_KEY must be set in production (DJANGO_ENV=production or SECURE_COOKIES=1); see docs/security.md."
+        )
+    # A development machine: a random key generated once and kept in var/, so management
+    # commands and the development server work with no variables set, and sessions survive
+    # a restart. Never a key written in the code.
+    SECRET_KEY = local_secret_key(Path(env_str("LOCAL_SECRET_KEY_FILE", str(BASE_DIR / "var" / "secret_key"))))
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
@@ -112,7 +124,7 @@ AUTHENTICATION_BACKENDS = [
 ]
 
 LOGIN_URL = "login"
-LOGIN_REDIRECT_URL = "annotate:queue"
+LOGIN_REDIRECT_URL = "home"  # study admins and viewers: Studies; raters: their queue
 LOGOUT_REDIRECT_URL = "login"
 
 LANGUAGE_CODE = "en-gb"
@@ -226,6 +238,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # Filters answered yes/no (rated, assigned) share one enum in the schema.
+    "ENUM_NAME_OVERRIDES": {"YesNoEnum": ["yes", "no"]},
 }
 
 # Celery: with no broker configured, tasks run in-process (eagerly) so a fresh

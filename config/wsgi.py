@@ -4,3 +4,8 @@ from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 application = get_wsgi_application()
+
+from config.serving import load_urlconf, refuse_local_key_without_debug  # noqa: E402 - needs settings
+
+refuse_local_key_without_debug()
+load_urlconf()

@@ -1,25 +1,23 @@
-"""The demo: the LitSumm-style study, its accounts and their assignments (a service)."""
+"""The demo: the LitSumm-style and FactPICO studies, their accounts, batches and (optionally) answers."""
 
 from __future__ import annotations
 
 import json
-import random
 from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
 
-from annotate.models import Study, StudyMembership
-from annotate.services import add_study_member, assign_summaries, ensure_user
+from annotate.batches import create_batch
+from annotate.models import Assignment, Batch, Study, StudyMembership
+from annotate.services import add_study_member, ensure_user, submit_rating
 from datasets.importing import ImportResult, import_evidence_inference, import_records
 
 DEFAULT_DEMO_PASSWORD = "rate-summaries-2026"
 DEMO_STUDY = "demo-litsumm"
 FACTPICO_STUDY = "demo-factpico"
 DEMO_SEED = 2026
-# Of the demo's summaries, this many are rated by both demo raters (the rest once each).
-DEMO_OVERLAP = 10
 
 
 def fixture(*parts: str) -> Path:
@@ -59,12 +57,26 @@ class DemoResult:
     imported: ImportResult
     users_created: list[str]
     assignments_created: int
+    answers_submitted: int = 0
+
+
+# Each demo study's two batches: a calibration round on a few summaries, then a main
+# double-annotation batch. The rest of the summaries are left for the admin's own batches.
+DEMO_BATCHES = {
+    DEMO_STUDY: {"calibration": 4, "main": 12},
+    FACTPICO_STUDY: {"calibration": 2, "main": 8},
+}
+# With answers, each rater leaves this many main-batch items of their queue to rate.
+LEFT_TO_RATE = 3
 
 
 @transaction.atomic
-def load_demo(*, password: str) -> DemoResult:
-    """Load the demo study and accounts. Idempotent: a second run changes nothing
-    (existing accounts keep their passwords)."""
+def load_demo(*, password: str, with_answers: bool = False) -> DemoResult:
+    """Load the demo studies and accounts, and give both raters a calibration batch and
+    a double-annotation main batch in each study. With `with_answers`, the raters'
+    answers are filled in (seeded), all but the last LEFT_TO_RATE of each main queue,
+    so progress, disagreements and the report have data. Idempotent: a second run
+    changes nothing (existing accounts keep their passwords; existing batches stay)."""
     imported = _merge(_import_file(demo_file()), _load_factpico_demo())
     created_users = []
     admin, made = ensure_user(username="admin", password=password, is_staff=True, is_superuser=True)
@@ -76,16 +88,123 @@ def load_demo(*, password: str) -> DemoResult:
         raters.append(user)
 
     created = 0
-    for slug in (DEMO_STUDY, FACTPICO_STUDY):
+    answered = 0
+    for slug, sizes in DEMO_BATCHES.items():
         study = Study.objects.get(slug=slug)
         add_study_member(study=study, user=admin, role=StudyMembership.Role.ADMIN, seed=0)
         for i, rater in enumerate(raters, start=1):
             add_study_member(study=study, user=rater, role=StudyMembership.Role.RATER, seed=DEMO_SEED + i)
-        summaries = list(study.summaries.order_by("key"))
-        overlap = sorted(
-            random.Random(DEMO_SEED).sample(summaries, min(DEMO_OVERLAP, len(summaries))), key=lambda s: s.key
-        )
-        # The shared items first, then the rest once each, so both queues end up equally long.
-        created += len(assign_summaries(study=study, raters=raters, per_item=2, seed=DEMO_SEED, summaries=overlap))
-        created += len(assign_summaries(study=study, raters=raters, per_item=1, seed=DEMO_SEED, summaries=summaries))
-    return DemoResult(imported=imported, users_created=created_users, assignments_created=created)
+        if study.batches.exists():
+            continue  # loaded before
+        for kind, n in sizes.items():
+            batch = create_batch(
+                study=study,
+                name=kind,
+                kind=Batch.Kind.CALIBRATION if kind == "calibration" else Batch.Kind.MAIN,
+                raters=raters,
+                design="k_raters",
+                k=2,
+                n=n,
+                seed=DEMO_SEED,
+                filters={"assigned": False},
+                created_by=admin,
+            )
+            created += batch.created_assignments
+    if with_answers and created:  # only on the run that made the batches: never over a person's work
+        answered = answer_demo(raters=raters)
+    return DemoResult(
+        imported=imported, users_created=created_users, assignments_created=created, answers_submitted=answered
+    )
+
+
+def answer_demo(*, raters) -> int:
+    """Submit seeded answers for the demo raters' open assignments, leaving the last
+    LEFT_TO_RATE items of each main queue open. Returns the number submitted."""
+    submitted = 0
+    for index, rater in enumerate(raters):
+        for slug in DEMO_BATCHES:
+            queue = list(
+                Assignment.objects.filter(study__slug=slug, rater=rater, state=Assignment.State.PENDING)
+                .select_related("summary__source", "study", "batch")
+                .order_by("position")
+            )
+            main = [a for a in queue if a.batch.kind == Batch.Kind.MAIN]
+            keep_open = {a.pk for a in main[-LEFT_TO_RATE:]}
+            for assignment in queue:
+                if assignment.pk in keep_open:
+                    continue
+                if slug == FACTPICO_STUDY:
+                    answers, rationales = factpico_demo_answers(assignment, index)
+                else:
+                    answers, rationales = litsumm_demo_answers(assignment.summary.key, index)
+                submit_rating(
+                    assignment=assignment,
+                    rater=rater,
+                    answers=answers,
+                    rationales=rationales,
+                    version=assignment.version,
+                )
+                submitted += 1
+    return submitted
+
+
+def litsumm_demo_answers(summary_key: str, rater_index: int) -> tuple[dict, dict]:
+    """Seeded LitSumm answers. The raters mostly agree, by a step on about one item in
+    three, so the report shows real agreement and the disagreement list has entries."""
+    base = sum(map(ord, summary_key))
+    seed = base + rater_index
+    overall = 1 + base % 5
+    if rater_index % 2 and (base // 5) % 3 == 0:
+        overall = overall + 1 if overall < 5 else overall - 1
+    modes = ["hallucination"] if overall <= 2 and seed % 2 else []
+    return {"overall": overall, "failure_modes": modes, "feedback": f"Feedback {seed} ✓"}, {}
+
+
+def factpico_demo_answers(assignment: Assignment, rater_index: int) -> tuple[dict, dict]:
+    """Seeded FactPICO answers: a highlight, the PICO scales (one N/A now and then), the
+    per-finding evidence scores with rationales, and sometimes a linked contradiction."""
+    summary = assignment.summary
+    source = summary.source
+    base = sum(map(ord, summary.key))
+    seed = base + rater_index
+    # The second rater differs from the first on about one item in three (a step on a scale).
+    step = 1 if rater_index % 2 and base % 3 == 1 else 0
+    first_word = summary.text.split()[0]
+    findings = [str(f.uuid) for f in source.findings.order_by("index")]
+    answers = {
+        "added_info": [
+            {
+                "start": 0,
+                "end": len(first_word),
+                "text": first_word,
+                "answers": {"factual": "yes" if seed % 3 else "no"},
+                "rationale": "Added wording.",
+            }
+        ],
+        "population": 1 + (base + step) % 4,
+        "intervention": 1 + (base // 2) % 4,
+        "comparator": "na" if base % 5 == 0 else 1 + (base // 3 + step) % 4,
+        "outcome": 4,
+        "outcome_exhaustive": "yes" if seed % 2 else "no",
+        "evidence": {f: 1 + (base + i + step) % 4 for i, f in enumerate(findings)},
+        "contradictions": [
+            {
+                "start": 0,
+                "end": 4,
+                "text": summary.text[:4],
+                "rationale": "Contradicts the abstract.",
+                "link": {"start": 0, "end": 5, "text": source.text[:5]},
+            }
+        ]
+        if seed % 4 == 0
+        else [],
+        "comments": "",
+    }
+    rationales = {
+        "population": "Pop.",
+        "intervention": "Int.",
+        "comparator": "Comp.",
+        "outcome": "Out.",
+        "evidence": {f: f"Finding {i}." for i, f in enumerate(findings)},
+    }
+    return answers, rationales

@@ -17,13 +17,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 
 from annotate.exceptions import ApplicationError
 from annotate.models import Claim, Finding, Revision, Source, SourceSentence, Study, Summary
 from annotate.rubrics import RubricDefinitionError
 from annotate.services import builtin_rubric_path, load_builtin_rubric
 from annotate.text import split_spans
-from annotate.text_validation import InvalidTextError, loads
+from annotate.text_validation import InvalidTextError, length_problem, loads
 from datasets.exporting.licences import licence_allows_text
 
 RECORD_TYPES = ("study", "source", "summary", "claim")
@@ -212,8 +213,12 @@ def _clean_source(f: _Fields) -> dict:
             sentences.append({"start": offset, "end": offset + len(sentence), "text": sentence, "ref": ref})
             text += sentence
             offset += len(sentence)
+        if length_problem(text, "source"):
+            f.fail("sentences", length_problem(text, "source"))
     else:
         text = f.string("text")
+        if length_problem(text, "source"):  # before splitting it into sentences
+            f.fail("text", length_problem(text, "source"))
         ref = f.string("ref", required=False, max_length=100)
         sentences = [{"start": s, "end": e, "text": text[s:e], "ref": ref} for s, e in split_spans(text)]
         if not sentences:
@@ -242,6 +247,8 @@ def _clean_source(f: _Fields) -> dict:
 
 def _clean_summary(f: _Fields) -> dict:
     f.unknown_fields({"study", "source", "key", "text", "generator", "metadata", "flags", "parent"})
+    if length_problem(f.string("text"), "summary"):
+        f.fail("text", length_problem(f.string("text"), "summary"))
     return {
         "study": f.string("study", pattern=SLUG_RE),
         "source": f.string("source", max_length=200),
@@ -291,12 +298,22 @@ CLEANERS = {"study": _clean_study, "source": _clean_source, "summary": _clean_su
 # --- writing -------------------------------------------------------------------------------
 
 
-def _apply(obj, values: dict) -> bool:
+_SOURCE_FIELDS = ("title", "licence", "licence_url", "attribution", "copyright", "external_ids", "metadata", "text")
+
+
+def _changed(obj, values: dict) -> bool:
+    """Set `values` on `obj` (not saved); whether anything changed."""
     changed = False
     for name, value in values.items():
         if getattr(obj, name) != value:
             setattr(obj, name, value)
             changed = True
+    return changed
+
+
+def _apply(obj, values: dict) -> bool:
+    """Set `values` on `obj` and save it if anything changed; whether it did."""
+    changed = _changed(obj, values)
     if changed:
         obj.save()
     return changed
@@ -359,10 +376,7 @@ class _Writer:
 
     def write_source(self, line: int, d: dict) -> None:
         study = self.study(line, d["study"])
-        values = {
-            k: d[k]
-            for k in ("title", "licence", "licence_url", "attribution", "copyright", "external_ids", "metadata", "text")
-        }
+        values = {k: d[k] for k in _SOURCE_FIELDS}
         source = Source.objects.filter(study=study, key=d["key"]).first()
         created = source is None
         if created:
@@ -383,45 +397,6 @@ class _Writer:
         self.count("source", created, changed and not created)
         self.sources[(study.slug, source.key)] = source
 
-    def write_summary(self, line: int, d: dict) -> None:
-        study = self.study(line, d["study"])
-        source = self.source(line, study, d["source"])
-        parent = self.summary(line, study, d["parent"], "parent") if d["parent"] else None
-        values = {
-            "source": source,
-            "text": d["text"],
-            "generator": d["generator"],
-            "metadata": d["metadata"],
-            "flags": d["flags"],
-            "parent": parent,
-        }
-        summary = Summary.objects.filter(study=study, key=d["key"]).first()
-        if summary is None:
-            summary = Summary.objects.create(study=study, key=d["key"], **values)
-            self.count("summary", True, False)
-        else:
-            if (summary.text != d["text"] or summary.source_id != source.pk) and _has_human_work(
-                assignment__summary=summary
-            ):
-                raise ImportLineError(
-                    line, "text", f"summary {summary.key!r} has ratings; import a changed text under a new key"
-                )
-            self.count("summary", False, _apply(summary, values))
-        self.summaries[(study.slug, summary.key)] = summary
-
-    def write_claim(self, line: int, d: dict) -> None:
-        study = self.study(line, d["study"])
-        summary = self.summary(line, study, d["summary"])
-        if d["end"] is not None and d["end"] > len(summary.text):
-            raise ImportLineError(line, "end", f"is beyond the summary's {len(summary.text)} characters")
-        values = {k: d[k] for k in ("text", "start", "end", "refs", "verdict", "explanation", "probability")}
-        claim = Claim.objects.filter(summary=summary, index=d["index"]).first()
-        if claim is None:
-            Claim.objects.create(summary=summary, index=d["index"], **values)
-            self.count("claim", True, False)
-        else:
-            self.count("claim", False, _apply(claim, values))
-
 
 def _identity(kind: str, d: dict) -> tuple:
     """What makes a record the same record: its key within its parent."""
@@ -432,8 +407,209 @@ def _identity(kind: str, d: dict) -> tuple:
     return (kind, d["study"], d["key"])
 
 
+# Records of one kind are written together, this many at a time: each chunk costs a
+# fixed number of queries, whatever its size (tests/datasets/test_import_bulk.py).
+CHUNK = 500
+_SUMMARY_FIELDS = ("source", "text", "generator", "metadata", "flags", "parent")
+_CLAIM_FIELDS = ("text", "start", "end", "refs", "verdict", "explanation", "probability")
+
+
+class _BulkWriter(_Writer):
+    """import_records' writer: consecutive records of one kind are queued and written in
+    chunks (existing rows looked up once per chunk; bulk_create and bulk_update). The
+    file's order still decides what a record may refer to: the queue is written before a
+    record of another kind, and before a summary whose parent is still queued."""
+
+    def __init__(self):
+        super().__init__()
+        self.queue: list[tuple[int, dict]] = []
+        self.queued_kind: str | None = None
+        self.queued_keys: set[tuple[str, str]] = set()
+
+    def add(self, kind: str, line: int, d: dict) -> None:
+        parent_queued = kind == "summary" and d["parent"] and (d["study"], d["parent"]) in self.queued_keys
+        if kind != self.queued_kind or len(self.queue) >= CHUNK or parent_queued:
+            self.flush()
+        self.queued_kind = kind
+        self.queue.append((line, d))
+        if kind == "summary":
+            self.queued_keys.add((d["study"], d["key"]))
+
+    def flush(self) -> None:
+        queue, kind = self.queue, self.queued_kind
+        self.queue, self.queued_kind, self.queued_keys = [], None, set()
+        if queue:
+            getattr(self, f"_write_{kind}s")(queue)
+
+    # --- lookups for a whole chunk ---
+
+    @staticmethod
+    def _prefetch(model, cache: dict, pairs: set[tuple[Study, str]]) -> None:
+        """Fill `cache` ((study slug, key) -> row) with the `model` rows of `pairs` it lacks, in one query."""
+        missing = {(study, key) for study, key in pairs if (study.slug, key) not in cache}
+        by_id = {study.pk: study for study, _ in missing}
+        if missing:
+            for row in model.objects.filter(study__in=by_id, key__in={key for _, key in missing}):
+                cache.setdefault((by_id[row.study_id].slug, row.key), row)
+
+    # --- sources ---
+
+    def _write_sources(self, queue: list[tuple[int, dict]]) -> None:
+        studies = {line: self.study(line, d["study"]) for line, d in queue}
+        self._prefetch(Source, self.sources, {(studies[line], d["key"]) for line, d in queue})
+        now = timezone.now()
+        created, updated, text_changed = [], [], []
+        for line, d in queue:
+            study = studies[line]
+            values = {k: d[k] for k in _SOURCE_FIELDS}
+            source = self.sources.get((study.slug, d["key"]))
+            if source is None:
+                source = Source(study=study, key=d["key"], **values)
+                created.append((line, d, source))
+                self.sources[(study.slug, d["key"])] = source
+            else:
+                updated.append((line, d, source, values))
+        if updated:
+            stored: dict[int, list[dict]] = {}
+            for row in (
+                SourceSentence.objects.filter(source__in=[s for _, _, s, _ in updated])
+                .order_by("source_id", "index")
+                .values("source_id", "start", "end", "text", "ref")
+            ):
+                stored.setdefault(row.pop("source_id"), []).append(row)
+            for line, d, source, _values in updated:
+                if source.text != d["text"] or stored.get(source.pk, []) != d["sentences"]:
+                    text_changed.append((line, d, source))
+            rated = set(
+                Revision.objects.filter(assignment__summary__source__in=[s for _, _, s in text_changed]).values_list(
+                    "assignment__summary__source_id", flat=True
+                )
+            )
+            for line, _, source in text_changed:
+                if source.pk in rated:
+                    raise ImportLineError(
+                        line, "sentences", f"source {source.key!r} has ratings; its text cannot change"
+                    )
+        changed_text_ids = {source.pk for _, _, source in text_changed}
+        to_update = []
+        for _line, _d, source, values in updated:
+            changed = _changed(source, values) or source.pk in changed_text_ids
+            if changed:
+                source.updated_at = now
+                to_update.append(source)
+            self.count("source", False, changed)
+        if to_update:
+            Source.objects.bulk_update(to_update, [*_SOURCE_FIELDS, "updated_at"])
+        if created:
+            Source.objects.bulk_create([source for _, _, source in created])
+            for _ in created:
+                self.count("source", True, False)
+        if changed_text_ids:
+            SourceSentence.objects.filter(source_id__in=changed_text_ids).delete()
+        SourceSentence.objects.bulk_create(
+            SourceSentence(source=source, index=i, **sentence)
+            for _, d, source in [*created, *text_changed]
+            for i, sentence in enumerate(d["sentences"])
+        )
+
+    # --- summaries ---
+
+    def _write_summarys(self, queue: list[tuple[int, dict]]) -> None:
+        studies = {line: self.study(line, d["study"]) for line, d in queue}
+        self._prefetch(Source, self.sources, {(studies[line], d["source"]) for line, d in queue})
+        self._prefetch(
+            Summary,
+            self.summaries,
+            {(studies[line], d["key"]) for line, d in queue}
+            | {(studies[line], d["parent"]) for line, d in queue if d["parent"]},
+        )
+        now = timezone.now()
+        created, updated = [], []
+        for line, d in queue:
+            study = studies[line]
+            source = self.source(line, study, d["source"])
+            parent = self.summary(line, study, d["parent"], "parent") if d["parent"] else None
+            values = {  # ids, not objects: comparing an object would load the stored one
+                "source_id": source.pk,
+                "text": d["text"],
+                "generator": d["generator"],
+                "metadata": d["metadata"],
+                "flags": d["flags"],
+                "parent_id": parent.pk if parent else None,
+            }
+            summary = self.summaries.get((study.slug, d["key"]))
+            if summary is None:
+                summary = Summary(study=study, key=d["key"], **values)
+                created.append(summary)
+                self.summaries[(study.slug, d["key"])] = summary
+            else:
+                updated.append((line, d, summary, values))
+        moved = [
+            (line, summary)
+            for line, d, summary, values in updated
+            if summary.text != d["text"] or summary.source_id != values["source_id"]
+        ]
+        if moved:
+            rated = set(
+                Revision.objects.filter(assignment__summary__in=[s for _, s in moved]).values_list(
+                    "assignment__summary_id", flat=True
+                )
+            )
+            for line, summary in moved:
+                if summary.pk in rated:
+                    raise ImportLineError(
+                        line, "text", f"summary {summary.key!r} has ratings; import a changed text under a new key"
+                    )
+        to_update = []
+        for _line, _d, summary, values in updated:
+            changed = _changed(summary, values)
+            if changed:
+                summary.updated_at = now
+                to_update.append(summary)
+            self.count("summary", False, changed)
+        if to_update:
+            Summary.objects.bulk_update(to_update, [*_SUMMARY_FIELDS, "updated_at"])
+        if created:
+            Summary.objects.bulk_create(created)
+            for _ in created:
+                self.count("summary", True, False)
+
+    # --- claims ---
+
+    def _write_claims(self, queue: list[tuple[int, dict]]) -> None:
+        studies = {line: self.study(line, d["study"]) for line, d in queue}
+        self._prefetch(Summary, self.summaries, {(studies[line], d["summary"]) for line, d in queue})
+        targets = {line: self.summary(line, studies[line], d["summary"]) for line, d in queue}
+        existing = {
+            (claim.summary_id, claim.index): claim
+            for claim in Claim.objects.filter(summary__in={s.pk for s in targets.values()})
+        }
+        now = timezone.now()
+        created, to_update = [], []
+        for line, d in queue:
+            summary = targets[line]
+            if d["end"] is not None and d["end"] > len(summary.text):
+                raise ImportLineError(line, "end", f"is beyond the summary's {len(summary.text)} characters")
+            values = {k: d[k] for k in _CLAIM_FIELDS}
+            claim = existing.get((summary.pk, d["index"]))
+            if claim is None:
+                created.append(Claim(summary=summary, index=d["index"], **values))
+                self.count("claim", True, False)
+            else:
+                changed = _changed(claim, values)
+                if changed:
+                    claim.updated_at = now
+                    to_update.append(claim)
+                self.count("claim", False, changed)
+        if to_update:
+            Claim.objects.bulk_update(to_update, [*_CLAIM_FIELDS, "updated_at"])
+        if created:
+            Claim.objects.bulk_create(created)
+
+
 def import_records(*, lines: Iterable[str]) -> ImportResult:
-    """Import JSON Lines text: all of it, or (on any error) none of it."""
+    """Import JSON Lines text: all of it, or (on any error) none of it. Studies are
+    written one by one (there are few); sources, summaries and claims in chunks."""
     records = parse_lines(lines)
     cleaned = [(r, CLEANERS[r.type](_Fields(r.line, r.data))) for r in records]
     seen: dict[tuple, int] = {}
@@ -443,10 +619,15 @@ def import_records(*, lines: Iterable[str]) -> ImportResult:
             name = "index" if record.type == "claim" else "slug" if record.type == "study" else "key"
             raise ImportLineError(record.line, name, f"duplicates line {seen[ident]}")
         seen[ident] = record.line
-    writer = _Writer()
+    writer = _BulkWriter()
     with transaction.atomic():
         for record, d in cleaned:
-            getattr(writer, f"write_{record.type}")(record.line, d)
+            if record.type == "study":
+                writer.flush()
+                writer.write_study(record.line, d)
+            else:
+                writer.add(record.type, record.line, d)
+        writer.flush()
     return writer.result
 
 

@@ -2,7 +2,7 @@
 there can be analysed and exported here. The mapping is in docs/thresh-mapping.md.
 
 Thresh's JSON output is a list of entries, one per annotated (source, target) pair:
-`{"source", "target", "annotator" (or "user"), "edits": [{"category", "id",
+`{"source", "target", "annotator" (or "user", or "metadata": {"annotator"}), "edits": [{"category", "id",
 "input_idx": [[start, end], ...], "output_idx": [...], "annotation": {...}}]}`. Each
 edit becomes one span per character range; the map says which span question an edit
 category answers and where each span sub-answer and the rationale come from.
@@ -159,6 +159,27 @@ def _ranges(edit: dict, field: str, where: str) -> list[tuple[Any, Any]]:
     return [tuple(r) for r in raw]
 
 
+def _pair_ranges(outputs: list[tuple], inputs: list[tuple]) -> list[tuple[tuple, tuple]]:
+    """(summary range, source range) pairs for a linked edit with several ranges (Thresh
+    lets an annotator select a discontinuous phrase on either side). One span per summary
+    range: with as many source ranges as summary ranges, they pair in order; with one
+    source range, every summary range links to it; otherwise, in order, and the summary
+    ranges left over link to the last source range. Source ranges left over (more source
+    than summary ranges) become spans of their own linked to the last summary range, so
+    no selected text is dropped. Documented in docs/thresh-mapping.md."""
+    pairs = [(output, inputs[min(i, len(inputs) - 1)]) for i, output in enumerate(outputs)]
+    pairs += [(outputs[-1], link) for link in inputs[len(outputs) :]]
+    return pairs
+
+
+def _annotator(entry: dict) -> Any:
+    """Thresh writes the annotator as `annotator` or `user`; exports of published
+    datasets (SALSA as shipped with Thresh) keep it in `metadata.annotator`."""
+    metadata = entry.get("metadata")
+    nested = metadata.get("annotator") if isinstance(metadata, dict) else None
+    return entry.get("annotator", entry.get("user", nested))
+
+
 def _span(text: str, pair: tuple, where: str) -> dict[str, Any]:
     start = utf16_to_code_points(text, pair[0], where)
     end = utf16_to_code_points(text, pair[1], where)
@@ -213,11 +234,14 @@ def _entry_spans(
         target = spec.question.target
         target_text = summary_text
         if target == "linked":
-            if len(outputs) != 1 or len(inputs) != 1:
-                raise ThreshImportError(f"{here}: a linked span needs exactly one output and one input range")
-            span = {**_span(target_text, outputs[0], here), **base}
-            span["link"] = _span(_source_side(source, here), inputs[0], here)
-            spans = [span]
+            if not outputs or not inputs:
+                raise ThreshImportError(f"{here}: a linked span needs output_idx and input_idx ranges")
+            source_text = _source_side(source, here)
+            spans = []
+            for output, link in _pair_ranges(outputs, inputs):
+                span = {**_span(target_text, output, here), **base}
+                span["link"] = _span(source_text, link, here)
+                spans.append(span)
         else:
             if target == "summary":
                 side, text = outputs, target_text
@@ -264,14 +288,17 @@ def import_thresh(*, study: Study, entries: Any, rubric_map: dict | None = None,
         by_text.setdefault(s.text, []).append(s)
     by_key = {s.key: s for s in summaries}
     planned: dict[tuple[str, int], tuple[Summary, dict]] = {}
+    entry_of: dict[tuple[str, int], str] = {}
     skipped = 0
     for number, entry in enumerate(entries, start=1):
         where = f"entry {number}"
         if not isinstance(entry, dict) or not isinstance(entry.get("target"), str):
             raise ThreshImportError(f"{where}: must be an object with a target text")
-        annotator = entry.get("annotator", entry.get("user"))
+        annotator = _annotator(entry)
+        if isinstance(annotator, int) and not isinstance(annotator, bool):
+            annotator = str(annotator)  # some exports number their annotators
         if not isinstance(annotator, str) or not annotator:
-            raise ThreshImportError(f"{where}: no annotator (or user)")
+            raise ThreshImportError(f"{where}: no annotator (annotator, user or metadata.annotator)")
         if mapping.match_field is None:
             found = by_text.get(entry["target"], [])
             if len(found) != 1:
@@ -296,12 +323,30 @@ def import_thresh(*, study: Study, entries: Any, rubric_map: dict | None = None,
             fields = exc.extra.get("fields", {})
             raise ThreshImportError(f"{where}: " + "; ".join(f"{k}: {v}" for k, v in sorted(fields.items()))) from None
         planned[key] = (summary, clean.values)
+        entry_of[key] = where
+
+    # One live assignment per (summary, rater): an annotator whose annotation of a summary
+    # is already here (an earlier import, under another batch name) is not imported twice.
+    names = {annotator: rater_username(study=study, annotator=annotator) for annotator, _ in planned}
+    live = {
+        (username, summary_id): batch
+        for username, summary_id, batch in Assignment.objects.filter(study=study, rater__username__in=names.values())
+        .exclude(state=Assignment.State.WITHDRAWN)
+        .values_list("rater__username", "summary_id", "batch__name")
+    }
+    for key, (summary, _) in planned.items():
+        found = live.get((names[key[0]], summary.pk), False)
+        if found is not False:
+            raise ThreshImportError(
+                f"{entry_of[key]}: this annotator's annotation of summary {summary.key!r} is already imported "
+                f"(batch {found!r}); withdraw it there first to import it again"
+            )
 
     annotators = sorted({annotator for annotator, _ in planned})
     user_model = get_user_model()
     users = {}
     for annotator in annotators:
-        user, created = user_model.objects.get_or_create(username=rater_username(study=study, annotator=annotator))
+        user, created = user_model.objects.get_or_create(username=names[annotator])
         if created:
             user.set_unusable_password()
             user.save(update_fields=["password"])

@@ -23,6 +23,7 @@ from annotate.api.common import (
 )
 from annotate.models import (
     Assignment,
+    Revision,
 )
 from annotate.selectors.queue import assignments_for_rater, get_assignment_for_rater, latest_revision, revision_answers
 
@@ -97,6 +98,10 @@ class RatingStateSerializer(serializers.Serializer):
     rubric_version = serializers.IntegerField(allow_null=True)
     answers = serializers.DictField(child=serializers.JSONField())
     rationales = serializers.DictField(child=serializers.JSONField())
+    hints = serializers.DictField(
+        child=serializers.CharField(),
+        help_text="Rubric rules the draft breaks, {question key: message}: shown while drafting, refused on submit.",
+    )
 
 
 def _version(request: Request, body: dict):
@@ -129,6 +134,11 @@ def _rating_state(assignment: Assignment) -> Response:
         "rubric_version": revision.rubric.version if revision else None,
         "answers": answers,
         "rationales": rationales,
+        "hints": (
+            services.draft_hints(assignment=assignment, answers=answers, rationales=rationales)
+            if revision is not None and revision.status == Revision.Status.DRAFT
+            else {}
+        ),
     }
     return Response(RatingStateSerializer(data).data, headers={"ETag": f'"{assignment.version}"'})
 

@@ -248,6 +248,9 @@ class SummaryQuery(serializers.Serializer):
     min_context = serializers.IntegerField(required=False, min_value=0, max_value=MAX_VERSION)
     max_context = serializers.IntegerField(required=False, min_value=0, max_value=MAX_VERSION)
     rated = serializers.ChoiceField(["yes", "no"], required=False, help_text="Submitted ratings in any batch.")
+    assigned = serializers.ChoiceField(
+        ["yes", "no"], required=False, help_text="Live (not withdrawn) assignments in any batch."
+    )
 
     def validate(self, attrs):
         filters = {
@@ -258,6 +261,7 @@ class SummaryQuery(serializers.Serializer):
             "min_context": attrs.get("min_context"),
             "max_context": attrs.get("max_context"),
             "rated": None if attrs.get("rated") is None else attrs["rated"] == "yes",
+            "assigned": None if attrs.get("assigned") is None else attrs["assigned"] == "yes",
         }
         return {k: v for k, v in filters.items() if v not in (None, [], {})}
 

@@ -201,6 +201,8 @@ class BatchList(FakeViewMixin, generics.ListCreateAPIView):
             training=d["training"],
         )
         data = BatchDetailSerializer(get_batch(study, batch.uuid)).data
+        # Pairs the design chose whose rater already had the summary (docs/batches.md).
+        data["skipped_pairs"] = batch.skipped_pairs
         return Response(data, status=201)
 
 
@@ -480,13 +482,16 @@ class NoteSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = DiscussionNote
-        fields = ["uuid", "summary", "question", "author", "text", "created_at"]
+        fields = ["uuid", "summary", "question", "author", "text", "shared", "created_at"]
 
 
 class NoteCreateSerializer(serializers.Serializer):
     summary = serializers.UUIDField(help_text="An item of the batch.")
     question = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
     text = serializers.CharField()
+    shared = serializers.BooleanField(
+        default=False, help_text="Show the note (without its author) to the item's raters when they re-rate it."
+    )
 
 
 class BatchNoteList(FakeViewMixin, generics.ListAPIView):
@@ -518,5 +523,6 @@ class BatchNoteList(FakeViewMixin, generics.ListAPIView):
             author=request.user,
             text=d["text"],
             question=d["question"],
+            shared=d["shared"],
         )
         return Response(NoteSerializer(discussion_notes(batch).get(pk=note.pk)).data, status=201)

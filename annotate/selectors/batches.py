@@ -390,3 +390,27 @@ def discussion_notes(batch: Batch, *, summary=None, question: str | None = None)
     if question is not None and question != "":
         notes = notes.filter(question=question)
     return notes
+
+
+@dataclass(frozen=True)
+class ReratingScope:
+    assignments: int  # submitted assignments whose answers the round would reopen
+    summaries: int
+    raters: int
+
+
+def rerating_scope(batch: Batch) -> ReratingScope:
+    """What "open the re-rating round" would reopen: as annotate.batches.open_rerating,
+    the batch's submitted assignments whose newest revision is not yet post-discussion."""
+    newest: dict[int, tuple[str, int, int]] = {}
+    rows = (
+        Revision.objects.filter(assignment__batch=batch, assignment__state=Assignment.State.SUBMITTED)
+        .order_by("assignment_id", "-number")
+        .values_list("assignment_id", "phase", "assignment__summary_id", "assignment__rater_id")
+    )
+    for assignment_id, phase, summary_id, rater_id in rows:
+        newest.setdefault(assignment_id, (phase, summary_id, rater_id))
+    chosen = [(s, r) for phase, s, r in newest.values() if phase != Revision.Phase.POST_DISCUSSION]
+    return ReratingScope(
+        assignments=len(chosen), summaries=len({s for s, _ in chosen}), raters=len({r for _, r in chosen})
+    )

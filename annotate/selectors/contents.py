@@ -92,10 +92,11 @@ def filter_summaries(
     min_context: int | None = None,
     max_context: int | None = None,
     rated: bool | None = None,
+    assigned: bool | None = None,
 ) -> QuerySet[Summary]:
     """The study's summaries matching every given filter, annotated with
     `context_sentences` (sentences in the source). `rated` is about submitted
-    ratings in any batch."""
+    ratings in any batch; `assigned` about live (not withdrawn) assignments in any batch."""
     summaries = (
         Summary.objects.filter(study=study)
         .select_related("source")
@@ -119,6 +120,9 @@ def filter_summaries(
             "assignment__summary"
         )
         summaries = summaries.filter(pk__in=rated_ids) if rated else summaries.exclude(pk__in=rated_ids)
+    if assigned is not None:
+        live = Assignment.objects.filter(study=study).exclude(state=Assignment.State.WITHDRAWN).values("summary")
+        summaries = summaries.filter(pk__in=live) if assigned else summaries.exclude(pk__in=live)
     if flags_any or flags_none:
         # JSON containment is not portable to SQLite: filter the (small) flag lists here.
         wanted, unwanted = set(flags_any or []), set(flags_none or [])

@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.db.models import Count
 
 from annotate.models import (
+    Assignment,
     Rating,
     SourceSentence,
     Span,
@@ -127,3 +128,18 @@ def spans_frame(*, study: Study, phase: str = "all", include_calibration: bool =
     ]
     columns = ["item", "rater", "question", "target", "start", "end", "text", "factual", "rationale", "phase"]
     return pd.DataFrame(rows, columns=columns)
+
+
+def raters_by_item(*, study: Study, phase: str = "all", include_calibration: bool = False) -> dict[str, list[str]]:
+    """Summary uuid -> the raters whose answer counts for it (ratings_frame's revisions),
+    whatever they answered: a rater who marked no span still said "nothing to mark" in
+    every sentence. Span agreement takes its raters from here, not from the scale
+    answers, so a study answered only with spans (a Thresh import) has its agreement."""
+    revisions = rater_answer_revisions(study=study, phase=phase, include_calibration=include_calibration)
+    pairs = Assignment.objects.filter(pk__in={r.assignment_id for r in revisions}).values_list(
+        "summary__uuid", "rater_id"
+    )
+    found: dict[str, set[str]] = {}
+    for summary_uuid, rater_id in pairs:
+        found.setdefault(str(summary_uuid), set()).add(str(rater_id))
+    return {item: sorted(raters) for item, raters in sorted(found.items())}

@@ -15,7 +15,6 @@ from annotate.models import (
     Finding,
     Rating,
     Revision,
-    SourceSentence,
     Span,
     Study,
 )
@@ -33,16 +32,18 @@ def assignments_for_rater(user) -> QuerySet[Assignment]:
 
 
 def get_assignment_for_rater(user, assignment_uuid) -> Assignment:
-    """The rater's own assignment with everything the rating page needs, else 404.
+    """The rater's own assignment with its study, rubric, summary, source and findings, else 404.
 
-    Another rater's assignment is a 404, not a 403, so its existence does not leak.
+    Another rater's assignment is a 404, not a 403, so its existence does not leak. The
+    source's sentences are not fetched here: a source at the size limit has thousands,
+    and a draft save (the most frequent request) needs none; the pages that show them
+    read them themselves.
     """
-    sentences = Prefetch("summary__source__sentences", queryset=SourceSentence.objects.order_by("index"))
     findings = Prefetch("summary__source__findings", queryset=Finding.objects.order_by("index"))
     try:
         return (
             Assignment.objects.select_related("study__rubric", "summary__source")
-            .prefetch_related(sentences, findings)
+            .prefetch_related(findings)
             .get(uuid=assignment_uuid, rater=user)
         )
     except (Assignment.DoesNotExist, ValueError, TypeError):
@@ -91,6 +92,36 @@ def next_assignment_for_rater(user, *, after: Assignment) -> Assignment | None:
     return queue.filter(position__gt=after.position).order_by("position").first() or queue.order_by("position").first()
 
 
+@dataclass(frozen=True)
+class QueuePlace:
+    """Where an item sits in the rater's queue for its study: "Item k of N"."""
+
+    number: int
+    total: int
+    previous: Any  # uuid of the item before, or None
+    next: Any  # uuid of the item after, or None
+
+
+def queue_place(user, *, assignment: Assignment) -> QueuePlace:
+    """The item's place among the rater's (not withdrawn) items of its study, in queue
+    order, with its neighbours: one query over uuids, whatever state they are in."""
+    uuids = list(
+        Assignment.objects.filter(rater=user, study_id=assignment.study_id)
+        .exclude(state=Assignment.State.WITHDRAWN)
+        .order_by("position", "pk")
+        .values_list("uuid", flat=True)
+    )
+    if assignment.uuid not in uuids:  # a withdrawn item shown read-only
+        return QueuePlace(number=0, total=len(uuids), previous=None, next=None)
+    index = uuids.index(assignment.uuid)
+    return QueuePlace(
+        number=index + 1,
+        total=len(uuids),
+        previous=uuids[index - 1] if index > 0 else None,
+        next=uuids[index + 1] if index + 1 < len(uuids) else None,
+    )
+
+
 def revisions_with_answers() -> QuerySet[Revision]:
     return Revision.objects.select_related("rubric").prefetch_related(
         Prefetch("ratings", queryset=Rating.objects.select_related("rationale", "finding").order_by("question")),
@@ -101,6 +132,11 @@ def revisions_with_answers() -> QuerySet[Revision]:
 def latest_revision(assignment: Assignment) -> Revision | None:
     """The newest revision, draft or submitted, with its ratings and rationales."""
     return revisions_with_answers().filter(assignment=assignment).order_by("-number").first()
+
+
+def latest_revision_phase(assignment: Assignment) -> str | None:
+    """The phase of the newest revision (initial or post_discussion), one small query."""
+    return assignment.revisions.order_by("-number").values_list("phase", flat=True).first()
 
 
 def revision_answers(revision: Revision | None) -> tuple[dict[str, Any], dict[str, str]]:
@@ -137,3 +173,21 @@ def training_feedback(assignment: Assignment) -> ExpectedAnswer | None:
     return ExpectedAnswer.objects.filter(
         study=assignment.study_id, summary=assignment.summary_id, purpose=ExpectedAnswer.Purpose.TRAINING
     ).first()
+
+
+def shared_notes(assignment: Assignment) -> list[dict]:
+    """The discussion notes a study admin shared with the raters of this item (its batch
+    and summary), oldest first, as the rater sees them: the text and the question it is
+    about, never the author."""
+    if assignment.batch_id is None:
+        return []
+    from annotate.models import DiscussionNote
+    from annotate.selectors.contents import rubric_definition
+
+    prompts = {q.key: q.prompt for q in rubric_definition(assignment.study.rubric).questions}
+    notes = DiscussionNote.objects.filter(
+        batch_id=assignment.batch_id, summary_id=assignment.summary_id, shared=True
+    ).order_by("created_at", "pk")
+    return [
+        {"question": n.question, "question_prompt": prompts.get(n.question, n.question), "text": n.text} for n in notes
+    ]

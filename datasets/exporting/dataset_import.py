@@ -30,7 +30,7 @@ from annotate.models import (
     Summary,
 )
 from annotate.rubrics import NA, AnswerContext, RubricDefinition
-from annotate.text_validation import InvalidTextError, find_problem, loads
+from annotate.text_validation import InvalidTextError, find_problem, length_problem, loads
 from datasets.exporting.folder import FORMAT_VERSION, ITERATOR_CHUNK, DatasetImportError, read_table, verify_checksums
 
 # --- re-import of a dataset folder ---------------------------------------------------------------
@@ -84,7 +84,7 @@ def import_dataset(*, folder: Path, allow_withheld: bool = False) -> DatasetImpo
         raise DatasetImportError(f"{folder}: no study.json; is this a dataset folder?")
     verify_checksums(folder)
     try:
-        manifest = loads(manifest_path.read_text(encoding="utf-8"))
+        manifest = loads(manifest_path.read_text(encoding="utf-8-sig"))
     except json.JSONDecodeError as exc:
         raise DatasetImportError(f"study.json: not valid JSON ({exc.msg})") from None
     except InvalidTextError as exc:
@@ -192,6 +192,8 @@ class _DatasetImporter:
                         "import with --allow-withheld to store it without text"
                     )
                 self.withheld.add(key)
+            if row["text"] and length_problem(row["text"], "source"):
+                self.fail(f'source {key!r}: field "text" {length_problem(row["text"], "source")}')
             if Source.objects.filter(uuid=row["uuid"]).exists():
                 self.fail(f"source {key!r}: uuid {row['uuid']} already exists in this database")
             source = Source.objects.create(
@@ -236,6 +238,8 @@ class _DatasetImporter:
             source = self.sources.get(row["source_key"])
             if source is None:
                 self.fail(f"summary {row['summary_key']!r}: no source {row['source_key']!r}")
+            if length_problem(row["text"] or "", "summary"):
+                self.fail(f'summary {row["summary_key"]!r}: field "text" {length_problem(row["text"], "summary")}')
             self.summaries[row["summary_key"]] = Summary.objects.create(
                 uuid=row["uuid"],
                 study=self.study,
@@ -348,6 +352,7 @@ class _DatasetImporter:
                 )
                 info[table].append(row)
         assignments: dict[tuple, Assignment] = {}
+        live_pairs: set[tuple[str, str]] = set()
         positions: dict[str, int] = {}
         for key in sorted(revisions, key=lambda k: (k[2], k[1], k[0] or "", k[3], k[4])):
             batch_name, summary_key, rater, _, _ = key
@@ -355,14 +360,20 @@ class _DatasetImporter:
             if akey not in assignments:
                 summary = self.summary(summary_key, f"answers of {rater}")
                 submitted = max(info["submitted_at"] for k, info in revisions.items() if (k[0], k[1], k[2]) == akey)
+                # A rater's answers to one summary from several batches (stored before one
+                # live assignment per pair was enforced): the first is live, the others are
+                # withdrawn, as the upgrade does; the answers that count are the same.
+                again = (summary_key, rater) in live_pairs
+                live_pairs.add((summary_key, rater))
                 assignments[akey] = Assignment.objects.create(
                     study=self.study,
                     batch=self.batch(batch_name, f"answers of {rater} on {summary_key}"),
                     summary=summary,
                     rater=self.users[rater],
                     position=positions.setdefault(rater, 0),
-                    state=Assignment.State.SUBMITTED,
+                    state=Assignment.State.WITHDRAWN if again else Assignment.State.SUBMITTED,
                     submitted_at=submitted,
+                    withdrawn_at=submitted if again else None,
                 )
                 positions[rater] += 1
         ratings: list[Rating] = []

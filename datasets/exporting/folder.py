@@ -419,7 +419,7 @@ def read_table(folder: Path, name: str) -> Iterator[dict[str, Any]]:
     jsonl = folder / "jsonl" / f"{name}.jsonl"
     parquet = folder / "parquet" / f"{name}.parquet"
     if jsonl.exists():
-        with jsonl.open(encoding="utf-8") as handle:
+        with jsonl.open(encoding="utf-8-sig") as handle:  # a byte-order mark is allowed
             for number, line in enumerate(handle, start=1):
                 try:
                     row = loads(line)

@@ -232,7 +232,18 @@
       if (!ta.hidden) ta.focus();
     });
   });
+  // "Mark selection" uses the live selection only: text still selected on the page, or
+  // in the visible keyboard-selection box, never one the rater has since let go of.
+  function selectionIsLive(target) {
+    const ta = document.getElementById("kbd-" + target);
+    if (ta && !ta.hidden && ta.selectionEnd > ta.selectionStart) return true;
+    const sel = window.getSelection();
+    if (!sel || sel.rangeCount === 0 || sel.isCollapsed) return false;
+    const r = sel.getRangeAt(0);
+    return !!(containerOf(r.startContainer, target) && containerOf(r.endContainer, target));
+  }
   function takeSelection(target) {
+    if (!selectionIsLive(target)) return null;
     const s = lastSelection[target];
     if (!s) return null;
     // Trim surrounding whitespace so a sloppy mouse selection quotes cleanly.
@@ -293,6 +304,7 @@
       const label = el("label", "", "Rationale" + (q.rationale === "required" ? " (required)" : ""));
       label.htmlFor = id;
       rationale = el("textarea");
+      rationale.dir = "auto";
       rationale.id = id; rationale.rows = 2; rationale.value = draft.rationale || "";
       panel.appendChild(label); panel.appendChild(rationale);
     }
@@ -315,11 +327,19 @@
         message.textContent = "Select both parts first.";
         return;
       }
+      // The panel checks its own sub-answers before saving: every problem at once.
+      const missing = [];
       q.sub.forEach(function (sq) {
         const fs = inputs[sq.key];
         const chosen = sq.kind === "choice" ? fs.querySelector("input:checked") : fs.querySelector("input");
-        if (chosen && chosen.value) span.answers[sq.key] = chosen.value;
+        if (chosen && chosen.value.trim()) span.answers[sq.key] = chosen.value.trim();
+        else if (sq.required) missing.push(sq.prompt);
       });
+      if (rationale && q.rationale === "required" && !span.rationale) missing.push("Rationale");
+      if (missing.length) {
+        message.textContent = "Before saving this highlight, answer: " + missing.join("; ") + ".";
+        return;
+      }
       if (index === null) spans[key].push(span); else spans[key][index] = span;
       panel.hidden = true;
       panel.textContent = "";
@@ -338,6 +358,7 @@
     spans[key].forEach(function (sp, i) {
       const li = el("li", "span-item");
       const q = el("q", "", sp.text);
+      q.dir = "auto";
       li.appendChild(q);
       if (sp.link) {
         li.appendChild(el("span", "", " ↔ source: "));
@@ -349,7 +370,12 @@
         return opt ? opt.label : sp.answers[k];
       });
       if (details.length) li.appendChild(el("span", "span-answers", " — " + details.join(", ")));
-      if (sp.rationale) li.appendChild(el("span", "span-rationale", " — " + sp.rationale));
+      if (sp.rationale) {
+        li.appendChild(document.createTextNode(" — "));
+        const why = el("span", "span-rationale", sp.rationale);
+        why.dir = "auto";
+        li.appendChild(why);
+      }
       if (editable) {
         const edit = el("button", "link", "Edit");
         edit.type = "button";
@@ -379,17 +405,26 @@
     const key = tools.dataset.spanTools;
     const q = data.span_questions[key];
     drafts[key] = {};
+    const toolMessage = el("p", "tool-message hint");
+    toolMessage.id = "q-" + key + "-tool-message";
+    toolMessage.setAttribute("role", "status");
+    tools.appendChild(toolMessage);
+    const nothingSelected = function (what) {
+      toolMessage.textContent = "Nothing is selected: select some " + what + " text first, then press the button.";
+    };
     tools.querySelectorAll("button").forEach(function (button) {
       if (!editable) { button.disabled = true; return; }
       button.addEventListener("click", function () {
         const action = button.dataset.action;
         if (action === "mark") {
           const sel = takeSelection(q.target);
-          if (!sel) { setStatus("Select some " + q.target + " text first."); return; }
+          if (!sel) { nothingSelected(q.target); return; }
+          toolMessage.textContent = "";
           panelFor(key, null, sel);
         } else {
           const part = takeSelection(action === "use-summary" ? "summary" : "source");
-          if (!part) { setStatus("Select some " + (action === "use-summary" ? "summary" : "source") + " text first."); return; }
+          if (!part) { nothingSelected(action === "use-summary" ? "summary" : "source"); return; }
+          toolMessage.textContent = "";
           if (action === "use-summary") Object.assign(drafts[key], part); else drafts[key].link = part;
           panelFor(key, null, drafts[key]);
         }
@@ -444,6 +479,10 @@
     return { answers: answers, rationales: rationales };
   }
 
+  // A refused submit: focus the summary listing every problem.
+  const errorSummary = document.getElementById("error-summary");
+  if (errorSummary) errorSummary.focus();
+
   // ---------------------------------------------------------------- active time
   const IDLE_AFTER_MS = 60000;
   let lastActivity = Date.now();
@@ -466,13 +505,57 @@
   let stopped = false;
   let pendingSubmitter = null;
 
+  // A failed save is shown (and announced) beside the question being worked on, with
+  // a Retry button; while it is failing the browser warns before leaving the page.
+  let failing = false;
+  let lastField = null;
+  form.addEventListener("focusin", function (event) {
+    const fs = event.target.closest && event.target.closest("fieldset[data-question]");
+    if (fs) lastField = fs;
+  });
+  const saveProblem = el("div", "save-problem error");
+  saveProblem.id = "save-problem";
+  saveProblem.setAttribute("role", "alert");
+  saveProblem.hidden = true;
+  function showSaveProblem(text) {
+    failing = true;
+    saveProblem.textContent = "";
+    saveProblem.appendChild(el("span", "", text + " "));
+    const retry = el("button", "secondary", "Retry");
+    retry.type = "button";
+    retry.addEventListener("click", function () { save(); });
+    saveProblem.appendChild(retry);
+    (lastField || form.querySelector("fieldset[data-question]") || form).appendChild(saveProblem);
+    saveProblem.hidden = false;
+  }
+  function clearSaveProblem() { failing = false; saveProblem.hidden = true; }
+  window.addEventListener("beforeunload", function (event) {
+    if (failing && editable && !stopped) { event.preventDefault(); event.returnValue = ""; }
+  });
+
+  // Rule problems of a draft come back as hints: shown at their question, never a refusal.
+  function showHints(hints) {
+    document.querySelectorAll(".draft-hint").forEach(function (e) { e.remove(); });
+    Object.keys(hints || {}).forEach(function (key) {
+      const fs = form.querySelector("fieldset[data-question='" + CSS.escape(key) + "']");
+      if (!fs) return;
+      const hint = el("p", "draft-hint hint", "Before you submit: " + hints[key]);
+      fs.appendChild(hint);
+    });
+  }
+
+  function draftBody() {
+    const body = collect();
+    body.version = Number(versionInput.value);
+    body.active_seconds = unsentSeconds;
+    return body;
+  }
+
   function save() {
     timer = null;
     if (stopped) return Promise.resolve();
-    const body = collect();
-    const sent = unsentSeconds;
-    body.version = Number(versionInput.value);
-    body.active_seconds = sent;
+    const body = draftBody();
+    const sent = body.active_seconds;
     setStatus("Saving draft…");
     saving = fetch(apiUrl, {
       method: "PUT",
@@ -484,20 +567,22 @@
         if (response.ok) {
           unsentSeconds -= sent;
           syncVersion(result.version);
+          clearSaveProblem();
+          showHints(result.hints);
           setStatus("Draft saved at " + new Date().toLocaleTimeString());
         } else if (response.status === 409) {
           stopped = true;
           setStatus((result.error && result.error.message) || "Changed elsewhere: reload the page.");
+          showSaveProblem("Not saved: this item was changed elsewhere. Copy your text, then reload the page.");
         } else {
-          const fields = (result.error && result.error.fields) || {};
-          const detail = Object.keys(fields).map(function (k) {
-            return k + ": " + (typeof fields[k] === "string" ? fields[k] : JSON.stringify(fields[k]));
-          }).join("; ");
-          setStatus("Draft not saved. " + (detail || (result.error && result.error.message) || ""));
+          const message = (result.error && result.error.message) || "The server refused it.";
+          setStatus("Draft not saved. " + message);
+          showSaveProblem("Draft not saved. " + message);
         }
       });
     }).catch(function () {
       setStatus("Draft not saved (offline?). Your answers are still on this page.");
+      showSaveProblem("Draft not saved (offline?). Your answers are still on this page.");
     }).finally(function () {
       saving = null;
       if (pendingSubmitter) {
@@ -508,6 +593,31 @@
     });
     return saving;
   }
+  // Leaving the page never drops typing: a pending change is sent with keepalive, with
+  // the version and CSRF header. If a save is in flight, the flush waits for it so it
+  // carries the new version instead of meeting a 409.
+  function flush() {
+    if (!editable || stopped || !timer) return;
+    clearTimeout(timer);
+    timer = null;
+    const send = function () {
+      fetch(apiUrl, {
+        method: "PUT",
+        credentials: "same-origin",
+        keepalive: true,
+        headers: { "Content-Type": "application/json", "X-CSRFToken": csrf, "Accept": "application/json",
+                   "If-Match": '"' + versionInput.value + '"' },
+        body: JSON.stringify(draftBody()),
+      }).then(function (response) {
+        if (response.ok) return response.json().then(function (r) { syncVersion(r.version); });
+      }).catch(function () {});
+    };
+    if (saving) saving.then(send); else send();
+  }
+  window.addEventListener("pagehide", flush);
+  document.addEventListener("visibilitychange", function () {
+    if (document.visibilityState === "hidden") flush();
+  });
   function scheduleSave() {
     if (!editable || stopped) return;
     if (timer) clearTimeout(timer);
@@ -529,24 +639,92 @@
   }
 
   // ---------------------------------------------------------------- keyboard
+  // Shortcuts for every scale and choice question of any rubric: digits answer the
+  // question being worked on (the focused one, else the last one, else the first),
+  // n moves to the next question, ] and [ to the next and previous item, ? lists them.
+  // None is active while typing in a text field.
+  const questions = Array.prototype.slice.call(form.querySelectorAll("fieldset[data-question]"));
+  function currentQuestion() {
+    const active = document.activeElement;
+    const fs = active && active.closest && active.closest("fieldset[data-question]");
+    if (fs) return fs;
+    if (lastField) return lastField;
+    return form.querySelector("fieldset[data-question='" + CSS.escape(digitQuestion || "") + "']") || questions[0];
+  }
+  function radioGroup(fs) {
+    const active = document.activeElement;
+    let name = active && active.type === "radio" && fs.contains(active) ? active.name : null;
+    if (!name) { const first = fs.querySelector("input[type=radio]"); name = first && first.name; }
+    return name ? Array.prototype.slice.call(fs.querySelectorAll("input[type=radio]")).filter(function (r) { return r.name === name; }) : [];
+  }
+  function pick(fs, digit) {
+    const key = fs.getAttribute("data-question");
+    const radios = radioGroup(fs);
+    // A scale's digit is its value; a choice's digit is its place in the list.
+    const radio = document.getElementById("q-" + key + "-" + digit) && radios.indexOf(document.getElementById("q-" + key + "-" + digit)) >= 0
+      ? document.getElementById("q-" + key + "-" + digit)
+      : (fs.getAttribute("data-kind") === "scale" ? null : radios[Number(digit) - 1]);
+    if (!radio) return false;
+    radio.checked = true;
+    radio.focus();
+    radio.dispatchEvent(new Event("change", { bubbles: true }));
+    return true;
+  }
+  const help = el("div", "shortcut-help");
+  help.id = "shortcut-help";
+  help.setAttribute("role", "dialog");
+  help.setAttribute("aria-label", "Keyboard shortcuts");
+  help.tabIndex = -1;
+  help.hidden = true;
+  help.appendChild(el("h2", "", "Keyboard shortcuts"));
+  const helpList = el("ul");
+  [["1–9", "answer the current question (a scale's value, or a choice's place in the list)"],
+   ["n", "go to the next question"],
+   ["]", "next item"], ["[", "previous item"],
+   ["Ctrl+Enter", "submit"], ["?", "show this list"], ["Esc", "close it"]].forEach(function (pair) {
+    const li = el("li");
+    li.appendChild(el("kbd", "", pair[0]));
+    li.appendChild(document.createTextNode(": " + pair[1]));
+    helpList.appendChild(li);
+  });
+  help.appendChild(helpList);
+  const closeHelp = el("button", "secondary", "Close");
+  closeHelp.type = "button";
+  closeHelp.addEventListener("click", function () { help.hidden = true; });
+  help.appendChild(closeHelp);
+  document.body.appendChild(help);
+
   document.addEventListener("keydown", function (event) {
-    if (!editable) return;
-    if ((event.ctrlKey || event.metaKey) && event.key === "Enter") {
+    if (editable && (event.ctrlKey || event.metaKey) && event.key === "Enter") {
       event.preventDefault();
       form.requestSubmit(document.getElementById("submit-button"));
       return;
     }
-    if (event.ctrlKey || event.metaKey || event.altKey || !digitQuestion) return;
+    if (event.key === "Escape" && !help.hidden) { help.hidden = true; return; }
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
     const t = event.target;
-    if (t && (t.tagName === "TEXTAREA" || (t.tagName === "INPUT" && t.type === "text"))) return;
-    if (/^[0-9]$/.test(event.key)) {
-      const radio = document.getElementById("q-" + digitQuestion + "-" + event.key);
-      if (radio) {
+    if (t && (t.tagName === "TEXTAREA" || t.isContentEditable ||
+              (t.tagName === "INPUT" && !["radio", "checkbox", "button", "submit"].includes(t.type)))) return;
+    if (event.key === "?") { event.preventDefault(); help.hidden = false; help.focus(); return; }
+    if (event.key === "]" || event.key === "[") {
+      const link = document.getElementById(event.key === "]" ? "next-item" : "previous-item");
+      if (link) { event.preventDefault(); window.location.assign(link.href); }
+      return;
+    }
+    if (event.key === "n") {
+      const fs = currentQuestion();
+      const next = questions[questions.indexOf(fs) + 1];
+      if (next) {
         event.preventDefault();
-        radio.checked = true;
-        radio.focus();
-        radio.dispatchEvent(new Event("change", { bubbles: true }));
+        lastField = next;
+        const target = next.querySelector("input:checked, input, textarea, button");
+        if (target) target.focus(); else { next.tabIndex = -1; next.focus(); }
       }
+      return;
+    }
+    if (editable && /^[0-9]$/.test(event.key)) {
+      const fs = currentQuestion();
+      if (fs && pick(fs, event.key)) event.preventDefault();
     }
   });
 })();

@@ -51,13 +51,18 @@ def rated_demo(db):
 
 
 def db_overall_scores() -> dict[str, dict[str, int]]:
-    """rater username -> summary uuid -> overall score, read straight from the rows."""
+    """rater username -> summary uuid -> overall score, read straight from the rows (the
+    demo's calibration batch left out, as the analysis leaves it out)."""
     scores: dict[str, dict[str, int]] = defaultdict(dict)
-    ratings = Rating.objects.filter(
-        question="overall",
-        revision__status=Revision.Status.SUBMITTED,
-        revision__assignment__study__slug=DEMO_STUDY,
-    ).select_related("revision__assignment__rater", "revision__assignment__summary")
+    ratings = (
+        Rating.objects.filter(
+            question="overall",
+            revision__status=Revision.Status.SUBMITTED,
+            revision__assignment__study__slug=DEMO_STUDY,
+        )
+        .exclude(revision__assignment__batch__kind="calibration")
+        .select_related("revision__assignment__rater", "revision__assignment__summary")
+    )
     for rating in ratings:
         assignment = rating.revision.assignment
         scores[assignment.rater.username][str(assignment.summary.uuid)] = rating.score
@@ -95,11 +100,11 @@ def test_agreement_matches_sklearn_and_krippendorff_on_the_same_pairs(analysed):
     scores = db_overall_scores()
     assert set(scores) == {"rater1", "rater2"}
     shared = sorted(set(scores["rater1"]) & set(scores["rater2"]))
-    assert len(shared) == 10  # the demo's overlap
+    assert len(shared) == 12  # the demo's main batch: every item rated by both
     a = [scores["rater1"][i] for i in shared]
     b = [scores["rater2"][i] for i in shared]
     (pair,) = read_csv(analysed / "cohen_kappa.csv")
-    assert (pair["rater_a"], pair["rater_b"], pair["n"]) == ("rater1", "rater2", "10")
+    assert (pair["rater_a"], pair["rater_b"], pair["n"]) == ("rater1", "rater2", "12")
     for weighting, weights in (("unweighted", None), ("linear", "linear"), ("quadratic", "quadratic")):
         expected = cohen_kappa_score(a, b, labels=[1, 2, 3, 4, 5], weights=weights)
         assert float(pair[weighting]) == pytest.approx(expected, abs=1e-12)
@@ -111,9 +116,9 @@ def test_agreement_matches_sklearn_and_krippendorff_on_the_same_pairs(analysed):
     for level in ("nominal", "ordinal", "interval"):
         expected = krippendorff.alpha(matrix, value_domain=[1, 2, 3, 4, 5], level_of_measurement=level)
         assert float(rows[f"krippendorff_alpha.{level}"]["value"]) == pytest.approx(expected, abs=1e-12)
-    # Two raters: percent agreement is the share of the 10 shared items given the same score.
+    # Two raters: percent agreement is the share of the 12 shared items given the same score.
     assert float(rows["percent_agreement"]["value"]) == pytest.approx(np.mean(np.array(a) == np.array(b)))
-    assert rows["percent_agreement"]["n_items"] == "30" and rows["percent_agreement"]["n_raters"] == "2"
+    assert rows["percent_agreement"]["n_items"] == "12" and rows["percent_agreement"]["n_raters"] == "2"
     assert rows["percent_agreement"]["n_resamples"] == "60"
     low, high = float(rows["percent_agreement"]["ci_low"]), float(rows["percent_agreement"]["ci_high"])
     assert 0 <= low <= high <= 1
@@ -132,14 +137,16 @@ def test_distributions_match_the_rows(analysed):
         assert means[item] == pytest.approx(np.mean(values))
 
     ticks: Counter = Counter()
-    for rating in Rating.objects.filter(question="failure_modes", revision__status=Revision.Status.SUBMITTED):
+    for rating in Rating.objects.filter(question="failure_modes", revision__status=Revision.Status.SUBMITTED).exclude(
+        revision__assignment__batch__kind="calibration"
+    ):
         for mode in rating.value:
             ticks[(rating.revision.assignment.rater.username, mode)] += 1
     options = read_csv(analysed / "option_counts.csv")
     for row in options:
         if row["rater"] != "(all)":
             assert int(row["count"]) == ticks[(row["rater"], row["option"])], row
-            assert row["n_rated"] == "20"
+            assert row["n_rated"] == "12"
     assert {r["option"] for r in options} >= set(FAILURE_MODES) | {"hallucination"}
 
 
@@ -156,7 +163,7 @@ def test_metrics_and_correlations_match_the_libraries(analysed):
     human = [float(r["human_mean"]) for r in rated]
     rouge = [float(r["rouge1"]) for r in rated]
     row = next(r for r in read_csv(analysed / "correlation.csv") if r["scope"] == "mean" and r["metric"] == "rouge1")
-    assert int(row["n"]) == len(rated) == 30
+    assert int(row["n"]) == len(rated) == 12
     assert float(row["spearman_rho"]) == pytest.approx(stats.spearmanr(human, rouge).statistic, abs=1e-12)
     assert float(row["kendall_tau_b"]) == pytest.approx(stats.kendalltau(human, rouge).statistic, abs=1e-12)
     assert float(row["spearman_p_holm"]) >= float(row["spearman_p"])
@@ -172,7 +179,7 @@ def test_by_group_uses_the_named_source_field(rated_demo, tmp_path):
     )  # fmt: skip
     rows = read_csv(out / "by_group.csv")
     assert {r["field"] for r in rows} == {"source.year"}
-    assert sum(int(r["n_ratings"]) for r in rows) == 40
+    assert sum(int(r["n_ratings"]) for r in rows) == 24
 
 
 def test_a_phase_without_ratings_still_writes_every_file(rated_demo, tmp_path):

@@ -142,3 +142,17 @@ def test_openapi_schema_and_docs_are_served_locally(client, rater_a):
     assert docs.status_code == 200
     # Swagger UI comes from the sidecar package, not a CDN.
     assert b"cdn" not in docs.content.lower() and b"/static/drf_spectacular_sidecar/" in docs.content
+
+
+@pytest.mark.django_db
+def test_a_draft_breaking_a_rule_is_saved_and_answered_with_hints(assignment_a, rater_a):
+    client = api_client_for(rater_a)
+    # LitSumm's rule (fixtures/rubrics/litsumm.yaml): a hallucination cannot be rated 4 or 5.
+    body = {"version": 1, "answers": {"overall": 5, "failure_modes": ["hallucination"]}}
+    response = client.put(rating_url(assignment_a), body, format="json")
+    assert response.status_code == 200
+    data = response.json()
+    assert list(data["hints"]) == ["overall"] and data["hints"]["overall"]
+    assert data["answers"] == body["answers"] and data["version"] == 2
+    fixed = client.put(rating_url(assignment_a), {"version": 2, "answers": {"overall": 2}}, format="json")
+    assert fixed.json()["hints"] == {}

@@ -12,7 +12,8 @@ def test_assign_gives_every_summary_two_raters_in_seeded_random_orders(study, ca
     UserFactory(username="rater1")
     UserFactory(username="rater2")
     call_command("assign", "--study", study.slug, "--raters", "rater1,rater2", "--per-item", "2")
-    assert "Created 24 assignments" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "Assigned 12 summaries of" in out and "24 new assignments (rater1: 12, rater2: 12)" in out
     queues = {
         name: list(
             Assignment.objects.filter(rater__username=name).order_by("position").values_list("summary", flat=True)
@@ -25,6 +26,7 @@ def test_assign_gives_every_summary_two_raters_in_seeded_random_orders(study, ca
     # Running it again adds nothing.
     call_command("assign", "--study", study.slug, "--raters", "rater1,rater2", "--per-item", "2")
     assert Assignment.objects.count() == 24
+    assert "Nothing to assign: every summary of" in capsys.readouterr().out
 
 
 @pytest.mark.django_db

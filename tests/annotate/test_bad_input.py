@@ -146,7 +146,7 @@ def test_the_batch_form_refuses_out_of_range_options_naming_the_field(
     response = client.post(f"/studies/{study.slug}/batches/new/", {**BATCH_FORM, "raters": [rater_a.pk], **change})
     assert response.status_code == 400
     fields_with_errors = [
-        block.split("</div>")[0] for block in response.content.decode().split('<div class="field has-error">')[1:]
+        block.split("</div>")[0] for block in response.content.decode().split('<div class="field has-error"')[1:]
     ]
     assert [block for block in fields_with_errors if f'id="id_{field}' in block], fields_with_errors
     assert Batch.objects.filter(study=study).count() == 1

@@ -123,7 +123,7 @@ def test_a_source_with_findings_still_needs_every_finding_answered_on_the_page_a
     client.force_login(rater_a)
     page = client.post(f"/rate/{assignment.uuid}/", form_post(answers, rationales, version=1))
     assert page.status_code == 400
-    assert "finding 1: an answer is required" in page.content.decode()
+    assert "Result 1: an answer is required" in page.content.decode()
 
     api = api_client_for(rater_a).post(
         f"/api/assignments/{assignment.uuid}/submit/",
@@ -131,7 +131,7 @@ def test_a_source_with_findings_still_needs_every_finding_answered_on_the_page_a
         format="json",
     )
     assert api.status_code == 400
-    assert api.json()["error"]["fields"]["evidence"] == "finding 1: an answer is required"
+    assert api.json()["error"]["fields"]["evidence"] == "Result 1: an answer is required"
     assert not Revision.objects.filter(status=Revision.Status.SUBMITTED).exists()
     assignment.refresh_from_db()
     assert assignment.state != Assignment.State.SUBMITTED

@@ -73,7 +73,9 @@ def factpico_batch(db):
     study = assignment.study
     admin = UserFactory(username="fp-admin")
     add_study_member(study=study, user=admin, role=StudyMembership.Role.ADMIN)
-    batch = create_batch(study=study, name="main", raters=[rater], design="k_raters", k=1, seed=1)
+    batch = create_batch(
+        study=study, name="main", raters=[UserFactory(username="fp-batch-rater")], design="k_raters", k=1, seed=1
+    )
     return batch, admin
 
 

@@ -181,3 +181,87 @@ def test_a_malformed_post_is_refused_with_the_field_named_and_nothing_saved(
     assert response.status_code == 400
     assert message in response.content.decode()
     assert not revision_history(assignment_a)
+
+
+@pytest.mark.django_db
+def test_a_submitted_item_states_each_answer_plainly(client, assignment_a, rater_a):
+    from annotate.services import submit_rating
+    from tests.conftest import GOOD_ANSWERS
+
+    submit_rating(assignment=assignment_a, rater=rater_a, answers=GOOD_ANSWERS, version=1)
+    client.force_login(rater_a)
+    html = client.get(f"/rate/{assignment_a.uuid}/").content.decode()
+    # Labels from fixtures/rubrics/litsumm.yaml.
+    assert 'Your answer: <strong dir="auto">4 — Good</strong>' in html
+    assert 'Your answer: <strong dir="auto">Reference misattribution</strong>' in html
+    assert 'Your answer: <strong dir="auto">Cite the second trial.</strong>' in html
+
+
+@pytest.mark.django_db
+def test_an_editable_item_shows_no_answer_lines(client, assignment_a, rater_a):
+    client.force_login(rater_a)
+    assert "Your answer:" not in client.get(f"/rate/{assignment_a.uuid}/").content.decode()
+
+
+@pytest.mark.django_db
+def test_an_item_reopened_for_the_rerating_round_says_so(client, assignment_a, rater_a):
+    from annotate.batches import open_rerating
+    from annotate.models import Batch
+    from annotate.services import submit_rating
+    from tests.conftest import GOOD_ANSWERS
+
+    batch = Batch.objects.create(study=assignment_a.study, name="pilot", seed=1)
+    Assignment.objects.filter(pk=assignment_a.pk).update(batch=batch)
+    client.force_login(rater_a)
+    html_before = client.get(f"/rate/{assignment_a.uuid}/").content.decode()
+    submit_rating(assignment=assignment_a, rater=rater_a, answers=GOOD_ANSWERS, version=1)
+    assert open_rerating(batch=batch) == 1
+    html = client.get(f"/rate/{assignment_a.uuid}/").content.decode()
+    assert 'id="rerating-notice"' in html and 'id="rerating-notice"' not in html_before
+
+
+@pytest.mark.django_db
+def test_a_reopened_item_shows_the_notes_the_admin_shared_and_no_others(client, assignment_a, rater_a):
+    from annotate.batches import open_rerating
+    from annotate.models import Batch, DiscussionNote, StudyMembership
+    from annotate.services import add_study_member, submit_rating
+    from tests.conftest import GOOD_ANSWERS
+    from tests.factories import UserFactory
+
+    study = assignment_a.study
+    batch = Batch.objects.create(study=study, name="pilot", seed=1)
+    Assignment.objects.filter(pk=assignment_a.pk).update(batch=batch)
+    admin = UserFactory(username="panel-chair")
+    add_study_member(study=study, user=admin, role=StudyMembership.Role.ADMIN)
+    client.force_login(admin)
+    item = f"/studies/{study.slug}/batches/{batch.uuid}/items/{assignment_a.summary.uuid}/"
+    hostile = "Read the methods again <script>alert(1)</script>"
+    client.post(item, {"action": "note", "text": hostile, "question": "overall", "shared": "on"})
+    client.post(item, {"action": "note", "text": "rater_b misread the table"})  # not shared
+    assert list(DiscussionNote.objects.order_by("pk").values_list("shared", flat=True)) == [True, False]
+    assert "shared with raters" in client.get(item).content.decode()
+
+    client.force_login(rater_a)
+    submit_rating(assignment=assignment_a, rater=rater_a, answers=GOOD_ANSWERS, version=1)
+    before = client.get(f"/rate/{assignment_a.uuid}/").content.decode()
+    assert "Read the methods again" not in before  # only once the item is reopened
+    open_rerating(batch=batch)
+    html = client.get(f"/rate/{assignment_a.uuid}/").content.decode()
+    assert "From the discussion" in html
+    assert "Read the methods again &lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>alert" not in html
+    assert "misread the table" not in html and "panel-chair" not in html
+
+
+@pytest.mark.django_db
+def test_the_notes_api_takes_and_returns_shared(assignment_a, admin_user):
+    from annotate.models import Batch
+    from tests.conftest import api_client_for
+
+    batch = Batch.objects.create(study=assignment_a.study, name="pilot", seed=1)
+    Assignment.objects.filter(pk=assignment_a.pk).update(batch=batch)
+    url = f"/api/studies/{assignment_a.study.slug}/batches/{batch.uuid}/notes/"
+    body = {"summary": str(assignment_a.summary.uuid), "text": "Check the dose.", "shared": True}
+    response = api_client_for(admin_user).post(url, body, format="json")
+    assert response.status_code == 201 and response.json()["shared"] is True
+    plain = api_client_for(admin_user).post(url, {**body, "shared": False}, format="json")
+    assert plain.json()["shared"] is False

@@ -96,13 +96,17 @@ def test_viewer_cannot_act(client, setup):
 @pytest.mark.django_db
 def test_admin_builds_a_batch_from_the_form(client, setup, rater_a, rater_b):
     study, first_batch, study_admin, _ = setup
+    # rater_a and rater_b have every summary already (the batch would be all skipped pairs).
+    newcomers = [UserFactory(username=name) for name in ("rater_c", "rater_d")]
+    for user in newcomers:
+        add_study_member(study=study, user=user, role=StudyMembership.Role.RATER)
     client.force_login(study_admin)
     response = client.post(
         urls(study, first_batch)["new"],
         {
             "name": "pilot",
             "kind": "calibration",
-            "raters": [rater_a.pk, rater_b.pk],
+            "raters": [u.pk for u in newcomers],
             "design": "partial_overlap",
             "k": 2,
             "share": 0.5,
@@ -144,7 +148,14 @@ def test_admin_withdraws_and_moves_keeping_answers(client, setup, rater_a, rater
     assert a.state == "withdrawn" and a.moved_to.rater == third
     assert a.revisions.filter(status="submitted").count() == 1
     b = batch.assignments.filter(rater=rater_b).first()
-    client.post(urls(study, batch)["batch"], {"action": "withdraw", "assignment": b.uuid})
+    # Withdrawing asks first, saying what it touches, and changes nothing until confirmed.
+    asked = client.post(urls(study, batch)["batch"], {"action": "withdraw", "assignment": b.uuid})
+    page = asked.content.decode()
+    assert asked.status_code == 200 and "Withdraw this assignment?" in page
+    assert f"<strong>{b.summary.key}</strong>" in page and "Its 1 revision of answers stays stored." in page
+    b.refresh_from_db()
+    assert b.state == "submitted"
+    client.post(urls(study, batch)["batch"], {"action": "withdraw", "assignment": b.uuid, "confirmed": "yes"})
     b.refresh_from_db()
     assert b.state == "withdrawn" and b.revisions.count() == 1
     page = client.get(urls(study, batch)["batch"]).content.decode()

@@ -71,3 +71,49 @@ def test_a_database_of_the_last_release_upgrades_with_its_ratings_intact():
     assert (lambda a: (a.uuid, a.state))(Assignment.objects.get(uuid=before["assignment"][0])) == before["assignment"]
     assert AnalysisResult.objects.get(study__slug="old").result == {"ok": True}
     assert not _executor().migration_plan(latest), "every migration is applied after the upgrade"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_duplicate_assignments_are_withdrawn_not_deleted_by_the_upgrade():
+    """annotate 0006: of a rater's live assignments of one summary, the one with the most
+    work stays live and the others are withdrawn, with every revision kept."""
+    executor = _executor()
+    latest = executor.loader.graph.leaf_nodes()
+    executor.migrate(RELEASED)
+    try:
+        old = _executor().loader.project_state(RELEASED).apps
+        rater = old.get_model("auth", "User").objects.create(username="dup-rater")
+        rubric = old.get_model("annotate", "Rubric").objects.create(
+            key="litsumm", version=1, title="LitSumm", definition={"questions": []}, content_hash="h"
+        )
+        study = old.get_model("annotate", "Study").objects.create(slug="dup", title="Dup", rubric=rubric)
+        source = old.get_model("annotate", "Source").objects.create(study=study, key="S", text="A source.")
+        Summary = old.get_model("annotate", "Summary")
+        one = Summary.objects.create(study=study, source=source, key="one", text="One.")
+        two = Summary.objects.create(study=study, source=source, key="two", text="Two.")
+        Batch = old.get_model("annotate", "Batch")
+        first = Batch.objects.create(study=study, name="first", seed=0, raters_per_item=1)
+        second = Batch.objects.create(study=study, name="second", seed=0, raters_per_item=1)
+        Assignment = old.get_model("annotate", "Assignment")
+        # "one": submitted in the first batch, pending again in the second: the submitted one stays.
+        done = Assignment.objects.create(
+            study=study, batch=first, summary=one, rater=rater, position=0, state="submitted"
+        )
+        old.get_model("annotate", "Revision").objects.create(
+            assignment=done, number=1, status="submitted", rubric=rubric, submitted_at=timezone.now()
+        )
+        again = Assignment.objects.create(study=study, batch=second, summary=one, rater=rater, position=1)
+        # "two": pending in both: the older stays live.
+        older = Assignment.objects.create(study=study, batch=first, summary=two, rater=rater, position=2)
+        newer = Assignment.objects.create(study=study, batch=second, summary=two, rater=rater, position=3)
+        uuids = {name: a.uuid for name, a in {"done": done, "again": again, "older": older, "newer": newer}.items()}
+    finally:
+        _executor().migrate(latest)
+
+    from annotate.models import Assignment, Revision
+
+    states = {name: Assignment.objects.get(uuid=u).state for name, u in uuids.items()}
+    assert states == {"done": "submitted", "again": "withdrawn", "older": "pending", "newer": "withdrawn"}
+    assert Assignment.objects.filter(uuid=uuids["again"]).get().withdrawn_at is not None
+    assert Assignment.objects.filter(study__slug="dup").count() == 4
+    assert Revision.objects.filter(assignment__uuid=uuids["done"], status="submitted").count() == 1

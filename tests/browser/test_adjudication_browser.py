@@ -38,6 +38,10 @@ def test_admin_builds_batch_raters_rate_admin_adjudicates(page):
     page.get_by_label("Sample size (blank: all matching)").fill("2")
     page.get_by_label("Stratify by").fill("source.topic")
     page.get_by_label("Seed").fill("4")
+    page.get_by_label("Assigned").select_option("no")  # the demo's batches hold the rest
+    page.get_by_role("button", name="Preview").click()
+    page.wait_for_load_state("load")
+    assert "would create 4 assignments on 2 summaries" in " ".join(page.locator("#preview").inner_text().split())
     page.get_by_role("button", name="Create batch").click()
     page.wait_for_url(re.compile(r".*/batches/[0-9a-f-]{36}/$"))
     batch = Batch.objects.get(name="double")

@@ -8,7 +8,7 @@ import pytest
 from annotate.models import Assignment, Span
 from annotate.selectors.queue import revision_answers
 from tests.annotate.factpico import make_factpico_assignment
-from tests.browser.conftest import log_in
+from tests.browser.conftest import log_in, open_item
 from tests.browser.selection import drag_select
 from tests.factories import (
     PASSWORD,
@@ -25,11 +25,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 # Emoji (two UTF-16 units each) before the phrase: offsets must still be code points.
 SUMMARY = "Grown-ups 😀😀 with asthma took <b>drug A</b> or a dummy pill. Attacks fell a lot."
 PHRASE = "took <b>drug A</b> or a dummy"
-
-
-def open_item(page, assignment):
-    page.goto(f"/rate/{assignment.uuid}/")
-    page.wait_for_load_state("load")
 
 
 def rate_pico(page, key, value, rationale):

@@ -95,15 +95,12 @@ def test_api_answers_and_downloads_carry_the_policy_too(admin_user):
 
 @pytest.mark.django_db
 def test_the_report_reloads_itself_from_a_static_script_while_it_is_computed(
-    admin_user, monkeypatch, django_capture_on_commit_callbacks
+    admin_user, django_capture_on_commit_callbacks
 ):
-    from analysis import services
-
     study = StudyFactory()
-    monkeypatch.setattr(services, "SYNC_MAX_REVISIONS", -1)  # every report goes to the task
     client = Client()
     client.force_login(admin_user)
-    with django_capture_on_commit_callbacks(execute=False):  # ... which has not run yet
+    with django_capture_on_commit_callbacks(execute=False):  # the queued report has not run yet
         response = client.get(f"/analysis/{study.slug}/")
     html = response.content.decode()
     assert "Computing the report" in html

@@ -29,25 +29,29 @@ def test_demo_loads_and_loading_twice_changes_nothing(settings, capsys):
 
 
 @pytest.mark.django_db
-def test_demo_raters_have_overlapping_queues_in_different_orders():
+def test_demo_raters_share_a_calibration_and_a_main_batch_in_different_orders():
     call_command("load_demo")
     study = Study.objects.get(slug="demo-litsumm")
     assert study.rubric.key == "litsumm"
+    batches = {b.name: b for b in study.batches.all()}
+    assert {name: b.kind for name, b in batches.items()} == {"calibration": "calibration", "main": "main"}
     queues = {
         name: list(
             Assignment.objects.filter(rater__username=name, study=study)
             .order_by("position")
-            .values_list("summary__key", flat=True)
+            .values_list("summary__key", "batch__name")
         )
         for name in ("rater1", "rater2")
     }
-    shared = set(queues["rater1"]) & set(queues["rater2"])
-    assert len(queues["rater1"]) == len(queues["rater2"]) == 20
-    assert len(shared) == 10
-    assert set(queues["rater1"]) | set(queues["rater2"]) == set(study.summaries.values_list("key", flat=True))
-    assert [k for k in queues["rater1"] if k in shared] != [k for k in queues["rater2"] if k in shared]
-    doubly = Summary.objects.filter(study=study).annotate(n=Count("assignments")).filter(n=2).count()
-    assert doubly == 10
+    # Both raters have every item of both batches (double annotation): 4 + 12 each.
+    assert len(queues["rater1"]) == len(queues["rater2"]) == 16
+    assert set(queues["rater1"]) == set(queues["rater2"])
+    assert sum(1 for _, b in queues["rater1"] if b == "calibration") == 4
+    assert [k for k, _ in queues["rater1"]] != [k for k, _ in queues["rater2"]]  # each rater's own order
+    # No summary is in both batches, and 14 of the 30 are left for the admin's own batches.
+    assert Summary.objects.filter(study=study).annotate(n=Count("assignments")).filter(n=2).count() == 16
+    assert Summary.objects.filter(study=study, assignments__isnull=True).count() == 14
+    assert not Assignment.objects.filter(batch__isnull=True).exists()
 
 
 @pytest.mark.django_db
@@ -56,11 +60,27 @@ def test_demo_includes_a_factpico_study_with_findings():
     study = Study.objects.get(slug="demo-factpico")
     assert study.rubric.key == "factpico"
     assert study.summaries.count() == 20
-    assert Assignment.objects.filter(study=study, rater__username="rater1").count() == 15
+    assert Assignment.objects.filter(study=study, rater__username="rater1").count() == 10  # 2 + 8
     for summary in study.summaries.select_related("source"):
         findings = list(summary.source.findings.all())
         assert len(findings) >= 2
         assert all(summary.source.text[f.start : f.end] == f.evidence for f in findings)
+
+
+@pytest.mark.django_db
+def test_demo_with_answers_leaves_three_main_items_per_queue_and_fills_the_rest(capsys):
+    call_command("load_demo", "--with-answers")
+    assert "40 answers submitted" in capsys.readouterr().out
+    for slug in ("demo-litsumm", "demo-factpico"):
+        for name in ("rater1", "rater2"):
+            mine = Assignment.objects.filter(study__slug=slug, rater__username=name)
+            assert set(mine.filter(state="pending").values_list("batch__name", flat=True)) == {"main"}
+            assert mine.filter(state="pending").count() == 3
+            assert not mine.filter(batch__name="calibration").exclude(state="submitted").exists()
+    # Loading again submits nothing more (a person may be rating those three).
+    call_command("load_demo", "--with-answers")
+    assert "0 answers submitted" in capsys.readouterr().out
+    assert Assignment.objects.filter(state="pending").count() == 12
 
 
 @pytest.mark.django_db

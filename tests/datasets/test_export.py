@@ -15,7 +15,7 @@ from django.core.management import call_command
 from annotate.batches import create_batch, open_rerating, record_consensus
 from annotate.models import Assignment, Batch, Rating, Revision, Source, Span, Study
 from annotate.services import reopen_rating, submit_rating
-from datasets.demo import DEMO_STUDY, FACTPICO_STUDY
+from datasets.demo import DEMO_STUDY, FACTPICO_STUDY, factpico_demo_answers, litsumm_demo_answers
 from datasets.exporting import (
     TABLES,
     DatasetImportError,
@@ -24,58 +24,6 @@ from datasets.exporting import (
 )
 
 # --- a rated demo ------------------------------------------------------------------------------
-
-
-def _litsumm_answers(summary_key: str, rater_index: int) -> tuple[dict, dict]:
-    seed = sum(map(ord, summary_key)) + rater_index
-    overall = 1 + seed % 5
-    modes = ["hallucination"] if overall <= 2 and seed % 2 else []
-    return {"overall": overall, "failure_modes": modes, "feedback": f"Feedback {seed} ✓"}, {}
-
-
-def _factpico_answers(assignment: Assignment, rater_index: int) -> tuple[dict, dict]:
-    summary = assignment.summary
-    source = summary.source
-    seed = sum(map(ord, summary.key)) + rater_index
-    first_word = summary.text.split()[0]
-    findings = [str(f.uuid) for f in source.findings.order_by("index")]
-    answers = {
-        "added_info": [
-            {
-                "start": 0,
-                "end": len(first_word),
-                "text": first_word,
-                "answers": {"factual": "yes" if seed % 3 else "no"},
-                "rationale": "Added wording.",
-            }
-        ],
-        "population": 1 + seed % 4,
-        "intervention": 1 + (seed // 2) % 4,
-        "comparator": "na" if seed % 5 == 0 else 1 + (seed // 3) % 4,
-        "outcome": 4,
-        "outcome_exhaustive": "yes" if seed % 2 else "no",
-        "evidence": {f: 1 + (seed + i) % 4 for i, f in enumerate(findings)},
-        "contradictions": [
-            {
-                "start": 0,
-                "end": 4,
-                "text": summary.text[:4],
-                "rationale": "Contradicts the abstract.",
-                "link": {"start": 0, "end": 5, "text": source.text[:5]},
-            }
-        ]
-        if seed % 4 == 0
-        else [],
-        "comments": "",
-    }
-    rationales = {
-        "population": "Pop.",
-        "intervention": "Int.",
-        "comparator": "Comp.",
-        "outcome": "Out.",
-        "evidence": {f: f"Finding {i}." for i, f in enumerate(findings)},
-    }
-    return answers, rationales
 
 
 def _submit(assignment: Assignment, answers: dict, rationales: dict) -> Revision:
@@ -97,15 +45,17 @@ def rate_demo() -> None:
     for index, name in enumerate(["rater1", "rater2"]):
         for assignment in Assignment.objects.filter(rater=users[name]).select_related("summary__source", "study"):
             if assignment.study.slug == FACTPICO_STUDY:
-                _submit(assignment, *_factpico_answers(assignment, index))
+                _submit(assignment, *factpico_demo_answers(assignment, index))
             else:
-                _submit(assignment, *_litsumm_answers(assignment.summary.key, index))
+                _submit(assignment, *litsumm_demo_answers(assignment.summary.key, index))
     study = Study.objects.get(slug=DEMO_STUDY)
     raters = [users["rater1"], users["rater2"]]
-    batch = create_batch(study=study, name="double", raters=raters, design="k_raters", k=2, n=3, seed=1)
+    batch = create_batch(
+        study=study, name="double", raters=raters, design="k_raters", k=2, n=3, seed=1, filters={"assigned": False}
+    )
     for index, rater in enumerate(raters):
         for assignment in Assignment.objects.filter(batch=batch, rater=rater).select_related("summary"):
-            _submit(assignment, *_litsumm_answers(assignment.summary.key, index + 7))
+            _submit(assignment, *litsumm_demo_answers(assignment.summary.key, index + 7))
     first = Assignment.objects.filter(batch=batch).order_by("summary__key").first()
     admin = get_user_model().objects.get(username="admin")
     record_consensus(
@@ -162,7 +112,9 @@ def test_ratings_table_holds_every_counting_answer_with_its_rationale(rated_demo
     export(FACTPICO_STUDY, tmp_path / "out")
     rows = jsonl_rows(tmp_path / "out", "ratings")
     study = Study.objects.get(slug=FACTPICO_STUDY)
-    stored = Rating.objects.filter(revision__assignment__study=study, revision__status="submitted")
+    stored = Rating.objects.filter(revision__assignment__study=study, revision__status="submitted").exclude(
+        revision__assignment__batch__kind="calibration"  # left out unless include_calibration
+    )
     assert len(rows) == stored.count()
     evidence = [r for r in rows if r["question"] == "evidence"]
     assert evidence and all(r["finding"] and r["rationale"].startswith("Finding ") for r in evidence)
@@ -170,7 +122,12 @@ def test_ratings_table_holds_every_counting_answer_with_its_rationale(rated_demo
     assert na and all(r["score"] is None and r["question"] == "comparator" for r in na)
     assert {r["rater"] for r in rows} == {"rater-01", "rater-02"}
     spans = jsonl_rows(tmp_path / "out", "spans")
-    assert len(spans) == Span.objects.filter(revision__assignment__study=study).count()
+    assert (
+        len(spans)
+        == Span.objects.filter(revision__assignment__study=study)
+        .exclude(revision__assignment__batch__kind="calibration")
+        .count()
+    )
     linked = [s for s in spans if s["link_start"] is not None]
     assert linked and all(s["question"] == "contradictions" and s["link_text"] for s in linked)
 
@@ -192,10 +149,10 @@ def test_answer_rows_come_in_the_documented_order(rated_demo, tmp_path):
     spans = jsonl_rows(out, "spans")
     keys = [(*revision_key(s), s["question"], s["index"]) for s in spans]
     assert len(spans) > 1 and len(set(keys)) == len(keys) and keys == sorted(keys)
-    # The LitSumm demo has answers outside any batch and in a batch, in both phases.
+    # The LitSumm demo has answers in two batches (its calibration batch is left out), in both phases.
     rows = jsonl_rows(export(DEMO_STUDY, tmp_path / "d", formats=["jsonl"]).out_dir, "ratings")
     keys = [(*revision_key(r), r["question"]) for r in rows]
-    assert {r["batch"] for r in rows} == {None, "double"} and {r["phase"] for r in rows} == {
+    assert {r["batch"] for r in rows} == {"main", "double"} and {r["phase"] for r in rows} == {
         "initial",
         "post_discussion",
     }
@@ -203,7 +160,7 @@ def test_answer_rows_come_in_the_documented_order(rated_demo, tmp_path):
 
 
 def test_a_reopened_and_resubmitted_rating_exports_only_its_newest_revision(rated_demo, tmp_path):
-    assignment = Assignment.objects.filter(study__slug=DEMO_STUDY, batch__isnull=True).order_by("summary__key").first()
+    assignment = Assignment.objects.filter(study__slug=DEMO_STUDY, batch__name="main").order_by("summary__key").first()
     first = Rating.objects.get(revision__assignment=assignment, revision__number=1, question="feedback").value
     reopen_rating(assignment=assignment, rater=assignment.rater, version=assignment.version)
     _submit(assignment, {"overall": 5, "failure_modes": [], "feedback": "Second thoughts."}, {})
@@ -211,11 +168,11 @@ def test_a_reopened_and_resubmitted_rating_exports_only_its_newest_revision(rate
     feedback = [
         (r["rater"], r["revision_number"], json.loads(r["value"]))
         for r in rows
-        if r["summary_key"] == assignment.summary.key and r["batch"] is None and r["question"] == "feedback"
+        if r["summary_key"] == assignment.summary.key and r["batch"] == "main" and r["question"] == "feedback"
     ]
-    # One answer from the assignment's rater, revision 2's; revision 1 is not exported.
-    assert [(n, text) for _, n, text in feedback] == [(2, "Second thoughts.")]
-    assert first != "Second thoughts."
+    # One answer per rater of the double-rated item: this rater's revision 2; revision 1 is not exported.
+    assert len(feedback) == 2 and (2, "Second thoughts.") in [(n, text) for _, n, text in feedback]
+    assert first != "Second thoughts." and first not in [text for _, _, text in feedback]
 
 
 def test_card_front_matter_parses_and_says_cc_by_4_0(rated_demo, tmp_path):
@@ -318,7 +275,7 @@ def test_sha256sums_lists_and_verifies_every_file(rated_demo, tmp_path):
 def test_phase_and_calibration_choose_the_answers_that_count(rated_demo, tmp_path):
     Batch.objects.filter(name="double").update(kind=Batch.Kind.CALIBRATION)
     default = jsonl_rows(export(DEMO_STUDY, tmp_path / "a").out_dir, "ratings")
-    assert all(r["batch"] is None for r in default)
+    assert all(r["batch"] == "main" for r in default)
     with_pilot = jsonl_rows(export(DEMO_STUDY, tmp_path / "b", include_calibration=True).out_dir, "ratings")
     assert {r["phase"] for r in with_pilot if r["batch"] == "double"} == {"initial", "post_discussion"}
     later = export(DEMO_STUDY, tmp_path / "c", include_calibration=True, phase="post_discussion").out_dir

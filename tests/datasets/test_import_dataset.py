@@ -127,7 +127,12 @@ def test_an_invalid_answer_is_refused_naming_it_and_nothing_is_imported(exported
 
 def test_withheld_sources_need_allow_withheld(transactional_db, tmp_path):
     rate_demo()
-    source = Source.objects.filter(study__slug=FACTPICO_STUDY).order_by("key").first()
+    # A source with answers in the main batch (exported by default).
+    source = (
+        Source.objects.filter(study__slug=FACTPICO_STUDY, summaries__assignments__batch__name="main")
+        .order_by("key")
+        .first()
+    )
     source.licence = "CC BY-NC 4.0"
     source.save()
     folder = export(FACTPICO_STUDY, tmp_path / "out").out_dir

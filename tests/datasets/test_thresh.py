@@ -82,8 +82,11 @@ def test_importing_the_same_batch_twice_is_refused(study):
     run(study)
     with pytest.raises(CommandError, match="already has a batch 'thresh'"):
         run(study)
-    run(study, "--batch", "thresh-2")
-    assert Span.objects.filter(revision__assignment__batch__name="thresh-2").count() == 4
+    # Under another batch name it is still the same annotators' work on the same summaries.
+    with pytest.raises(CommandError, match="entry 1: this annotator's annotation of summary .* is already imported"):
+        run(study, "--batch", "thresh-2")
+    assert not Span.objects.filter(revision__assignment__batch__name="thresh-2").exists()
+    assert Span.objects.filter(revision__assignment__batch__name="thresh").count() == 4
 
 
 def test_offsets_that_split_a_character_or_overrun_are_refused():
@@ -92,3 +95,65 @@ def test_offsets_that_split_a_character_or_overrun_are_refused():
         utf16_to_code_points("a🫁b", 2, "x")
     with pytest.raises(ThreshImportError, match="past the end"):
         utf16_to_code_points("ab", 3, "x")
+
+
+def run_salsa(study):
+    call_command(
+        "import_thresh",
+        str(FIXTURES / "salsa_format_example.json"),
+        "--study",
+        study.slug,
+        "--rubric-map",
+        str(FIXTURES / "salsa_map.yaml"),
+    )
+
+
+def test_a_salsa_shaped_file_imports_annotator_from_metadata_and_every_range(study):
+    run_salsa(study)
+    spans = list(Span.objects.filter(revision__assignment__batch__name="thresh"))
+    raters = {s.revision.assignment.rater.username for s in spans}
+    assert len(raters) == 2 and all(r.startswith("thresh-") for r in raters)
+    by_rater: dict[str, list] = {}
+    for s in spans:
+        by_rater.setdefault(s.revision.assignment.rater.username, []).append(s)
+    texts = sorted(
+        sorted((s.question, s.text, s.link_text or "", s.answers.get("factual", "")) for s in group)
+        for group in by_rater.values()
+    )
+    first = [  # annotator_1: a two-range insertion, a 2-by-2 substitution (paired in order)
+        ("added_info", "a dummy", "", "yes"),
+        ("added_info", "pill", "", "yes"),
+        ("contradictions", "Attacks fell", "reduced attacks", ""),
+        ("contradictions", "Grown-ups 🫁", "Adults", ""),
+    ]
+    second = [  # annotator_2: two summary ranges both linked to the one source range
+        ("added_info", "a dummy pill", "", "no"),
+        ("contradictions", "Attacks", "Drug A reduced attacks", ""),
+        ("contradictions", "fell", "Drug A reduced attacks", ""),
+    ]
+    assert texts == sorted([first, second])
+    for s in spans:  # offsets are code points into our own stored texts
+        assert SUMMARY[s.start : s.end] == s.text
+
+
+def test_linked_ranges_are_paired_in_order_and_none_is_dropped():
+    from datasets.thresh import _pair_ranges
+
+    a, b, c = (0, 1), (2, 3), (4, 5)
+    x, y, z = (10, 11), (12, 13), (14, 15)
+    assert _pair_ranges([a, b], [x, y]) == [(a, x), (b, y)]
+    assert _pair_ranges([a, b, c], [x]) == [(a, x), (b, x), (c, x)]
+    assert _pair_ranges([a, b, c], [x, y]) == [(a, x), (b, y), (c, y)]
+    assert _pair_ranges([a], [x, y, z]) == [(a, x), (a, y), (a, z)]
+
+
+def test_an_entry_without_any_annotator_is_refused(study, tmp_path):
+    entries = json.loads((FIXTURES / "salsa_format_example.json").read_text(encoding="utf-8"))
+    del entries[1]["metadata"]["annotator"]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(entries), encoding="utf-8")
+    with pytest.raises(CommandError, match=r"entry 2: no annotator \(annotator, user or metadata.annotator\)"):
+        call_command(
+            "import_thresh", str(path), "--study", study.slug, "--rubric-map", str(FIXTURES / "salsa_map.yaml")
+        )
+    assert not Span.objects.exists()

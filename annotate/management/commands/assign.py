@@ -32,4 +32,14 @@ class Command(BaseCommand):
             created = assign_summaries(study=study_obj, raters=[users[n] for n in names], per_item=per_item, seed=seed)
         except ApplicationError as exc:
             raise CommandError(exc.message) from None
-        self.stdout.write(f"Created {len(created)} assignments in {study_obj.slug} for {len(names)} raters.")
+        if not created:
+            self.stdout.write(f"Nothing to assign: every summary of {study_obj.slug} already has {per_item} rater(s).")
+            return
+        per_rater = {}
+        for assignment in created:
+            per_rater[assignment.rater_id] = per_rater.get(assignment.rater_id, 0) + 1
+        shares = ", ".join(f"{n}: {per_rater.get(users[n].pk, 0)}" for n in names)
+        self.stdout.write(
+            f"Assigned {len({a.summary_id for a in created})} summaries of {study_obj.slug}: "
+            f"{len(created)} new assignments ({shares}); every summary now has {per_item} rater(s)."
+        )

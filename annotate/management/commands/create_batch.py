@@ -41,6 +41,9 @@ class Command(BaseCommand):
         parser.add_argument("--min-context", type=int, help="at least this many source sentences")
         parser.add_argument("--max-context", type=int, help="at most this many source sentences")
         parser.add_argument("--rated", choices=["yes", "no"], help="already rated (in any batch) or not")
+        parser.add_argument(
+            "--assigned", choices=["yes", "no"], help="already given to a rater (in any batch, not withdrawn) or not"
+        )
         parser.add_argument("--unblinded", action="store_true", help="turn blinding off (it is on by default)")
         parser.add_argument("--gold", action="append", metavar="SUMMARY_KEY", help="gold item for every rater")
         parser.add_argument("--attention-every", type=int, help="mix an attention check in after about N items")
@@ -64,6 +67,7 @@ class Command(BaseCommand):
             "min_context": o["min_context"],
             "max_context": o["max_context"],
             "rated": None if o["rated"] is None else o["rated"] == "yes",
+            "assigned": None if o["assigned"] is None else o["assigned"] == "yes",
         }
         filters = {k: v for k, v in filters.items() if v not in (None, [], {})}
         try:

@@ -1,9 +1,9 @@
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
-from annotate.exceptions import ApplicationError
 from datasets.exporting import import_dataset
+from datasets.messages import importing, refusal
 
 
 class Command(BaseCommand):
@@ -23,9 +23,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, folder: Path, allow_withheld: bool, **options):
         if not folder.is_dir():
-            raise CommandError(f"{folder}: no such folder")
-        try:
+            raise refusal(folder, "no such folder")
+        with importing(folder):
             result = import_dataset(folder=folder, allow_withheld=allow_withheld)
-        except ApplicationError as exc:
-            raise CommandError(f"{folder}: {exc.message}. Nothing was imported.") from None
         self.stdout.write(result.summary_line())

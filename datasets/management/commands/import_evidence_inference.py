@@ -2,9 +2,9 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.exceptions import ApplicationError
 from annotate.models import Study
 from datasets.importing import import_evidence_inference
+from datasets.messages import importing, open_text
 
 
 class Command(BaseCommand):
@@ -23,11 +23,6 @@ class Command(BaseCommand):
             study_obj = Study.objects.get(slug=study)
         except Study.DoesNotExist:
             raise CommandError(f"no study {study!r}: create it first (import_jsonl with a study line)") from None
-        try:
-            with path.open(encoding="utf-8") as handle:
-                result = import_evidence_inference(study=study_obj, lines=handle, only=set(pmcid) if pmcid else None)
-        except FileNotFoundError:
-            raise CommandError(f"{path}: no such file") from None
-        except ApplicationError as exc:
-            raise CommandError(f"{path}: {exc.message}. Nothing was imported.") from None
+        with importing(path), open_text(path) as handle:
+            result = import_evidence_inference(study=study_obj, lines=handle, only=set(pmcid) if pmcid else None)
         self.stdout.write(f"Imported {path}: {result.summary_line()}.")

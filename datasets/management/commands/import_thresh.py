@@ -1,12 +1,11 @@
-import json
 from pathlib import Path
 
 import yaml
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.exceptions import ApplicationError
 from annotate.models import Study
-from annotate.text_validation import InvalidTextError, loads
+from annotate.text_validation import loads
+from datasets.messages import importing, read_text
 from datasets.thresh import import_thresh
 
 
@@ -29,19 +28,11 @@ class Command(BaseCommand):
         found = Study.objects.select_related("rubric").filter(slug=study).first()
         if found is None:
             raise CommandError(f"no study {study!r}")
-        try:
-            entries = loads(file.read_text(encoding="utf-8"))
-            mapping = yaml.safe_load(rubric_map.read_text(encoding="utf-8")) if rubric_map else None
-        except FileNotFoundError as exc:
-            raise CommandError(f"{exc.filename}: no such file") from None
-        except UnicodeDecodeError as exc:
-            raise CommandError(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-        except (json.JSONDecodeError, yaml.YAMLError) as exc:
-            raise CommandError(f"not valid JSON or YAML: {exc}") from None
-        except InvalidTextError as exc:
-            raise CommandError(f"{file}: {exc.message}. Nothing was imported.") from None
-        try:
+        mapping = None
+        if rubric_map:
+            with importing(rubric_map):
+                mapping = yaml.safe_load(read_text(rubric_map))
+        with importing(file):
+            entries = loads(read_text(file))
             result = import_thresh(study=found, entries=entries, rubric_map=mapping, batch_name=batch)
-        except ApplicationError as exc:
-            raise CommandError(f"{file}: {exc.message}. Nothing was imported.") from None
         self.stdout.write(result.summary_line())

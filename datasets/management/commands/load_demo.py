@@ -11,7 +11,14 @@ class Command(BaseCommand):
         "(idempotent). With DEBUG off, DEMO_PASSWORD must be set: the default password is public."
     )
 
-    def handle(self, *args, **options):
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--with-answers",
+            action="store_true",
+            help="also submit seeded answers for the demo raters (all but the last 3 main items of each queue)",
+        )
+
+    def handle(self, *args, with_answers: bool = False, **options):
         if not settings.DEBUG and not settings.DEMO_PASSWORD:
             raise CommandError(
                 "DEMO_PASSWORD is not set: with DEBUG off the demo would create a superuser 'admin' with the "
@@ -20,11 +27,12 @@ class Command(BaseCommand):
             )
         password = settings.DEMO_PASSWORD or DEFAULT_DEMO_PASSWORD
         try:
-            result = load_demo(password=password)
+            result = load_demo(password=password, with_answers=with_answers)
         except ApplicationError as exc:
             raise CommandError(exc.message) from None
         self.stdout.write(
-            f"Demo loaded: {result.imported.summary_line()}; {result.assignments_created} new assignments."
+            f"Demo loaded: {result.imported.summary_line()}; {result.assignments_created} new assignments"
+            f" in calibration and main batches; {result.answers_submitted} answers submitted."
         )
         if result.users_created:
             shown = "from DEMO_PASSWORD" if settings.DEMO_PASSWORD else f"'{DEFAULT_DEMO_PASSWORD}'"

@@ -1,0 +1,10 @@
+"""The version of the report format, kept apart from the statistics so that the pages
+and the cache check can read it without importing them (issue 16: the web app starts
+without pandas, scipy, statsmodels or matplotlib).
+
+A change in what a report holds or how a figure in it is computed raises the version;
+cached reports of an older version are then computed again.
+"""
+
+REPORT_VERSION = 3  # 3: intervals from analysis.agreement_bootstrap (same values; reports are recomputed once)
+# 2: a rater's several assignments to one summary count once (newest_rater_answers)

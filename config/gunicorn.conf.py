@@ -1,0 +1,26 @@
+"""gunicorn's settings for `make run` and for deployments (docs/deployment.md).
+
+Everything comes from the environment, like the rest of the settings:
+- WEB_BIND (default 127.0.0.1:8000; `make run` passes PORT),
+- WEB_CONCURRENCY worker processes (default 2: one per core of a small machine),
+- WEB_THREADS threads per worker (default 8: a request mostly waits on the database),
+- WEB_TIMEOUT seconds before a stuck worker is restarted (default 60).
+
+The app is loaded before the workers fork (`preload_app`), so the workers share the
+imported code's memory pages. Reports and exports never run in a web request (they are
+Celery tasks, or a background thread without a broker), so the timeout stays short.
+"""
+
+import os
+
+bind = os.environ.get("WEB_BIND", "127.0.0.1:8000")
+workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
+worker_class = "gthread"
+threads = int(os.environ.get("WEB_THREADS", "8"))
+timeout = int(os.environ.get("WEB_TIMEOUT", "60"))
+graceful_timeout = 20
+preload_app = True
+accesslog = "-"
+errorlog = "-"
+# Django's own headers say what a proxy needs; gunicorn adds no server header of its own.
+forwarded_allow_ips = os.environ.get("WEB_FORWARDED_ALLOW_IPS", "127.0.0.1")

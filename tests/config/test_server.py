@@ -1,0 +1,76 @@
+"""`make run` serves with gunicorn (config/gunicorn.conf.py): a real server process, started
+as the Makefile starts it, answers pages and static files, several clients at once."""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from django.conf import settings as django_settings
+
+BASE = Path(django_settings.BASE_DIR)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def get(url: str) -> tuple[int, bytes, dict]:
+    with urllib.request.urlopen(url, timeout=60) as response:
+        return response.status, response.read(), dict(response.headers)
+
+
+@pytest.fixture
+def server(tmp_path):
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": os.environ.get("HOME", "/tmp"),
+        "DEBUG": "1",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        "LOCAL_SECRET_KEY_FILE": str(tmp_path / "secret_key"),
+    }
+    migrated = subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--noinput"], cwd=BASE, env=env, capture_output=True, timeout=600
+    )
+    assert migrated.returncode == 0, migrated.stderr
+    port = free_port()
+    gunicorn = Path(sys.executable).with_name("gunicorn")
+    process = subprocess.Popen(
+        [str(gunicorn), "config.wsgi:application", "-c", "config/gunicorn.conf.py"],
+        cwd=BASE,
+        env={**env, "WEB_BIND": f"127.0.0.1:{port}", "WEB_CONCURRENCY": "2"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 180  # a loaded 2-core machine can take a while to import
+    while True:
+        try:
+            get(f"{base}/accounts/login/")
+            break
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                pytest.fail(f"gunicorn did not start: {process.stderr.read().decode()[-3000:]}")
+            time.sleep(0.5)
+    yield base
+    process.terminate()
+    process.wait(timeout=60)
+
+
+def test_gunicorn_serves_pages_static_files_and_many_clients(server):
+    status, body, headers = get(f"{server}/accounts/login/")
+    assert status == 200 and b"Log in" in body
+    assert "script-src 'self'" in headers["Content-Security-Policy"]
+    status, css, _ = get(f"{server}/static/css/app.css")
+    assert status == 200 and b"{" in css
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(lambda _: get(f"{server}/accounts/login/")[0], range(32)))
+    assert results == [200] * 32

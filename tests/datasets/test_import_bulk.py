@@ -1,0 +1,114 @@
+"""import_jsonl writes in bulk: a fixed number of queries per chunk of records, whatever
+the file's size, with the file's order still deciding what a record may refer to."""
+
+import json
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from annotate.models import Claim, Source, SourceSentence, Summary
+from datasets.importing import CHUNK, ImportLineError, import_records
+
+
+def records(n: int, *, study: str = "bulk") -> list[str]:
+    lines = [{"type": "study", "slug": study, "title": "Bulk", "rubric": "litsumm"}]
+    for i in range(n):
+        lines.append({"type": "source", "study": study, "key": f"s{i}", "text": f"Sentence {i}. Another one."})
+    for i in range(n):
+        lines.append(
+            {
+                "type": "summary",
+                "study": study,
+                "source": f"s{i}",
+                "key": f"m{i}",
+                "text": f"Summary {i}.",
+                "generator": "g",
+            }
+        )
+    for i in range(n):
+        lines.append({"type": "claim", "study": study, "summary": f"m{i}", "index": 0, "text": f"Claim {i}."})
+    return [json.dumps(r) + "\n" for r in lines]
+
+
+def queries(lines: list[str]) -> tuple[int, int]:
+    """(lookups and updates, INSERT statements). Django splits one bulk_create into as many
+    INSERTs as the database's parameter limit needs (SQLite: 999 per statement), so
+    inserts grow with the rows only by that batching, never one per row."""
+    with CaptureQueriesContext(connection) as captured:
+        import_records(lines=lines)
+    sql = [q["sql"].lstrip().upper() for q in captured.captured_queries]
+    inserts = sum(1 for q in sql if q.startswith("INSERT"))
+    return len(sql) - inserts, inserts
+
+
+@pytest.mark.django_db
+def test_the_query_count_does_not_grow_with_the_file():
+    small, small_inserts = queries(records(5, study="small"))
+    large, large_inserts = queries(records(300, study="large"))
+    assert large == small, (small, large)
+    assert small_inserts == 6  # rubric, study, then one bulk insert each for sources, sentences, summaries, claims
+    assert large_inserts <= 1 + 1 + 4 * 4  # 1,200 rows and 600 sentences in at most 4 statements per table
+    assert Summary.objects.filter(study__slug="large").count() == 300
+    assert SourceSentence.objects.filter(source__study__slug="large").count() == 600
+    assert Claim.objects.filter(summary__study__slug="large").count() == 300
+    # Importing the same file again changes nothing, in as few queries.
+    again, again_inserts = queries(records(300, study="large"))
+    assert again <= large + 2 and again_inserts == 0  # one more lookup: the stored sentences
+    assert Summary.objects.filter(study__slug="large").count() == 300
+
+
+@pytest.mark.django_db
+def test_more_records_than_a_chunk_cost_a_few_more_queries_per_chunk():
+    one_chunk, _ = queries(records(CHUNK, study="one"))
+    three_chunks, _ = queries(records(CHUNK * 2 + 1, study="three"))
+    assert three_chunks - one_chunk <= 2 * 3 * 3  # at most 3 lookups per extra chunk of each kind
+    assert Source.objects.filter(study__slug="three").count() == CHUNK * 2 + 1
+
+
+@pytest.mark.django_db
+def test_changed_records_are_updated_in_bulk_and_counted():
+    import_records(lines=records(10))
+    changed = records(10)
+    changed[1] = (
+        json.dumps({"type": "source", "study": "bulk", "key": "s0", "text": "A new text. Two sentences."}) + "\n"
+    )
+    changed[11] = (
+        json.dumps({"type": "summary", "study": "bulk", "source": "s0", "key": "m0", "text": "New.", "generator": "g"})
+        + "\n"
+    )
+    result = import_records(lines=changed)
+    assert (result.updated["source"], result.unchanged["source"]) == (1, 9)
+    assert (result.updated["summary"], result.unchanged["summary"]) == (1, 9)
+    assert list(SourceSentence.objects.filter(source__key="s0").order_by("index").values_list("text", flat=True)) == [
+        "A new text.",
+        "Two sentences.",
+    ]
+    assert Summary.objects.get(key="m0").text == "New."
+
+
+@pytest.mark.django_db
+def test_a_parent_in_the_same_chunk_and_a_source_defined_later():
+    lines = records(2)
+    child = {
+        "type": "summary",
+        "study": "bulk",
+        "source": "s1",
+        "key": "m1-rev",
+        "text": "R.",
+        "generator": "g",
+        "parent": "m1",
+    }
+    lines.insert(5, json.dumps(child) + "\n")  # right after m1, before the claims
+    import_records(lines=lines)
+    assert Summary.objects.get(key="m1-rev").parent == Summary.objects.get(key="m1")
+    # A summary may not refer to a source defined later in the file.
+    late = [
+        json.dumps({"type": "study", "slug": "late", "title": "L", "rubric": "litsumm"}) + "\n",
+        json.dumps({"type": "summary", "study": "late", "source": "s", "key": "m", "text": "M.", "generator": "g"})
+        + "\n",
+        json.dumps({"type": "source", "study": "late", "key": "s", "text": "S."}) + "\n",
+    ]
+    with pytest.raises(ImportLineError, match="line 2: field .source.: no source 's' in study 'late'"):
+        import_records(lines=late)
+    assert not Source.objects.filter(study__slug="late").exists()
