@@ -202,16 +202,25 @@ def _claim_version(assignment: Assignment, expected_version: Any, **changes: Any
             "Reload the page to see the stored answers.",
             extra={"current_version": current},
         )
-    assignment.refresh_from_db()
+    # Only what the UPDATE changed: a full refresh would also drop the study, rubric,
+    # summary and findings the caller fetched with the assignment.
+    assignment.refresh_from_db(fields=sorted({"version", "updated_at", *changes}))
 
 
-def answer_context(summary: Summary) -> AnswerContext:
+def _findings(summary: Summary) -> list[Finding]:
+    """The source's findings in order: the prefetched ones when the caller has them
+    (get_assignment_for_rater does), else one query."""
+    return sorted(summary.source.findings.all(), key=lambda finding: finding.index)
+
+
+def answer_context(summary: Summary, findings: Sequence[Finding] | None = None) -> AnswerContext:
     """The texts and findings answers about a summary are validated against."""
     source = summary.source
+    findings = _findings(summary) if findings is None else findings
     return AnswerContext(
         summary_text=summary.text,
         source_text=source.text,
-        finding_ids=tuple(str(u) for u in source.findings.order_by("index").values_list("uuid", flat=True)),
+        finding_ids=tuple(str(f.uuid) for f in findings),
     )
 
 
@@ -225,9 +234,27 @@ def _rating_fields(q, value) -> dict[str, Any]:
     return fields
 
 
-def write_draft_answers(revision: Revision, clean: CleanAnswers, definition: RubricDefinition) -> None:
-    """Make a draft revision's ratings, rationales and spans equal `clean` (drafts only)."""
-    findings = {str(f.uuid): f.pk for f in Finding.objects.filter(source__summaries__assignments__revisions=revision)}
+_RATING_VALUE_FIELDS = ("score", "scale_min", "scale_max", "value")
+
+
+def write_draft_answers(
+    revision: Revision,
+    clean: CleanAnswers,
+    definition: RubricDefinition,
+    *,
+    findings: dict[str, int] | None = None,
+    new: bool = False,
+) -> None:
+    """Make a draft revision's ratings, rationales and spans equal `clean` (drafts only).
+
+    In a fixed number of queries, whatever the number of answers (issue 16: the submit
+    path does the minimum): the revision's ratings are read once (or not at all for a
+    `new` revision; a revision from latest_revision has them prefetched), then each
+    kind of change is one bulk statement. `findings` maps a finding's uuid to its id
+    (read here when not given)."""
+    if findings is None:
+        rows = Finding.objects.filter(source__summaries__assignments__revisions=revision)
+        findings = {str(f.uuid): f.pk for f in rows}
     wanted: dict[tuple[str, int | None], tuple[Any, Any, str]] = {}
     for q in definition.questions:
         # A draft's rationale may come before its answer: it is stored on a rating
@@ -242,27 +269,64 @@ def write_draft_answers(revision: Revision, clean: CleanAnswers, definition: Rub
         else:
             wanted[(q.key, None)] = (q, clean.values.get(q.key), clean.rationales.get(q.key, ""))
 
-    for rating in revision.ratings.all():
-        if (rating.question, rating.finding_id) not in wanted:
-            Rationale.objects.filter(rating=rating).delete()
-            rating.delete()
-    existing = {(r.question, r.finding_id): r for r in revision.ratings.all()}
-    for (key, finding_id), (q, value, text) in wanted.items():
+    if new:
+        stored: list[Rating] = []
+    elif "ratings" in getattr(revision, "_prefetched_objects_cache", {}):
+        stored = list(revision.ratings.all())
+    else:
+        stored = list(Rating.objects.filter(revision=revision).select_related("rationale"))
+    existing = {(r.question, r.finding_id): r for r in stored}
+
+    stale = [r.pk for key, r in existing.items() if key not in wanted]
+    if stale:
+        Rationale.objects.filter(rating_id__in=stale).delete()
+        Rating.objects.filter(pk__in=stale).delete()
+
+    now = timezone.now()
+    created: list[Rating] = []
+    changed: list[Rating] = []
+    ratings: dict[tuple[str, int | None], Rating] = {}
+    for (key, finding_id), (q, value, _text) in wanted.items():
         fields = _rating_fields(q, value)
         rating = existing.get((key, finding_id))
         if rating is None:
-            rating = Rating.objects.create(revision=revision, question=key, finding_id=finding_id, **fields)
+            rating = Rating(revision=revision, question=key, finding_id=finding_id, **fields)
+            created.append(rating)
         elif any(getattr(rating, name) != v for name, v in fields.items()):
             for name, v in fields.items():
                 setattr(rating, name, v)
-            rating.save()
-        if text:
-            Rationale.objects.update_or_create(rating=rating, defaults={"text": text})
-        else:
-            Rationale.objects.filter(rating=rating).delete()
+            rating.updated_at = now
+            changed.append(rating)
+        ratings[(key, finding_id)] = rating
+    # The new rows get their ids back (PostgreSQL, and SQLite from 3.35), which the
+    # rationales below point at.
+    Rating.objects.bulk_create(created)
+    if changed:
+        Rating.objects.bulk_update(changed, [*_RATING_VALUE_FIELDS, "updated_at"])
+
+    add: list[Rationale] = []
+    edit: list[Rationale] = []
+    drop: list[int] = []
+    for key, (_q, _value, text) in wanted.items():
+        rating = ratings[key]
+        current = getattr(rating, "rationale", None) if key in existing else None
+        if text and current is None:
+            add.append(Rationale(rating=rating, text=text))
+        elif text and current.text != text:
+            current.text = text
+            current.updated_at = now
+            edit.append(current)
+        elif not text and current is not None:
+            drop.append(current.pk)
+    if drop:
+        Rationale.objects.filter(pk__in=drop).delete()
+    Rationale.objects.bulk_create(add)
+    if edit:
+        Rationale.objects.bulk_update(edit, ["text", "updated_at"])
 
     # Spans of a draft are rewritten as a whole; submitted revisions are never touched.
-    Span.objects.filter(revision=revision).delete()
+    if not new:
+        Span.objects.filter(revision=revision).delete()
     spans = []
     for q in definition.questions:
         if not q.highlights:
@@ -291,19 +355,28 @@ def build_span(*, revision: Revision, question: str, index: int, answer: dict) -
     )
 
 
-def _draft_revision(assignment: Assignment) -> Revision:
+def _draft_revision(assignment: Assignment) -> tuple[Revision, bool]:
+    """The assignment's draft revision (with its answers prefetched), or a new one after
+    the newest; and whether it is new."""
     revision = latest_revision(assignment)
     if revision is not None and revision.status == Revision.Status.DRAFT:
-        return revision
+        return revision, False
     number = 1 if revision is None else revision.number + 1
     phase = revision.phase if revision is not None else Revision.Phase.INITIAL
-    return Revision.objects.create(
+    created = Revision.objects.create(
         assignment=assignment,
         number=number,
         rubric=assignment.study.rubric,
         phase=phase,
         assisted=assignment.study.assisted,
     )
+    return created, True
+
+
+def _write_answers(assignment: Assignment, clean: CleanAnswers, definition, findings: list[Finding]) -> Revision:
+    revision, new = _draft_revision(assignment)
+    write_draft_answers(revision, clean, definition, findings={str(f.uuid): f.pk for f in findings}, new=new)
+    return revision
 
 
 def open_assignment(*, assignment: Assignment) -> Assignment:
@@ -329,15 +402,15 @@ def save_draft(
     (their problems are shown as hints, see draft_hints)."""
     _check_editable(assignment, rater)
     definition = rubric_definition(assignment.study.rubric)
-    clean = definition.validate(answers, rationales, final=False, context=answer_context(assignment.summary))
+    findings = _findings(assignment.summary)
+    clean = definition.validate(answers, rationales, final=False, context=answer_context(assignment.summary, findings))
     _claim_version(
         assignment,
         version,
         state=Assignment.State.IN_PROGRESS,
         active_seconds=F("active_seconds") + _clamp_active(assignment, active_seconds),
     )
-    revision = _draft_revision(assignment)
-    write_draft_answers(revision, clean, definition)
+    revision = _write_answers(assignment, clean, definition, findings)
     revision.save(update_fields=["updated_at"])
     return revision
 
@@ -372,7 +445,8 @@ def submit_rating(
     revision is never changed afterwards."""
     _check_editable(assignment, rater)
     definition = rubric_definition(assignment.study.rubric)
-    clean = definition.validate(answers, rationales, final=True, context=answer_context(assignment.summary))
+    findings = _findings(assignment.summary)
+    clean = definition.validate(answers, rationales, final=True, context=answer_context(assignment.summary, findings))
     now = timezone.now()
     _claim_version(
         assignment,
@@ -381,8 +455,7 @@ def submit_rating(
         submitted_at=now,
         active_seconds=F("active_seconds") + _clamp_active(assignment, active_seconds),
     )
-    revision = _draft_revision(assignment)
-    write_draft_answers(revision, clean, definition)
+    revision = _write_answers(assignment, clean, definition, findings)
     revision.status = Revision.Status.SUBMITTED
     revision.submitted_at = now
     revision.save(update_fields=["status", "submitted_at", "updated_at"])
@@ -429,7 +502,7 @@ def reopen_rating(*, assignment: Assignment, rater, version: Any) -> Revision | 
         # The study's rubric changed since the earlier answer; start the draft empty
         # rather than carry over answers the new version would refuse.
         clean = CleanAnswers()
-    write_draft_answers(draft, clean, definition)
+    write_draft_answers(draft, clean, definition, new=True)
     return draft
 
 

@@ -121,8 +121,11 @@ def _version(request: Request, body: dict):
     return value
 
 
-def _rating_state(assignment: Assignment) -> Response:
-    assignment.refresh_from_db()
+def _rating_state(assignment: Assignment, *, refresh: bool = True) -> Response:
+    """The stored rating as the rater's pages read it. `refresh=False` when a service
+    has just written the assignment (it refreshes what it changed)."""
+    if refresh:
+        assignment.refresh_from_db()
     revision = latest_revision(assignment)
     answers, rationales = revision_answers(revision)
     data = {
@@ -165,7 +168,7 @@ def _write_rating(request, assignment_uuid, write) -> Response:
         version=_version(request, body.validated_data),
         active_seconds=body.validated_data["active_seconds"],
     )
-    return _rating_state(assignment)
+    return _rating_state(assignment, refresh=False)
 
 
 class AssignmentList(generics.ListAPIView):

@@ -28,7 +28,30 @@ from annotate.rubrics import RubricDefinition
 
 
 def rubric_definition(rubric: Rubric) -> RubricDefinition:
-    return RubricDefinition.from_dict(rubric.definition)
+    """The rubric's parsed definition, parsed once per process and rubric version.
+
+    A Rubric row is one immutable version (a changed definition is a new row), and the
+    parsed RubricDefinition is frozen, so every request of a worker shares one. The key
+    holds updated_at as well, so a row changed in place anyway (the admin, a test) is
+    parsed again; an unsaved rubric is never cached."""
+    if rubric.pk is None:
+        return RubricDefinition.from_dict(rubric.definition)
+    return _parsed_definition(rubric.pk, rubric.updated_at, rubric.definition)
+
+
+_PARSED: dict[tuple[int, object], RubricDefinition] = {}
+_PARSED_MAX = 256
+
+
+def _parsed_definition(pk: int, updated_at, definition: dict) -> RubricDefinition:
+    key = (pk, updated_at)
+    parsed = _PARSED.get(key)
+    if parsed is None:
+        parsed = RubricDefinition.from_dict(definition)
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.clear()  # rubric versions are few; a bound keeps a long-lived worker small
+        _PARSED[key] = parsed
+    return parsed
 
 
 def study_counts(study: Study) -> dict[str, int]:
