@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PORT ?= 8000
 
-.PHONY: run dev test test-ml bench install install-dev install-ml migrate demo serve lint chromium clean local-llm
+.PHONY: run dev test test-ml bench bench-peers install install-dev install-ml migrate demo serve lint chromium clean local-llm
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -77,6 +77,13 @@ bench: install-dev
 	$(BIN)/python tests/bench/bench_generation.py --mode celery --latency 1.0 --concurrency 1 4 16
 	$(BIN)/python tests/bench/bench_export.py
 	$(BIN)/python tests/bench/bench_rating_page.py --runs 7
+
+# Side by side with Label Studio and doccano (tests/bench/peers/, docs/performance.md):
+# ours in the `make run` shape and on gunicorn + PostgreSQL, alternated with the peers
+# when PEERS=1 (installs them under var/bench-peers/; about 20 minutes a round).
+# Benchmarks the committed HEAD. BENCH_ROUNDS=2 for two rounds.
+bench-peers: install-dev
+	$(BIN)/python tests/bench/bench_peers.py $(if $(PEERS),--peers) --rounds $(or $(BENCH_ROUNDS),1)
 
 # Optional: a local OpenAI-compatible server (llama.cpp with SmolLM2-135M, shipped in a
 # PyPI wheel) on 127.0.0.1:$(LLM_PORT), for smoke tests of `generate` only: a 135M model
