@@ -47,7 +47,12 @@ serve: install
 dev: demo
 	$(BIN)/python manage.py runserver 127.0.0.1:$(PORT)
 
-run: demo serve
+# `make demo` then `make serve`, in one process: gunicorn's master migrates and loads the
+# demo (WEB_PREPARE=demo, config/gunicorn.conf.py) before it opens the port and forks.
+run: install
+	mkdir -p var
+	@echo "Serving on http://127.0.0.1:$(PORT)/  (log in as rater1, rater2 or admin)"
+	WEB_PREPARE=demo WEB_BIND=127.0.0.1:$(PORT) $(BIN)/gunicorn config.wsgi:application -c config/gunicorn.conf.py
 
 # The browser tests drive Debian's Chromium; install it when missing (needs root).
 chromium:

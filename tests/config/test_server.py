@@ -6,6 +6,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -74,3 +75,73 @@ def test_gunicorn_serves_pages_static_files_and_many_clients(server):
     with ThreadPoolExecutor(max_workers=8) as pool:
         results = list(pool.map(lambda _: get(f"{server}/accounts/login/")[0], range(32)))
     assert results == [200] * 32
+
+
+def test_make_run_prepares_the_database_in_the_server_process(tmp_path):
+    """`make run` (WEB_PREPARE=demo): on an empty database, gunicorn's master migrates and
+    loads the demo before it answers, and the demo's rater can log in."""
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": os.environ.get("HOME", "/tmp"),
+        "DEBUG": "1",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        "LOCAL_SECRET_KEY_FILE": str(tmp_path / "secret_key"),
+        "WEB_PREPARE": "demo",
+        "DEMO_PASSWORD": "a-password-for-this-test",
+    }
+    port = free_port()
+    gunicorn = Path(sys.executable).with_name("gunicorn")
+    process = subprocess.Popen(
+        [str(gunicorn), "config.wsgi:application", "-c", "config/gunicorn.conf.py"],
+        cwd=BASE,
+        env={**env, "WEB_BIND": f"127.0.0.1:{port}", "WEB_CONCURRENCY": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 300  # migrations and the demo on a loaded machine
+        while True:
+            try:
+                get(f"{base}/accounts/login/")
+                break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    process.kill()
+                    pytest.fail(f"gunicorn did not start: {process.stdout.read().decode()[-3000:]}")
+                time.sleep(0.5)
+        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
+        page = opener.open(f"{base}/accounts/login/", timeout=60).read().decode()
+        token = page.split('name="csrfmiddlewaretoken" value="', 1)[1].split('"', 1)[0]
+        form = urllib.parse.urlencode(
+            {"username": "rater1", "password": "a-password-for-this-test", "csrfmiddlewaretoken": token}
+        ).encode()
+        landed = opener.open(
+            urllib.request.Request(f"{base}/accounts/login/", data=form, headers={"Referer": f"{base}/"}), timeout=60
+        )
+        assert "/accounts/login/" not in landed.geturl()
+        assert b"LitSumm" in landed.read()
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+
+
+def test_an_unknown_prepare_step_stops_the_server(tmp_path):
+    gunicorn = Path(sys.executable).with_name("gunicorn")
+    done = subprocess.run(
+        [str(gunicorn), "config.wsgi:application", "-c", "config/gunicorn.conf.py"],
+        cwd=BASE,
+        env={
+            "PATH": os.environ.get("PATH", ""),
+            "DEBUG": "1",
+            "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+            "LOCAL_SECRET_KEY_FILE": str(tmp_path / "secret_key"),
+            "WEB_PREPARE": "flush",
+            "WEB_BIND": f"127.0.0.1:{free_port()}",
+        },
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode != 0
+    assert "WEB_PREPARE must be one of" in done.stdout + done.stderr
