@@ -42,6 +42,7 @@ api_urlpatterns = [
         name="batch-assignment-move",
     ),
     path(f"{BATCH}answers/", api.BatchAnswerList.as_view(), name="batch-answer-list"),
+    path(f"{BATCH}answers.jsonl", api.BatchAnswerStream.as_view(), name="batch-answer-stream"),
     path(f"{BATCH}disagreements/", api.BatchDisagreementList.as_view(), name="batch-disagreement-list"),
     path(f"{BATCH}consensus/", api.BatchConsensusList.as_view(), name="batch-consensus-list"),
     path(f"{BATCH}notes/", api.BatchNoteList.as_view(), name="batch-note-list"),

@@ -5,6 +5,11 @@ discussion notes (study admins only). Writes go through annotate.batches.
 
 from __future__ import annotations
 
+import json
+
+from django.core.serializers.json import DjangoJSONEncoder
+from django.http import StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import generics, serializers
 from rest_framework.response import Response
@@ -28,7 +33,8 @@ from annotate.models import (
 )
 from annotate.selectors.access import users_enrollable_by
 from annotate.selectors.batches import (
-    batch_answer_rows,
+    answer_rows,
+    batch_answer_revisions,
     batch_assignments,
     batch_disagreements,
     batch_progress,
@@ -363,9 +369,51 @@ class BatchAnswerList(FakeViewMixin, generics.GenericAPIView):
             summary = Summary.objects.filter(study=study, uuid=query["summary"]).first()
             if summary is None:
                 return self.get_paginated_response(self.paginate_queryset([]))
-        rows = batch_answer_rows(batch, phase=query["phase"], summary=summary, rater=query.get("rater"))
-        page = self.paginate_queryset(rows)
-        return self.get_paginated_response(AnswerRowSerializer(page, many=True).data)
+        revisions = batch_answer_revisions(batch, phase=query["phase"], summary=summary, rater=query.get("rater"))
+        # The database counts and slices; only the page's rows are built (issue 19).
+        page = self.paginate_queryset(revisions.only("pk"))
+        rows = answer_rows([revision.pk for revision in page])
+        return self.get_paginated_response(AnswerRowSerializer(rows, many=True).data)
+
+
+# Rows built per chunk of the stream: the memory of a download stays flat in the batch's size.
+STREAM_CHUNK = 500
+
+
+class BatchAnswerStream(FakeViewMixin, APIView):
+    """Study admins: every answer that counts in the batch as JSON Lines, one row per line
+    (the rows of the paginated list), streamed in the same order without pages."""
+
+    @extend_schema(
+        parameters=[AnswerQuery],
+        responses={(200, "application/jsonl"): OpenApiTypes.STR},
+        description="All rows of `answers/` as JSON Lines, streamed: one read for any batch size.",
+    )
+    def get(self, request, slug, batch_uuid):
+        study = permissions.study_for_admin(request, slug)
+        batch = get_batch(study, batch_uuid)
+        query = query_params(AnswerQuery, request)
+        summary = None
+        if "summary" in query:
+            summary = Summary.objects.filter(study=study, uuid=query["summary"]).first()
+        ids = (
+            []
+            if "summary" in query and summary is None
+            else list(
+                batch_answer_revisions(
+                    batch, phase=query["phase"], summary=summary, rater=query.get("rater")
+                ).values_list("pk", flat=True)
+            )
+        )
+        response = StreamingHttpResponse(_answer_lines(ids), content_type="application/jsonl; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="{study.slug}-{batch.uuid}-answers.jsonl"'
+        return response
+
+
+def _answer_lines(ids):
+    for start in range(0, len(ids), STREAM_CHUNK):
+        for row in AnswerRowSerializer(answer_rows(ids[start : start + STREAM_CHUNK]), many=True).data:
+            yield json.dumps(row, ensure_ascii=False, cls=DjangoJSONEncoder) + "\n"
 
 
 class DisagreementSerializer(serializers.Serializer):

@@ -4,12 +4,13 @@ accuracy, consensus and discussion notes."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.http import Http404
 
 from annotate.models import (
@@ -186,31 +187,58 @@ class AnswerRow:
     rationales: dict
 
 
-def batch_answer_rows(
+def batch_answer_revisions(
     batch: Batch, *, phase: str = "initial", summary: Summary | None = None, rater: str | None = None
-) -> list[AnswerRow]:
-    """batch_answers flattened: one row per (item, rater), by item then rater."""
-    by_summary = batch_answers(batch, phase=phase, summary=summary)
-    summaries = Summary.objects.in_bulk(list(by_summary))
+) -> QuerySet[Revision]:
+    """The answers that count in a batch (each live assignment's newest submitted revision
+    in `phase`), as a queryset by item key, then rater, then id: the database picks and
+    orders them, so a page of it reads only its own rows (issue 19). answer_rows() turns a
+    page into rows."""
+    newer = Revision.objects.filter(
+        assignment_id=OuterRef("assignment_id"),
+        phase=OuterRef("phase"),
+        status=Revision.Status.SUBMITTED,
+        number__gt=OuterRef("number"),
+    )
+    revisions = (
+        Revision.objects.filter(assignment__batch=batch, status=Revision.Status.SUBMITTED, phase=phase)
+        .exclude(assignment__state=Assignment.State.WITHDRAWN)
+        .exclude(Exists(newer))
+    )
+    if summary is not None:
+        revisions = revisions.filter(assignment__summary=summary)
+    if rater:
+        revisions = revisions.filter(assignment__rater__username=rater)
+    return revisions.order_by("assignment__summary__key", "assignment__rater__username", "pk")
+
+
+def answer_rows(ids: Sequence[int]) -> list[AnswerRow]:
+    """Rows of the given revisions (ids of a page of batch_answer_revisions), in their
+    order, in a fixed number of queries: the revisions with their assignment, rater,
+    summary and rubric, then their ratings and spans."""
+    loaded = (
+        revisions_with_answers()
+        .filter(pk__in=ids)
+        .select_related("assignment__rater", "assignment__summary")
+        .in_bulk(ids)
+    )
     rows = []
-    for summary_id, by_rater in by_summary.items():
-        for user, (answers, rationales, revision) in by_rater.items():
-            if rater and user.get_username() != rater:
-                continue
-            rows.append(
-                AnswerRow(
-                    summary=summaries[summary_id],
-                    rater=user.get_username(),
-                    assignment=revision.assignment.uuid,
-                    revision=revision.number,
-                    phase=revision.phase,
-                    submitted_at=revision.submitted_at,
-                    rubric_version=revision.rubric.version,
-                    answers=answers,
-                    rationales=rationales,
-                )
+    for revision_id in ids:
+        revision = loaded[revision_id]
+        answers, rationales = revision_answers(revision)
+        rows.append(
+            AnswerRow(
+                summary=revision.assignment.summary,
+                rater=revision.assignment.rater.get_username(),
+                assignment=revision.assignment.uuid,
+                revision=revision.number,
+                phase=revision.phase,
+                submitted_at=revision.submitted_at,
+                rubric_version=revision.rubric.version,
+                answers=answers,
+                rationales=rationales,
             )
-    rows.sort(key=lambda r: (r.summary.key, r.rater))
+        )
     return rows
 
 

@@ -155,6 +155,7 @@ MATRIX = [
     ("batch-assignment-withdraw", "post", "{b_in_batch}withdraw/", None, ADMINS),
     ("batch-assignment-move", "post", "{b_in_batch}move/", "move", ADMINS_CREATE),
     ("batch-answer-list", "get", "{batch}answers/", None, ADMINS),
+    ("batch-answer-stream", "get", "{batch}answers.jsonl", None, ADMINS),
     ("batch-disagreement-list", "get", "{batch}disagreements/?question=overall", None, ADMINS),
     ("batch-consensus-list", "get", "{batch}consensus/", None, ADMINS),
     ("batch-consensus-create", "post", "{batch}consensus/", "consensus", ADMINS_CREATE),
