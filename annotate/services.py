@@ -8,14 +8,14 @@ an older version is refused with StaleWriteError (HTTP 409) instead of overwriti
 from __future__ import annotations
 
 import secrets
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F, Max
 from django.utils import timezone
 
@@ -28,6 +28,7 @@ from annotate.models import (
     Rationale,
     Revision,
     Rubric,
+    SourceSentence,
     Span,
     Study,
     StudyMembership,
@@ -504,6 +505,30 @@ def reopen_rating(*, assignment: Assignment, rater, version: Any) -> Revision | 
         clean = CleanAnswers()
     write_draft_answers(draft, clean, definition, new=True)
     return draft
+
+
+# --- source sentences -----------------------------------------------------------------
+
+_SENTENCE_COLUMNS = ("source", "index", "start", "end", "text", "ref")
+
+
+def store_sentences(rows: Iterable[tuple[int, int, int, int, str, str]]) -> int:
+    """Insert source sentences, given as (source id, index, start, end, text, ref), in one
+    executemany. Imports store thousands of them (a source at the size limit may have
+    8,000), and the ORM's bulk_create spends about 0.1 ms of Python a row building
+    instances and SQL; this is the same INSERT without that, on SQLite and PostgreSQL.
+    The rows must be valid (the importers check them); the database's constraints still
+    hold. Returns the number of rows."""
+    rows = list(rows)
+    if not rows:
+        return 0
+    meta = SourceSentence._meta
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(meta.get_field(name).column) for name in _SENTENCE_COLUMNS)
+    placeholders = ", ".join(["%s"] * len(_SENTENCE_COLUMNS))
+    with connection.cursor() as cursor:
+        cursor.executemany(f"INSERT INTO {quote(meta.db_table)} ({columns}) VALUES ({placeholders})", rows)
+    return len(rows)
 
 
 # --- accounts ------------------------------------------------------------------------

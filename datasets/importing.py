@@ -22,7 +22,7 @@ from django.utils import timezone
 from annotate.exceptions import ApplicationError
 from annotate.models import Claim, Finding, Revision, Source, SourceSentence, Study, Summary
 from annotate.rubrics import RubricDefinitionError
-from annotate.services import builtin_rubric_path, load_builtin_rubric
+from annotate.services import builtin_rubric_path, load_builtin_rubric, store_sentences
 from annotate.text import split_spans
 from annotate.text_validation import InvalidTextError, length_problem, loads
 from datasets.exporting.licences import licence_allows_text
@@ -391,9 +391,7 @@ class _Writer:
             if text_changed:
                 source.sentences.all().delete()
         if text_changed:
-            SourceSentence.objects.bulk_create(
-                SourceSentence(source=source, index=i, **s) for i, s in enumerate(d["sentences"])
-            )
+            store_sentences(_sentence_rows(source, d["sentences"]))
         self.count("source", created, changed and not created)
         self.sources[(study.slug, source.key)] = source
 
@@ -414,32 +412,56 @@ _SUMMARY_FIELDS = ("source", "text", "generator", "metadata", "flags", "parent")
 _CLAIM_FIELDS = ("text", "start", "end", "refs", "verdict", "explanation", "probability")
 
 
+def _sentence_rows(source: Source, sentences: list[dict]) -> Iterator[tuple]:
+    """A cleaned source's sentences as annotate.services.store_sentences takes them."""
+    for i, s in enumerate(sentences):
+        yield (source.pk, i, s["start"], s["end"], s["text"], s["ref"])
+
+
 class _BulkWriter(_Writer):
-    """import_records' writer: consecutive records of one kind are queued and written in
-    chunks (existing rows looked up once per chunk; bulk_create and bulk_update). The
-    file's order still decides what a record may refer to: the queue is written before a
-    record of another kind, and before a summary whose parent is still queued."""
+    """import_records' writer: records are queued and written in chunks of up to CHUNK
+    of each kind (existing rows looked up once per chunk; bulk_create and bulk_update), a chunk's
+    sources first, then its summaries, then its claims, so a file that alternates source,
+    summary, source, ... is written in as few statements as one grouped by kind.
+
+    The file's order still decides what a record may refer to: a row created in the
+    chunk at a later line than the record that names it is refused as unknown, as it
+    would have been record by record (`born`), and a summary whose parent is still queued
+    waits for the next chunk (its parent's id must exist first)."""
+
+    KINDS = ("source", "summary", "claim")
 
     def __init__(self):
         super().__init__()
-        self.queue: list[tuple[int, dict]] = []
-        self.queued_kind: str | None = None
+        self.queue: list[tuple[str, int, dict]] = []
+        self.queued = dict.fromkeys(self.KINDS, 0)
         self.queued_keys: set[tuple[str, str]] = set()
+        self.born: dict[tuple[str, str, str], int] = {}  # (kind, study, key) created in this chunk -> line
 
     def add(self, kind: str, line: int, d: dict) -> None:
         parent_queued = kind == "summary" and d["parent"] and (d["study"], d["parent"]) in self.queued_keys
-        if kind != self.queued_kind or len(self.queue) >= CHUNK or parent_queued:
+        if self.queued[kind] >= CHUNK or parent_queued:
             self.flush()
-        self.queued_kind = kind
-        self.queue.append((line, d))
+        self.queue.append((kind, line, d))
+        self.queued[kind] += 1
         if kind == "summary":
             self.queued_keys.add((d["study"], d["key"]))
 
     def flush(self) -> None:
-        queue, kind = self.queue, self.queued_kind
-        self.queue, self.queued_kind, self.queued_keys = [], None, set()
-        if queue:
-            getattr(self, f"_write_{kind}s")(queue)
+        queue = self.queue
+        self.queue, self.queued_keys, self.born = [], set(), {}
+        self.queued = dict.fromkeys(self.KINDS, 0)
+        for kind in self.KINDS:
+            records = [(line, d) for k, line, d in queue if k == kind]
+            if records:
+                getattr(self, f"_write_{kind}s")(records)
+        self.born = {}
+
+    def _not_yet(self, kind: str, line: int, study: Study, key: str, field_name: str) -> None:
+        """Refuse a reference to a row this chunk creates at a later line of the file."""
+        born = self.born.get((kind, study.slug, key))
+        if born is not None and born > line:
+            raise ImportLineError(line, field_name, f"no {kind} {key!r} in study {study.slug!r}")
 
     # --- lookups for a whole chunk ---
 
@@ -467,6 +489,7 @@ class _BulkWriter(_Writer):
                 source = Source(study=study, key=d["key"], **values)
                 created.append((line, d, source))
                 self.sources[(study.slug, d["key"])] = source
+                self.born[("source", study.slug, d["key"])] = line
             else:
                 updated.append((line, d, source, values))
         if updated:
@@ -506,10 +529,8 @@ class _BulkWriter(_Writer):
                 self.count("source", True, False)
         if changed_text_ids:
             SourceSentence.objects.filter(source_id__in=changed_text_ids).delete()
-        SourceSentence.objects.bulk_create(
-            SourceSentence(source=source, index=i, **sentence)
-            for _, d, source in [*created, *text_changed]
-            for i, sentence in enumerate(d["sentences"])
+        store_sentences(
+            row for _, d, source in [*created, *text_changed] for row in _sentence_rows(source, d["sentences"])
         )
 
     # --- summaries ---
@@ -528,6 +549,9 @@ class _BulkWriter(_Writer):
         for line, d in queue:
             study = studies[line]
             source = self.source(line, study, d["source"])
+            self._not_yet("source", line, study, d["source"], "source")
+            if d["parent"]:
+                self._not_yet("summary", line, study, d["parent"], "parent")
             parent = self.summary(line, study, d["parent"], "parent") if d["parent"] else None
             values = {  # ids, not objects: comparing an object would load the stored one
                 "source_id": source.pk,
@@ -542,6 +566,7 @@ class _BulkWriter(_Writer):
                 summary = Summary(study=study, key=d["key"], **values)
                 created.append(summary)
                 self.summaries[(study.slug, d["key"])] = summary
+                self.born[("summary", study.slug, d["key"])] = line
             else:
                 updated.append((line, d, summary, values))
         moved = [
@@ -580,6 +605,8 @@ class _BulkWriter(_Writer):
         studies = {line: self.study(line, d["study"]) for line, d in queue}
         self._prefetch(Summary, self.summaries, {(studies[line], d["summary"]) for line, d in queue})
         targets = {line: self.summary(line, studies[line], d["summary"]) for line, d in queue}
+        for line, d in queue:
+            self._not_yet("summary", line, studies[line], d["summary"], "summary")
         existing = {
             (claim.summary_id, claim.index): claim
             for claim in Claim.objects.filter(summary__in={s.pk for s in targets.values()})

@@ -23,13 +23,13 @@ from annotate.models import (
     Revision,
     Rubric,
     Source,
-    SourceSentence,
     Span,
     Study,
     StudyMembership,
     Summary,
 )
 from annotate.rubrics import NA, AnswerContext, RubricDefinition
+from annotate.services import store_sentences
 from annotate.text_validation import InvalidTextError, find_problem, length_problem, loads
 from datasets.exporting.folder import FORMAT_VERSION, ITERATOR_CHUNK, DatasetImportError, read_table, verify_checksums
 
@@ -210,7 +210,7 @@ class _DatasetImporter:
                 metadata=row["metadata"],
             )
             sentences = row["sentences"] if row["sentences"] is not None else []
-            SourceSentence.objects.bulk_create(SourceSentence(source=source, **s) for s in sentences)
+            store_sentences((source.pk, s["index"], s["start"], s["end"], s["text"], s["ref"]) for s in sentences)
             self.sources[key] = source
         self.findings: dict[str, Finding] = {}
         for row in self.table("findings"):

@@ -2,6 +2,7 @@
 the file's size, with the file's order still deciding what a record may refer to."""
 
 import json
+import re
 
 import pytest
 from django.db import connection
@@ -37,7 +38,8 @@ def queries(lines: list[str]) -> tuple[int, int]:
     inserts grow with the rows only by that batching, never one per row."""
     with CaptureQueriesContext(connection) as captured:
         import_records(lines=lines)
-    sql = [q["sql"].lstrip().upper() for q in captured.captured_queries]
+    # An executemany (the sentences) is logged as "N times: INSERT ...": one statement.
+    sql = [re.sub(r"^\d+ TIMES: ", "", q["sql"].lstrip().upper()) for q in captured.captured_queries]
     inserts = sum(1 for q in sql if q.startswith("INSERT"))
     return len(sql) - inserts, inserts
 
@@ -111,4 +113,53 @@ def test_a_parent_in_the_same_chunk_and_a_source_defined_later():
     ]
     with pytest.raises(ImportLineError, match="line 2: field .source.: no source 's' in study 'late'"):
         import_records(lines=late)
+    assert not Source.objects.filter(study__slug="late").exists()
+
+
+def alternating(n: int, *, study: str) -> list[str]:
+    """The usual shape of a hand-made file: each source followed by its summary."""
+    lines = [{"type": "study", "slug": study, "title": "Alternating", "rubric": "litsumm"}]
+    for i in range(n):
+        lines.append({"type": "source", "study": study, "key": f"s{i}", "text": f"Sentence {i}. Another one."})
+        lines.append(
+            {"type": "summary", "study": study, "source": f"s{i}", "key": f"m{i}", "text": f"S {i}.", "generator": "g"}
+        )
+        lines.append({"type": "claim", "study": study, "summary": f"m{i}", "index": 0, "text": f"Claim {i}."})
+    return [json.dumps(r) + "\n" for r in lines]
+
+
+@pytest.mark.django_db
+def test_a_file_alternating_kinds_costs_what_a_grouped_one_does():
+    import_records(lines=records(1, study="warm-up"))  # creates the rubric both files use
+    grouped, grouped_inserts = queries(records(150, study="grouped"))
+    mixed, mixed_inserts = queries(alternating(150, study="mixed"))
+    assert (mixed, mixed_inserts) == (grouped, grouped_inserts)
+    assert Summary.objects.filter(study__slug="mixed", source__key="s149", key="m149").exists()
+    assert Claim.objects.filter(summary__study__slug="mixed").count() == 150
+
+
+LATE_CLAIM = [
+    {"type": "claim", "study": "late", "summary": "m", "index": 0, "text": "C."},
+    {"type": "source", "study": "late", "key": "s", "text": "S."},
+    {"type": "summary", "study": "late", "source": "s", "key": "m", "text": "M.", "generator": "g"},
+]
+LATE_PARENT = [
+    {"type": "source", "study": "late", "key": "s", "text": "S."},
+    {"type": "summary", "study": "late", "source": "s", "key": "m2", "text": "M.", "generator": "g", "parent": "m"},
+    {"type": "summary", "study": "late", "source": "s", "key": "m", "text": "M.", "generator": "g"},
+]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "late,where",
+    [(LATE_CLAIM, 'line 2: field "summary"'), (LATE_PARENT, 'line 3: field "parent"')],
+    ids=["claim-before-its-summary", "child-before-its-parent"],
+)
+def test_a_reference_to_a_later_line_of_the_same_chunk_is_refused(late, where):
+    lines = [json.dumps({"type": "study", "slug": "late", "title": "L", "rubric": "litsumm"}) + "\n"]
+    lines += [json.dumps(r) + "\n" for r in late]
+    with pytest.raises(ImportLineError) as refused:
+        import_records(lines=lines)
+    assert str(refused.value) == f"{where}: no summary 'm' in study 'late'"
     assert not Source.objects.filter(study__slug="late").exists()
