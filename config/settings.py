@@ -108,6 +108,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {"transaction_mode": "IMMEDIATE", "timeout": 20, "init_command": "PRAGMA journal_mode=WAL;"}
     )
+    # Django's backend, with writers queued on a lock that wakes the next one at once
+    # instead of SQLite's busy handler, which sleeps up to 100 ms between tries.
+    DATABASES["default"]["ENGINE"] = "config.sqlite_backend"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -261,6 +264,12 @@ CELERY_ACCEPT_CONTENT = ["json"]
 
 # Demo accounts (`manage.py load_demo`).
 DEMO_PASSWORD = env_str("DEMO_PASSWORD")
+
+# JSON Lines uploaded for import (datasets.import_runs): where they are kept (var/imports
+# when unset; shared with the Celery workers when they run elsewhere) and the largest
+# file accepted, in bytes.
+IMPORTS_DIR = env_str("IMPORTS_DIR") or None
+MAX_IMPORT_BYTES = env_int("MAX_IMPORT_BYTES", 200 * 1024 * 1024, minimum=1)
 
 LOGGING = {
     "version": 1,

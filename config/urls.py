@@ -22,6 +22,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("rate/", include("annotate.urls")),
     path("studies/", include("annotate.study_urls")),
+    path("studies/", include("datasets.urls")),
     path("analysis/", include("analysis.urls")),
     path("api/", include((api_urlpatterns, "api"))),
     path("api/schema/", SchemaView.as_view(), name="schema"),

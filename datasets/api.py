@@ -1,5 +1,5 @@
-"""Dataset exports over the API (study admins): start, poll, download. The runs are
-kept by datasets.export_runs.
+"""Dataset exports and JSON Lines imports over the API (study admins): start, poll,
+download. The runs are kept by datasets.export_runs and datasets.import_runs.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from annotate import permissions
 from annotate.api.common import (
     FakeViewMixin,
 )
-from datasets import export_runs
-from datasets.tasks import run_api_export_task
+from datasets import export_runs, import_runs
+from datasets.tasks import run_api_export_task, run_api_import_task
 
 
 class ExportSerializer(serializers.Serializer):
@@ -119,3 +119,77 @@ class ExportDownload(APIView):
         archive = export_runs.export_archive(study=study, export_id=export_id)
         name = f"{study.slug}-dataset-{export_id}.zip"
         return FileResponse(archive.open("rb"), as_attachment=True, filename=name, content_type="application/zip")
+
+
+# --- imports ------------------------------------------------------------------------
+
+
+class ImportCountsField(serializers.DictField):
+    child = serializers.DictField(child=serializers.IntegerField())
+
+
+class ImportSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    status = serializers.ChoiceField(import_runs.STATUSES)
+    file_name = serializers.CharField()
+    size_bytes = serializers.IntegerField()
+    requested_by = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+    error = serializers.CharField(allow_blank=True, help_text="Why it failed; nothing was imported then.")
+    error_line = serializers.IntegerField(allow_null=True, help_text="The line of the file that failed.")
+    error_field = serializers.CharField(allow_null=True, help_text="The field of that line that failed.")
+    counts = ImportCountsField(help_text='Per record type: {"created": n, "updated": n, "unchanged": n}.')
+
+
+class ImportUploadSerializer(serializers.Serializer):
+    file = serializers.FileField(help_text="JSON Lines (docs/import-format.md): sources, summaries and claims.")
+
+
+class ImportList(FakeViewMixin, generics.GenericAPIView):
+    """Study admins: the study's imports (newest first), and uploading one."""
+
+    serializer_class = ImportSerializer
+
+    @extend_schema(responses=ImportSerializer(many=True))
+    def get(self, request, slug):
+        study = permissions.study_for_admin(request, slug)
+        page = self.paginate_queryset(import_runs.list_imports(study=study))
+        return self.get_paginated_response(ImportSerializer(page, many=True).data)
+
+    @extend_schema(
+        request={"multipart/form-data": ImportUploadSerializer},
+        responses={202: ImportSerializer},
+        description="Import a JSON Lines file into this study (docs/import-format.md): every record must "
+        "name this study, and the file may not hold study records. All or nothing. Answers 202 with the "
+        "run's status and a Location to poll; without a Celery broker the run is already finished.",
+    )
+    def post(self, request, slug):
+        study = permissions.study_for_admin(request, slug)
+        limit = import_runs.max_import_bytes()
+        declared = request.META.get("CONTENT_LENGTH") or "0"
+        if declared.isdigit() and int(declared) > limit + 64 * 1024:  # the file plus its multipart headers
+            raise import_runs.ImportTooLargeError(
+                f"The file is larger than the import limit of {limit:,} bytes (MAX_IMPORT_BYTES)."
+            )
+        body = ImportUploadSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        upload = body.validated_data["file"]
+        status = import_runs.start_import(
+            study=study,
+            requested_by=request.user,
+            chunks=upload.chunks(),
+            file_name=upload.name,
+            enqueue=run_api_import_task.delay,
+        )
+        location = reverse("api:import-detail", kwargs={"slug": study.slug, "import_id": status.id})
+        return Response(
+            ImportSerializer(status).data, status=202, headers={"Location": request.build_absolute_uri(location)}
+        )
+
+
+class ImportDetail(APIView):
+    @extend_schema(responses=ImportSerializer, description="Study admins: poll an import.")
+    def get(self, request, slug, import_id):
+        study = permissions.study_for_admin(request, slug)
+        return Response(ImportSerializer(import_runs.get_import(study=study, import_id=import_id)).data)

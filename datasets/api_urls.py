@@ -1,4 +1,4 @@
-"""The dataset export endpoints, mounted under /api/ by config/urls.py (docs/api.md)."""
+"""The dataset export and import endpoints, mounted under /api/ by config/urls.py (docs/api.md)."""
 
 from django.urls import path
 
@@ -12,4 +12,6 @@ urlpatterns = [
         api.ExportDownload.as_view(),
         name="export-download",
     ),
+    path("studies/<slug:slug>/imports/", api.ImportList.as_view(), name="import-list"),
+    path("studies/<slug:slug>/imports/<uuid:import_id>/", api.ImportDetail.as_view(), name="import-detail"),
 ]

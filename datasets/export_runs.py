@@ -124,7 +124,7 @@ def start_export(
 
 
 @contextmanager
-def _claim(folder: Path) -> Iterator[bool]:
+def claim_run(folder: Path) -> Iterator[bool]:
     """Claim the run in `folder`: yields True for the one process that holds it, False
     for any other. An exclusive flock on claim.lock, not a status check, because the
     claim must be atomic (two deliveries reading "pending" at once must not both run)
@@ -163,7 +163,7 @@ def run_export(*, study_slug: str, export_id: str) -> ExportStatus:
     from datasets.exporting import export_dataset  # the export lives in its own package
 
     folder = export_folder(study_slug=study_slug, export_id=export_id)
-    with _claim(folder) as claimed:
+    with claim_run(folder) as claimed:
         status = _read_status(folder / "status.json")
         if not claimed or status.status in ("done", "failed"):
             return status
@@ -220,7 +220,7 @@ def _status_now(folder: Path) -> ExportStatus:
     status = _read_status(folder / "status.json")
     if status.status != "running":
         return status
-    with _claim(folder) as claimed:
+    with claim_run(folder) as claimed:
         if not claimed:
             return status  # a worker holds it: it is running
         status = _read_status(folder / "status.json")

@@ -634,11 +634,28 @@ class _BulkWriter(_Writer):
             Claim.objects.bulk_create(created)
 
 
-def import_records(*, lines: Iterable[str]) -> ImportResult:
+def _check_one_study(cleaned: list[tuple[Record, dict]], slug: str) -> None:
+    for record, d in cleaned:
+        if record.type == "study":
+            raise ImportLineError(
+                record.line,
+                "type",
+                f"a study record cannot be imported into study {slug!r}: give its sources, summaries and claims",
+            )
+        if d["study"] != slug:
+            raise ImportLineError(record.line, "study", f"must be {slug!r}, the study this file is imported into")
+
+
+def import_records(*, lines: Iterable[str], only_study: str | None = None) -> ImportResult:
     """Import JSON Lines text: all of it, or (on any error) none of it. Studies are
-    written one by one (there are few); sources, summaries and claims in chunks."""
+    written one by one (there are few); sources, summaries and claims in chunks.
+
+    `only_study` (imports over the API, by a study admin): every record must belong to
+    that existing study, and the file may not create or change studies."""
     records = parse_lines(lines)
     cleaned = [(r, CLEANERS[r.type](_Fields(r.line, r.data))) for r in records]
+    if only_study is not None:
+        _check_one_study(cleaned, only_study)
     seen: dict[tuple, int] = {}
     for record, d in cleaned:
         ident = _identity(record.type, d)

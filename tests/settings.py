@@ -13,7 +13,7 @@ from config.settings import *  # noqa: E402,F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
-if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+if "sqlite" in DATABASES["default"]["ENGINE"]:
     # A file, not the in-memory default: threads and the live server then use real,
     # separate connections that wait for each other's locks as in production.
     # One file per test process, so two suites running at once never share it.

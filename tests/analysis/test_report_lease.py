@@ -63,7 +63,7 @@ run_study_report_task(int(sys.argv[1]))
 def database_url() -> str:
     """The test database, for a process of its own."""
     db = connection.settings_dict
-    if db["ENGINE"].endswith("sqlite3"):
+    if "sqlite" in db["ENGINE"]:
         return f"sqlite:///{db['NAME']}"
     password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
     host, port = db.get("HOST") or "127.0.0.1", db.get("PORT") or 5432

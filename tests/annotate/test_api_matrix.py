@@ -7,14 +7,17 @@ membership (staff alone gives nothing: an outsider); `staff_viewer` has
 annotate.view_study (a viewer of every study); `staff_admin` has annotate.change_study
 (an admin of every study, as in the Django admin)."""
 
+import json
+
 import pytest
 from django.contrib.auth.models import Permission
+from django.core.files.uploadedfile import SimpleUploadedFile
 
 from annotate.batches import create_batch
 from annotate.models import Assignment, StudyMembership
 from annotate.services import add_study_member, record_claims, submit_rating
-from datasets import export_runs
-from datasets.tasks import run_api_export_task
+from datasets import export_runs, import_runs
+from datasets.tasks import run_api_export_task, run_api_import_task
 from tests.conftest import GOOD_ANSWERS, api_client_for
 from tests.factories import AssignmentFactory, SummaryFactory, UserFactory
 
@@ -55,6 +58,15 @@ def world(study, rater_a, rater_b, outsider, settings, tmp_path):
         study=study, requested_by=study_admin, formats=["jsonl"], enqueue=run_api_export_task.delay
     )
     assert export.status == "done", export.error
+    settings.IMPORTS_DIR = tmp_path / "imports"
+    imported = import_runs.start_import(
+        study=study,
+        requested_by=study_admin,
+        chunks=[_import_line(study)],
+        file_name="sources.jsonl",
+        enqueue=run_api_import_task.delay,
+    )
+    assert imported.status == "done", imported.error
     open_item = AssignmentFactory(summary=SummaryFactory(source__study=study), rater=rater_a, position=99)
     # A member with no items yet, whom a study admin may move an item to.
     add_study_member(study=study, user=UserFactory(username="rater_c"), role=StudyMembership.Role.RATER)
@@ -71,8 +83,13 @@ def world(study, rater_a, rater_b, outsider, settings, tmp_path):
         "b_submitted": batch.assignments.get(rater=rater_b, summary=summary),
         "a_open": open_item,
         "export": export.id,
+        "import": imported.id,
         "users": users,
     }
+
+
+def _import_line(study) -> bytes:
+    return (json.dumps({"type": "source", "study": study.slug, "key": "matrix-source", "text": "One."}) + "\n").encode()
 
 
 def staff_user(*, username: str, permissions: tuple[str, ...] | list[str] = ()):
@@ -95,6 +112,7 @@ def _urls(w) -> dict[str, str]:
         "b_submitted": f"/api/assignments/{w['b_submitted'].uuid}/",
         "b_in_batch": f"{batch}assignments/{w['b_submitted'].uuid}/",
         "export": f"{study}exports/{w['export']}/",
+        "import": f"{study}imports/{w['import']}/",
     }
 
 
@@ -165,6 +183,9 @@ MATRIX = [
     ("export-list start", "post", "{study}exports/", "export", ADMINS_ACCEPTED),
     ("export-detail", "get", "{export}", None, ADMINS),
     ("export-download", "get", "{export}download/", None, ADMINS),
+    ("import-list", "get", "{study}imports/", None, ADMINS),
+    ("import-list upload", "post", "{study}imports/", "import_upload", ADMINS_ACCEPTED),
+    ("import-detail", "get", "{import}", None, ADMINS),
 ]
 
 
@@ -173,6 +194,9 @@ def _call(w, who: str, method: str, url: str, body_name: str | None):
     url = url.format(**_urls(w))
     if method == "get":
         return client.get(url)
+    if body_name == "import_upload":
+        upload = SimpleUploadedFile("sources.jsonl", _import_line(w["study"]), content_type="application/jsonl")
+        return client.post(url, {"file": upload}, format="multipart")
     return getattr(client, method)(url, _body(w, body_name), format="json")
 
 

@@ -30,7 +30,7 @@ BROKERS = {"redis": "redis://127.0.0.1:6379/15", "rabbitmq": "amqp://guest:guest
 
 def database_url() -> str:
     db = connection.settings_dict
-    if db["ENGINE"].endswith("sqlite3"):
+    if "sqlite" in db["ENGINE"]:
         return f"sqlite:///{db['NAME']}"
     user = db.get("USER") or "postgres"
     return f"postgres://{user}@{db.get('HOST') or '127.0.0.1'}:{db.get('PORT') or 5432}/{db['NAME']}"

@@ -1,0 +1,209 @@
+"""Imports of JSON Lines over the API and from the study pages (issue 19): upload a file,
+then poll its run.
+
+The import itself is datasets.importing.import_records, the same all-or-nothing import as
+`manage.py import_jsonl`, restricted to the study the file is imported into. This module,
+like datasets.export_runs, gives each run an id, a folder and a status file:
+
+    <IMPORTS_DIR>/<study slug>/<import id>/upload.jsonl   the file as received
+    <IMPORTS_DIR>/<study slug>/<import id>/status.json    what the API answers
+    <IMPORTS_DIR>/<study slug>/<import id>/claim.lock     held by the worker running it
+
+IMPORTS_DIR is the setting of that name if there is one, else var/imports; with separate
+Celery workers it must be shared with them (as EXPORTS_DIR is). The upload is streamed to
+disk in blocks and refused past MAX_IMPORT_BYTES, so a web process never holds a whole file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.http import Http404
+from django.utils import timezone
+
+from annotate.exceptions import ApplicationError
+from annotate.models import Study
+from datasets.export_runs import claim_run
+
+STATUSES = ("pending", "running", "done", "failed")
+BLOCK = 1 << 20
+
+
+@dataclass
+class ImportStatus:
+    id: str
+    study: str
+    status: str
+    file_name: str
+    size_bytes: int
+    requested_by: str
+    created_at: str
+    finished_at: str | None = None
+    error: str = ""
+    error_line: int | None = None
+    error_field: str | None = None
+    # {"source": {"created": 3, "updated": 0, "unchanged": 1}, ...}
+    counts: dict[str, dict[str, int]] = field(default_factory=dict)
+
+
+class ImportTooLargeError(ApplicationError):
+    http_status = 413
+
+
+def imports_root() -> Path:
+    return Path(getattr(settings, "IMPORTS_DIR", None) or Path(settings.BASE_DIR) / "var" / "imports")
+
+
+def max_import_bytes() -> int:
+    return int(getattr(settings, "MAX_IMPORT_BYTES", 200 * 1024 * 1024))
+
+
+def import_folder(*, study_slug: str, import_id: str) -> Path:
+    return imports_root() / study_slug / str(uuid.UUID(str(import_id)))
+
+
+def _write_status(status: ImportStatus) -> None:
+    folder = import_folder(study_slug=status.study, import_id=status.id)
+    temporary = folder / "status.json.tmp"
+    temporary.write_text(json.dumps(asdict(status), indent=2, sort_keys=True), encoding="utf-8")
+    os.replace(temporary, folder / "status.json")
+
+
+def _read_status(folder: Path) -> ImportStatus:
+    return ImportStatus(**json.loads((folder / "status.json").read_text(encoding="utf-8")))
+
+
+def start_import(
+    *, study: Study, requested_by, chunks: Iterable[bytes], file_name: str, enqueue: Callable[..., Any]
+) -> ImportStatus:
+    """Store the uploaded file (`chunks`, e.g. an UploadedFile's .chunks()) and hand the run
+    to `enqueue(study_slug=..., import_id=...)` (the Celery task's delay: in process without a
+    broker, so the status returned is then final). A file over MAX_IMPORT_BYTES is refused
+    (413) and nothing is kept."""
+    import_id = str(uuid.uuid4())
+    folder = import_folder(study_slug=study.slug, import_id=import_id)
+    folder.mkdir(parents=True)
+    limit, size = max_import_bytes(), 0
+    try:
+        with (folder / "upload.jsonl").open("wb") as out:
+            for chunk in chunks:
+                size += len(chunk)
+                if size > limit:
+                    raise ImportTooLargeError(
+                        f"The file is larger than the import limit of {limit:,} bytes (MAX_IMPORT_BYTES). "
+                        "Split it into several files: each import is all or nothing, and records are idempotent by key."
+                    )
+                out.write(chunk)
+    except BaseException:
+        (folder / "upload.jsonl").unlink(missing_ok=True)
+        folder.rmdir()
+        raise
+    if size == 0:
+        (folder / "upload.jsonl").unlink()
+        folder.rmdir()
+        raise ApplicationError("The file is empty.")
+    status = ImportStatus(
+        id=import_id,
+        study=study.slug,
+        status="pending",
+        file_name=os.path.basename(file_name or "upload.jsonl")[:200],
+        size_bytes=size,
+        requested_by=requested_by.get_username(),
+        created_at=timezone.now().isoformat(),
+    )
+    _write_status(status)
+    enqueue(study_slug=study.slug, import_id=import_id)
+    return _read_status(folder)
+
+
+def _lines(path: Path):
+    with path.open(encoding="utf-8", errors="strict", newline="") as handle:
+        yield from handle
+
+
+def run_import(*, study_slug: str, import_id: str) -> ImportStatus:
+    """Run a recorded import: all of the file or none of it, the outcome recorded in its
+    status. Safe to deliver twice: a delivery that finds the run claimed, done or failed
+    changes nothing; the import is one transaction, so a worker that died mid-way left
+    nothing behind and a redelivery runs it from the start."""
+    from datasets.importing import ImportLineError, import_records
+
+    folder = import_folder(study_slug=study_slug, import_id=import_id)
+    with claim_run(folder) as claimed:
+        status = _read_status(folder)
+        if not claimed or status.status in ("done", "failed"):
+            return status
+        status.status = "running"
+        _write_status(status)
+        try:
+            result = import_records(lines=_lines(folder / "upload.jsonl"), only_study=study_slug)
+        except ImportLineError as exc:
+            status.status, status.error = "failed", exc.message
+            status.error_line, status.error_field = exc.line, exc.field
+        except ApplicationError as exc:
+            status.status, status.error = "failed", exc.message
+        except UnicodeDecodeError as exc:
+            status.status, status.error = "failed", f"The file is not UTF-8 text (byte {exc.start})."
+        except Exception:
+            status.status, status.error = "failed", "The import failed unexpectedly; nothing was imported."
+            status.finished_at = timezone.now().isoformat()
+            _write_status(status)
+            raise
+        else:
+            status.status = "done"
+            status.counts = {
+                kind: {
+                    "created": result.created[kind],
+                    "updated": result.updated[kind],
+                    "unchanged": result.unchanged[kind],
+                }
+                for kind in ("source", "summary", "claim")
+            }
+        status.finished_at = timezone.now().isoformat()
+        _write_status(status)
+        return status
+
+
+def _status_now(folder: Path) -> ImportStatus:
+    """As datasets.export_runs._status_now: a "running" import nobody holds has lost its
+    worker (its transaction rolled back), and is recorded as failed."""
+    status = _read_status(folder)
+    if status.status != "running":
+        return status
+    with claim_run(folder) as claimed:
+        if not claimed:
+            return status
+        status = _read_status(folder)
+        if status.status == "running":
+            status.status = "failed"
+            status.error = (
+                "The worker running this import stopped before it finished; nothing was imported. "
+                "Upload the file again."
+            )
+            status.finished_at = timezone.now().isoformat()
+            _write_status(status)
+        return status
+
+
+def get_import(*, study: Study, import_id) -> ImportStatus:
+    try:
+        folder = import_folder(study_slug=study.slug, import_id=import_id)
+    except ValueError:
+        raise Http404("No such import.") from None
+    if not (folder / "status.json").is_file():
+        raise Http404("No such import.")
+    return _status_now(folder)
+
+
+def list_imports(*, study: Study) -> list[ImportStatus]:
+    """The study's imports, newest first."""
+    root = imports_root() / study.slug
+    statuses = [_status_now(p.parent) for p in root.glob("*/status.json")] if root.is_dir() else []
+    return sorted(statuses, key=lambda s: (s.created_at, s.id), reverse=True)

@@ -1,0 +1,11 @@
+"""Study admins' pages of the datasets app, under /studies/<slug>/ (config/urls.py)."""
+
+from django.urls import path
+
+from datasets import views
+
+app_name = "datasets"
+
+urlpatterns = [
+    path("<slug:slug>/imports/", views.imports, name="imports"),
+]
