@@ -393,26 +393,26 @@ def open_assignment(*, assignment: Assignment) -> Assignment:
     return assignment
 
 
-@transaction.atomic
 def save_draft(
     *, assignment: Assignment, rater, answers: Any, rationales: Any = None, version: Any, active_seconds: Any = 0
 ) -> Revision:
     """Store answers in progress, in any partial state: a rationale before its answer,
     a highlight without its sub-answers, unanswered questions. Each given value must
     still be one the rubric allows; completeness and the rubric's rules wait for submit
-    (their problems are shown as hints, see draft_hints)."""
+    (their problems are shown as hints, see draft_hints).
+
+    The answers are checked before the transaction opens (see submit_rating)."""
     _check_editable(assignment, rater)
     definition = rubric_definition(assignment.study.rubric)
     findings = _findings(assignment.summary)
     clean = definition.validate(answers, rationales, final=False, context=answer_context(assignment.summary, findings))
-    _claim_version(
-        assignment,
-        version,
-        state=Assignment.State.IN_PROGRESS,
-        active_seconds=F("active_seconds") + _clamp_active(assignment, active_seconds),
-    )
-    revision = _write_answers(assignment, clean, definition, findings)
-    revision.save(update_fields=["updated_at"])
+    active = _clamp_active(assignment, active_seconds)
+    with transaction.atomic():
+        _claim_version(
+            assignment, version, state=Assignment.State.IN_PROGRESS, active_seconds=F("active_seconds") + active
+        )
+        revision = _write_answers(assignment, clean, definition, findings)
+        revision.save(update_fields=["updated_at"])
     return revision
 
 
@@ -438,28 +438,35 @@ def draft_hints(*, assignment: Assignment, answers: Any, rationales: Any = None)
     return definition.draft_hints(clean)
 
 
-@transaction.atomic
 def submit_rating(
     *, assignment: Assignment, rater, answers: Any, rationales: Any = None, version: Any, active_seconds: Any = 0
 ) -> Revision:
     """Submit the answers: they must satisfy the rubric in full. The submitted
-    revision is never changed afterwards."""
+    revision is never changed afterwards.
+
+    The answers are validated, and the active time read, before the transaction opens:
+    on SQLite a transaction holds the one write lock from its start, so only the version
+    claim and the writes run under it. Nothing checked outside can go stale unseen: the
+    claim is a compare-and-set on the version the rater read, so a write in between makes
+    this one fail with StaleWriteError."""
     _check_editable(assignment, rater)
     definition = rubric_definition(assignment.study.rubric)
     findings = _findings(assignment.summary)
     clean = definition.validate(answers, rationales, final=True, context=answer_context(assignment.summary, findings))
+    active = _clamp_active(assignment, active_seconds)
     now = timezone.now()
-    _claim_version(
-        assignment,
-        version,
-        state=Assignment.State.SUBMITTED,
-        submitted_at=now,
-        active_seconds=F("active_seconds") + _clamp_active(assignment, active_seconds),
-    )
-    revision = _write_answers(assignment, clean, definition, findings)
-    revision.status = Revision.Status.SUBMITTED
-    revision.submitted_at = now
-    revision.save(update_fields=["status", "submitted_at", "updated_at"])
+    with transaction.atomic():
+        _claim_version(
+            assignment,
+            version,
+            state=Assignment.State.SUBMITTED,
+            submitted_at=now,
+            active_seconds=F("active_seconds") + active,
+        )
+        revision = _write_answers(assignment, clean, definition, findings)
+        revision.status = Revision.Status.SUBMITTED
+        revision.submitted_at = now
+        revision.save(update_fields=["status", "submitted_at", "updated_at"])
     return revision
 
 
