@@ -242,7 +242,7 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     # Filters answered yes/no (rated, assigned) share one enum in the schema.
-    "ENUM_NAME_OVERRIDES": {"YesNoEnum": ["yes", "no"]},
+    "ENUM_NAME_OVERRIDES": {"YesNoEnum": ["yes", "no"], "RunStatusEnum": ["pending", "running", "done", "failed"]},
 }
 
 # Celery: with no broker configured, tasks run in-process (eagerly) so a fresh
