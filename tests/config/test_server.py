@@ -9,6 +9,7 @@ import time
 import urllib.parse
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -28,42 +29,56 @@ def get(url: str) -> tuple[int, bytes, dict]:
         return response.status, response.read(), dict(response.headers)
 
 
-@pytest.fixture
-def server(tmp_path):
-    env = {
+def environment(tmp_path, **extra) -> dict[str, str]:
+    return {
         "PATH": os.environ.get("PATH", ""),
         "HOME": os.environ.get("HOME", "/tmp"),
         "DEBUG": "1",
         "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
         "LOCAL_SECRET_KEY_FILE": str(tmp_path / "secret_key"),
+        **extra,
     }
+
+
+@contextmanager
+def gunicorn(env: dict[str, str], *, workers: int, limit_s: float = 180):
+    """gunicorn as `make serve` starts it, on a free port; yields its base URL once the
+    login page answers (a generous limit: a loaded 2-core machine can take a while)."""
+    port = free_port()
+    process = subprocess.Popen(
+        [str(Path(sys.executable).with_name("gunicorn")), "config.wsgi:application", "-c", "config/gunicorn.conf.py"],
+        cwd=BASE,
+        env={**env, "WEB_BIND": f"127.0.0.1:{port}", "WEB_CONCURRENCY": str(workers)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + limit_s
+        while True:
+            try:
+                get(f"{base}/accounts/login/")
+                break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    process.kill()
+                    pytest.fail(f"gunicorn did not start: {process.stdout.read().decode()[-3000:]}")
+                time.sleep(0.5)
+        yield base
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+
+
+@pytest.fixture
+def server(tmp_path):
+    env = environment(tmp_path)
     migrated = subprocess.run(
         [sys.executable, "manage.py", "migrate", "--noinput"], cwd=BASE, env=env, capture_output=True, timeout=600
     )
     assert migrated.returncode == 0, migrated.stderr
-    port = free_port()
-    gunicorn = Path(sys.executable).with_name("gunicorn")
-    process = subprocess.Popen(
-        [str(gunicorn), "config.wsgi:application", "-c", "config/gunicorn.conf.py"],
-        cwd=BASE,
-        env={**env, "WEB_BIND": f"127.0.0.1:{port}", "WEB_CONCURRENCY": "2"},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 180  # a loaded 2-core machine can take a while to import
-    while True:
-        try:
-            get(f"{base}/accounts/login/")
-            break
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                process.kill()
-                pytest.fail(f"gunicorn did not start: {process.stderr.read().decode()[-3000:]}")
-            time.sleep(0.5)
-    yield base
-    process.terminate()
-    process.wait(timeout=60)
+    with gunicorn(env, workers=2) as base:
+        yield base
 
 
 def test_gunicorn_serves_pages_static_files_and_many_clients(server):
@@ -80,36 +95,8 @@ def test_gunicorn_serves_pages_static_files_and_many_clients(server):
 def test_make_run_prepares_the_database_in_the_server_process(tmp_path):
     """`make run` (WEB_PREPARE=demo): on an empty database, gunicorn's master migrates and
     loads the demo before it answers, and the demo's rater can log in."""
-    env = {
-        "PATH": os.environ.get("PATH", ""),
-        "HOME": os.environ.get("HOME", "/tmp"),
-        "DEBUG": "1",
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
-        "LOCAL_SECRET_KEY_FILE": str(tmp_path / "secret_key"),
-        "WEB_PREPARE": "demo",
-        "DEMO_PASSWORD": "a-password-for-this-test",
-    }
-    port = free_port()
-    gunicorn = Path(sys.executable).with_name("gunicorn")
-    process = subprocess.Popen(
-        [str(gunicorn), "config.wsgi:application", "-c", "config/gunicorn.conf.py"],
-        cwd=BASE,
-        env={**env, "WEB_BIND": f"127.0.0.1:{port}", "WEB_CONCURRENCY": "1"},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 300  # migrations and the demo on a loaded machine
-        while True:
-            try:
-                get(f"{base}/accounts/login/")
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    process.kill()
-                    pytest.fail(f"gunicorn did not start: {process.stdout.read().decode()[-3000:]}")
-                time.sleep(0.5)
+    env = environment(tmp_path, WEB_PREPARE="demo", DEMO_PASSWORD="a-password-for-this-test")
+    with gunicorn(env, workers=1, limit_s=300) as base:  # migrations and the demo first
         opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
         page = opener.open(f"{base}/accounts/login/", timeout=60).read().decode()
         token = page.split('name="csrfmiddlewaretoken" value="', 1)[1].split('"', 1)[0]
@@ -121,9 +108,6 @@ def test_make_run_prepares_the_database_in_the_server_process(tmp_path):
         )
         assert "/accounts/login/" not in landed.geturl()
         assert b"LitSumm" in landed.read()
-    finally:
-        process.terminate()
-        process.wait(timeout=60)
 
 
 def test_an_unknown_prepare_step_stops_the_server(tmp_path):
@@ -131,14 +115,7 @@ def test_an_unknown_prepare_step_stops_the_server(tmp_path):
     done = subprocess.run(
         [str(gunicorn), "config.wsgi:application", "-c", "config/gunicorn.conf.py"],
         cwd=BASE,
-        env={
-            "PATH": os.environ.get("PATH", ""),
-            "DEBUG": "1",
-            "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
-            "LOCAL_SECRET_KEY_FILE": str(tmp_path / "secret_key"),
-            "WEB_PREPARE": "flush",
-            "WEB_BIND": f"127.0.0.1:{free_port()}",
-        },
+        env=environment(tmp_path, WEB_PREPARE="flush", WEB_BIND=f"127.0.0.1:{free_port()}"),
         capture_output=True,
         text=True,
         timeout=300,
