@@ -29,6 +29,7 @@ from annotate.models import (
     Batch,
     ConsensusAnswer,
     DiscussionNote,
+    Revision,
     Summary,
 )
 from annotate.selectors.access import users_enrollable_by
@@ -353,6 +354,21 @@ class AnswerQuery(serializers.Serializer):
     rater = serializers.CharField(required=False, help_text="Username.")
 
 
+def _requested_answers(request, slug, batch_uuid):
+    """(study, batch, the answers that count as the query asks): a queryset of revisions,
+    none when it names a summary the study does not have."""
+    study = permissions.study_for_admin(request, slug)
+    batch = get_batch(study, batch_uuid)
+    query = query_params(AnswerQuery, request)
+    summary = None
+    if "summary" in query:
+        summary = Summary.objects.filter(study=study, uuid=query["summary"]).first()
+        if summary is None:
+            return study, batch, Revision.objects.none()
+    revisions = batch_answer_revisions(batch, phase=query["phase"], summary=summary, rater=query.get("rater"))
+    return study, batch, revisions
+
+
 class BatchAnswerList(FakeViewMixin, generics.GenericAPIView):
     """Study admins: the answers that count (each assignment's newest submitted revision in
     the phase), with rationales and spans; withdrawn assignments are left out."""
@@ -361,15 +377,7 @@ class BatchAnswerList(FakeViewMixin, generics.GenericAPIView):
 
     @extend_schema(parameters=[AnswerQuery], responses=AnswerRowSerializer(many=True))
     def get(self, request, slug, batch_uuid):
-        study = permissions.study_for_admin(request, slug)
-        batch = get_batch(study, batch_uuid)
-        query = query_params(AnswerQuery, request)
-        summary = None
-        if "summary" in query:
-            summary = Summary.objects.filter(study=study, uuid=query["summary"]).first()
-            if summary is None:
-                return self.get_paginated_response(self.paginate_queryset([]))
-        revisions = batch_answer_revisions(batch, phase=query["phase"], summary=summary, rater=query.get("rater"))
+        _, _, revisions = _requested_answers(request, slug, batch_uuid)
         # The database counts and slices; only the page's rows are built (issue 19).
         page = self.paginate_queryset(revisions.only("pk"))
         rows = answer_rows([revision.pk for revision in page])
@@ -390,21 +398,8 @@ class BatchAnswerStream(FakeViewMixin, APIView):
         description="All rows of `answers/` as JSON Lines, streamed: one read for any batch size.",
     )
     def get(self, request, slug, batch_uuid):
-        study = permissions.study_for_admin(request, slug)
-        batch = get_batch(study, batch_uuid)
-        query = query_params(AnswerQuery, request)
-        summary = None
-        if "summary" in query:
-            summary = Summary.objects.filter(study=study, uuid=query["summary"]).first()
-        ids = (
-            []
-            if "summary" in query and summary is None
-            else list(
-                batch_answer_revisions(
-                    batch, phase=query["phase"], summary=summary, rater=query.get("rater")
-                ).values_list("pk", flat=True)
-            )
-        )
+        study, batch, revisions = _requested_answers(request, slug, batch_uuid)
+        ids = list(revisions.values_list("pk", flat=True))
         response = StreamingHttpResponse(_answer_lines(ids), content_type="application/jsonl; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="{study.slug}-{batch.uuid}-answers.jsonl"'
         return response
