@@ -74,12 +74,42 @@ def export_folder(*, study_slug: str, export_id: str) -> Path:
     return exports_root() / study_slug / str(uuid.UUID(str(export_id)))
 
 
-def _write_status(status: ExportStatus) -> None:
-    folder = export_folder(study_slug=status.study, export_id=status.id)
+def write_status_file(folder: Path, status: Any) -> None:
+    """A run's status (a dataclass) as folder/status.json, replaced whole: a poll never
+    reads a half-written file. Shared with datasets.import_runs."""
     folder.mkdir(parents=True, exist_ok=True)
     temporary = folder / "status.json.tmp"
     temporary.write_text(json.dumps(asdict(status), indent=2, sort_keys=True), encoding="utf-8")
-    os.replace(temporary, folder / "status.json")  # a poll never reads a half-written file
+    os.replace(temporary, folder / "status.json")
+
+
+def fail_if_abandoned(folder: Path, read: Callable[[], Any], write: Callable[[Any], None], error: str) -> Any:
+    """The recorded status of the run in `folder`, except that a "running" run whose claim
+    nobody holds has lost its worker: a worker process killed mid-run (out of memory, say)
+    has its message acknowledged by Celery, so no delivery would ever finish or fail it. It
+    is recorded as failed with `error`, so a poll does not wait forever. Shared with
+    datasets.import_runs."""
+    status = read()
+    if status.status != "running":
+        return status
+    with claim_run(folder) as claimed:
+        if not claimed:
+            return status  # a worker holds it: it is running
+        status = read()
+        if status.status == "running":
+            status.status = "failed"
+            status.error = error
+            status.finished_at = timezone.now().isoformat()
+            write(status)
+        return status
+
+
+def newest_first(statuses: list) -> list:
+    return sorted(statuses, key=lambda s: (s.created_at, s.id), reverse=True)
+
+
+def _write_status(status: ExportStatus) -> None:
+    write_status_file(export_folder(study_slug=status.study, export_id=status.id), status)
 
 
 def _read_status(path: Path) -> ExportStatus:
@@ -213,23 +243,12 @@ def _zip(folder: Path, archive: Path) -> None:
 
 
 def _status_now(folder: Path) -> ExportStatus:
-    """The recorded status, except that a "running" export whose claim nobody holds has
-    lost its worker: a worker process killed mid-export (out of memory, say) has its
-    message acknowledged by Celery, so no delivery would ever finish or fail it. It is
-    recorded as failed, so a poll does not wait forever."""
-    status = _read_status(folder / "status.json")
-    if status.status != "running":
-        return status
-    with claim_run(folder) as claimed:
-        if not claimed:
-            return status  # a worker holds it: it is running
-        status = _read_status(folder / "status.json")
-        if status.status == "running":
-            status.status = "failed"
-            status.error = "The worker running this export stopped before it finished; start a new export."
-            status.finished_at = timezone.now().isoformat()
-            _write_status(status)
-        return status
+    return fail_if_abandoned(
+        folder,
+        lambda: _read_status(folder / "status.json"),
+        _write_status,
+        "The worker running this export stopped before it finished; start a new export.",
+    )
 
 
 def get_export(*, study: Study, export_id) -> ExportStatus:
@@ -242,8 +261,7 @@ def get_export(*, study: Study, export_id) -> ExportStatus:
 def list_exports(*, study: Study) -> list[ExportStatus]:
     """The study's exports, newest first."""
     root = exports_root() / study.slug
-    statuses = [_status_now(p.parent) for p in root.glob("*/status.json")] if root.is_dir() else []
-    return sorted(statuses, key=lambda s: (s.created_at, s.id), reverse=True)
+    return newest_first([_status_now(p.parent) for p in root.glob("*/status.json")] if root.is_dir() else [])
 
 
 def export_archive(*, study: Study, export_id) -> Path:

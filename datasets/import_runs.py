@@ -20,7 +20,7 @@ import json
 import os
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,7 @@ from django.utils import timezone
 
 from annotate.exceptions import ApplicationError
 from annotate.models import Study
-from datasets.export_runs import claim_run
+from datasets.export_runs import claim_run, fail_if_abandoned, newest_first, write_status_file
 
 STATUSES = ("pending", "running", "done", "failed")
 BLOCK = 1 << 20
@@ -70,10 +70,7 @@ def import_folder(*, study_slug: str, import_id: str) -> Path:
 
 
 def _write_status(status: ImportStatus) -> None:
-    folder = import_folder(study_slug=status.study, import_id=status.id)
-    temporary = folder / "status.json.tmp"
-    temporary.write_text(json.dumps(asdict(status), indent=2, sort_keys=True), encoding="utf-8")
-    os.replace(temporary, folder / "status.json")
+    write_status_file(import_folder(study_slug=status.study, import_id=status.id), status)
 
 
 def _read_status(folder: Path) -> ImportStatus:
@@ -172,24 +169,12 @@ def run_import(*, study_slug: str, import_id: str) -> ImportStatus:
 
 
 def _status_now(folder: Path) -> ImportStatus:
-    """As datasets.export_runs._status_now: a "running" import nobody holds has lost its
-    worker (its transaction rolled back), and is recorded as failed."""
-    status = _read_status(folder)
-    if status.status != "running":
-        return status
-    with claim_run(folder) as claimed:
-        if not claimed:
-            return status
-        status = _read_status(folder)
-        if status.status == "running":
-            status.status = "failed"
-            status.error = (
-                "The worker running this import stopped before it finished; nothing was imported. "
-                "Upload the file again."
-            )
-            status.finished_at = timezone.now().isoformat()
-            _write_status(status)
-        return status
+    return fail_if_abandoned(
+        folder,
+        lambda: _read_status(folder),
+        _write_status,
+        "The worker running this import stopped before it finished; nothing was imported. Upload the file again.",
+    )
 
 
 def get_import(*, study: Study, import_id) -> ImportStatus:
@@ -205,5 +190,4 @@ def get_import(*, study: Study, import_id) -> ImportStatus:
 def list_imports(*, study: Study) -> list[ImportStatus]:
     """The study's imports, newest first."""
     root = imports_root() / study.slug
-    statuses = [_status_now(p.parent) for p in root.glob("*/status.json")] if root.is_dir() else []
-    return sorted(statuses, key=lambda s: (s.created_at, s.id), reverse=True)
+    return newest_first([_status_now(p.parent) for p in root.glob("*/status.json")] if root.is_dir() else [])
