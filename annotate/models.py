@@ -490,21 +490,30 @@ class Span(TimeStamped):
     def __str__(self) -> str:
         return f"{self.revision}: {self.question} span {self.index}"
 
+    # The columns an answer is made of: values(*ANSWER_FIELDS) rows give answer_from() what
+    # it needs without building Span objects (the answers list and stream, issue 19).
+    ANSWER_FIELDS = ("target", "start", "end", "text", "answers", "rationale", "link_start", "link_end", "link_text")
+
     def as_answer(self) -> dict:
+        return Span.answer_from(vars(self))
+
+    @staticmethod
+    def answer_from(row) -> dict:
+        """The span as the rubric takes it, from a mapping of ANSWER_FIELDS."""
         answer = {
-            "target": self.target,
-            "start": self.start,
-            "end": self.end,
-            "text": self.text,
-            "answers": self.answers,
-            "rationale": self.rationale,
+            "target": row["target"],
+            "start": row["start"],
+            "end": row["end"],
+            "text": row["text"],
+            "answers": row["answers"],
+            "rationale": row["rationale"],
         }
-        if self.link_start is not None:
+        if row["link_start"] is not None:
             answer["link"] = {
                 "target": "source",
-                "start": self.link_start,
-                "end": self.link_end,
-                "text": self.link_text,
+                "start": row["link_start"],
+                "end": row["link_end"],
+                "text": row["link_text"],
             }
         return answer
 

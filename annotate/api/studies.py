@@ -178,6 +178,7 @@ class SourceList(FakeViewMixin, generics.ListAPIView):
     """The study's sources (study admins and viewers); sentences and findings are on the detail."""
 
     serializer_class = SourceSerializer
+    cursor_ordering = ("key",)
 
     @extend_schema(parameters=[SourceQuery])
     def get(self, request, *args, **kwargs):
@@ -271,6 +272,7 @@ class SummaryList(FakeViewMixin, generics.ListAPIView):
     The filters are those of a batch (docs/batches.md)."""
 
     serializer_class = SummarySerializer
+    cursor_ordering = ("key",)
 
     @extend_schema(parameters=[SummaryQuery])
     def get(self, request, *args, **kwargs):

@@ -34,6 +34,7 @@ from annotate.models import (
 )
 from annotate.selectors.access import users_enrollable_by
 from annotate.selectors.batches import (
+    ANSWER_ORDER,
     answer_rows,
     batch_answer_revisions,
     batch_assignments,
@@ -207,7 +208,7 @@ class BatchList(FakeViewMixin, generics.ListCreateAPIView):
             attention_every=d.get("attention_every"),
             training=d["training"],
         )
-        data = BatchDetailSerializer(get_batch(study, batch.uuid)).data
+        data = BatchDetailSerializer(get_batch(study, batch.uuid, counts=True)).data
         # Pairs the design chose whose rater already had the summary (docs/batches.md).
         data["skipped_pairs"] = batch.skipped_pairs
         return Response(data, status=201)
@@ -217,7 +218,7 @@ class BatchDetail(APIView):
     @extend_schema(responses=BatchDetailSerializer, description="Study admins and viewers: the batch and its progress.")
     def get(self, request, slug, batch_uuid):
         study = permissions.study_for_viewer(request, slug)
-        return Response(BatchDetailSerializer(get_batch(study, batch_uuid)).data)
+        return Response(BatchDetailSerializer(get_batch(study, batch_uuid, counts=True)).data)
 
 
 class RerateSerializer(serializers.Serializer):
@@ -280,6 +281,7 @@ class BatchAssignmentList(FakeViewMixin, generics.ListAPIView):
     """Study admins: every assignment of the batch, filtered by rater, state or summary."""
 
     serializer_class = AdminAssignmentSerializer
+    cursor_ordering = ("summary_id", "rater_id")
 
     @extend_schema(parameters=[AssignmentQuery])
     def get(self, request, *args, **kwargs):
@@ -374,6 +376,7 @@ class BatchAnswerList(FakeViewMixin, generics.GenericAPIView):
     the phase), with rationales and spans; withdrawn assignments are left out."""
 
     serializer_class = AnswerRowSerializer
+    cursor_ordering = ANSWER_ORDER
 
     @extend_schema(parameters=[AnswerQuery], responses=AnswerRowSerializer(many=True))
     def get(self, request, slug, batch_uuid):
@@ -447,7 +450,7 @@ class BatchDisagreementList(FakeViewMixin, generics.GenericAPIView):
                 "summary": row.summary,
                 "question": row.question,
                 "spread": row.spread,
-                "values": {rater.get_username(): value for rater, value in row.values.items()},
+                "values": row.values,
             }
             for row in rows
         ]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.core.exceptions import ValidationError
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
@@ -19,7 +19,9 @@ from annotate.models import (
     ConsensusAnswer,
     DiscussionNote,
     ExpectedAnswer,
+    Rating,
     Revision,
+    Span,
     Study,
     Summary,
 )
@@ -28,11 +30,13 @@ from annotate.selectors.counting import counting_only
 from annotate.selectors.queue import revision_answers, revisions_with_answers
 
 
-def get_batch(study: Study, batch_uuid) -> Batch:
-    """The study's batch with its assignment and item counts (n_assignments, n_items),
-    else 404. The one lookup of a batch for pages and API alike."""
+def get_batch(study: Study, batch_uuid, *, counts: bool = False) -> Batch:
+    """The study's batch, else 404. The one lookup of a batch for pages and API alike.
+    With counts, it carries its assignment and item counts (n_assignments, n_items), which
+    read every assignment of the batch: only the batch's own detail asks for them."""
+    batches = batches_for_study(study) if counts else Batch.objects.filter(study=study).select_related("created_by")
     try:
-        batch = batches_for_study(study).filter(uuid=batch_uuid).first()
+        batch = batches.filter(uuid=batch_uuid).first()
     except (ValueError, ValidationError):
         batch = None
     if batch is None:
@@ -59,7 +63,7 @@ def batch_assignments(
     assignments = (
         Assignment.objects.filter(batch=batch)
         .select_related("rater", "summary", "moved_to")
-        .order_by("summary__key", "rater__username", "pk")
+        .order_by("summary_id", "rater_id")
     )
     if rater:
         assignments = assignments.filter(rater__username=rater)
@@ -172,11 +176,19 @@ def batch_answers(batch: Batch, *, phase: str = "initial", summary: Summary | No
     return result
 
 
+class ItemRef(NamedTuple):
+    """An item named the way lists show it: what a page of thousands needs of a summary."""
+
+    pk: int
+    uuid: Any
+    key: str
+
+
 @dataclass(frozen=True)
 class AnswerRow:
     """One rater's answers that count for one item of a batch (admins only)."""
 
-    summary: Summary
+    summary: ItemRef
     rater: str
     assignment: Any
     revision: int
@@ -187,13 +199,18 @@ class AnswerRow:
     rationales: dict
 
 
+# One row per (item, rater) in a batch and phase (assignment_unique_batch_summary_rater).
+ANSWER_ORDER = ("assignment__summary_id", "assignment__rater_id")
+
+
 def batch_answer_revisions(
     batch: Batch, *, phase: str = "initial", summary: Summary | None = None, rater: str | None = None
 ) -> QuerySet[Revision]:
     """The answers that count in a batch (each live assignment's newest submitted revision
-    in `phase`), as a queryset by item key, then rater, then id: the database picks and
-    orders them, so a page of it reads only its own rows (issue 19). answer_rows() turns a
-    page into rows."""
+    in `phase`), as a queryset in the order of the assignments' index (batch, summary,
+    rater): items in the order they were imported, then raters in the order their accounts
+    were made. The database picks and orders them along that index, so a page of it reads
+    only its own rows (issue 19). answer_rows() turns a page into rows."""
     newer = Revision.objects.filter(
         assignment_id=OuterRef("assignment_id"),
         phase=OuterRef("phase"),
@@ -209,34 +226,69 @@ def batch_answer_revisions(
         revisions = revisions.filter(assignment__summary=summary)
     if rater:
         revisions = revisions.filter(assignment__rater__username=rater)
-    return revisions.order_by("assignment__summary__key", "assignment__rater__username", "pk")
+    return revisions.order_by(*ANSWER_ORDER)
 
 
 def answer_rows(ids: Sequence[int]) -> list[AnswerRow]:
     """Rows of the given revisions (ids of a page of batch_answer_revisions), in their
-    order, in a fixed number of queries: the revisions with their assignment, rater,
-    summary and rubric, then their ratings and spans."""
-    loaded = (
-        revisions_with_answers()
-        .filter(pk__in=ids)
-        .select_related("assignment__rater", "assignment__summary")
-        .in_bulk(ids)
+    order, in three queries of plain values (no model objects: the stream builds 50,000
+    rows): the revisions with their assignment, rater, summary and rubric version, then
+    their ratings with rationales, then their spans. Answers and rationales are shaped as
+    revision_answers gives them."""
+    ids = list(ids)
+    heads = {
+        row[0]: row
+        for row in Revision.objects.filter(pk__in=ids).values_list(
+            "pk",
+            "number",
+            "phase",
+            "submitted_at",
+            "rubric__version",
+            "assignment__uuid",
+            "assignment__rater__username",
+            "assignment__summary_id",
+            "assignment__summary__uuid",
+            "assignment__summary__key",
+        )
+    }
+    answers: dict[int, dict] = {revision_id: {} for revision_id in ids}
+    rationales: dict[int, dict] = {revision_id: {} for revision_id in ids}
+    ratings = (
+        Rating.objects.filter(revision_id__in=ids)
+        .order_by("revision_id", "question", "pk")
+        .values_list("revision_id", "question", "score", "value", "finding__uuid", "rationale__text")
     )
+    for revision_id, question, score, value, finding, rationale in ratings:
+        answer = score if score is not None else value
+        if finding is not None:
+            answers[revision_id].setdefault(question, {})[str(finding)] = answer
+            if rationale is not None:
+                rationales[revision_id].setdefault(question, {})[str(finding)] = rationale
+            continue
+        answers[revision_id][question] = answer
+        if rationale is not None:
+            rationales[revision_id][question] = rationale
+    spans = (
+        Span.objects.filter(revision_id__in=ids)
+        .order_by("revision_id", "question", "index")
+        .values("revision_id", "question", *Span.ANSWER_FIELDS)
+    )
+    for span in spans:
+        answers[span["revision_id"]].setdefault(span["question"], []).append(Span.answer_from(span))
     rows = []
     for revision_id in ids:
-        revision = loaded[revision_id]
-        answers, rationales = revision_answers(revision)
+        _, number, phase, submitted_at, version, assignment, rater, summary_id, summary_uuid, key = heads[revision_id]
         rows.append(
             AnswerRow(
-                summary=revision.assignment.summary,
-                rater=revision.assignment.rater.get_username(),
-                assignment=revision.assignment.uuid,
-                revision=revision.number,
-                phase=revision.phase,
-                submitted_at=revision.submitted_at,
-                rubric_version=revision.rubric.version,
-                answers=answers,
-                rationales=rationales,
+                summary=ItemRef(summary_id, summary_uuid, key),
+                rater=rater,
+                assignment=assignment,
+                revision=number,
+                phase=phase,
+                submitted_at=submitted_at,
+                rubric_version=version,
+                answers=answers[revision_id],
+                rationales=rationales[revision_id],
             )
         )
     return rows
@@ -244,10 +296,51 @@ def answer_rows(ids: Sequence[int]) -> list[AnswerRow]:
 
 @dataclass(frozen=True)
 class Disagreement:
-    summary: Summary
+    summary: ItemRef
     question: str
-    values: dict  # rater -> displayable value
+    values: dict  # username -> answer
     spread: float  # how far apart: scale range, or number of differing raters/sentences
+
+
+def question_answers(batch: Batch, *, question: str, phase: str = "initial") -> dict[int, dict[str, Any]]:
+    """{summary id: {rater's username: answer}} to one question, from the answers that
+    count (batch_answer_revisions), in a fixed number of queries that read only that
+    question's ratings or spans: what disagreements compare. An answer is as
+    revision_answers gives it (a score, "na", a choice, a list; {finding uuid: answer} for
+    per-finding questions; the list of spans for span questions); None when the rater
+    left the question unanswered."""
+    counting = batch_answer_revisions(batch, phase=phase)
+    slots = {}
+    result: dict[int, dict[str, Any]] = {}
+    for revision_id, summary_id, username in counting.values_list(
+        "pk", "assignment__summary_id", "assignment__rater__username"
+    ):
+        slots[revision_id] = (summary_id, username)
+        result.setdefault(summary_id, {})[username] = None
+    chosen = counting.order_by().values("pk")
+    ratings = (
+        Rating.objects.filter(revision__in=chosen, question=question)
+        .order_by("revision_id", "pk")
+        .values_list("revision_id", "score", "value", "finding__uuid")
+    )
+    for revision_id, score, value, finding in ratings:
+        summary_id, username = slots[revision_id]
+        answer = score if score is not None else value
+        if finding is None:
+            result[summary_id][username] = answer
+        else:
+            by_finding = result[summary_id][username] or {}
+            by_finding[str(finding)] = answer
+            result[summary_id][username] = by_finding
+    spans = (
+        Span.objects.filter(revision__in=chosen, question=question)
+        .order_by("revision_id", "index")
+        .values("revision_id", *Span.ANSWER_FIELDS)
+    )
+    for span in spans:
+        summary_id, username = slots[span["revision_id"]]
+        result[summary_id][username] = (result[summary_id][username] or []) + [Span.answer_from(span)]
+    return result
 
 
 def _sentence_marks(summary_text: str, spans: list[dict]) -> dict[int, set[str]]:
@@ -271,14 +364,21 @@ def batch_disagreements(
     one and not factual by another. Sorted by spread (largest first) or by item."""
     definition = rubric_definition(batch.study.rubric)
     q = definition.question(question)
-    answers = batch_answers(batch, phase=phase)
-    summaries = Summary.objects.in_bulk(list(answers))
+    answers = question_answers(batch, question=question, phase=phase)
+    compared = [summary_id for summary_id, values in answers.items() if len(values) >= 2]
+    # Each item's key and uuid as plain values (ItemRef); texts only where sentences are compared.
+    summaries = {}
+    for start in range(0, len(compared), 5000):
+        chunk = Summary.objects.filter(pk__in=compared[start : start + 5000])
+        summaries.update((pk, ItemRef(pk, uuid, key)) for pk, uuid, key in chunk.values_list("pk", "uuid", "key"))
+    texts = {}
+    if q.highlights:
+        for start in range(0, len(compared), 5000):
+            texts.update(Summary.objects.filter(pk__in=compared[start : start + 5000]).values_list("pk", "text"))
     rows = []
-    for summary_id, by_rater in answers.items():
-        if len(by_rater) < 2:
-            continue
+    for summary_id in compared:
+        values = answers[summary_id]
         summary = summaries[summary_id]
-        values = {rater: a[0].get(question) for rater, a in by_rater.items()}
         spread = 0.0
         if q.plain_scale:
             scores = [v for v in values.values() if isinstance(v, int)]
@@ -289,7 +389,7 @@ def batch_disagreements(
             if spread < threshold:
                 continue
         elif q.highlights:
-            marks = {rater: _sentence_marks(summary.text, v or []) for rater, v in values.items()}
+            marks = {rater: _sentence_marks(texts[summary_id], v or []) for rater, v in values.items()}
             sentences = set().union(*(m.keys() for m in marks.values()))
             differing = sum(
                 1

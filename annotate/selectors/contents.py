@@ -8,7 +8,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from django.db.models import Count, JSONField, Prefetch, QuerySet
+from django.db.models import Count, JSONField, OuterRef, Prefetch, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 from django.http import Http404
 
 from annotate.exceptions import ApplicationError
@@ -63,10 +64,20 @@ def study_counts(study: Study) -> dict[str, int]:
     }
 
 
+def count_of(model, field: str, *, outer: str = "pk"):
+    """The number of `model` rows whose `field` is the outer row's `outer`, as a correlated
+    subquery: the database counts for the rows it returns (a page), where a JOIN with
+    COUNT and GROUP BY would count for every row of the study first (issue 19)."""
+    counted = (
+        model.objects.filter(**{field: OuterRef(outer)}).order_by().values(field).annotate(n=Count("pk")).values("n")
+    )
+    return Coalesce(Subquery(counted), 0)
+
+
 def sources_for_study(study: Study, *, key: str | None = None, licence: str | None = None) -> QuerySet[Source]:
     sources = (
         Source.objects.filter(study=study)
-        .annotate(n_sentences=Count("sentences", distinct=True), n_findings=Count("findings", distinct=True))
+        .annotate(n_sentences=count_of(SourceSentence, "source"), n_findings=count_of(Finding, "source"))
         .order_by("key")
     )
     if key:
@@ -123,7 +134,7 @@ def filter_summaries(
     summaries = (
         Summary.objects.filter(study=study)
         .select_related("source")
-        .annotate(context_sentences=Count("source__sentences", distinct=True))
+        .annotate(context_sentences=count_of(SourceSentence, "source", outer="source_id"))
         .order_by("key")
     )
     if generator:
