@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +20,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotate.exceptions import ApplicationError
-from annotate.models import Claim, Finding, Revision, Source, SourceSentence, Study, Summary
+from annotate.models import Claim, Finding, Rating, Revision, Source, SourceSentence, Study, Summary
 from annotate.rubrics import RubricDefinitionError
 from annotate.services import builtin_rubric_path, load_builtin_rubric, store_sentences
 from annotate.text import split_spans
@@ -135,17 +135,13 @@ def json_objects(lines: Iterable[str]) -> Iterator[tuple[int, dict]]:
         yield number, data
 
 
-def parse_lines(lines: Iterable[str]) -> list[Record]:
-    """Parse and shape-check every line (no database access)."""
-    records: list[Record] = []
+def parse_lines(lines: Iterable[str]) -> Iterator[Record]:
+    """Parse and shape-check each line as it comes (no database access)."""
     for number, data in json_objects(lines):
         kind = data.get("type")
         if kind not in RECORD_TYPES:
             raise ImportLineError(number, "type", f"must be one of {', '.join(RECORD_TYPES)}, got {kind!r}")
-        records.append(Record(number, kind, data))
-    if not records:
-        raise ApplicationError("The file holds no records.")
-    return records
+        yield Record(number, kind, data)
 
 
 # --- per-type cleaning (no database) ---------------------------------------------------
@@ -431,8 +427,10 @@ class _BulkWriter(_Writer):
 
     KINDS = ("source", "summary", "claim")
 
-    def __init__(self):
+    def __init__(self, progress: Callable[[int, int], None] | None = None):
         super().__init__()
+        self.progress = progress
+        self.written = 0
         self.queue: list[tuple[str, int, dict]] = []
         self.queued = dict.fromkeys(self.KINDS, 0)
         self.queued_keys: set[tuple[str, str]] = set()
@@ -456,6 +454,15 @@ class _BulkWriter(_Writer):
             if records:
                 getattr(self, f"_write_{kind}s")(records)
         self.born = {}
+        # The chunk's rows (with their texts) are written: forget them, so memory stays
+        # flat in the file's size. A later record that names one looks it up again with
+        # its chunk (one query per chunk and kind).
+        self.sources.clear()
+        self.summaries.clear()
+        if queue:
+            self.written += len(queue)
+            if self.progress is not None:
+                self.progress(self.written, queue[-1][1])
 
     def _not_yet(self, kind: str, line: int, study: Study, key: str, field_name: str) -> None:
         """Refuse a reference to a row this chunk creates at a later line of the file."""
@@ -634,43 +641,49 @@ class _BulkWriter(_Writer):
             Claim.objects.bulk_create(created)
 
 
-def _check_one_study(cleaned: list[tuple[Record, dict]], slug: str) -> None:
-    for record, d in cleaned:
-        if record.type == "study":
-            raise ImportLineError(
-                record.line,
-                "type",
-                f"a study record cannot be imported into study {slug!r}: give its sources, summaries and claims",
-            )
-        if d["study"] != slug:
-            raise ImportLineError(record.line, "study", f"must be {slug!r}, the study this file is imported into")
+def _check_one_study(record: Record, d: dict, slug: str) -> None:
+    if record.type == "study":
+        raise ImportLineError(
+            record.line,
+            "type",
+            f"a study record cannot be imported into study {slug!r}: give its sources, summaries and claims",
+        )
+    if d["study"] != slug:
+        raise ImportLineError(record.line, "study", f"must be {slug!r}, the study this file is imported into")
 
 
-def import_records(*, lines: Iterable[str], only_study: str | None = None) -> ImportResult:
+def import_records(
+    *, lines: Iterable[str], only_study: str | None = None, progress: Callable[[int, int], None] | None = None
+) -> ImportResult:
     """Import JSON Lines text: all of it, or (on any error) none of it. Studies are
     written one by one (there are few); sources, summaries and claims in chunks.
 
+    The lines are read as they come, one chunk at a time, inside one transaction: memory
+    holds a chunk of records and the keys seen so far (for duplicates), not the file. The
+    first bad line in file order stops the import and everything is rolled back.
+    `progress(records, line)` is called after each chunk is written.
+
     `only_study` (imports over the API, by a study admin): every record must belong to
     that existing study, and the file may not create or change studies."""
-    records = parse_lines(lines)
-    cleaned = [(r, CLEANERS[r.type](_Fields(r.line, r.data))) for r in records]
-    if only_study is not None:
-        _check_one_study(cleaned, only_study)
     seen: dict[tuple, int] = {}
-    for record, d in cleaned:
-        ident = _identity(record.type, d)
-        if ident in seen:
-            name = "index" if record.type == "claim" else "slug" if record.type == "study" else "key"
-            raise ImportLineError(record.line, name, f"duplicates line {seen[ident]}")
-        seen[ident] = record.line
-    writer = _BulkWriter()
+    writer = _BulkWriter(progress=progress)
     with transaction.atomic():
-        for record, d in cleaned:
+        for record in parse_lines(lines):
+            d = CLEANERS[record.type](_Fields(record.line, record.data))
+            if only_study is not None:
+                _check_one_study(record, d, only_study)
+            ident = _identity(record.type, d)
+            if ident in seen:
+                name = "index" if record.type == "claim" else "slug" if record.type == "study" else "key"
+                raise ImportLineError(record.line, name, f"duplicates line {seen[ident]}")
+            seen[ident] = record.line
             if record.type == "study":
                 writer.flush()
                 writer.write_study(record.line, d)
             else:
                 writer.add(record.type, record.line, d)
+        if not seen:
+            raise ApplicationError("The file holds no records.")
         writer.flush()
     return writer.result
 
@@ -709,7 +722,7 @@ def import_evidence_inference(*, study: Study, lines: Iterable[str], only: set[s
     each abstract becomes a Source of `study` (sentences split from the abstract, each
     with the PMCID as reference) and each prompt a Finding with its evidence span.
     All or nothing; idempotent by PMCID and prompt order."""
-    writer = _Writer()
+    writer = _BulkWriter()
     writer.studies[study.slug] = study
     cleaned = []
     for number, record in json_objects(lines):
@@ -756,17 +769,42 @@ def import_evidence_inference(*, study: Study, lines: Iterable[str], only: set[s
         if missing:
             raise ApplicationError(f"not in the file: {', '.join(missing)}")
     with transaction.atomic():
-        for number, d, findings in cleaned:
-            writer.write_source(number, d)
-            source = writer.sources[(study.slug, d["key"])]
-            for index, values in enumerate(findings):
-                finding = Finding.objects.filter(source=source, index=index).first()
-                if finding is None:
-                    Finding.objects.create(source=source, index=index, **values)
-                elif any(getattr(finding, k) != v for k, v in values.items()):
-                    if finding.ratings.exists():
-                        raise ImportLineError(number, f"prompts[{index}]", "this finding has ratings; it cannot change")
-                    for k, v in values.items():
-                        setattr(finding, k, v)
-                    finding.save()
+        for start in range(0, len(cleaned), CHUNK):
+            chunk = cleaned[start : start + CHUNK]
+            for number, d, _ in chunk:
+                writer.add("source", number, d)
+            writer.flush()
+            _write_findings(study, chunk)
     return writer.result
+
+
+FINDING_FIELDS = ("external_id", "intervention", "comparator", "outcome", "label", "start", "end", "evidence")
+
+
+def _write_findings(study: Study, chunk: list[tuple[int, dict, list[dict]]]) -> None:
+    """The findings of a chunk of sources, in a fixed number of queries: existing ones
+    looked up at once, new ones bulk-created, changed ones bulk-updated unless rated."""
+    keys = [d["key"] for _, d, _ in chunk]
+    source_ids = dict(Source.objects.filter(study=study, key__in=keys).values_list("key", "pk"))
+    existing = {(f.source_id, f.index): f for f in Finding.objects.filter(source__in=source_ids.values())}
+    created, changed = [], []
+    for number, d, findings in chunk:
+        source_id = source_ids[d["key"]]
+        for index, values in enumerate(findings):
+            finding = existing.get((source_id, index))
+            if finding is None:
+                created.append(Finding(source_id=source_id, index=index, **values))
+            elif any(getattr(finding, k) != v for k, v in values.items()):
+                for k, v in values.items():
+                    setattr(finding, k, v)
+                changed.append((number, index, finding))
+    if changed:
+        rated = set(Rating.objects.filter(finding__in=[f for _, _, f in changed]).values_list("finding_id", flat=True))
+        for number, index, finding in changed:
+            if finding.pk in rated:
+                raise ImportLineError(number, f"prompts[{index}]", "this finding has ratings; it cannot change")
+        now = timezone.now()
+        for _, _, finding in changed:
+            finding.updated_at = now
+        Finding.objects.bulk_update([f for _, _, f in changed], [*FINDING_FIELDS, "updated_at"], batch_size=CHUNK)
+    Finding.objects.bulk_create(created, batch_size=CHUNK)

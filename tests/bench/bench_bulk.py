@@ -9,8 +9,12 @@ process as the API import runs:
    import_records, against a bare floor: the same rows written with bulk_create and one
    executemany of the sentences, with no parsing, checks, lookups or counting.
 2. Reading every answer of a batch of --answers submitted answers through the REST API as
-   a study admin: the first and the last page (50 rows each), every page, and the
-   JSON Lines stream.
+   a study admin: the first and the last page by page number (50 rows each), every page
+   by cursor (median, first, last and slowest page), the JSON Lines stream, the batch's
+   disagreements on one question, and the last page of the summaries list.
+
+3. Peak memory (RSS) of `manage.py import_jsonl` on files of --memory-sizes summaries,
+   each in a fresh process: flat in the file's size means the ratio stays near 1.
 
 Prints medians over --runs and the ratios.
 """
@@ -120,6 +124,41 @@ def bench_import(sizes: list[int], runs: int) -> None:
         print(f"{n:>8} {median(ours):>14.2f}s {median(bare):>10.2f}s {median(ours) / median(bare):>5.2f}x")
 
 
+MEMORY_SCRIPT = """
+import os, resource, sys
+sys.path.insert(0, os.environ["BENCH_ROOT"])
+import django
+django.setup()
+from django.core.management import call_command
+call_command("migrate", verbosity=0)
+call_command("import_jsonl", sys.argv[1], stdout=open(os.devnull, "w"), stderr=open(os.devnull, "w"))
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def bench_memory(sizes: list[int]) -> None:
+    """Peak resident memory of `manage.py import_jsonl` on files of each size, each in a
+    fresh process on its own fresh SQLite file (the process's own peak, ru_maxrss)."""
+    import subprocess
+    import tempfile
+
+    print("\nPeak memory of manage.py import_jsonl by file size (fresh process, SQLite)")
+    print(f"{'N':>8} {'file':>9} {'peak RSS':>9}")
+    peaks = []
+    for n in sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "in.jsonl"
+            path.write_text("".join(lines(f"mem-{n}", n)), encoding="utf-8")
+            env = dict(os.environ, BENCH_ROOT=str(ROOT), DATABASE_URL=f"sqlite:///{tmp}/mem.sqlite3")
+            out = subprocess.run(
+                [sys.executable, "-c", MEMORY_SCRIPT, str(path)], env=env, check=True, capture_output=True, text=True
+            )
+            peak_mb = int(out.stdout.split()[-1]) / 1024
+            peaks.append(peak_mb)
+            print(f"{n:>8} {path.stat().st_size / 2**20:>7.1f}MB {peak_mb:>7.0f}MB")
+    print(f"  ratio of peaks, largest / smallest file: {peaks[-1] / peaks[0]:.2f}")
+
+
 def answered_batch(n_answers: int):
     """A batch of n_answers submitted LitSumm answers (2 raters), written in bulk."""
     from django.contrib.auth import get_user_model
@@ -192,20 +231,35 @@ def bench_answers(n_answers: int, runs: int) -> None:
     last_page = (count + 49) // 50
     first_ms = median(timed(base + "answers/")[0] for _ in range(runs)) * 1000
     last_ms = median(timed(base + f"answers/?page={last_page}")[0] for _ in range(runs)) * 1000
-    started, url, rows = time.perf_counter(), base + "answers/", 0
+    # Every page in turn by cursor (the way a client reads "all of it" page by page).
+    started, url, rows, page_times = time.perf_counter(), base + "answers/?cursor=", 0, []
     while url:
-        _, body = timed(url)
+        took, body = timed(url)
+        page_times.append(took * 1000)
         page = json.loads(body)
         rows += len(page["results"])
         url = page["next"]
     all_pages = time.perf_counter() - started
-    stream_s, body = timed(base + "answers.jsonl")
+    stream_s = median(timed(base + "answers.jsonl")[0] for _ in range(runs))
+    _, body = timed(base + "answers.jsonl")
     assert rows == count == body.count(b"\n"), (rows, count)
+    question = "overall"
+    disagreements_s = median(timed(base + f"disagreements/?question={question}")[0] for _ in range(runs))
+    summaries = f"/api/studies/{study.slug}/summaries/"
+    n_summaries = json.loads(timed(summaries)[1])["count"]
+    summaries_last = (n_summaries + 49) // 50
+    summaries_last_ms = median(timed(summaries + f"?page={summaries_last}")[0] for _ in range(runs)) * 1000
     print(f"\nReading the {count:,} answers of one batch through the API (admin), SQLite, in process")
-    print(f"  first page (50 rows): {first_ms:.0f} ms; last page ({last_page}): {last_ms:.0f} ms")
+    print(f"  page numbers: first page (50 rows) {first_ms:.0f} ms; last page ({last_page}) {last_ms:.0f} ms")
     print(f"  ratio last page / first page: {last_ms / first_ms:.2f}")
-    print(f"  every page in turn: {all_pages:.1f} s ({all_pages / last_page * 1000:.0f} ms a page)")
-    print(f"  the stream (answers.jsonl): {stream_s:.1f} s; every page / stream: {all_pages / stream_s:.1f}x")
+    print(
+        f"  cursor pages, all {len(page_times)} in turn: {all_pages:.1f} s; median page {median(page_times):.0f} ms,"
+        f" first {page_times[0]:.0f} ms, last {page_times[-1]:.0f} ms, slowest {max(page_times):.0f} ms"
+        f", 95th percentile {sorted(page_times)[int(len(page_times) * 0.95)]:.0f} ms"
+    )
+    print(f"  the stream (answers.jsonl): {stream_s:.1f} s; cursor pages / stream: {all_pages / stream_s:.1f}x")
+    print(f"  disagreements on '{question}' ({count // 2:,} items compared): {disagreements_s:.2f} s")
+    print(f"  summaries list, last page ({summaries_last}) of {n_summaries:,}: {summaries_last_ms:.0f} ms")
 
 
 def main() -> None:
@@ -213,9 +267,11 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[500, 50_000])
     parser.add_argument("--answers", type=int, default=50_000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--memory-sizes", type=int, nargs="+", default=[5_000, 50_000])
     args = parser.parse_args()
     setup_django()
     bench_import(args.sizes, args.runs)
+    bench_memory(args.memory_sizes)
     bench_answers(args.answers, args.runs)
 
 

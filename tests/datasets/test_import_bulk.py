@@ -163,3 +163,59 @@ def test_a_reference_to_a_later_line_of_the_same_chunk_is_refused(late, where):
         import_records(lines=lines)
     assert str(refused.value) == f"{where}: no summary 'm' in study 'late'"
     assert not Source.objects.filter(study__slug="late").exists()
+
+
+@pytest.mark.django_db
+def test_the_file_is_read_a_chunk_at_a_time_and_a_late_error_undoes_the_written_chunks():
+    n = 3 * CHUNK
+    lines = alternating(n, study="stream")
+    consumed = 0
+
+    def reading():
+        nonlocal consumed
+        for line in lines:
+            consumed += 1
+            yield line
+
+    at_first_chunk = []
+    result = import_records(
+        lines=reading(), progress=lambda records, line: at_first_chunk.append((records, line, consumed))
+    )
+    assert result.created["summary"] == n
+    records_written, last_line, lines_read = at_first_chunk[0]
+    # The first chunk was written while most of the file was still unread.
+    # (alternating() gives a source, a summary and a claim per item: a chunk is 3 x CHUNK records)
+    assert records_written <= 3 * CHUNK and lines_read < len(lines) / 2, at_first_chunk[0]
+    assert at_first_chunk[-1][0] == 3 * n  # every source, summary and claim reported
+    # A bad line after several written chunks: nothing of the file stays.
+    bad = alternating(n, study="stream-bad")
+    bad.append(json.dumps({"type": "source", "study": "stream-bad", "key": "late", "text": 5}) + "\n")
+    progress = []
+    with pytest.raises(ImportLineError, match=f"line {len(bad)}: field .text."):
+        import_records(lines=iter(bad), progress=lambda records, line: progress.append(records))
+    assert progress, "chunks were written before the bad line was read"
+    assert not Source.objects.filter(study__slug="stream-bad").exists()
+    assert not Summary.objects.filter(study__slug="stream-bad").exists()
+
+
+@pytest.mark.django_db
+def test_import_jsonl_reports_progress_on_stderr_for_long_files(tmp_path, monkeypatch):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from datasets.management.commands import import_jsonl
+
+    monkeypatch.setattr(import_jsonl, "PROGRESS_EVERY", CHUNK)
+    path = tmp_path / "long.jsonl"
+    path.write_text("".join(alternating(2 * CHUNK, study="long")), encoding="utf-8")
+    out, err = StringIO(), StringIO()
+    call_command("import_jsonl", str(path), stdout=out, stderr=err)
+    progress = err.getvalue().splitlines()
+    assert progress and all("records written" in line for line in progress), err.getvalue()
+    assert "Imported" in out.getvalue()
+    short = tmp_path / "short.jsonl"
+    short.write_text("".join(alternating(3, study="short")), encoding="utf-8")
+    err = StringIO()
+    call_command("import_jsonl", str(short), stdout=StringIO(), stderr=err)
+    assert err.getvalue() == ""

@@ -104,3 +104,22 @@ def test_an_article_whose_statement_forbids_commercial_use_is_stored_as_restrict
     source = Source.objects.get(key="PMC3664406")
     assert source.licence.startswith("CC BY-NC 2.5")
     assert not licence_allows_text(source.licence)
+
+
+def test_the_query_count_does_not_grow_with_the_number_of_abstracts(db):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from datasets.importing import import_evidence_inference
+
+    def count(n: int, slug: str) -> int:
+        study = StudyFactory(slug=slug, rubric=load_builtin_rubric(key="factpico"))
+        lines = [json.dumps(r) + "\n" for r in records(n)]
+        with CaptureQueriesContext(connection) as captured:
+            result = import_evidence_inference(study=study, lines=lines)
+        assert result.created["source"] == n
+        assert Finding.objects.filter(source__study=study).count() == sum(len(r["prompts"]) for r in records(n))
+        return len(captured.captured_queries)
+
+    small, large = count(2, "ei-small"), count(20, "ei-large")
+    assert small == large, (small, large)
