@@ -41,6 +41,7 @@ migrate: install
 
 demo: migrate
 	$(BIN)/python manage.py load_demo --with-answers
+	$(BIN)/python manage.py load_question_demo --with-answers
 
 # gunicorn (config/gunicorn.conf.py): threaded workers, the app loaded once before they fork.
 serve: install

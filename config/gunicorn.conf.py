@@ -29,7 +29,7 @@ forwarded_allow_ips = os.environ.get("WEB_FORWARDED_ALLOW_IPS", "127.0.0.1")
 # process, after the app is loaded and before the port opens and the workers fork. One
 # interpreter and one Django start-up instead of three (`make demo` then `make serve`):
 # `make run` answers about two seconds sooner.
-PREPARE_STEPS = {"": (), "migrate": ("migrate",), "demo": ("migrate", "load_demo")}
+PREPARE_STEPS = {"": (), "migrate": ("migrate",), "demo": ("migrate", "load_demo", "load_question_demo")}
 
 
 def on_starting(server):
@@ -42,7 +42,7 @@ def on_starting(server):
     from django.db import connections
 
     call_command("migrate", interactive=False)
-    if "load_demo" in PREPARE_STEPS[prepare]:
-        call_command("load_demo", with_answers=True)
+    for step in PREPARE_STEPS[prepare][1:]:
+        call_command(step, with_answers=True)
     # The workers open their own connections after the fork; none may inherit this one.
     connections.close_all()

@@ -56,6 +56,7 @@ INSTALLED_APPS = [
     "generation",
     "analysis",
     "datasets",
+    "literature",
     "axes",
 ]
 

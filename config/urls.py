@@ -23,6 +23,7 @@ urlpatterns = [
     path("rate/", include("annotate.urls")),
     path("studies/", include("annotate.study_urls")),
     path("studies/", include("datasets.urls")),
+    path("studies/", include("literature.urls")),
     path("analysis/", include("analysis.urls")),
     path("api/", include((api_urlpatterns, "api"))),
     path("api/schema/", SchemaView.as_view(), name="schema"),

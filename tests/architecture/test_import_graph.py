@@ -12,17 +12,21 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-APPS = ("config", "annotate", "generation", "analysis", "datasets")
+APPS = ("config", "annotate", "generation", "analysis", "datasets", "literature")
 
 # What each app may import of ours. annotate is the domain at the bottom; generation
 # writes through it, analysis reads through it, datasets moves whole studies in and out
-# above both; config wires everything together.
+# above both; literature reaches outside services and brings articles and questions in;
+# config wires everything together.
 ALLOWED = {
     "annotate": set(),
     "generation": {"annotate", "config"},
     "analysis": {"annotate"},
     "datasets": {"annotate", "analysis"},
-    "config": {"annotate", "generation", "analysis", "datasets"},
+    # literature reaches outside services (NCBI) and the study's own sources; its
+    # importers use datasets' line-numbered checks, its reports analysis' pure statistics.
+    "literature": {"annotate", "config", "datasets", "analysis"},
+    "config": {"annotate", "generation", "analysis", "datasets", "literature"},
 }
 
 

@@ -1,0 +1,278 @@
+"""Importing clinical questions (docs/import-format.md, "Questions").
+
+Two layouts, CSV or JSON Lines:
+
+- ours: `key`, `question`, `gold_answer`, `references`, `exclude`, `published`, `metadata`;
+- the PubMedRS-200 benchmark as published in the Clinfo.ai repository: `specialty,
+  SubTopic, Title, Abstract, Introduction, Methods, Results, Conclusion, PMID, Ref_PMIDs,
+  Ref_DOIs, questions, PublishedDate, HumanQuestions, HumanAnswer`, recognised by its
+  `Ref_PMIDs` and `questions` columns. The review's PMID is the identifier to exclude and
+  names the question (`pmid-<PMID>`); `Ref_PMIDs` (a Python-style list of strings) are the
+  references; `questions` is the question (`HumanQuestions` when `questions` is empty);
+  `HumanAnswer` is the gold answer; `PublishedDate` the review's publication day; the
+  review's specialty, subtopic, title and DOIs are kept as metadata. The review's own
+  text columns (Abstract ... Conclusion) may be absent or empty and are not stored: they
+  would hand the answer to anyone who reads the question.
+
+All or nothing, idempotent by key, errors naming the line and the field.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import io
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import date, datetime
+
+from django.db import transaction
+from django.utils import timezone
+
+from annotate.exceptions import ApplicationError
+from annotate.models import Study
+from datasets.importing import CHUNK, ImportLineError, ImportResult, _Fields, json_objects
+from literature.models import Question
+
+PUBMEDRS_COLUMNS = (
+    "specialty",
+    "SubTopic",
+    "Title",
+    "Abstract",
+    "Introduction",
+    "Methods",
+    "Results",
+    "Conclusion",
+    "PMID",
+    "Ref_PMIDs",
+    "Ref_DOIs",
+    "questions",
+    "PublishedDate",
+    "HumanQuestions",
+    "HumanAnswer",
+)
+OUR_FIELDS = ("key", "question", "gold_answer", "references", "exclude", "published", "metadata")
+KEY_RE = re.compile(r"^[A-Za-z0-9._:-]+$")
+IDENTIFIER_MAX = 200
+DATE_FORMATS = ("%Y-%m-%d", "%Y/%m/%d", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%d %B %Y", "%B %d, %Y")
+
+
+@dataclass(frozen=True)
+class QuestionRow:
+    line: int
+    key: str
+    text: str
+    gold_answer: str
+    reference_ids: list[str]
+    exclude_ids: list[str]
+    published_on: date | None
+    metadata: dict
+    key_field: str = "key"  # the column the key came from, for error messages
+
+
+# --- reading ---------------------------------------------------------------------------
+
+
+def read_rows(text: str, *, name: str = "") -> list[QuestionRow]:
+    """Every question of a file's text, checked, or ImportLineError. CSV when the name ends
+    in .csv or the text does not start with "{"; JSON Lines otherwise."""
+    is_csv = name.lower().endswith(".csv") or not text.lstrip().startswith("{")
+    rows = _csv_rows(text) if is_csv else [_our_row(_Fields(n, d)) for n, d in json_objects(io.StringIO(text))]
+    if not rows:
+        raise ApplicationError("The file holds no questions.")
+    seen: dict[str, int] = {}
+    for row in rows:
+        if row.key in seen:
+            raise ImportLineError(row.line, row.key_field, f"duplicates line {seen[row.key]}")
+        seen[row.key] = row.line
+    return rows
+
+
+def _csv_rows(text: str) -> list[QuestionRow]:
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    header = reader.fieldnames or []
+    if not header:
+        raise ApplicationError("The file holds no questions.")
+    pubmedrs = "Ref_PMIDs" in header and "questions" in header
+    if not pubmedrs:
+        unknown = sorted(set(header) - set(OUR_FIELDS))
+        if unknown:
+            raise ImportLineError(
+                1,
+                unknown[0],
+                "is not a column of either layout (ours: "
+                + ", ".join(OUR_FIELDS)
+                + "; PubMedRS-200: Ref_PMIDs and questions with the benchmark's other columns)",
+            )
+    rows = []
+    line = 2  # the line the next record starts on (the header is line 1)
+    for record in reader:
+        start, line = line, reader.line_num + 1
+        if all(not (v or "").strip() for v in record.values() if isinstance(v, str)):
+            continue
+        if None in record:  # more cells than the header has columns
+            raise ImportLineError(start, None, f"{len(header) + len(record[None])} cells, the header has {len(header)}")
+        cells = {k: (v or "") for k, v in record.items()}
+        rows.append(_pubmedrs_row(start, cells) if pubmedrs else _our_csv_row(start, cells))
+    return rows
+
+
+def _our_csv_row(line: int, cells: dict[str, str]) -> QuestionRow:
+    data: dict = {k: v for k, v in cells.items() if v.strip()}
+    for name in ("references", "exclude"):
+        if name in data:
+            data[name] = _id_list_cell(line, name, data[name])
+    if "metadata" in data:
+        try:
+            data["metadata"] = json.loads(data["metadata"])
+        except json.JSONDecodeError:
+            raise ImportLineError(line, "metadata", "must be a JSON object") from None
+    return _our_row(_Fields(line, data))
+
+
+def _id_list_cell(line: int, name: str, cell: str) -> list[str]:
+    """A CSV cell of identifiers: a JSON or Python-style list, or values separated by ";"."""
+    cell = cell.strip()
+    if cell.startswith("["):
+        return _literal_list(line, name, cell)
+    return [part.strip() for part in cell.split(";") if part.strip()]
+
+
+def _literal_list(line: int, name: str, cell: str) -> list[str]:
+    """A Python-style or JSON list of strings or whole numbers, parsed without evaluating code."""
+    try:
+        value = ast.literal_eval(cell)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        raise ImportLineError(line, name, "must be a list such as ['12345', '67890']") from None
+    if not isinstance(value, list | tuple) or not all(
+        (isinstance(v, str) and v.strip()) or (isinstance(v, int) and not isinstance(v, bool)) for v in value
+    ):
+        raise ImportLineError(line, name, "must be a list of identifiers such as ['12345', '67890']")
+    return [str(v).strip() for v in value]
+
+
+def _our_row(f: _Fields) -> QuestionRow:
+    f.unknown_fields(set(OUR_FIELDS))
+    key = f.string("key", max_length=200, pattern=KEY_RE)
+    return QuestionRow(
+        line=f.line,
+        key=key,
+        text=f.string("question"),
+        gold_answer=f.string("gold_answer", required=False),
+        reference_ids=_identifiers(f, "references", f.data.get("references", [])),
+        exclude_ids=_identifiers(f, "exclude", f.data.get("exclude", [])),
+        published_on=_date(f.line, "published", f.data.get("published")),
+        metadata=f.mapping("metadata"),
+    )
+
+
+def _identifiers(f: _Fields, name: str, value) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        f.fail(name, "must be a list of non-empty strings (PMIDs or source keys)")
+    return _checked_ids(f.line, name, value)
+
+
+def _checked_ids(line: int, name: str, values: list[str]) -> list[str]:
+    out: list[str] = []
+    for v in values:
+        v = v.strip()
+        if len(v) > IDENTIFIER_MAX:
+            raise ImportLineError(line, name, f"an identifier is longer than {IDENTIFIER_MAX} characters")
+        if v not in out:
+            out.append(v)
+    return out
+
+
+def _date(line: int, name: str, value) -> date | None:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, str):
+        for fmt in DATE_FORMATS:
+            try:
+                return datetime.strptime(value.strip(), fmt).date()  # noqa: DTZ007 (a calendar day, no time)
+            except ValueError:
+                continue
+    raise ImportLineError(line, name, f"must be a date such as 2021-03-15, got {value!r}")
+
+
+def _pubmedrs_row(line: int, cells: dict[str, str]) -> QuestionRow:
+    pmid = cells.get("PMID", "").strip()
+    if not re.fullmatch(r"\d+", pmid):
+        raise ImportLineError(line, "PMID", f"must be the review's PubMed id (digits), got {pmid!r}")
+    text = cells.get("questions", "").strip() or cells.get("HumanQuestions", "").strip()
+    if not text:
+        raise ImportLineError(line, "questions", "is empty (and so is HumanQuestions)")
+    references = cells.get("Ref_PMIDs", "").strip()
+    dois = cells.get("Ref_DOIs", "").strip()
+    return QuestionRow(
+        line=line,
+        key=f"pmid-{pmid}",
+        text=text,
+        gold_answer=cells.get("HumanAnswer", "").strip(),
+        reference_ids=_checked_ids(line, "Ref_PMIDs", _literal_list(line, "Ref_PMIDs", references))
+        if references
+        else [],
+        exclude_ids=[pmid],
+        published_on=_date(line, "PublishedDate", cells.get("PublishedDate")),
+        metadata={
+            k: v
+            for k, v in (
+                ("layout", "PubMedRS-200"),
+                ("review_pmid", pmid),
+                ("specialty", cells.get("specialty", "").strip()),
+                ("subtopic", cells.get("SubTopic", "").strip()),
+                ("review_title", cells.get("Title", "").strip()),
+                ("human_question", cells.get("HumanQuestions", "").strip()),
+                ("reference_dois", _literal_list(line, "Ref_DOIs", dois) if dois else []),
+            )
+            if v
+        },
+        key_field="PMID",
+    )
+
+
+# --- writing ---------------------------------------------------------------------------
+
+
+FIELDS = ("text", "gold_answer", "reference_ids", "exclude_ids", "published_on", "metadata")
+
+
+def summary_line(result: ImportResult) -> str:
+    c, u, n = (result.created["question"], result.updated["question"], result.unchanged["question"])
+    return f"question: {c} created, {u} updated, {n} unchanged"
+
+
+@transaction.atomic
+def import_questions(*, study: Study, rows: Iterable[QuestionRow]) -> ImportResult:
+    """Create or update the study's questions by key, in chunks: one lookup, one
+    bulk_create and one bulk_update per chunk."""
+    result = ImportResult()
+    rows = list(rows)
+    for start in range(0, len(rows), CHUNK):
+        chunk = rows[start : start + CHUNK]
+        existing = {q.key: q for q in Question.objects.filter(study=study, key__in=[r.key for r in chunk])}
+        created, changed = [], []
+        for row in chunk:
+            values = {name: getattr(row, name) for name in FIELDS}
+            question = existing.get(row.key)
+            if question is None:
+                created.append(Question(study=study, key=row.key, **values))
+                result.created["question"] += 1
+            elif any(getattr(question, k) != v for k, v in values.items()):
+                for k, v in values.items():
+                    setattr(question, k, v)
+                changed.append(question)
+                result.updated["question"] += 1
+            else:
+                result.unchanged["question"] += 1
+        Question.objects.bulk_create(created, batch_size=CHUNK)
+        if changed:
+            now = timezone.now()
+            for question in changed:
+                question.updated_at = now
+            Question.objects.bulk_update(changed, [*FIELDS, "updated_at"], batch_size=CHUNK)
+    return result

@@ -1,0 +1,102 @@
+"""Reads of the literature app."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from analysis.retrieval import RetrievalScores, retrieval_scores
+from annotate.models import Study
+from literature.identifiers import source_identifiers
+from literature.models import Question, Retrieval
+
+
+@dataclass(frozen=True)
+class QuestionScores:
+    question: Question
+    retrieval: Retrieval
+    scores: RetrievalScores
+
+
+def latest_retrievals(study: Study, *, engine: str, regime: str) -> list[Retrieval]:
+    """The newest retrieval of each of the study's questions by one engine under one regime,
+    with its articles (and their sources' identifiers) loaded: three queries in all."""
+    newest: dict[int, Retrieval] = {}
+    for retrieval in (
+        Retrieval.objects.filter(question__study=study, engine=engine, regime=regime)
+        .select_related("question")
+        .order_by("question__key", "-created_at", "-pk")
+        .prefetch_related("articles__source")
+    ):
+        newest.setdefault(retrieval.question_id, retrieval)
+    return list(newest.values())
+
+
+def retrieval_scores_of(study: Study, *, engine: str, regime: str) -> list[QuestionScores]:
+    """Scores of each question's newest retrieval (analysis.retrieval)."""
+    rows = []
+    for retrieval in latest_retrievals(study, engine=engine, regime=regime):
+        articles = list(retrieval.articles.all())
+        names = [
+            source_identifiers(a.source.key, a.source.external_ids) if a.source else frozenset({a.identifier})
+            for a in articles
+        ]
+        scores = retrieval_scores(
+            retrieved=names,
+            relevant=[a.relevant for a in articles],
+            references=retrieval.question.reference_ids,
+            excluded_hits=retrieval.excluded_hits,
+            exclude=retrieval.question.exclude_ids,
+        )
+        rows.append(QuestionScores(retrieval.question, retrieval, scores))
+    return rows
+
+
+@dataclass(frozen=True)
+class QuestionOverview:
+    question: Question
+    retrievals: list[tuple[Retrieval, RetrievalScores, list[tuple]]]  # (retrieval, scores, article rows)
+    answers: list
+
+
+def questions_overview(study: Study) -> tuple[list[QuestionOverview], list[tuple[str, str, dict]]]:
+    """Every question of the study with its newest retrieval per engine and regime (the
+    articles, whether each is a reference, the scores) and its answers; and the study's
+    figures per engine and regime. A fixed number of queries."""
+    from analysis.retrieval import study_scores
+    from annotate.models import Summary
+
+    questions = list(Question.objects.filter(study=study).order_by("key"))
+    newest: dict[tuple[int, str, str], Retrieval] = {}
+    for retrieval in (
+        Retrieval.objects.filter(question__study=study)
+        .order_by("question_id", "engine", "regime", "-created_at", "-pk")
+        .prefetch_related("articles__source")
+    ):
+        newest.setdefault((retrieval.question_id, retrieval.engine, retrieval.regime), retrieval)
+    answers: dict[str, list] = {}
+    for summary in Summary.objects.filter(study=study, source__metadata__kind="evidence").order_by("key"):
+        answers.setdefault(summary.metadata.get("question", ""), []).append(summary)
+    overview, by_setting = [], {}
+    for question in questions:
+        rows = []
+        for (question_id, engine, regime), retrieval in sorted(newest.items(), key=lambda kv: kv[0][1:]):
+            if question_id != question.pk:
+                continue
+            articles = list(retrieval.articles.all())
+            names = [
+                source_identifiers(a.source.key, a.source.external_ids) if a.source else frozenset({a.identifier})
+                for a in articles
+            ]
+            scores = retrieval_scores(
+                retrieved=names,
+                relevant=[a.relevant for a in articles],
+                references=question.reference_ids,
+                excluded_hits=retrieval.excluded_hits,
+                exclude=question.exclude_ids,
+            )
+            refs = set(question.reference_ids)
+            rows.append((retrieval, scores, [(a, bool(n & refs)) for a, n in zip(articles, names, strict=True)]))
+            by_setting.setdefault((engine, regime), []).append(scores)
+        overview.append(QuestionOverview(question, rows, answers.get(str(question.uuid), [])))
+    figures = [(engine, regime, study_scores(scores)) for (engine, regime), scores in sorted(by_setting.items())]
+    return overview, figures

@@ -1,0 +1,80 @@
+"""Writes of the literature app: retrieving articles for questions."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from django.db import transaction
+
+from literature.engines import Engine, Hit
+from literature.models import Question, Retrieval, RetrievedArticle
+
+Regime = Retrieval.Regime
+
+
+def regime_filters(question: Question, regime: str) -> dict:
+    """What the search itself is given under a regime (Clinfo.ai, section 4):
+
+    - restricted: articles published before the question's date ("up to one day before
+      the publication date"; without a date the search is not date-restricted), and never
+      the excluded identifiers;
+    - exclude-source: no date limit; the excluded identifiers are removed after the
+      search (recorded as excluded hits, so "source included" can be measured);
+    - unrestricted: nothing removed."""
+    if regime == Regime.RESTRICTED:
+        return {"published_before": question.published_on, "exclude": list(question.exclude_ids)}
+    if regime in (Regime.EXCLUDE_SOURCE, Regime.UNRESTRICTED):
+        return {"published_before": None, "exclude": []}
+    raise ValueError(f"unknown regime {regime!r}")
+
+
+def union_hits(results: Sequence[Sequence[Hit]], limit: int) -> list[Hit]:
+    """The union of several queries' hits, re-ranked deterministically: by the first query
+    that found an article, then its rank there (never by which answer arrived first)."""
+    seen: dict[str, Hit] = {}
+    for hits in results:
+        for hit in hits:
+            seen.setdefault(hit.identifier, hit)
+    ordered = list(seen.values())[:limit]
+    return [Hit(h.identifier, n, h.score, h.source_id) for n, h in enumerate(ordered, start=1)]
+
+
+@transaction.atomic
+def retrieve_for_question(
+    *, question: Question, engine: Engine, regime: str, queries: Sequence[str] | None = None, limit: int = 20
+) -> Retrieval:
+    """Search for a question (with its own text as the query unless queries are given),
+    apply the regime, and store the retrieval with its articles in rank order."""
+    queries = [q for q in (queries or [question.text]) if q.strip()]
+    filters = regime_filters(question, regime)
+    results = [engine.search(q, limit=limit, **filters) for q in queries]
+    hits = union_hits(results, limit=10**9)
+    excluded: list[str] = []
+    if regime == Regime.EXCLUDE_SOURCE and question.exclude_ids:
+        drop = set(question.exclude_ids)
+        excluded = [h.identifier for h in hits if h.identifier in drop or _names(engine, h) & drop]
+        hits = [h for h in hits if h.identifier not in excluded]
+    hits = [Hit(h.identifier, n, h.score, h.source_id) for n, h in enumerate(hits[:limit], start=1)]
+    retrieval = Retrieval.objects.create(
+        question=question,
+        engine=engine.name,
+        regime=regime,
+        queries=[{"query": q, "hits": len(r)} for q, r in zip(queries, results, strict=True)],
+        excluded_hits=excluded,
+        settings={"limit": limit},
+    )
+    RetrievedArticle.objects.bulk_create(
+        [
+            RetrievedArticle(
+                retrieval=retrieval, rank=h.rank, identifier=h.identifier, source_id=h.source_id, score=h.score
+            )
+            for h in hits
+        ]
+    )
+    return retrieval
+
+
+def _names(engine: Engine, hit: Hit) -> frozenset[str]:
+    """Every identifier of a hit the engine knows (a local source's PMID, PMCID, ...)."""
+    names = getattr(engine, "names_of", None)
+    return names(hit) if names else frozenset({hit.identifier})
