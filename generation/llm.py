@@ -32,7 +32,7 @@ import tiktoken
 
 from annotate.exceptions import ApplicationError
 from generation.conf import LLMSettings, llm_settings
-from generation.models import GenerationJob, LLMCall
+from generation.models import AnswerJob, GenerationJob, LLMCall
 from generation.prompting import Prompt, get_prompt
 
 RETRYABLE = (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError, openai.APIConnectionError)
@@ -202,6 +202,7 @@ class Gateway:
         model: str,
         params: dict[str, Any] | None = None,
         job: GenerationJob | None = None,
+        answer_job: AnswerJob | None = None,
         json_output: bool = False,
         logprobs: bool = False,
     ) -> LLMResult:
@@ -238,6 +239,7 @@ class Gateway:
                 # attempt may drop an optional feature from it.
                 call = LLMCall.objects.create(
                     job=job,
+                    answer_job=answer_job,
                     step=step,
                     attempt=attempt,
                     prompt_id=prompt.id,

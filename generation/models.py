@@ -82,11 +82,50 @@ class GenerationRun(TimeStamped):
         return f"{self.study.slug} · {self.pipeline} · {self.created_at:%Y-%m-%d %H:%M}"
 
 
+class AnswerJob(TimeStamped):
+    """The work of answering one clinical question (literature.Question) with one
+    engine, regime and pipeline version: queries, retrieval, relevance, article
+    summaries, a cited synthesis. Unique per (question, engine, regime, version), like
+    GenerationJob: asking again finds this row instead of writing a second answer."""
+
+    Status = GenerationJob.Status
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    question = models.ForeignKey("literature.Question", on_delete=models.PROTECT, related_name="answer_jobs")
+    engine = models.CharField(max_length=20)
+    regime = models.CharField(max_length=20)
+    pipeline_version = models.CharField(max_length=64, help_text="Hash of model, parameters and prompt versions.")
+    config = models.JSONField(default=dict)
+    status = models.CharField(max_length=16, choices=GenerationJob.Status.choices, default=GenerationJob.Status.PENDING)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    tries = models.PositiveIntegerField(default=0)
+    retrieval = models.ForeignKey(
+        "literature.Retrieval", on_delete=models.PROTECT, null=True, blank=True, related_name="answer_jobs"
+    )
+    summary = models.ForeignKey(Summary, on_delete=models.PROTECT, null=True, blank=True, related_name="answer_jobs")
+    result = models.JSONField(default=dict, blank=True, help_text="Queries, relevance, article summaries: the trace.")
+    skip_reason = models.TextField(blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["question", "engine", "regime", "pipeline_version"], name="answerjob_unique_question_version"
+            ),
+        ]
+        ordering = ["question", "engine", "regime"]
+
+    def __str__(self) -> str:
+        return f"{self.question.key} · {self.engine}/{self.regime}@{self.pipeline_version[:10]}"
+
+
 class LLMCall(TimeStamped):
     """One HTTP attempt at the LLM endpoint (a retried call is several rows)."""
 
     uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     job = models.ForeignKey(GenerationJob, on_delete=models.CASCADE, null=True, blank=True, related_name="llm_calls")
+    answer_job = models.ForeignKey(AnswerJob, on_delete=models.CASCADE, null=True, blank=True, related_name="llm_calls")
     step = models.CharField(max_length=64, help_text="Pipeline step, e.g. generate, rescue:real, verify_claim.")
     attempt = models.PositiveIntegerField(default=1)
     prompt_id = models.CharField(max_length=64)

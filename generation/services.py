@@ -24,7 +24,7 @@ from annotate.models import Source, Study
 from annotate.services import create_summary, record_claims
 from generation.conf import job_lease_seconds, llm_settings, pipeline_settings
 from generation.llm import Gateway, LLMError
-from generation.models import GenerationJob, GenerationRun, LLMCall
+from generation.models import AnswerJob, GenerationJob, GenerationRun, LLMCall
 from generation.pipelines import Outcome, PipelineSpec, Runner, pipeline_spec
 
 logger = logging.getLogger(__name__)
@@ -154,27 +154,30 @@ def job_lease() -> timedelta:
     return timedelta(seconds=max(job_lease_seconds(), 3 * (conf.timeout + conf.backoff_max)))
 
 
-def claim_job(*, job_id: int) -> GenerationJob | None:
+def claim_job(*, job_id: int, model=GenerationJob) -> GenerationJob | AnswerJob | None:
     """Take the job for this worker, or None when it is finished or another live
     worker has it. One UPDATE decides, so two deliveries of a task cannot both win.
 
     A running job is taken over only when it was claimed longer ago than the lease
     and none of its LLM calls is more recent than that: its worker died (a job that
-    retries a slow endpoint for an hour is still alive)."""
+    retries a slow endpoint for an hour is still alive). `model` is GenerationJob or
+    AnswerJob (clinical questions); both follow these rules."""
     now = timezone.now()
     claim = {"status": Status.RUNNING, "claimed_at": now, "tries": F("tries") + 1, "updated_at": now}
     # The usual case first, in the cheapest statement: a pending job.
-    if not GenerationJob.objects.filter(pk=job_id, status=Status.PENDING).update(**claim):
-        if not _abandoned(GenerationJob.objects.filter(pk=job_id), now=now).update(**claim):
+    if not model.objects.filter(pk=job_id, status=Status.PENDING).update(**claim):
+        if not _abandoned(model.objects.filter(pk=job_id), now=now).update(**claim):
             return None
-    return GenerationJob.objects.select_related("source__study").get(pk=job_id)
+    related = "source__study" if model is GenerationJob else "question__study"
+    return model.objects.select_related(related).get(pk=job_id)
 
 
 def _abandoned(jobs, *, now):
     """Those of `jobs` running without a live worker: claimed longer ago than the lease
     and with no LLM call since."""
     cutoff = now - job_lease()
-    recent_call = LLMCall.objects.filter(job=OuterRef("pk"), created_at__gte=cutoff)
+    link = "job" if jobs.model is GenerationJob else "answer_job"
+    recent_call = LLMCall.objects.filter(**{link: OuterRef("pk")}, created_at__gte=cutoff)
     return jobs.filter(status=Status.RUNNING, claimed_at__lt=cutoff).filter(~Exists(recent_call))
 
 
@@ -222,12 +225,14 @@ def run_generation_job(*, job_id: int) -> GenerationJob:
     return store_outcome(job=job, claimed_at=claimed_at, spec=spec, outcome=outcome)
 
 
-def _finish(job: GenerationJob, claimed_at, **fields) -> bool:
+def _finish(job: GenerationJob | AnswerJob, claimed_at, **fields) -> bool:
     """Write the job's result only if this worker still holds the claim (and on the
     instance too, so the caller need not read the row again)."""
     now = timezone.now()
-    updated = GenerationJob.objects.filter(pk=job.pk, status=Status.RUNNING, claimed_at=claimed_at).update(
-        finished_at=now, updated_at=now, **fields
+    updated = (
+        type(job)
+        .objects.filter(pk=job.pk, status=Status.RUNNING, claimed_at=claimed_at)
+        .update(finished_at=now, updated_at=now, **fields)
     )
     if updated == 1:
         for name, value in {"finished_at": now, "updated_at": now, **fields}.items():
@@ -290,6 +295,144 @@ def store_outcome(*, job: GenerationJob, claimed_at, spec: PipelineSpec, outcome
         status=outcome.status,
         summary=summary,
         result=result,
+        skip_reason=outcome.skip_reason,
+        error="",
+    )
+    return job
+
+
+# --- clinical questions (Clinfo.ai) ------------------------------------------------------
+
+
+def question_engine(study: Study, name: str):
+    """The search engine of an answer run: the local BM25 index over the study's sources,
+    or PubMed through NCBI E-utilities (articles found are imported as sources)."""
+    if name == "local":
+        from literature.engines import LocalEngine
+
+        return LocalEngine(study)
+    if name == "pubmed":
+        from literature.pubmed import PubMedEngine
+
+        return PubMedEngine(study)
+    raise ApplicationError(f"unknown engine {name!r}; use local or pubmed")
+
+
+def start_answer_run(
+    *,
+    study: Study,
+    engine: str,
+    regime: str,
+    question_keys: Sequence[str] = (),
+    limit: int | None = None,
+    enqueue: Enqueue,
+) -> list[AnswerJob]:
+    """One job per question for this engine, regime and pipeline version (reused when it
+    exists: finished jobs are not run again, failed ones are resumed), enqueued once the
+    jobs are committed. Returns the jobs in question order."""
+    from generation.questions import question_settings
+    from literature.models import Question, Retrieval
+
+    require_api_key()
+    if regime not in Retrieval.Regime.values:
+        raise ApplicationError(f"unknown regime {regime!r}; use one of {', '.join(Retrieval.Regime.values)}")
+    if engine not in Retrieval.Engine.values:
+        raise ApplicationError(f"unknown engine {engine!r}; use one of {', '.join(Retrieval.Engine.values)}")
+    conf = question_settings()
+    questions = Question.objects.filter(study=study).order_by("key")
+    if question_keys:
+        questions = questions.filter(key__in=question_keys)
+        missing = sorted(set(question_keys) - set(questions.values_list("key", flat=True)))
+        if missing:
+            raise ApplicationError(f"No question {', '.join(missing)} in study {study.slug}.")
+    questions = list(questions[:limit] if limit is not None else questions)
+    if not questions:
+        raise ApplicationError(f"Study {study.slug} has no questions: import them with import_questions.")
+    with transaction.atomic():
+        AnswerJob.objects.bulk_create(
+            [
+                AnswerJob(question=q, engine=engine, regime=regime, pipeline_version=conf.version, config=conf.config())
+                for q in questions
+            ],
+            ignore_conflicts=True,
+        )
+        jobs = {
+            job.question_id: job
+            for job in AnswerJob.objects.filter(
+                question__in=questions, engine=engine, regime=regime, pipeline_version=conf.version
+            )
+        }
+        AnswerJob.objects.filter(pk__in=[j.pk for j in jobs.values()], status=Status.FAILED).update(
+            status=Status.PENDING, updated_at=timezone.now()
+        )
+        todo = [j.pk for j in jobs.values() if j.status not in (Status.OK, Status.FLAGGED, Status.SKIPPED)]
+        transaction.on_commit(lambda: dispatch_jobs(job_ids=todo, enqueue=enqueue))
+    return [jobs[q.pk] for q in questions]
+
+
+def run_answer_job(*, job_id: int) -> AnswerJob:
+    """Claim the job, answer its question and store the answer. A job that is finished
+    or taken is returned untouched."""
+    from generation.questions import QuestionRunner, question_settings
+
+    job = claim_job(job_id=job_id, model=AnswerJob)
+    if job is None:
+        return AnswerJob.objects.get(pk=job_id)
+    claimed_at = job.claimed_at
+    conf = question_settings()
+    if conf.version != job.pipeline_version:
+        _finish(job, claimed_at, status=Status.FAILED, error="The settings changed since this job was created.")
+        return job
+    try:
+        engine = question_engine(job.question.study, job.engine)
+        outcome = QuestionRunner(
+            question=job.question, engine=engine, regime=job.regime, settings=conf, job=job, gateway=Gateway()
+        ).run()
+    except ApplicationError as exc:  # the LLM or NCBI failed after their retries, an unusable answer
+        _finish(job, claimed_at, status=Status.FAILED, error=exc.message)
+        return job
+    except Exception as exc:
+        _finish(job, claimed_at, status=Status.FAILED, error=f"{type(exc).__name__}: {exc}")
+        raise
+    return store_answer_outcome(job=job, claimed_at=claimed_at, conf=conf, outcome=outcome)
+
+
+@transaction.atomic
+def store_answer_outcome(*, job: AnswerJob, claimed_at, conf, outcome) -> AnswerJob:
+    """Store the answer (literature.answers.store_answer) and the job's trace together."""
+    from literature.answers import store_answer
+
+    locked = AnswerJob.objects.select_for_update().only("status", "claimed_at").get(pk=job.pk)
+    if locked.status != Status.RUNNING or locked.claimed_at != claimed_at:
+        logger.warning("answer job %s was taken over by another worker; discarding this result", job.pk)
+        return AnswerJob.objects.get(pk=job.pk)
+    summary = None
+    if outcome.status == "ok":
+        summary = store_answer(
+            question=job.question,
+            retrieval=outcome.retrieval,
+            synthesis=outcome.synthesis,
+            tldr=outcome.tldr,
+            generator=f"{conf.model}/clinfo@{conf.version}",
+            key=f"{job.question.key}:answer:{job.engine}-{job.regime}@{conf.version}",
+            citations=outcome.citations,
+            metadata={
+                "pipeline": "clinfo",
+                "pipeline_version": conf.version,
+                "answer_job": str(job.uuid),
+                "model": conf.model,
+                "engine": job.engine,
+                "regime": job.regime,
+                "article_summaries": outcome.trace.get("article_summaries", {}),
+            },
+        )
+    _finish(
+        job,
+        claimed_at,
+        status=outcome.status,
+        retrieval=outcome.retrieval,
+        summary=summary,
+        result=outcome.trace,
         skip_reason=outcome.skip_reason,
         error="",
     )

@@ -3,7 +3,7 @@
 from celery import shared_task
 
 from generation import services
-from generation.models import GenerationJob
+from generation.models import AnswerJob, GenerationJob
 
 
 @shared_task(bind=True, acks_late=True, max_retries=None)
@@ -16,5 +16,14 @@ def generate_summary_task(self, job_id: int) -> str:
         # broker handing us its task again), nobody else would resume the job: look
         # again once its lease can have run out. A live holder will have finished by
         # then, and this delivery does nothing.
+        raise self.retry(countdown=services.job_lease().total_seconds())
+    return job.status
+
+
+@shared_task(bind=True, acks_late=True, max_retries=None)
+def answer_question_task(self, job_id: int) -> str:
+    """One clinical question (generation.services.run_answer_job), resumed like a summary job."""
+    job = services.run_answer_job(job_id=job_id)
+    if job.status == AnswerJob.Status.RUNNING and not self.request.is_eager:
         raise self.retry(countdown=services.job_lease().total_seconds())
     return job.status

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from django.db import transaction
 
@@ -39,15 +40,39 @@ def union_hits(results: Sequence[Sequence[Hit]], limit: int) -> list[Hit]:
     return [Hit(h.identifier, n, h.score, h.source_id) for n, h in enumerate(ordered, start=1)]
 
 
-@transaction.atomic
-def retrieve_for_question(
-    *, question: Question, engine: Engine, regime: str, queries: Sequence[str] | None = None, limit: int = 20
-) -> Retrieval:
-    """Search for a question (with its own text as the query unless queries are given),
-    apply the regime, and store the retrieval with its articles in rank order."""
-    queries = [q for q in (queries or [question.text]) if q.strip()]
+@dataclass(frozen=True)
+class Search:
+    """What a set of queries found under a regime, before it is stored."""
+
+    queries: list[str]
+    results: list[list[Hit]]  # per query, as the engine answered
+    hits: list[Hit]  # the union, regime applied, ranked 1..limit
+    excluded: list[str]  # identifiers the regime removed
+
+
+def search_question(
+    *, question: Question, engine: Engine, regime: str, queries: Sequence[str], limit: int = 20
+) -> Search:
+    """Run the queries under the regime and union their hits (union_hits)."""
+    queries = [q for q in queries if q.strip()]
     filters = regime_filters(question, regime)
     results = [engine.search(q, limit=limit, **filters) for q in queries]
+    return combine_results(
+        question=question, engine=engine, regime=regime, queries=queries, results=results, limit=limit
+    )
+
+
+def combine_results(
+    *,
+    question: Question,
+    engine: Engine,
+    regime: str,
+    queries: Sequence[str],
+    results: Sequence[Sequence[Hit]],
+    limit: int,
+) -> Search:
+    """The union of queries' results (already searched under the regime's filters), with
+    what the regime removes after the search removed, ranked 1..limit."""
     hits = union_hits(results, limit=10**9)
     excluded: list[str] = []
     if regime == Regime.EXCLUDE_SOURCE and question.exclude_ids:
@@ -55,23 +80,53 @@ def retrieve_for_question(
         excluded = [h.identifier for h in hits if h.identifier in drop or _names(engine, h) & drop]
         hits = [h for h in hits if h.identifier not in excluded]
     hits = [Hit(h.identifier, n, h.score, h.source_id) for n, h in enumerate(hits[:limit], start=1)]
+    return Search(list(queries), [list(r) for r in results], hits, excluded)
+
+
+@transaction.atomic
+def save_retrieval(
+    *, question: Question, engine_name: str, regime: str, search: Search, settings: dict | None = None
+) -> Retrieval:
+    """Store a search with its articles in rank order."""
     retrieval = Retrieval.objects.create(
         question=question,
-        engine=engine.name,
+        engine=engine_name,
         regime=regime,
-        queries=[{"query": q, "hits": len(r)} for q, r in zip(queries, results, strict=True)],
-        excluded_hits=excluded,
-        settings={"limit": limit},
+        queries=[{"query": q, "hits": len(r)} for q, r in zip(search.queries, search.results, strict=True)],
+        excluded_hits=search.excluded,
+        settings=settings or {},
     )
     RetrievedArticle.objects.bulk_create(
         [
             RetrievedArticle(
                 retrieval=retrieval, rank=h.rank, identifier=h.identifier, source_id=h.source_id, score=h.score
             )
-            for h in hits
+            for h in search.hits
         ]
     )
     return retrieval
+
+
+def retrieve_for_question(
+    *, question: Question, engine: Engine, regime: str, queries: Sequence[str] | None = None, limit: int = 20
+) -> Retrieval:
+    """Search for a question (with its own text as the query unless queries are given),
+    apply the regime, and store the retrieval with its articles in rank order."""
+    search = search_question(
+        question=question, engine=engine, regime=regime, queries=queries or [question.text], limit=limit
+    )
+    return save_retrieval(
+        question=question, engine_name=engine.name, regime=regime, search=search, settings={"limit": limit}
+    )
+
+
+@transaction.atomic
+def record_relevance(*, retrieval: Retrieval, decisions: dict[str, tuple[bool, str]]) -> None:
+    """Store relevance decisions (identifier -> (relevant, reason)) on the retrieval's articles."""
+    articles = list(retrieval.articles.filter(identifier__in=decisions))
+    for article in articles:
+        article.relevant, article.reason = decisions[article.identifier]
+    RetrievedArticle.objects.bulk_update(articles, ["relevant", "reason"])
 
 
 def _names(engine: Engine, hit: Hit) -> frozenset[str]:

@@ -20,7 +20,7 @@ APPS = ("config", "annotate", "generation", "analysis", "datasets", "literature"
 # config wires everything together.
 ALLOWED = {
     "annotate": set(),
-    "generation": {"annotate", "config"},
+    "generation": {"annotate", "config", "literature"},
     "analysis": {"annotate"},
     "datasets": {"annotate", "analysis"},
     # literature reaches outside services (NCBI) and the study's own sources; its

@@ -21,7 +21,7 @@ TEST_ENV = {
 def serve(monkeypatch):
     """Start a ScriptedServer (same arguments) and point the gateway at it."""
     for name in list(os.environ):
-        if name.startswith(("GENERATION_", "OPENAI_")):
+        if name.startswith(("GENERATION_", "OPENAI_", "QUESTIONS_", "NCBI_")):
             monkeypatch.delenv(name)
     for name, value in TEST_ENV.items():
         monkeypatch.setenv(name, value)

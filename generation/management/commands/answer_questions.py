@@ -1,0 +1,66 @@
+import time
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from annotate.exceptions import ApplicationError
+from annotate.models import Study
+from generation.models import AnswerJob
+from generation.services import start_answer_run
+from generation.tasks import answer_question_task
+
+ENGINES = ("local", "pubmed")
+REGIMES = ("restricted", "exclude-source", "unrestricted")
+
+
+class Command(BaseCommand):
+    help = (
+        "Answer a study's clinical questions from the literature (Clinfo.ai: queries, retrieval, relevance, "
+        "article summaries, a cited synthesis and TL;DR), one job per question; running it again resumes "
+        "unfinished jobs (docs/questions.md)."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--study", required=True)
+        parser.add_argument("--engine", choices=ENGINES, default="local")
+        parser.add_argument("--regime", choices=REGIMES, default="unrestricted")
+        parser.add_argument("--question", action="append", default=[], dest="questions", help="question key")
+        parser.add_argument("--limit", type=int, default=None, help="at most N questions")
+        parser.add_argument("--timeout", type=float, default=None, help="with a broker: stop waiting after N s")
+
+    def handle(self, *args, study: str, engine: str, regime: str, questions: list[str], limit, timeout, **options):
+        if limit is not None and limit < 1:
+            raise CommandError("--limit must be at least 1")
+        study_obj = Study.objects.filter(slug=study).first()
+        if study_obj is None:
+            raise CommandError(f"no study {study!r}")
+        try:
+            jobs = start_answer_run(
+                study=study_obj,
+                engine=engine,
+                regime=regime,
+                question_keys=questions,
+                limit=limit,
+                enqueue=answer_question_task.delay,
+            )
+        except ApplicationError as exc:
+            raise CommandError(exc.message) from None
+        ids = [j.pk for j in jobs]
+        started = time.monotonic()
+        while not settings.CELERY_TASK_ALWAYS_EAGER:
+            left = AnswerJob.objects.filter(pk__in=ids, status__in=["pending", "running"]).count()
+            if not left or (timeout is not None and time.monotonic() - started > timeout):
+                break
+            time.sleep(2)
+        counts: dict[str, int] = {}
+        for job in AnswerJob.objects.filter(pk__in=ids):
+            counts[job.status] = counts.get(job.status, 0) + 1
+        self.stdout.write(
+            f"{len(ids)} question(s), {engine} engine, {regime}: "
+            + ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+        )
+        failed = AnswerJob.objects.filter(pk__in=ids, status="failed").order_by("question__key")
+        for job in failed:
+            self.stderr.write(f"{job.question.key}: {job.error}")
+        if failed:
+            raise CommandError(f"{len(failed)} question(s) failed; run the command again to resume them.")
