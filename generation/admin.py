@@ -10,7 +10,7 @@ from django.utils.html import format_html, format_html_join
 
 from annotate.admin import SummaryAdmin
 from annotate.models import Summary
-from generation.models import GenerationJob, GenerationRun, LLMCall
+from generation.models import AnswerJob, GenerationJob, GenerationRun, LLMCall
 from generation.selectors import with_progress
 
 
@@ -92,6 +92,32 @@ class GenerationJobAdmin(ReadOnlyMixin, admin.ModelAdmin):
     @admin.display(description="Configuration")
     def config_pretty(self, obj):
         return _pre(json.dumps(obj.config, indent=2))
+
+
+class AnswerLLMCallInline(LLMCallInline):
+    fk_name = "answer_job"
+
+
+@admin.register(AnswerJob)
+class AnswerJobAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    """Clinical questions answered by generation.questions: the trace of each (docs/questions.md)."""
+
+    list_display = ["question", "engine", "regime", "pipeline_version", "status", "tries", "summary", "finished_at"]
+    list_filter = ["status", "engine", "regime", "question__study"]
+    list_select_related = ["question", "summary"]
+    search_fields = ["question__key", "summary__key"]
+    fields = ["uuid", "question", "engine", "regime", "pipeline_version", "status", "tries", "claimed_at"]
+    fields += ["finished_at", "retrieval", "summary", "skip_reason", "error", "trace", "config_pretty"]
+    readonly_fields = fields
+    inlines = [AnswerLLMCallInline]
+
+    @admin.display(description="Trace")
+    def trace(self, obj):
+        return _pre(json.dumps(obj.result, indent=2, ensure_ascii=False))
+
+    @admin.display(description="Configuration")
+    def config_pretty(self, obj):
+        return _pre(json.dumps(obj.config, indent=2, ensure_ascii=False))
 
 
 @admin.register(GenerationRun)

@@ -215,3 +215,26 @@ def test_restricted_search_keeps_older_articles_and_drops_the_review(serve, ques
     dropped = AnswerJob.objects.get(regime="exclude-source")
     assert "PMC2" not in {a.identifier for a in dropped.retrieval.articles.all()}
     assert dropped.retrieval.excluded_hits == ["PMC2"]
+
+
+def test_the_trace_of_an_answer_job_is_in_the_admin(serve, question, client):
+    from django.contrib.auth import get_user_model
+
+    serve(
+        steps={
+            "question_queries": [queries("aspirin stroke")],
+            "question_relevance": [relevance_by_keyword("aspirin")],
+            "question_article": [article_summary],
+            "question_synthesis": [synthesis("Aspirin <b>helps</b> [1].", "Yes [1].")],
+        }
+    )
+    run()
+    job = AnswerJob.objects.get()
+    admin = get_user_model().objects.create_superuser("boss", "boss@example.org", "pw-for-admin-test")
+    client.force_login(admin)
+    page = client.get(f"/admin/generation/answerjob/{job.pk}/change/")
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert "queries:1" in text and "relevance:1" in text  # every call, inline
+    assert "<b>helps</b>" not in text  # model text escaped
+    assert client.get("/admin/generation/answerjob/").status_code == 200
