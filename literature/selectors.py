@@ -51,11 +51,14 @@ def retrieval_scores_of(study: Study, *, engine: str, regime: str) -> list[Quest
     return rows
 
 
+PARTS = (("tldr", "TL;DR"), ("synthesis", "Synthesis"), ("combined", "Both"))
+
+
 @dataclass(frozen=True)
 class QuestionOverview:
     question: Question
     retrievals: list[tuple[Retrieval, RetrievalScores, list[tuple]]]  # (retrieval, scores, article rows)
-    answers: list
+    answers: list  # [(summary, [(part label, AnswerScores | None), ...] or [] without a gold answer)]
 
 
 def questions_overview(study: Study) -> tuple[list[QuestionOverview], list[tuple[str, str, dict]]]:
@@ -73,9 +76,15 @@ def questions_overview(study: Study) -> tuple[list[QuestionOverview], list[tuple
         .prefetch_related("articles__source")
     ):
         newest.setdefault((retrieval.question_id, retrieval.engine, retrieval.regime), retrieval)
+    from analysis.answer_metrics import scores_by_part  # rouge_score and sacrebleu: only when asked
+
+    gold = {str(q.uuid): q.gold_answer for q in questions}
     answers: dict[str, list] = {}
     for summary in Summary.objects.filter(study=study, source__metadata__kind="evidence").order_by("key"):
-        answers.setdefault(summary.metadata.get("question", ""), []).append(summary)
+        question = summary.metadata.get("question", "")
+        parts = scores_by_part(summary.text, gold.get(question, ""))
+        rows = [(label, parts[part]) for part, label in PARTS] if parts["combined"] else []
+        answers.setdefault(question, []).append((summary, rows))
     overview, by_setting = [], {}
     for question in questions:
         rows = []

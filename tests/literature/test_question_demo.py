@@ -100,3 +100,15 @@ def test_seeded_ratings_pass_the_rubric_and_the_report_computes(demo):
     summary = Summary.objects.filter(study=demo).first()
     answers, rationales = demo_ratings(summary, 0)
     assert set(rationales) == {k for k in answers if k != "feedback"}
+
+
+def test_answers_are_scored_against_the_gold_answer_on_the_page(demo, client):
+    from analysis.answer_metrics import answer_scores, split_answer
+
+    client.force_login(get_user_model().objects.get(username="admin"))
+    text = client.get(f"/studies/{QUESTION_STUDY}/questions/").content.decode()
+    answer = Summary.objects.filter(study=demo).order_by("key").first()
+    question = Question.objects.get(uuid=answer.metadata["question"])
+    expected = answer_scores(split_answer(answer.text)[1], question.gold_answer)
+    assert text.count('class="data answer-scores"') == QUESTIONS
+    assert f"<td>TL;DR</td><td>{expected.rougeL:.3f}</td><td>{expected.bleu:.1f}</td>" in text
