@@ -100,15 +100,18 @@ def check_citations(text: str, count: int) -> None:
 
 def _evidence_text(citations: Sequence[Citation], sources: dict[str, Source]) -> tuple[str, list[tuple]]:
     """The evidence's text and its sentences (index, start, end, text, ref): each article
-    as its citation line, then its own sentences, every one with the reference n."""
+    as its citation line (one sentence), then its own sentences, every one with the
+    reference n."""
     text, rows = "", []
     for c in citations:
         source = sources[c.source_key]
-        block = f"[{c.number}] {c.reference}\n{source.text}"
+        head = f"[{c.number}] {c.reference}"
         base = len(text) + (2 if text else 0)
-        text = f"{text}\n\n{block}" if text else block
-        for start, end in split_spans(block):
-            rows.append((len(rows), base + start, base + end, block[start:end], str(c.number)))
+        text = f"{text}\n\n{head}\n{source.text}" if text else f"{head}\n{source.text}"
+        rows.append((len(rows), base, base + len(head), head, str(c.number)))
+        body = base + len(head) + 1
+        for start, end in split_spans(source.text):
+            rows.append((len(rows), body + start, body + end, source.text[start:end], str(c.number)))
     return text, rows
 
 

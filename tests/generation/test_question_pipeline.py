@@ -238,3 +238,39 @@ def test_the_trace_of_an_answer_job_is_in_the_admin(serve, question, client):
     assert "queries:1" in text and "relevance:1" in text  # every call, inline
     assert "<b>helps</b>" not in text  # model text escaped
     assert client.get("/admin/generation/answerjob/").status_code == 200
+
+
+def test_a_question_is_answered_from_pubmed_end_to_end(serve, monkeypatch):
+    """The Clinfo pipeline with the pubmed engine: the real openai client and the real NCBI
+    client, each against its scripted server."""
+    from tests.literature.ncbi_server import NcbiServer, esearch_xml
+    from tests.literature.ncbi_server import Reply as NcbiReply
+    from tests.literature.test_pubmed import library
+
+    LLMReply = Reply
+
+    study = StudyFactory(slug="pm-answer")
+    Question.objects.create(study=study, key="q", text="Does aspirin prevent stroke?", reference_ids=["101"])
+    serve(
+        steps={
+            "question_queries": [LLMReply(json.dumps({"queries": ["aspirin[tiab] AND stroke[tiab]"]}))],
+            "question_relevance": [
+                lambda r: LLMReply(
+                    json.dumps({"reason": "r", "relevant": "yes" if "Aspirin after" in r.prompt else "no"})
+                )
+            ],
+            "question_article": [LLMReply("RCT, adults, aspirin reduced recurrence; bias not reported.")],
+            "question_synthesis": [LLMReply(json.dumps({"synthesis": "Aspirin helps [1].", "tldr": "Yes [1]."}))],
+        }
+    )
+    with NcbiServer(replies={"esearch.fcgi": [NcbiReply(esearch_xml(["103", "101"]))]}, **library()) as server:
+        monkeypatch.setenv("NCBI_EUTILS_URL", server.base_url)
+        call_command("answer_questions", "--study", "pm-answer", "--engine", "pubmed")
+    job = AnswerJob.objects.get()
+    assert job.status == "ok", job.error
+    assert [(a.identifier, a.relevant) for a in job.retrieval.articles.order_by("rank")] == [
+        ("103", False),
+        ("101", True),
+    ]
+    citation = job.summary.metadata["citations"][0]
+    assert citation["identifier"] == "101" and citation["reference"].startswith("Smith J, Doe A. Aspirin after stroke")

@@ -67,6 +67,8 @@ def test_every_citation_resolves_to_its_article(retrieval):
     # [n] points at article n: its citation line and its own sentences.
     assert set(refs) == {"1", "2", "3"}
     assert any("Drug A was tested in PMC30." in t for t in refs["1"])
+    # An article's citation line is one sentence, the first of its article.
+    assert refs["1"][0] == "[1] " + citation_line(Source.objects.get(key="PMC30"))
     assert any("Drug A was tested in PMC10." in t for t in refs["2"])
     # LitSumm's reference checks take [n] as a reference the context uses.
     report = check_references(summary.text, set(refs))
