@@ -5,7 +5,10 @@ are shown to the model on the next try; results of every try are unioned) -> ret
 under the regime -> a relevance decision with its reason for each of the best
 QUESTIONS_MAX_ARTICLES articles -> a question-focused summary of each relevant article
 (design, size, population, result, risk of bias) -> a synthesis with [n] citations and a
-TL;DR, checked so that every [n] resolves, re-asked with the problem otherwise.
+TL;DR, checked so that every [n] resolves, re-asked with the problem otherwise -> once
+stored, Factored Verification of the answer (QUESTIONS_VERIFY, on by default): each cited
+sentence checked against the articles it cites only, the verdicts stored as the answer's
+claims with P(supported), and P(answer) and the unsupported count in its metadata.
 
 Where Clinfo.ai's own code went wrong (docs/questions.md): citation numbers come from the
 retrieval's ranks, never from which answer arrived first; citation lines are built from
@@ -49,6 +52,7 @@ class QuestionSettings:
     article_chars: int
     relevance_fail_open: bool
     synthesis_attempts: int
+    verify: bool
 
     def config(self) -> dict:
         return {**self.__dict__, "prompts": prompt_versions(PROMPTS)}
@@ -71,6 +75,7 @@ def question_settings() -> QuestionSettings:
         article_chars=env_int("QUESTIONS_ARTICLE_CHARS", 6000, minimum=200),
         relevance_fail_open=env_bool("QUESTIONS_RELEVANCE_FAIL_OPEN", False),
         synthesis_attempts=env_int("QUESTIONS_SYNTHESIS_ATTEMPTS", 2, minimum=1),
+        verify=env_bool("QUESTIONS_VERIFY", True),
     )
 
 
@@ -255,3 +260,25 @@ class QuestionRunner:
         summaries = self.summarise(citations, {a.identifier: a for a in relevant})
         synthesis, tldr = self.synthesise(citations, summaries)
         return AnswerOutcome("ok", retrieval, synthesis, tldr, citations, trace=self.trace)
+
+
+class _OnJob:
+    """The gateway, with every call recorded on an answer job (the summary pipelines'
+    Runner records on a GenerationJob; this lets it verify an answer)."""
+
+    def __init__(self, gateway: Gateway, job: AnswerJob | None):
+        self.gateway, self.job = gateway, job
+
+    def complete(self, **request):
+        request.pop("job", None)
+        return self.gateway.complete(answer_job=self.job, **request)
+
+
+def verify_answer(*, summary, job: AnswerJob | None, gateway: Gateway) -> dict:
+    """Factored Verification of a stored answer against its evidence (generation.pipelines:
+    the same claim split, prompt and P(supported) as for summaries). Returns the claims."""
+    from generation.conf import pipeline_settings
+    from generation.pipelines import Runner, pipeline_spec
+
+    runner = Runner(spec=pipeline_spec("factored"), source=summary.source, job=None, gateway=_OnJob(gateway, job))
+    return runner.verify_claims("verify_claim", summary.text, pipeline_settings("factored"))

@@ -394,7 +394,45 @@ def run_answer_job(*, job_id: int) -> AnswerJob:
     except Exception as exc:
         _finish(job, claimed_at, status=Status.FAILED, error=f"{type(exc).__name__}: {exc}")
         raise
-    return store_answer_outcome(job=job, claimed_at=claimed_at, conf=conf, outcome=outcome)
+    job = store_answer_outcome(job=job, claimed_at=claimed_at, conf=conf, outcome=outcome)
+    if conf.verify and job.summary_id:
+        verify_stored_answer(job=job)
+    return job
+
+
+def verify_stored_answer(*, job: AnswerJob) -> None:
+    """Factored Verification of the job's answer, after it is stored (no LLM call inside a
+    transaction): its claims with verdicts, P(answer) and the unsupported count in its
+    metadata. A verification that fails is recorded on the job; the answer stays."""
+    from generation.pipelines import NOT_SUPPORTED, summary_probability
+    from generation.questions import verify_answer
+
+    summary = job.summary
+    try:
+        claims = verify_answer(summary=summary, job=job, gateway=Gateway())
+    except LLMError as exc:
+        AnswerJob.objects.filter(pk=job.pk).update(result={**job.result, "verification_error": exc.message})
+        return
+    with transaction.atomic():
+        record_claims(
+            summary=summary,
+            claims=[
+                {
+                    k: c.get(k)
+                    for k in ("index", "text", "start", "end", "refs", "verdict", "explanation", "probability")
+                }
+                for c in claims
+            ],
+        )
+        summary.metadata = {
+            **summary.metadata,
+            "factored": {
+                "p_summary": summary_probability(claims),
+                "unsupported": sum(1 for c in claims if c["verdict"] == NOT_SUPPORTED),
+                "claims": len(claims),
+            },
+        }
+        summary.save(update_fields=["metadata", "updated_at"])
 
 
 @transaction.atomic

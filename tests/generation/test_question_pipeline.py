@@ -60,6 +60,20 @@ def synthesis(text, tldr):
     return Reply(json.dumps({"synthesis": text, "tldr": tldr}))
 
 
+def verify(request):
+    """Factored Verification's judge: a claim about aspirin is supported, others not."""
+    claim = request.section("Claim")
+    supported = "aspirin" in claim.lower()
+    return Reply(
+        json.dumps(
+            {"critique": "checked", "quotes": [], "revised_claim": "N/A", "supported": "yes" if supported else "no"}
+        )
+    )
+
+
+VERIFY = [verify]
+
+
 def run(*args):
     call_command("answer_questions", "--study", "clinq", *args)
 
@@ -67,6 +81,7 @@ def run(*args):
 def test_a_question_is_answered_end_to_end(serve, question, capsys):
     server = serve(
         steps={
+            "factored_verify": VERIFY,
             "question_queries": [queries("aspirin stroke", "aspirin recurrent")],
             "question_relevance": [relevance_by_keyword("aspirin")],
             "question_article": [article_summary],
@@ -102,6 +117,21 @@ def test_a_question_is_answered_end_to_end(serve, question, capsys):
     assert "[1] " in prompt and "[2] " in prompt
     # Blinding: the rater's answer text names no model or pipeline.
     assert "scripted-model" not in answer.text and answer.generator.startswith("scripted-model/clinfo@")
+    # Factored Verification of the stored answer: each cited sentence checked against the
+    # article(s) it cites only; "Low doses work too" is not about aspirin: unsupported.
+    claims = {c.text: c for c in answer.claims.all()}
+    assert claims["Aspirin reduced recurrent stroke [1]."].verdict == "supported"
+    assert claims["Low doses work too [2]."].verdict == "not_supported"
+    verify_prompts = [r for r in server.requests if r.step == "factored_verify"]
+    low = next(r for r in verify_prompts if "Low doses" in r.section("Claim"))
+    cited = articles[1].source  # [2] is the second relevant article by rank
+    assert cited.text.split(".")[0] in low.prompt and articles[0].source.text.split(".")[0] not in low.prompt
+    answer.refresh_from_db()
+    # "TL;DR: Yes [1]." does not name aspirin either: the scripted judge says unsupported.
+    assert claims["TL;DR: Yes [1]."].verdict == "not_supported"
+    assert answer.metadata["factored"]["unsupported"] == 2 and answer.metadata["factored"]["claims"] == 3
+    assert answer.metadata["factored"]["p_summary"] == 0.0
+    assert LLMCall.objects.filter(answer_job=job, step="verify_claim").count() == len(verify_prompts)
     # Running again answers nothing new.
     run()
     assert Summary.objects.filter(study__slug="clinq").count() == 1
@@ -110,6 +140,7 @@ def test_a_question_is_answered_end_to_end(serve, question, capsys):
 def test_zero_hit_queries_are_fed_back_and_results_of_every_try_unioned(serve, question):
     server = serve(
         steps={
+            "factored_verify": VERIFY,
             "question_queries": [queries("zzzz qqqq"), queries("aspirin stroke")],
             "question_relevance": [relevance_by_keyword("aspirin")],
             "question_article": [article_summary],
@@ -127,6 +158,7 @@ def test_zero_hit_queries_are_fed_back_and_results_of_every_try_unioned(serve, q
 def test_relevance_fails_closed_by_default_and_open_when_asked(serve, question, monkeypatch):
     serve(
         steps={
+            "factored_verify": VERIFY,
             "question_queries": [queries("aspirin stroke")],
             "question_relevance": [Reply("I think so, probably.")],  # no JSON verdict
             "question_article": [article_summary],
@@ -148,6 +180,7 @@ def test_relevance_fails_closed_by_default_and_open_when_asked(serve, question, 
 def test_a_citation_that_does_not_resolve_is_asked_again_then_fails_the_job(serve, question):
     server = serve(
         steps={
+            "factored_verify": VERIFY,
             "question_queries": [queries("aspirin stroke")],
             "question_relevance": [relevance_by_keyword("aspirin")],
             "question_article": [article_summary],
@@ -167,6 +200,7 @@ def test_a_citation_that_does_not_resolve_is_asked_again_then_fails_the_job(serv
 def test_a_synthesis_that_never_resolves_fails_and_the_next_run_resumes(serve, question, capsys):
     serve(
         steps={
+            "factored_verify": VERIFY,
             "question_queries": [queries("aspirin stroke")],
             "question_relevance": [relevance_by_keyword("aspirin")],
             "question_article": [article_summary],
@@ -180,6 +214,7 @@ def test_a_synthesis_that_never_resolves_fails_and_the_next_run_resumes(serve, q
     assert not Summary.objects.filter(study__slug="clinq").exists()
     serve(
         steps={
+            "factored_verify": VERIFY,
             "question_queries": [queries("aspirin stroke")],
             "question_relevance": [relevance_by_keyword("aspirin")],
             "question_article": [article_summary],
@@ -202,6 +237,7 @@ def test_restricted_search_keeps_older_articles_and_drops_the_review(serve, ques
     question.save()
     serve(
         steps={
+            "factored_verify": VERIFY,
             "question_queries": [queries("aspirin stroke")],
             "question_relevance": [relevance_by_keyword("aspirin")],
             "question_article": [article_summary],
@@ -222,6 +258,7 @@ def test_the_trace_of_an_answer_job_is_in_the_admin(serve, question, client):
 
     serve(
         steps={
+            "factored_verify": VERIFY,
             "question_queries": [queries("aspirin stroke")],
             "question_relevance": [relevance_by_keyword("aspirin")],
             "question_article": [article_summary],
@@ -253,6 +290,7 @@ def test_a_question_is_answered_from_pubmed_end_to_end(serve, monkeypatch):
     Question.objects.create(study=study, key="q", text="Does aspirin prevent stroke?", reference_ids=["101"])
     serve(
         steps={
+            "factored_verify": VERIFY,
             "question_queries": [LLMReply(json.dumps({"queries": ["aspirin[tiab] AND stroke[tiab]"]}))],
             "question_relevance": [
                 lambda r: LLMReply(
@@ -274,3 +312,20 @@ def test_a_question_is_answered_from_pubmed_end_to_end(serve, monkeypatch):
     ]
     citation = job.summary.metadata["citations"][0]
     assert citation["identifier"] == "101" and citation["reference"].startswith("Smith J, Doe A. Aspirin after stroke")
+
+
+def test_a_verification_that_fails_is_recorded_and_the_answer_stays(serve, question):
+    serve(
+        steps={
+            "factored_verify": [Reply(status=503, content="overloaded")],
+            "question_queries": [queries("aspirin stroke")],
+            "question_relevance": [relevance_by_keyword("aspirin")],
+            "question_article": [article_summary],
+            "question_synthesis": [synthesis("Aspirin helps [1].", "Yes [1].")],
+        }
+    )
+    run()
+    job = AnswerJob.objects.get()
+    assert job.status == "ok" and job.summary is not None
+    assert "verification_error" in job.result and "503" in job.result["verification_error"]
+    assert not job.summary.claims.exists() and "factored" not in job.summary.metadata
