@@ -59,6 +59,14 @@ METRIC_COLUMNS = (
     "verification_product",
     "claims_supported_share",
     "embedding_similarity",
+    # Answers to clinical questions against the question's gold answer (analysis.answer_metrics):
+    # the TL;DR, and the synthesis with its TL;DR.
+    "gold_rougeL_tldr",
+    "gold_bleu_tldr",
+    "gold_chrf_tldr",
+    "gold_rougeL",
+    "gold_bleu",
+    "gold_chrf",
 )
 
 
@@ -233,6 +241,21 @@ def embedding_similarity(summaries: Sequence[str], sources: Sequence[str]) -> np
 # --- the frame ---------------------------------------------------------------------------------
 
 
+def _gold_columns(texts: pd.DataFrame) -> pd.DataFrame:
+    """gold_* scores of each summary with a gold text (NaN without one)."""
+    from analysis.answer_metrics import scores_by_part
+
+    rows = []
+    for item, summary, gold in texts[["item", "summary_text", "gold_text"]].itertuples(index=False):
+        parts = scores_by_part(summary, gold or "")
+        row = {"item": item}
+        for suffix, part in (("_tldr", parts["tldr"]), ("", parts["combined"])):
+            for name in ("rougeL", "bleu", "chrf"):
+                row[f"gold_{name}{suffix}"] = getattr(part, name) if part is not None else float("nan")
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def metrics_frame(
     texts: pd.DataFrame,
     claims: pd.DataFrame | None = None,
@@ -265,6 +288,9 @@ def metrics_frame(
         empty = verification_metrics([])
         for field in VerificationMetrics.__dataclass_fields__:
             frame[field] = [getattr(by_item.get(item, empty), field) for item in frame["item"]]
+
+    if "gold_text" in texts.columns:
+        frame = frame.join(_gold_columns(texts).set_index("item"), on="item")
 
     use_embeddings = embeddings_available() if embeddings is None else embeddings
     if use_embeddings:

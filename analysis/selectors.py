@@ -7,6 +7,7 @@ ratings a cached report depends on, and the cached reports themselves.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from django.contrib.auth import get_user_model
@@ -37,14 +38,32 @@ def ratings_fingerprint(*, study: Study, phase: str) -> tuple[str, int]:
     return f"v{REPORT_VERSION}:r{study.rubric_id}:{stats['n']}:{newest}", stats["n"]
 
 
+# Apps that hold a reference text for some summaries register a function here (study ->
+# {summary uuid: reference text}), e.g. literature: an answer's question's gold answer.
+# analysis reads them without importing those apps, which sit above it.
+REFERENCE_TEXTS: list[Callable[[Study], dict[str, str]]] = []
+
+
+def register_reference_texts(provider: Callable[[Study], dict[str, str]]) -> None:
+    if provider not in REFERENCE_TEXTS:
+        REFERENCE_TEXTS.append(provider)
+
+
 def summary_texts_frame(*, study: Study) -> pd.DataFrame:
-    """item (summary uuid), summary_text, source_text: the inputs of the text metrics."""
+    """item (summary uuid), summary_text, source_text: the inputs of the text metrics; and
+    gold_text when a registered provider gives a reference text for some summary."""
     rows = Summary.objects.filter(study=study).order_by("key").values_list("uuid", "text", "source__text")
     import pandas as pd  # only where a frame is built: the web app starts without pandas
 
-    return pd.DataFrame(
+    frame = pd.DataFrame(
         [(str(uuid), text, source) for uuid, text, source in rows], columns=["item", "summary_text", "source_text"]
     )
+    gold: dict[str, str] = {}
+    for provider in REFERENCE_TEXTS:
+        gold.update(provider(study))
+    if any(gold.values()):
+        frame["gold_text"] = [gold.get(item, "") for item in frame["item"]]
+    return frame
 
 
 def claims_frame(*, study: Study) -> pd.DataFrame:

@@ -109,3 +109,16 @@ def questions_overview(study: Study) -> tuple[list[QuestionOverview], list[tuple
         overview.append(QuestionOverview(question, rows, answers.get(str(question.uuid), [])))
     figures = [(engine, regime, study_scores(scores)) for (engine, regime), scores in sorted(by_setting.items())]
     return overview, figures
+
+
+def gold_answers(study: Study) -> dict[str, str]:
+    """{answer's summary uuid: its question's gold answer} for the study's answers (the
+    study report's reference texts, analysis.selectors.REFERENCE_TEXTS). Two queries."""
+    from annotate.models import Summary
+
+    gold = dict(Question.objects.filter(study=study).exclude(gold_answer="").values_list("uuid", "gold_answer"))
+    gold = {str(k): v for k, v in gold.items()}
+    if not gold:
+        return {}
+    answers = Summary.objects.filter(study=study, source__metadata__kind="evidence").values_list("uuid", "metadata")
+    return {str(uuid): gold[meta.get("question")] for uuid, meta in answers if meta.get("question") in gold}

@@ -112,3 +112,18 @@ def test_answers_are_scored_against_the_gold_answer_on_the_page(demo, client):
     expected = answer_scores(split_answer(answer.text)[1], question.gold_answer)
     assert text.count('class="data answer-scores"') == QUESTIONS
     assert f"<td>TL;DR</td><td>{expected.rougeL:.3f}</td><td>{expected.bleu:.1f}</td>" in text
+
+
+def test_the_report_scores_answers_against_gold_and_correlates_with_raters(demo):
+    from analysis.answer_metrics import scores_by_part
+
+    report = compute_study_report(study=demo, n_resamples=50)
+    rows = {row["item"]: row for row in report["metrics"]}
+    answer = Summary.objects.filter(study=demo).order_by("key").first()
+    question = Question.objects.get(uuid=answer.metadata["question"])
+    expected = scores_by_part(answer.text, question.gold_answer)
+    assert rows[str(answer.uuid)]["gold_rougeL_tldr"] == pytest.approx(expected["tldr"].rougeL)
+    assert rows[str(answer.uuid)]["gold_chrf"] == pytest.approx(expected["combined"].chrf)
+    # Correlated with the first scale question of the rubric: is the TL;DR correct.
+    assert report["correlation"]["human_question"] == "tldr_correct"
+    assert "gold_rougeL_tldr" in report["correlation"]["metric_columns"]
