@@ -68,7 +68,9 @@ def questions_overview(study: Study) -> tuple[list[QuestionOverview], list[tuple
     from analysis.retrieval import study_scores
     from annotate.models import Summary
 
-    questions = list(Question.objects.filter(study=study).order_by("key"))
+    # answer_jobs: the generation app's jobs for the question (a reverse relation, so this
+    # app does not import the app above it).
+    questions = list(Question.objects.filter(study=study).order_by("key").prefetch_related("answer_jobs"))
     newest: dict[tuple[int, str, str], Retrieval] = {}
     for retrieval in (
         Retrieval.objects.filter(question__study=study)

@@ -197,7 +197,7 @@ def test_a_citation_that_does_not_resolve_is_asked_again_then_fails_the_job(serv
     assert re.search(r"citation \[7\] does not resolve", retry)
 
 
-def test_a_synthesis_that_never_resolves_fails_and_the_next_run_resumes(serve, question, capsys):
+def test_a_synthesis_that_never_resolves_fails_and_the_next_run_resumes(serve, question, capsys, client):
     serve(
         steps={
             "factored_verify": VERIFY,
@@ -212,6 +212,12 @@ def test_a_synthesis_that_never_resolves_fails_and_the_next_run_resumes(serve, q
     job = AnswerJob.objects.get()
     assert job.status == "failed" and "[9]" in job.error
     assert not Summary.objects.filter(study__slug="clinq").exists()
+    # The questions page says so.
+    from django.contrib.auth import get_user_model
+
+    client.force_login(get_user_model().objects.create_superuser("boss", "b@example.org", "pw-for-this-test"))
+    page = client.get("/studies/clinq/questions/").content.decode()
+    assert "local/unrestricted <strong>failed</strong>" in page and "does not resolve" in page
     serve(
         steps={
             "factored_verify": VERIFY,
