@@ -248,6 +248,7 @@ def rate(request, assignment_uuid):
         "findings": findings,
         # Assisted condition only: the pipeline's verdict per claim (never the generator).
         "claims": list(assignment.summary.claims.order_by("index")) if assignment.study.assisted else [],
+        "article_summaries": _article_summaries(assignment.summary, source),
         "questions": _question_views(definition, answers, rationales, errors, findings, show_answers=not editable),
         "client_data": _client_data(assignment, definition, answers, sentences, findings),
         "place": queue_place(request.user, assignment=assignment),
@@ -269,6 +270,19 @@ def rate(request, assignment_uuid):
         "digit_question": next((q.key for q in definition.questions if q.shortcut_digits), ""),
     }
     return render(request, "annotate/rate.html", context, status=status)
+
+
+def _article_summaries(summary, source) -> list[tuple[str, str]]:
+    """An answer to a clinical question (its source is the evidence of literature.answers):
+    the pipeline's summary of each cited article, [(n, text)], and nothing else of the
+    answer's metadata (the model and pipeline never reach the rater)."""
+    if (source.metadata or {}).get("kind") != "evidence":
+        return []
+    raw = (summary.metadata or {}).get("article_summaries") or {}
+    if not isinstance(raw, dict):
+        return []
+    rows = [(str(n), str(text)) for n, text in raw.items() if str(n).isdigit() and isinstance(text, str)]
+    return sorted(rows, key=lambda row: int(row[0]))
 
 
 @login_required

@@ -335,3 +335,26 @@ def test_a_verification_that_fails_is_recorded_and_the_answer_stays(serve, quest
     assert job.status == "ok" and job.summary is not None
     assert "verification_error" in job.result and "503" in job.result["verification_error"]
     assert not job.summary.claims.exists() and "factored" not in job.summary.metadata
+
+
+def test_the_rater_sees_the_article_summaries_but_not_the_model(serve, question, client):
+    from tests.factories import AssignmentFactory, UserFactory
+
+    serve(
+        steps={
+            "factored_verify": VERIFY,
+            "question_queries": [queries("aspirin stroke")],
+            "question_relevance": [relevance_by_keyword("aspirin")],
+            "question_article": [Reply("Trial of <em>aspirin</em> in 2000 adults.")],
+            "question_synthesis": [synthesis("Aspirin helps [1].", "Yes [1].")],
+        }
+    )
+    run()
+    answer = AnswerJob.objects.get().summary
+    rater = UserFactory(username="judge")
+    assignment = AssignmentFactory(summary=answer, rater=rater)
+    client.force_login(rater)
+    page = client.get(f"/rate/{assignment.uuid}/").content.decode()
+    assert "Summaries of the articles the answer was written from" in page
+    assert "[1] Trial of &lt;em&gt;aspirin&lt;/em&gt; in 2000 adults." in page
+    assert "scripted-model" not in page and "clinfo@" not in page and "unrestricted" not in page
