@@ -2,10 +2,11 @@
 
     .venv/bin/python docs/screenshots.py
 
-Builds the demo in a throwaway SQLite database (migrate + load_demo), serves it with
+Builds the demo in a throwaway SQLite database (migrate + load_demo + load_question_demo), serves it with
 runserver on a free port, logs in as rater1 and captures:
   docs/rating-page.png   a LitSumm item (Item k of N, previous/next, the rubric)
   docs/factpico-page.png a FactPICO item after a refused submit (the error summary)
+  docs/question-answer.png an answer to a clinical question, a citation hovered
 Nothing outside docs/ and a temporary directory is written.
 """
 
@@ -50,7 +51,7 @@ def wait_for(url: str, timeout: float = 60) -> None:
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp}/demo.sqlite3", "DEBUG": "1"}
-        for command in (["migrate", "-v0"], ["load_demo"]):
+        for command in (["migrate", "-v0"], ["load_demo"], ["load_question_demo"]):
             subprocess.run([PYTHON, "manage.py", *command], cwd=ROOT, env=env, check=True)
         port = free_port()
         server = subprocess.Popen(
@@ -94,6 +95,16 @@ def capture(base: str) -> None:
                 page.get_by_role("button", name="Submit").click()
                 page.locator("#error-summary").wait_for(timeout=30000)
                 page.screenshot(path=str(DOCS / "factpico-page.png"))
+                break
+        for href in hrefs:
+            page.goto(href)
+            page.wait_for_load_state("load")
+            cites = page.locator("#summary-text .cite")
+            if page.locator("#question-heading").count() and cites.count() and cites.first.inner_text() == "[1]":
+                cites.first.hover()  # article [1] comes first in the context, so it is in view
+                page.locator(".sentences li.ref-linked").first.wait_for(timeout=30000)
+                page.evaluate("window.scrollTo(0, 0)")
+                page.screenshot(path=str(DOCS / "question-answer.png"))
                 break
         browser.close()
 
