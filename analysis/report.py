@@ -32,6 +32,7 @@ from analysis.agreement_bootstrap import agreement_cis
 from analysis.distributions import item_means, option_counts, score_histograms, scores_by_group
 from analysis.frames import ITEM, QUESTION, RATER, VALUE
 from analysis.metaeval import correlate_report, kl_divergence
+from analysis.metaeval_questions import meta_evaluation_tables
 from analysis.metrics import METRIC_COLUMNS
 from analysis.versions import REPORT_VERSION
 
@@ -247,9 +248,28 @@ def build_study_report(
         )
 
     report.update(_meta_evaluation(answers, metrics, human_question(questions), keys, sources))
+    report["meta_evaluation"] = _every_question(answers, metrics, summaries, scale_questions)
     if progress is not None:
         progress(1.0)
     return to_json(report)
+
+
+def _every_question(
+    answers: pd.DataFrame, metrics: pd.DataFrame, summaries: pd.DataFrame, scale_questions: Sequence[QuestionSpec]
+) -> dict[str, Any]:
+    """Every metric against every scale question and their average, at summary and system
+    level (analysis.metaeval_questions)."""
+    scales = {q.key: (float(min(q.values)), float(max(q.values))) for q in scale_questions if q.values}
+    if not scales or not len(metrics) or not len(answers):
+        return {"questions": [], "summary_level": {}, "system_level": {}, "generators": 0}
+    generators = summaries.set_index(ITEM)["generator"] if "generator" in summaries.columns else pd.Series(dtype=str)
+    return meta_evaluation_tables(
+        answers=answers,
+        metrics=metrics,
+        generators=generators,
+        scales=scales,
+        metric_columns=[c for c in METRIC_COLUMNS if c in metrics.columns],
+    )
 
 
 def _meta_evaluation(

@@ -30,6 +30,7 @@ FILE_NAMES = (
     "metrics.csv",
     "correlation.json",
     "correlation.csv",
+    "meta_evaluation.csv",
 )
 
 _AGREEMENT_STATISTICS = (
@@ -144,6 +145,20 @@ def correlation_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+META_COLUMNS = ["level", "metric", "question", "n", "kendall_tau_b", "kendall_p", "spearman_rho", "spearman_p"]
+
+
+def meta_evaluation_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per (level, metric, human question or "avg"): analysis.metaeval_questions."""
+    section = report.get("meta_evaluation") or {}
+    return [
+        {"level": level.removesuffix("_level"), "metric": metric, "question": question, **values}
+        for level in ("summary_level", "system_level")
+        for metric, by_question in section.get(level, {}).items()
+        for question, values in by_question.items()
+    ]
+
+
 def report_files(report: dict[str, Any]) -> dict[str, str]:
     """Every downloadable file of the report, name -> text (CSV or JSON)."""
     histograms = [
@@ -226,4 +241,5 @@ def report_files(report: dict[str, Any]) -> dict[str, str]:
                 "kl_divergence",
             ],
         ),  # fmt: skip
+        "meta_evaluation.csv": _csv(meta_evaluation_rows(report), META_COLUMNS),
     }

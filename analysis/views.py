@@ -112,11 +112,30 @@ def _report_context(report: dict[str, Any], study: Study, phase: str) -> dict[st
         "options": options,
         "groups": groups,
         "correlations": [row for row in correlation_rows(report) if row["scope"] == "mean"],
+        "meta_questions": (report.get("meta_evaluation") or {}).get("questions", []),
+        "meta_tables": _meta_tables(report),
         "plots": plots,
         "downloads": [
             {"name": name, "url": reverse("analysis:download", args=[study.slug, name]) + query} for name in FILE_NAMES
         ],
     }
+
+
+def _meta_tables(report: dict) -> list[dict]:
+    """The every-question tables of the report page: per level, one row per metric with
+    a cell per question (tau-b, rho, n)."""
+    section = report.get("meta_evaluation") or {}
+    questions = section.get("questions", [])
+    return [
+        {
+            "level": label,
+            "rows": [
+                {"metric": metric, "cells": [by_question.get(q, {}) for q in questions]}
+                for metric, by_question in section.get(key, {}).items()
+            ],
+        }
+        for key, label in (("summary_level", "Summary level"), ("system_level", "System level (per-generator means)"))
+    ]
 
 
 @login_required

@@ -96,6 +96,12 @@ def test_staff_see_agreement_distributions_failure_modes_and_plots(staff_client)
     assert result.status == AnalysisResult.Status.DONE and result.phase == "all"
     ordinal = result.result["agreement"][0]["report"]["krippendorff_alpha"]["ordinal"]
     assert f"{ordinal:.3f}" in html
+    # Every metric against every scale question (LitSumm has one, "overall", and the avg).
+    meta = result.result["meta_evaluation"]
+    assert meta["questions"] == ["overall", "avg"] and 'id="h-meta"' in html
+    cell = meta["summary_level"]["rouge1"]["overall"]
+    if cell["kendall_tau_b"] is not None:
+        assert f"{cell['kendall_tau_b']:.3f} ({cell['spearman_rho']:.3f}); n={cell['n']}" in html
 
 
 def test_cached_page_is_bounded_in_queries_and_does_not_recompute(staff_client, django_assert_max_num_queries):

@@ -127,3 +127,7 @@ def test_the_report_scores_answers_against_gold_and_correlates_with_raters(demo)
     # Correlated with the first scale question of the rubric: is the TL;DR correct.
     assert report["correlation"]["human_question"] == "tldr_correct"
     assert "gold_rougeL_tldr" in report["correlation"]["metric_columns"]
+    # And against every question of the clinfo rubric, and their average.
+    meta = report["meta_evaluation"]
+    assert meta["questions"] == ["tldr_correct", "citations_supported", "evidence_strength", "avg"]
+    assert "gold_rougeL_tldr" in meta["summary_level"]
