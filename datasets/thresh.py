@@ -366,29 +366,43 @@ def import_thresh(*, study: Study, entries: Any, rubric_map: dict | None = None,
     )
     now = timezone.now()
     positions: dict[str, int] = {}
-    spans = []
-    for (annotator, _), (summary, values) in sorted(planned.items(), key=lambda kv: (kv[0][0], kv[1][0].key)):
-        assignment = Assignment.objects.create(
-            study=study,
-            batch=batch,
-            summary=summary,
-            rater=users[annotator],
-            position=positions.setdefault(annotator, 0),
-            state=Assignment.State.SUBMITTED,
-            submitted_at=now,
+    ordered = sorted(planned.items(), key=lambda kv: (kv[0][0], kv[1][0].key))
+    assignments = []
+    for (annotator, _), (summary, _) in ordered:
+        assignments.append(
+            Assignment(
+                study=study,
+                batch=batch,
+                summary=summary,
+                rater=users[annotator],
+                position=positions.setdefault(annotator, 0),
+                state=Assignment.State.SUBMITTED,
+                submitted_at=now,
+            )
         )
         positions[annotator] += 1
-        revision = Revision.objects.create(
-            assignment=assignment,
-            number=1,
-            status=Revision.Status.SUBMITTED,
-            rubric=study.rubric,
-            submitted_at=now,
-        )
-        for question, items in values.items():
-            for index, span in enumerate(items):
-                spans.append(build_span(revision=revision, question=question, index=index, answer=span))
-    Span.objects.bulk_create(spans)
+    # In bulk, a fixed number of statements whatever the number of entries.
+    Assignment.objects.bulk_create(assignments, batch_size=500)
+    revisions = Revision.objects.bulk_create(
+        [
+            Revision(
+                assignment=assignment,
+                number=1,
+                status=Revision.Status.SUBMITTED,
+                rubric=study.rubric,
+                submitted_at=now,
+            )
+            for assignment in assignments
+        ],
+        batch_size=500,
+    )
+    spans = [
+        build_span(revision=revision, question=question, index=index, answer=span)
+        for revision, (_, (_, values)) in zip(revisions, ordered, strict=True)
+        for question, items in values.items()
+        for index, span in enumerate(items)
+    ]
+    Span.objects.bulk_create(spans, batch_size=500)
     return ThreshImportResult(
         batch=batch, raters=len(users), revisions=len(planned), spans=len(spans), skipped_edits=skipped
     )

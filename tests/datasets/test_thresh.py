@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 from django.conf import settings
 from django.core.management import CommandError, call_command
 
@@ -157,3 +158,52 @@ def test_an_entry_without_any_annotator_is_refused(study, tmp_path):
             "import_thresh", str(path), "--study", study.slug, "--rubric-map", str(FIXTURES / "salsa_map.yaml")
         )
     assert not Span.objects.exists()
+
+
+def test_the_query_count_does_not_grow_with_the_number_of_entries(study):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from annotate.models import Assignment, Summary
+    from datasets.thresh import import_thresh
+    from tests.factories import SummaryFactory
+
+    source = Summary.objects.filter(study=study).first().source
+    texts = [f"Summary number {i} says attacks fell." for i in range(12)]
+    for text in texts:
+        SummaryFactory(study=study, source=source, text=text)
+
+    def entries(n):
+        return [
+            {
+                "annotator": who,
+                "target": text,
+                "edits": [
+                    {
+                        "category": "insertion",
+                        "output_idx": [[0, 7]],
+                        "annotation": {"factuality": {"val": "factual"}, "explanation": "Added."},
+                    }
+                ],
+            }
+            for text in texts[:n]
+            for who in ("Ann", "Bob")
+        ]
+
+    mapping = yaml.safe_load((FIXTURES / "factpico_map.yaml").read_text(encoding="utf-8"))
+
+    def count(n, name):
+        with CaptureQueriesContext(connection) as captured:
+            result = import_thresh(study=study, entries=entries(n), rubric_map=mapping, batch_name=name)
+        assert result.revisions == 2 * n and result.spans == 2 * n
+        return len(captured.captured_queries)
+
+    def withdraw(name):  # so the same annotators may import the same summaries again
+        Assignment.objects.filter(batch__name=name).update(state=Assignment.State.WITHDRAWN)
+
+    count(1, "warm-up")  # creates the two pseudonymous accounts and their memberships
+    withdraw("warm-up")
+    small = count(2, "small")
+    withdraw("small")
+    large = count(12, "large")
+    assert large == small, (small, large)
