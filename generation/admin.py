@@ -10,7 +10,7 @@ from django.utils.html import format_html, format_html_join
 
 from annotate.admin import SummaryAdmin
 from annotate.models import Summary
-from generation.models import AnswerJob, GenerationJob, GenerationRun, LLMCall
+from generation.models import AnswerJob, GenerationJob, GenerationRun, JudgeAnswer, JudgeRun, LLMCall
 from generation.selectors import with_progress
 
 
@@ -118,6 +118,25 @@ class AnswerJobAdmin(ReadOnlyMixin, admin.ModelAdmin):
     @admin.display(description="Configuration")
     def config_pretty(self, obj):
         return _pre(json.dumps(obj.config, indent=2, ensure_ascii=False))
+
+
+class JudgeAnswerInline(ReadOnlyMixin, admin.TabularInline):
+    model = JudgeAnswer
+    extra = 0
+    can_delete = False
+    fields = ["summary", "status", "answers", "rationales", "error"]
+    readonly_fields = fields
+
+
+@admin.register(JudgeRun)
+class JudgeRunAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    """Rubric judges (generation.judging): each run's answers, valid or not, with why."""
+
+    list_display = ["created_at", "study", "model", "version"]
+    list_filter = ["study"]
+    fields = ["uuid", "study", "model", "version", "config"]
+    readonly_fields = fields
+    inlines = [JudgeAnswerInline]
 
 
 @admin.register(GenerationRun)

@@ -120,6 +120,57 @@ class AnswerJob(TimeStamped):
         return f"{self.question.key} · {self.engine}/{self.regime}@{self.pipeline_version[:10]}"
 
 
+class JudgeRun(TimeStamped):
+    """An LLM answering a study's own rubric (generation.judging): one model, prompt and
+    settings. Unique per (study, version): running again with the same settings resumes
+    this run; other settings make a new run, and old answers stay."""
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="judge_runs")
+    model = models.CharField(max_length=200)
+    version = models.CharField(max_length=64, help_text="Hash of model, parameters, prompt and rubric versions.")
+    config = models.JSONField(default=dict)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["study", "version"], name="judgerun_unique_study_version")]
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.study.slug} · judge {self.model}@{self.version[:10]}"
+
+    @property
+    def rater_name(self) -> str:
+        """How the judge is named beside people in agreement tables (never a user)."""
+        return f"judge:{self.model}@{self.version[:8]}"
+
+
+class JudgeAnswer(TimeStamped):
+    """The judge's answers for one summary, validated by the rubric like a person's. A
+    refused, malformed or invalid answer is kept as such, with why; never as a score."""
+
+    class Status(models.TextChoices):
+        VALID = "valid", "Valid"
+        INVALID = "invalid", "Refused by the rubric"
+        FAILED = "failed", "No usable answer"
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    run = models.ForeignKey(JudgeRun, on_delete=models.CASCADE, related_name="answers")
+    summary = models.ForeignKey(Summary, on_delete=models.PROTECT, related_name="judge_answers")
+    status = models.CharField(max_length=16, choices=Status.choices)
+    answers = models.JSONField(default=dict, blank=True)
+    rationales = models.JSONField(default=dict, blank=True)
+    raw = models.TextField(blank=True, help_text="The model's answer as it came.")
+    error = models.TextField(blank=True)
+    call = models.ForeignKey("LLMCall", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "summary"], name="judgeanswer_unique_run_summary")]
+        ordering = ["run", "summary"]
+
+    def __str__(self) -> str:
+        return f"{self.run} · {self.summary.key}: {self.status}"
+
+
 class LLMCall(TimeStamped):
     """One HTTP attempt at the LLM endpoint (a retried call is several rows)."""
 

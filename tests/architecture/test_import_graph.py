@@ -20,7 +20,8 @@ APPS = ("config", "annotate", "generation", "analysis", "datasets", "literature"
 # config wires everything together.
 ALLOWED = {
     "annotate": set(),
-    "generation": {"annotate", "config", "literature"},
+    # analysis: the judge's agreement with raters (generation.judging's command).
+    "generation": {"annotate", "config", "literature", "analysis"},
     "analysis": {"annotate"},
     "datasets": {"annotate", "analysis"},
     # literature reaches outside services (NCBI) and the study's own sources; its

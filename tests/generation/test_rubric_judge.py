@@ -1,0 +1,87 @@
+"""The rubric judge against the scripted LLM server: its answers pass the rubric like a
+person's or are kept as refused/failed, never as scores; its agreement with raters."""
+
+import json
+
+import pytest
+from django.core.management import call_command
+from sklearn.metrics import cohen_kappa_score
+
+from annotate.models import Summary
+from annotate.selectors.frames import ratings_frame
+from generation.models import JudgeAnswer, LLMCall
+from tests.generation.scripted_server import Reply
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def overall_for(text: str) -> int:
+    return 1 + sum(map(ord, text)) % 5
+
+
+@pytest.fixture
+def demo(settings):
+    settings.DEBUG, settings.DEMO_PASSWORD = True, ""
+    call_command("load_demo", "--with-answers")
+    return list(Summary.objects.filter(study__slug="demo-litsumm").order_by("key"))
+
+
+def test_the_judge_answers_the_rubric_and_is_compared_with_the_raters(serve, demo, capsys):
+    out_of_scale, refused, broken_rule = demo[0].text, demo[1].text, demo[2].text
+
+    def judge(request):
+        summary = request.section("Summary")
+        assert "failure_modes" in request.prompt and "overall (scale, required)" in request.prompt
+        if summary == refused:
+            return Reply("I'm sorry, I can't rate this.")
+        overall = 7 if summary == out_of_scale else overall_for(summary)
+        modes = ["hallucination"] if summary == broken_rule else []
+        if summary == broken_rule:
+            overall = 5
+        return Reply(json.dumps({"answers": {"overall": overall, "failure_modes": modes, "feedback": "ok"}}))
+
+    server = serve(steps={"rubric_judge": [judge]})
+    humans_before = ratings_frame(study=demo[0].study)
+    call_command("judge_rubric", "--study", "demo-litsumm", "--json")
+    report = json.loads(capsys.readouterr().out)
+    answers = {a.summary.text: a for a in JudgeAnswer.objects.select_related("summary")}
+    assert len(answers) == len(demo)
+    assert answers[refused].status == "failed" and "no JSON object" in answers[refused].error
+    assert answers[out_of_scale].status == "invalid" and "overall" in answers[out_of_scale].error
+    assert answers[broken_rule].status == "invalid" and "hallucination" in answers[broken_rule].error.lower()
+    valid = [a for a in answers.values() if a.status == "valid"]
+    assert len(valid) == len(demo) - 3
+    assert report["counts"] == {"valid": len(demo) - 3, "invalid": 2, "failed": 1}
+    # The judge never enters the human ratings.
+    assert ratings_frame(study=demo[0].study).equals(humans_before)
+    # Its kappa with each rater is sklearn's on the items both answered.
+    (overall,) = [q for q in report["questions"] if q["question"] == "overall"]
+    pairs = overall["agreement"]["pairs"]
+    judge_pairs = [p for p in pairs if p["with_judge"]]
+    assert judge_pairs and all(p["rater_b"] == report["judge"] or p["rater_a"] == report["judge"] for p in judge_pairs)
+    human = humans_before[humans_before["question"] == "overall"]
+    for pair in judge_pairs:
+        rater = pair["rater_a"] if pair["rater_b"] == report["judge"] else pair["rater_b"]
+        theirs = human[human["rater"] == rater].set_index("item")["score"]
+        judged = {str(a.summary.uuid): a.answers["overall"] for a in valid}
+        items = [i for i in theirs.index if i in judged]
+        expected = cohen_kappa_score(
+            [theirs[i] for i in items], [float(judged[i]) for i in items], labels=[1, 2, 3, 4, 5], weights="quadratic"
+        )
+        assert pair["n"] == len(items) and pair["quadratic"] == pytest.approx(expected)
+    # Running again with the same settings asks nothing new.
+    calls = LLMCall.objects.filter(step="rubric_judge").count()
+    assert calls == len(server.requests)
+    call_command("judge_rubric", "--study", "demo-litsumm")
+    assert LLMCall.objects.filter(step="rubric_judge").count() == calls
+
+
+def test_judge_runs_are_in_the_admin_escaped(serve, demo, client):
+    from django.contrib.auth import get_user_model
+
+    serve(steps={"rubric_judge": [Reply(json.dumps({"answers": {"overall": 3, "feedback": "<script>x</script>"}}))]})
+    call_command("judge_rubric", "--study", "demo-litsumm", "--limit", "2")
+    client.force_login(get_user_model().objects.get(username="admin"))
+    run = JudgeAnswer.objects.first().run
+    page = client.get(f"/admin/generation/judgerun/{run.pk}/change/").content.decode()
+    assert "<script>x</script>" not in page and "valid" in page.lower()
