@@ -254,6 +254,13 @@ def build_study_report(
     return to_json(report)
 
 
+def metric_columns_of(metrics: pd.DataFrame) -> list[str]:
+    """The built-in metric columns present, then the stored evaluators' (`eval.…`)."""
+    return [c for c in METRIC_COLUMNS if c in metrics.columns] + sorted(
+        c for c in metrics.columns if str(c).startswith("eval.")
+    )
+
+
 def _every_question(
     answers: pd.DataFrame, metrics: pd.DataFrame, summaries: pd.DataFrame, scale_questions: Sequence[QuestionSpec]
 ) -> dict[str, Any]:
@@ -268,7 +275,7 @@ def _every_question(
         metrics=metrics,
         generators=generators,
         scales=scales,
-        metric_columns=[c for c in METRIC_COLUMNS if c in metrics.columns],
+        metric_columns=metric_columns_of(metrics),
     )
 
 
@@ -279,7 +286,7 @@ def _meta_evaluation(
     keys: dict[str, str],
     sources: dict[str, str],
 ) -> dict[str, Any]:
-    metric_columns = [c for c in METRIC_COLUMNS if c in metrics.columns]
+    metric_columns = metric_columns_of(metrics)
     table = metrics.copy()
     table.insert(1, "key", table[ITEM].map(keys))
     table.insert(2, "source", table[ITEM].map(sources))

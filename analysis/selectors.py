@@ -49,6 +49,26 @@ def register_reference_texts(provider: Callable[[Study], dict[str, str]]) -> Non
         REFERENCE_TEXTS.append(provider)
 
 
+# Apps that store automatic evaluators' scores register a function here (study -> frame of
+# item and `eval.<evaluator>.<name>` columns), e.g. generation.evaluators.evaluator_metrics.
+METRIC_PROVIDERS: list[Callable[[Study], pd.DataFrame]] = []
+
+
+def register_metric_provider(provider: Callable[[Study], pd.DataFrame]) -> None:
+    if provider not in METRIC_PROVIDERS:
+        METRIC_PROVIDERS.append(provider)
+
+
+def with_provided_metrics(*, study: Study, metrics: pd.DataFrame) -> pd.DataFrame:
+    """`metrics` with every registered provider's columns joined on item (NaN where a
+    provider has no score for a summary)."""
+    for provider in METRIC_PROVIDERS:
+        extra = provider(study)
+        if len(extra):
+            metrics = metrics.merge(extra, on="item", how="left")
+    return metrics
+
+
 def summary_texts_frame(*, study: Study) -> pd.DataFrame:
     """item (summary uuid), summary_text, source_text: the inputs of the text metrics; and
     gold_text when a registered provider gives a reference text for some summary."""

@@ -123,6 +123,7 @@ def compute_study_report(
     claims = selectors.claims_frame(study=study)
     alive(0.0)
     metrics = metrics_frame(selectors.summary_texts_frame(study=study), claims if len(claims) else None)
+    metrics = selectors.with_provided_metrics(study=study, metrics=metrics)
     alive(0.0)
     try:
         report = build_study_report(

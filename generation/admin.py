@@ -10,7 +10,16 @@ from django.utils.html import format_html, format_html_join
 
 from annotate.admin import SummaryAdmin
 from annotate.models import Summary
-from generation.models import AnswerJob, GenerationJob, GenerationRun, JudgeAnswer, JudgeRun, LLMCall
+from generation.models import (
+    AnswerJob,
+    EvaluationRun,
+    EvaluationScore,
+    GenerationJob,
+    GenerationRun,
+    JudgeAnswer,
+    JudgeRun,
+    LLMCall,
+)
 from generation.selectors import with_progress
 
 
@@ -137,6 +146,25 @@ class JudgeRunAdmin(ReadOnlyMixin, admin.ModelAdmin):
     fields = ["uuid", "study", "model", "version", "config"]
     readonly_fields = fields
     inlines = [JudgeAnswerInline]
+
+
+class EvaluationScoreInline(ReadOnlyMixin, admin.TabularInline):
+    model = EvaluationScore
+    extra = 0
+    can_delete = False
+    fields = ["summary", "name", "value", "status", "rationale", "error"]
+    readonly_fields = fields
+
+
+@admin.register(EvaluationRun)
+class EvaluationRunAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    """Automatic evaluators (generation.evaluators): each run's scores with their provenance."""
+
+    list_display = ["created_at", "study", "evaluator", "version"]
+    list_filter = ["evaluator", "study"]
+    fields = ["uuid", "study", "evaluator", "version", "config"]
+    readonly_fields = fields
+    inlines = [EvaluationScoreInline]
 
 
 @admin.register(GenerationRun)

@@ -171,6 +171,60 @@ class JudgeAnswer(TimeStamped):
         return f"{self.run} · {self.summary.key}: {self.status}"
 
 
+class EvaluationRun(TimeStamped):
+    """One automatic evaluator (generation.evaluators) over a study's summaries, with one
+    version of its settings. Unique per (study, evaluator, version): running again with
+    the same settings resumes it; other settings make a new run (scores are never
+    recomputed silently)."""
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="evaluation_runs")
+    evaluator = models.CharField(max_length=64)
+    version = models.CharField(max_length=64)
+    config = models.JSONField(default=dict)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["study", "evaluator", "version"], name="evaluationrun_unique_version")
+        ]
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.study.slug} · {self.evaluator}@{self.version[:10]}"
+
+
+class EvaluationScore(TimeStamped):
+    """One score of one summary by an evaluation run, with its provenance (the call, the
+    rationale). A failed score keeps why and has no value."""
+
+    class Status(models.TextChoices):
+        OK = "ok", "Scored"
+        NOT_APPLICABLE = "na", "N/A"
+        FAILED = "failed", "No usable answer"
+
+    run = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="scores")
+    summary = models.ForeignKey(Summary, on_delete=models.PROTECT, related_name="evaluation_scores")
+    name = models.CharField(max_length=100, help_text="e.g. population, evidence")
+    value = models.FloatField(null=True, blank=True)
+    status = models.CharField(max_length=8, choices=Status.choices)
+    rationale = models.TextField(blank=True)
+    error = models.TextField(blank=True)
+    call = models.ForeignKey("LLMCall", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "summary", "name"], name="evaluationscore_unique_name"),
+            models.CheckConstraint(
+                condition=Q(status="ok", value__isnull=False) | (~Q(status="ok") & Q(value__isnull=True)),
+                name="evaluationscore_value_iff_ok",
+            ),
+        ]
+        ordering = ["run", "summary", "name"]
+
+    def __str__(self) -> str:
+        return f"{self.summary.key} {self.name}={self.value}"
+
+
 class LLMCall(TimeStamped):
     """One HTTP attempt at the LLM endpoint (a retried call is several rows)."""
 

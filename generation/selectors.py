@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db.models import Count, Prefetch, Q, QuerySet, Sum
 
 from annotate.models import Claim, Summary
-from generation.models import GenerationJob, GenerationRun, LLMCall
+from generation.models import EvaluationRun, EvaluationScore, GenerationJob, GenerationRun, LLMCall
 from generation.reference_checks import CHECKS
 
 
@@ -78,3 +78,23 @@ def factored_probabilities(study) -> dict[str, float | None]:
         if factored:
             probabilities[str(uuid)] = factored.get("p_summary")
     return probabilities
+
+
+def evaluator_metrics(study):
+    """item + `eval.<evaluator>.<name>` columns from the newest run of each evaluator
+    (the study report's metric providers, analysis.selectors.METRIC_PROVIDERS). Per-finding
+    scores (`name:<n>`) stay out: the summary's mean is the column."""
+    import pandas as pd
+
+    newest: dict[str, EvaluationRun] = {}
+    for run in EvaluationRun.objects.filter(study=study).order_by("-created_at", "-pk"):
+        newest.setdefault(run.evaluator, run)
+    rows: dict[str, dict] = {}
+    scores = EvaluationScore.objects.filter(run__in=newest.values(), status=EvaluationScore.Status.OK).values_list(
+        "run__evaluator", "summary__uuid", "name", "value"
+    )
+    for evaluator, uuid, name, value in scores:
+        if ":" in name:
+            continue
+        rows.setdefault(str(uuid), {"item": str(uuid)})[f"eval.{evaluator}.{name}"] = value
+    return pd.DataFrame(list(rows.values()))

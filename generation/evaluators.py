@@ -1,0 +1,197 @@
+"""Automatic evaluators: runnable, versioned scorers whose scores are stored beside the
+human ratings (issue 18; docs/evaluators.md).
+
+An evaluator has a name, a version (a hash of its model, parameters and prompt versions)
+and produces, per summary, named scores with their provenance (the LLM call, the
+rationale). Scores are stored (EvaluationScore), never recomputed silently: the same
+settings resume a run, other settings make a new run. The study report reads the newest
+run of each evaluator as metric columns `eval.<evaluator>.<name>` and correlates them with
+every human question (analysis.metaeval_questions).
+
+Built in:
+- `factpico_fulltext`: FactPICO's LLM full-text evaluation (appendix H.2 and H.5): for
+  each PICO element a 1-5 rating of the summary against the abstract (1 accurate ... 4
+  missing, 5 N/A) and for each Evidence Inference finding of the source a 1-4 rating of
+  its result in the summary. As the paper does (H.1), ratings are flipped to 5 - rating,
+  so higher is better: 4 accurate ... 1 missing. N/A (5) is stored as N/A, not as the 0
+  that 5 - 5 would give; `evidence` is the mean over the source's findings (each also
+  stored as `evidence:<n>`). An answer without "Rating: <n>" in range is a failure with
+  the model's text, never a score.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from django.db import transaction
+
+from annotate.exceptions import ApplicationError
+from annotate.models import Study, Summary
+from generation.conf import pipeline_settings
+from generation.llm import Gateway, LLMError
+from generation.models import EvaluationRun, EvaluationScore
+from generation.prompting import prompt_versions
+
+RATING = re.compile(r"rating\s*[:=]\s*\**\s*(\d+)", re.IGNORECASE)
+PICO_INFO = {
+    "population": (
+        "Population in PICO describes the type of subjects involved in the trial. Critical descriptors for "
+        "population include important demographic information and any specific shared conditions."
+    ),
+    "intervention": "Intervention in PICO describes the treatments considered in the trial.",
+    "comparator": (
+        "Comparator in PICO describes the alternative treatment to which the intervention is being compared against."
+    ),
+    "outcome": (
+        "Outcome in PICO describes the outcome measures used to determine results of the trial. If the primary "
+        "outcome measures are not be mentioned, then the summary is critically flawed."
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Score:
+    name: str
+    value: float | None
+    status: str
+    rationale: str = ""
+    error: str = ""
+    call_id: int | None = None
+
+
+def read_rating(text: str, highest: int) -> int:
+    """The last "Rating: n" of an answer, 1..highest, or ValueError."""
+    found = RATING.findall(text)
+    if not found or not 1 <= int(found[-1]) <= highest:
+        raise ValueError(f"no rating from 1 to {highest} in {text[:200]!r}")
+    return int(found[-1])
+
+
+class FactPicoFullText:
+    name = "factpico_fulltext"
+    prompts = ("system", "factpico_pico", "factpico_evidence")
+
+    def __init__(self, gateway: Gateway):
+        self.gateway = gateway
+        s = pipeline_settings("factored")
+        self.model = s.model
+        self.params = {"temperature": 0, "max_tokens": min(s.max_tokens, 512)}
+
+    def config(self) -> dict:
+        return {
+            "evaluator": self.name,
+            "model": self.model,
+            "params": self.params,
+            "prompts": prompt_versions(list(self.prompts)),
+        }
+
+    def _rate(self, name: str, prompt: str, variables: dict, highest: int) -> Score:
+        try:
+            result = self.gateway.complete(
+                step=f"evaluate:{self.name}:{name}",
+                prompt=prompt,
+                variables=variables,
+                model=self.model,
+                params=self.params,
+            )
+        except LLMError as exc:
+            return Score(name, None, EvaluationScore.Status.FAILED, error=exc.message)
+        try:
+            rating = read_rating(result.text, highest)
+        except ValueError as exc:
+            return Score(name, None, EvaluationScore.Status.FAILED, error=str(exc), call_id=result.call.pk)
+        rationale = result.text.strip()[:4000]
+        if highest == 5 and rating == 5:
+            return Score(name, None, EvaluationScore.Status.NOT_APPLICABLE, rationale=rationale, call_id=result.call.pk)
+        return Score(name, float(5 - rating), EvaluationScore.Status.OK, rationale=rationale, call_id=result.call.pk)
+
+    def evaluate(self, summary: Summary, done: set[str]) -> list[Score]:
+        source = summary.source
+        scores = []
+        for element, info in PICO_INFO.items():
+            if element not in done:
+                variables = {"pico_info": info, "element": element, "abstract": source.text, "summary": summary.text}
+                scores.append(self._rate(element, "factpico_pico", variables, 5))
+        findings = list(source.findings.order_by("index"))
+        per_finding = []
+        for finding in findings:
+            name = f"evidence:{finding.index}"
+            if name in done:
+                continue
+            per_finding.append(
+                self._rate(name, "factpico_evidence", {"span": finding.evidence, "summary": summary.text}, 4)
+            )
+        return scores + per_finding
+
+    def aggregate(self, run: EvaluationRun, summary: Summary) -> list[Score]:
+        """`evidence`: the mean of the summary's per-finding scores in this run."""
+        rows = list(EvaluationScore.objects.filter(run=run, summary=summary, name__startswith="evidence:"))
+        if not rows:
+            return []
+        values = [r.value for r in rows if r.status == EvaluationScore.Status.OK]
+        if values and len(values) == len(rows):
+            return [Score("evidence", sum(values) / len(values), EvaluationScore.Status.OK, "mean over findings")]
+        return [Score("evidence", None, EvaluationScore.Status.FAILED, error="a finding could not be rated")]
+
+
+EVALUATORS = {FactPicoFullText.name: FactPicoFullText}
+
+
+def evaluator_for(name: str, gateway: Gateway):
+    if name not in EVALUATORS:
+        raise ApplicationError(f"unknown evaluator {name!r}; use one of {', '.join(EVALUATORS)}")
+    return EVALUATORS[name](gateway)
+
+
+def start_evaluation(*, study: Study, evaluator) -> EvaluationRun:
+    config = evaluator.config()
+    version = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:12]
+    run, _ = EvaluationRun.objects.get_or_create(
+        study=study, evaluator=evaluator.name, version=version, defaults={"config": config}
+    )
+    return run
+
+
+def run_evaluation(
+    *, study: Study, evaluator_name: str, summary_keys: Sequence[str] = (), limit: int | None = None, gateway=None
+) -> EvaluationRun:
+    """Score the study's summaries (all, `summary_keys`, at most `limit`), skipping the
+    scores the run already has (a resumed run asks only for what is missing; a failed
+    score is asked again)."""
+    evaluator = evaluator_for(evaluator_name, gateway or Gateway())
+    run = start_evaluation(study=study, evaluator=evaluator)
+    summaries = Summary.objects.filter(study=study).select_related("source").order_by("key")
+    if summary_keys:
+        summaries = summaries.filter(key__in=summary_keys)
+    for summary in summaries[:limit] if limit is not None else summaries:
+        done = set(
+            EvaluationScore.objects.filter(run=run, summary=summary)
+            .exclude(status=EvaluationScore.Status.FAILED)
+            .values_list("name", flat=True)
+        )
+        scores = evaluator.evaluate(summary, done)
+        with transaction.atomic():
+            for score in scores:
+                _store(run, summary, score)
+            for score in evaluator.aggregate(run, summary):
+                _store(run, summary, score)
+    return run
+
+
+def _store(run: EvaluationRun, summary: Summary, score: Score) -> None:
+    EvaluationScore.objects.update_or_create(
+        run=run,
+        summary=summary,
+        name=score.name,
+        defaults={
+            "value": score.value,
+            "status": score.status,
+            "rationale": score.rationale,
+            "error": score.error,
+            "call_id": score.call_id,
+        },
+    )

@@ -1,0 +1,51 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from annotate.exceptions import ApplicationError
+from annotate.models import Study
+from generation.evaluators import EVALUATORS, run_evaluation
+from generation.models import EvaluationScore
+from generation.services import require_api_key
+
+
+class Command(BaseCommand):
+    help = (
+        "Run an automatic evaluator over a study's summaries and store its scores beside the human ratings "
+        "(the study report correlates them with every human question). The same settings resume the run; "
+        "other settings make a new one (docs/evaluators.md)."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--study", required=True)
+        parser.add_argument("--evaluator", required=True, choices=sorted(EVALUATORS))
+        parser.add_argument("--summary", action="append", default=[], dest="summaries", help="summary key")
+        parser.add_argument("--limit", type=int, default=None)
+
+    def handle(self, *args, study: str, evaluator: str, summaries: list[str], limit, **options):
+        study_obj = Study.objects.filter(slug=study).first()
+        if study_obj is None:
+            raise CommandError(f"no study {study!r}")
+        if limit is not None and limit < 1:
+            raise CommandError("--limit must be at least 1")
+        try:
+            require_api_key()
+            run = run_evaluation(study=study_obj, evaluator_name=evaluator, summary_keys=summaries, limit=limit)
+        except ApplicationError as exc:
+            raise CommandError(exc.message) from None
+        counts: dict[tuple[str, str], int] = {}
+        for name, status in run.scores.values_list("name", "status"):
+            key = (name.split(":")[0], status)
+            counts[key] = counts.get(key, 0) + 1
+        names = sorted({name for name, _ in counts})
+        parts = [
+            f"{name}: "
+            + ", ".join(
+                f"{counts[(name, s)]} {label.lower()}"
+                for s, label in EvaluationScore.Status.choices
+                if (name, s) in counts
+            )
+            for name in names
+        ]
+        self.stdout.write(f"{run}: " + "; ".join(parts))
+        failed = run.scores.filter(status=EvaluationScore.Status.FAILED).select_related("summary")[:5]
+        for score in failed:
+            self.stderr.write(f"{score.summary.key} {score.name}: {score.error}")

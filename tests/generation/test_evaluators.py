@@ -1,0 +1,76 @@
+"""FactPICO's full-text LLM evaluator against the scripted server: the paper's reversed
+scale, N/A kept as N/A, malformed answers recorded as failures, scores in the report."""
+
+import pytest
+from django.core.management import call_command
+from scipy import stats
+
+from analysis.services import compute_study_report
+from annotate.models import Study, Summary
+from annotate.selectors.frames import ratings_frame
+from generation.models import EvaluationRun, EvaluationScore, LLMCall
+from tests.generation.scripted_server import Reply
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def rating_for(text: str) -> int:
+    return 1 + sum(map(ord, text)) % 4  # 1..4: accurate .. missing
+
+
+@pytest.fixture
+def demo(settings):
+    settings.DEBUG, settings.DEMO_PASSWORD = True, ""
+    call_command("load_demo", "--with-answers")
+    return Study.objects.get(slug="demo-factpico")
+
+
+def test_factpico_fulltext_scores_with_the_papers_reversed_scale(serve, demo, capsys):
+    summaries = list(Summary.objects.filter(study=demo).order_by("key"))
+    odd, na = summaries[0].text, summaries[1].text
+
+    def pico(request):
+        summary = request.prompt.split("Summary: ", 1)[1].strip()
+        element = "comparator" if "the comparator" in request.prompt.split("Abstract:")[0] else ""
+        if summary == odd and element:
+            return Reply("I would rather not say.")  # malformed: no rating
+        if summary == na and element:
+            return Reply("Rating: 5\nThere is no comparator.")
+        return Reply(f"Rationale: compared.\nRating: {rating_for(summary)}")
+
+    def evidence(request):
+        return Reply("Rating: 1 - accurate.")
+
+    serve(steps={"factpico_pico": [pico], "factpico_evidence": [evidence]})
+    call_command("evaluate", "--study", "demo-factpico", "--evaluator", "factpico_fulltext")
+    run = EvaluationRun.objects.get()
+    scores = {(s.summary.text, s.name): s for s in EvaluationScore.objects.filter(run=run).select_related("summary")}
+    some = summaries[2]
+    assert scores[(some.text, "population")].value == 5 - rating_for(some.text)  # H.1: 5 - rating
+    assert scores[(some.text, "population")].call_id is not None
+    assert "Rating:" in scores[(some.text, "population")].rationale
+    bad = scores[(odd, "comparator")]
+    assert bad.status == "failed" and bad.value is None and "no rating from 1 to 5" in bad.error
+    assert scores[(na, "comparator")].status == "na" and scores[(na, "comparator")].value is None
+    # Evidence: each finding 5 - 1 = 4, and their mean.
+    findings = some.source.findings.count()
+    assert findings and scores[(some.text, "evidence")].value == 4.0
+    assert sum(1 for (text, name) in scores if text == some.text and name.startswith("evidence:")) == findings
+    # Resuming asks only for what failed.
+    before = LLMCall.objects.count()
+    call_command("evaluate", "--study", "demo-factpico", "--evaluator", "factpico_fulltext")
+    assert LLMCall.objects.count() == before + 1  # the one malformed comparator, asked again
+
+    # The report correlates the stored scores with every human question.
+    report = compute_study_report(study=demo, n_resamples=20)
+    column = "eval.factpico_fulltext.population"
+    assert column in report["meta_evaluation"]["summary_level"]
+    metric = {row["item"]: row.get(column) for row in report["metrics"]}
+    frame = ratings_frame(study=demo)
+    part = frame[(frame["question"] == "population") & frame["score"].notna()]
+    human = part.groupby("item")["score"].mean()
+    items = [i for i in human.index if metric.get(i) is not None]
+    cell = report["meta_evaluation"]["summary_level"][column]["population"]
+    expected = stats.kendalltau([metric[i] for i in items], [human[i] for i in items], variant="b")
+    assert cell["n"] == len(items) >= 3
+    assert cell["kendall_tau_b"] == pytest.approx(expected.statistic)
