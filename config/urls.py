@@ -24,6 +24,7 @@ urlpatterns = [
     path("studies/", include("annotate.study_urls")),
     path("studies/", include("datasets.urls")),
     path("studies/", include("literature.urls")),
+    path("studies/", include("generation.urls")),
     path("analysis/", include("analysis.urls")),
     path("api/", include((api_urlpatterns, "api"))),
     path("api/schema/", SchemaView.as_view(), name="schema"),

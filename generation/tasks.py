@@ -1,9 +1,16 @@
 """Celery tasks: thin, by id; the work is in generation.services."""
 
+import logging
+from concurrent.futures import Future, ThreadPoolExecutor
+
 from celery import shared_task
+from django.conf import settings
+from django.db import connections
 
 from generation import services
 from generation.models import AnswerJob, GenerationJob
+
+logger = logging.getLogger(__name__)
 
 
 @shared_task(bind=True, acks_late=True, max_retries=None)
@@ -27,3 +34,36 @@ def answer_question_task(self, job_id: int) -> str:
     if job.status == AnswerJob.Status.RUNNING and not self.request.is_eager:
         raise self.retry(countdown=services.job_lease().total_seconds())
     return job.status
+
+
+# --- evaluators (generation.evaluators) ---------------------------------------------------
+
+# Without a broker an evaluation runs in this thread pool, one at a time, never in the
+# request that started it (as the analysis app's reports do).
+_in_process = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evaluation")
+
+
+@shared_task(acks_late=True)
+def evaluate_task(study_id: int, evaluator: str) -> str:
+    from annotate.models import Study
+    from generation.evaluators import run_evaluation
+
+    run = run_evaluation(study=Study.objects.get(pk=study_id), evaluator_name=evaluator)
+    return str(run.uuid)
+
+
+def _evaluate_in_thread(study_id: int, evaluator: str) -> None:
+    try:
+        evaluate_task(study_id, evaluator)
+    except Exception:  # the scores written so far stay; the page shows the run's progress
+        logger.exception("evaluation %s of study %s failed", evaluator, study_id)
+    finally:
+        connections.close_all()
+
+
+def enqueue_evaluation(study_id: int, evaluator: str) -> Future | None:
+    """A Celery worker runs it when a broker is configured, else this process's thread."""
+    if not settings.CELERY_TASK_ALWAYS_EAGER:
+        evaluate_task.delay(study_id, evaluator)
+        return None
+    return _in_process.submit(_evaluate_in_thread, study_id, evaluator)

@@ -74,3 +74,30 @@ def test_factpico_fulltext_scores_with_the_papers_reversed_scale(serve, demo, ca
     expected = stats.kendalltau([metric[i] for i in items], [human[i] for i in items], variant="b")
     assert cell["n"] == len(items) >= 3
     assert cell["kendall_tau_b"] == pytest.approx(expected.statistic)
+
+
+def test_an_admin_starts_an_evaluator_from_its_page_and_follows_it(serve, demo, client, monkeypatch):
+    from django.contrib.auth import get_user_model
+
+    from generation import tasks
+
+    serve(steps={"factpico_pico": [Reply("Rating: 2")], "factpico_evidence": [Reply("Rating: 1")]})
+    url = "/studies/demo-factpico/evaluators/"
+    client.force_login(get_user_model().objects.get(username="rater1"))
+    assert client.get(url).status_code == 404
+    assert client.post(url, {"evaluator": "factpico_fulltext"}).status_code == 404
+    assert not EvaluationRun.objects.exists()
+    client.force_login(get_user_model().objects.get(username="admin"))
+    assert "Automatic evaluators" in client.get("/studies/demo-factpico/").content.decode()
+    response = client.post(url, {"evaluator": "factpico_fulltext"}, follow=True)
+    assert "factpico_fulltext is running" in response.content.decode()
+    tasks._in_process.submit(lambda: None).result(timeout=300)  # the evaluation thread is done
+    page = client.get(url).content.decode()
+    n = Summary.objects.filter(study=demo).count()
+    assert f"<td>{n} of {n}</td><td>0</td>" in page
+    assert set(EvaluationScore.objects.values_list("value", flat=True)) == {3.0, 4.0}
+    # Without a key: refused with the reason, nothing started.
+    monkeypatch.delenv("OPENAI_API_KEY")
+    response = client.post(url, {"evaluator": "factpico_fulltext"}, follow=True)
+    assert "OPENAI_API_KEY is not set" in response.content.decode()
+    assert EvaluationRun.objects.count() == 1
