@@ -316,6 +316,10 @@ class Runner:
         p_before = summary_probability(claims)
         unsupported = [c for c in claims if c["verdict"] == NOT_SUPPORTED]
         if unsupported:
+            # The draft before revision is kept (store_outcome makes it a rateable summary,
+            # the revision's parent), so people can rate hallucinations before and after
+            # revision (Factored Verification, Table 2).
+            self.trace["draft"] = {"text": text, "claims": [dict(c) for c in claims]}
             text, references, claims = self.revise_and_reverify(
                 "factored:revise",
                 "factored_revise",

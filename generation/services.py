@@ -240,6 +240,13 @@ def _finish(job: GenerationJob | AnswerJob, claimed_at, **fields) -> bool:
     return updated == 1
 
 
+CLAIM_FIELDS = ("index", "text", "start", "end", "refs", "verdict", "explanation", "probability")
+
+
+def _claim_fields(claim: dict) -> dict:
+    return {key: claim.get(key) for key in CLAIM_FIELDS}
+
+
 @transaction.atomic
 def store_outcome(*, job: GenerationJob, claimed_at, spec: PipelineSpec, outcome: Outcome) -> GenerationJob:
     """Store the summary, its claims and the job's result in one transaction, so a
@@ -255,6 +262,24 @@ def store_outcome(*, job: GenerationJob, claimed_at, spec: PipelineSpec, outcome
         **outcome.trace,
     }
     summary = None
+    draft = None
+    if outcome.status != "skipped" and outcome.trace.get("draft"):
+        draft = create_summary(
+            study=job.source.study,
+            source=job.source,
+            key=f"{job.source.key}/{spec.name}@{spec.version}/draft",
+            text=outcome.trace["draft"]["text"],
+            generator=f"{spec.generator}/draft",
+            metadata={
+                "pipeline": spec.name,
+                "pipeline_version": spec.version,
+                "generation_job": str(job.uuid),
+                "draft_of_revision": True,
+                "model": pipeline_settings(spec.stages[-1]).model,
+            },
+            flags=[],
+        )
+        record_claims(summary=draft, claims=[_claim_fields(c) for c in outcome.trace["draft"]["claims"]])
     if outcome.status != "skipped":
         stage = spec.stages[-1]
         summary = create_summary(
@@ -278,17 +303,9 @@ def store_outcome(*, job: GenerationJob, claimed_at, spec: PipelineSpec, outcome
                 ),
             },
             flags=outcome.flags,
+            parent=draft,
         )
-        record_claims(
-            summary=summary,
-            claims=[
-                {
-                    key: c.get(key)
-                    for key in ("index", "text", "start", "end", "refs", "verdict", "explanation", "probability")
-                }
-                for c in outcome.claims
-            ],
-        )
+        record_claims(summary=summary, claims=[_claim_fields(c) for c in outcome.claims])
     _finish(
         job,
         claimed_at,

@@ -86,6 +86,14 @@ def test_unsupported_claims_are_critiqued_revised_and_reverified(serve, trial_so
     assert job.result["factored"]["p_summary_before"] == pytest.approx(0.9**3 * 0.05)
     assert job.summary.text == TWO_SOURCES
     assert job.status == "ok"
+    # The draft before revision is a rateable summary of the study, the revision's parent,
+    # with the verdicts it had (Factored Verification, Table 2: rate before and after).
+    draft = job.summary.parent
+    assert draft is not None and draft.text == f"{TWO_SOURCES} {FALSE}"
+    assert draft.study_id == job.summary.study_id and draft.source_id == job.summary.source_id
+    assert draft.metadata["draft_of_revision"] is True and draft.generator.endswith("/draft")
+    assert [c.verdict for c in draft.claims.order_by("index")].count("not_supported") == 1
+    assert list(draft.revisions.all()) == [job.summary]
 
 
 def test_a_summary_below_the_threshold_is_flagged(serve, trial_source, monkeypatch):
