@@ -19,8 +19,13 @@ Statistical choices:
 - A correlation needs at least three points and some spread in both variables; otherwise
   it is None, never 0.
 
-Bootstrap intervals and a test of whether one metric correlates better than another
-are not computed here yet (docs/analysis.md).
+- Intervals (summary level): a percentile bootstrap over summaries (`n_resamples`
+  resamples of the summaries with replacement, seeded), the same resamples for every
+  metric and question, so that two metrics can be compared on the same data: the
+  difference of their tau-b in each resample gives the interval of the difference, and
+  one metric tracks a question better than another when that interval excludes 0 (a
+  paired bootstrap test). A resample where a tau-b is undefined (no spread) is left out
+  of that interval and counted.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
+import numpy as np
 import pandas as pd
 
 from analysis.frames import ITEM, QUESTION
@@ -80,6 +86,43 @@ def human_scores(answers: pd.DataFrame, scales: dict[str, tuple[float, float]]) 
     return table
 
 
+def _tau_b(x: np.ndarray, y: np.ndarray) -> float:
+    from scipy import stats
+
+    keep = ~(np.isnan(x) | np.isnan(y))
+    x, y = x[keep], y[keep]
+    if len(x) < MIN_POINTS or np.unique(x).size < 2 or np.unique(y).size < 2:
+        return math.nan
+    return float(stats.kendalltau(x, y, variant="b").statistic)
+
+
+def bootstrap_taus(
+    table: pd.DataFrame, metrics: Sequence[str], questions: Sequence[str], *, n_resamples: int, seed: int
+) -> dict[tuple[str, str], np.ndarray]:
+    """tau-b of every (metric, question) in each of `n_resamples` resamples of the rows
+    (the same resamples for all pairs); NaN where undefined."""
+    rng = np.random.default_rng(seed)
+    values = {c: table[c].to_numpy(dtype=float) for c in [*metrics, *questions]}
+    n = len(table)
+    out = {(m, q): np.full(n_resamples, math.nan) for m in metrics for q in questions}
+    for r in range(n_resamples):
+        idx = rng.integers(0, n, n)
+        for m in metrics:
+            for q in questions:
+                out[(m, q)][r] = _tau_b(values[m][idx], values[q][idx])
+    return out
+
+
+def percentile_interval(samples: np.ndarray, confidence: float = 0.95) -> tuple[float | None, float | None, int]:
+    """(low, high, number of undefined resamples) of the finite samples."""
+    finite = samples[np.isfinite(samples)]
+    undefined = int(samples.size - finite.size)
+    if finite.size == 0:
+        return None, None, undefined
+    alpha = (1 - confidence) / 2
+    return float(np.quantile(finite, alpha)), float(np.quantile(finite, 1 - alpha)), undefined
+
+
 def meta_evaluation_tables(
     *,
     answers: pd.DataFrame,
@@ -87,6 +130,8 @@ def meta_evaluation_tables(
     generators: pd.Series,
     scales: dict[str, tuple[float, float]],
     metric_columns: Sequence[str],
+    n_resamples: int = 0,
+    seed: int = 0,
 ) -> dict:
     """{"questions": [...keys, "avg"], "summary_level": {metric: {question: Correlation}},
     "system_level": {...}, "generators": n}. `answers`: item, question, score (the answers
@@ -104,9 +149,39 @@ def meta_evaluation_tables(
             both = table[[metric, q, "generator"]].dropna()
             means = both.groupby("generator")[[metric, q]].mean()
             system_level[metric][q] = asdict(correlation(means[metric], means[q]))
+    comparisons: dict = {}
+    if n_resamples and usable:
+        taus = bootstrap_taus(table, usable, questions, n_resamples=n_resamples, seed=seed)
+        for metric in usable:
+            for q in questions:
+                low, high, undefined = percentile_interval(taus[(metric, q)])
+                summary_level[metric][q].update(ci_low=low, ci_high=high, n_undefined_resamples=undefined)
+        for q in questions:
+            rows = []
+            for i, a in enumerate(usable):
+                for b in usable[i + 1 :]:
+                    point_a, point_b = summary_level[a][q]["kendall_tau_b"], summary_level[b][q]["kendall_tau_b"]
+                    if point_a is None or point_b is None:
+                        continue
+                    low, high, undefined = percentile_interval(taus[(a, q)] - taus[(b, q)])
+                    rows.append(
+                        {
+                            "a": a,
+                            "b": b,
+                            "difference": point_a - point_b,
+                            "ci_low": low,
+                            "ci_high": high,
+                            "n_undefined_resamples": undefined,
+                            "a_better": low is not None and low > 0,
+                            "b_better": high is not None and high < 0,
+                        }
+                    )
+            comparisons[q] = rows
     return {
         "questions": questions,
         "summary_level": summary_level,
         "system_level": system_level,
         "generators": int(table["generator"].nunique()),
+        "comparisons": comparisons,
+        "n_resamples": n_resamples,
     }

@@ -248,7 +248,7 @@ def build_study_report(
         )
 
     report.update(_meta_evaluation(answers, metrics, human_question(questions), keys, sources))
-    report["meta_evaluation"] = _every_question(answers, metrics, summaries, scale_questions)
+    report["meta_evaluation"] = _every_question(answers, metrics, summaries, scale_questions, n_resamples, seed)
     if progress is not None:
         progress(1.0)
     return to_json(report)
@@ -262,7 +262,12 @@ def metric_columns_of(metrics: pd.DataFrame) -> list[str]:
 
 
 def _every_question(
-    answers: pd.DataFrame, metrics: pd.DataFrame, summaries: pd.DataFrame, scale_questions: Sequence[QuestionSpec]
+    answers: pd.DataFrame,
+    metrics: pd.DataFrame,
+    summaries: pd.DataFrame,
+    scale_questions: Sequence[QuestionSpec],
+    n_resamples: int,
+    seed: int,
 ) -> dict[str, Any]:
     """Every metric against every scale question and their average, at summary and system
     level (analysis.metaeval_questions)."""
@@ -276,6 +281,8 @@ def _every_question(
         generators=generators,
         scales=scales,
         metric_columns=metric_columns_of(metrics),
+        n_resamples=n_resamples,
+        seed=seed,
     )
 
 

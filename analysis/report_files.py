@@ -146,6 +146,7 @@ def correlation_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 META_COLUMNS = ["level", "metric", "question", "n", "kendall_tau_b", "kendall_p", "spearman_rho", "spearman_p"]
+META_COLUMNS += ["ci_low", "ci_high", "n_undefined_resamples"]
 
 
 def meta_evaluation_rows(report: dict[str, Any]) -> list[dict[str, Any]]:

@@ -114,11 +114,28 @@ def _report_context(report: dict[str, Any], study: Study, phase: str) -> dict[st
         "correlations": [row for row in correlation_rows(report) if row["scope"] == "mean"],
         "meta_questions": (report.get("meta_evaluation") or {}).get("questions", []),
         "meta_tables": _meta_tables(report),
+        "meta_better": _meta_better(report),
         "plots": plots,
         "downloads": [
             {"name": name, "url": reverse("analysis:download", args=[study.slug, name]) + query} for name in FILE_NAMES
         ],
     }
+
+
+def _meta_better(report: dict) -> list[dict]:
+    """The pairs of metrics that differ clearly on a question (analysis.metaeval_questions)."""
+    rows = []
+    for question, pairs in ((report.get("meta_evaluation") or {}).get("comparisons") or {}).items():
+        for p in pairs:
+            if p["a_better"] or p["b_better"]:
+                better, worse = (p["a"], p["b"]) if p["a_better"] else (p["b"], p["a"])
+                sign = 1 if p["a_better"] else -1
+                low, high = sorted((sign * p["ci_low"], sign * p["ci_high"]))
+                rows.append(
+                    {"question": question, "better": better, "worse": worse, "difference": sign * p["difference"],
+                     "low": low, "high": high}
+                )  # fmt: skip
+    return rows
 
 
 def _meta_tables(report: dict) -> list[dict]:

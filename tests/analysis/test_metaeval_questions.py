@@ -82,3 +82,43 @@ def test_too_few_points_or_no_spread_is_undefined_not_zero():
     assert result["system_level"]["rougeL"]["q1"]["kendall_tau_b"] is None
     cell = correlation([1.0, float("nan"), 3.0, 4.0], [1.0, 2.0, 2.0, 3.0])
     assert cell.n == 3 and not math.isnan(cell.kendall_tau_b)
+
+
+def test_intervals_and_the_paired_comparison_match_a_direct_bootstrap():
+    import numpy as np
+
+    metrics_frame = metrics().assign(noise=[0.5, 0.1, 0.9, 0.3, 0.2, 0.8, 0.4, 0.6])
+    result = meta_evaluation_tables(
+        answers=answers(),
+        metrics=metrics_frame,
+        generators=GENERATORS,
+        scales=SCALES,
+        metric_columns=["rougeL", "noise"],
+        n_resamples=200,
+        seed=7,
+    )
+    # The same resamples, written out here: rows in the metrics' order, q1's item means.
+    order = list(METRIC)
+    m = np.array([METRIC[i] for i in order])
+    noise = metrics_frame.set_index("item")["noise"].reindex(order).to_numpy()
+    q1 = np.array([sum(Q1[i]) / 2 for i in order])
+    rng = np.random.default_rng(7)
+    taus, diffs = [], []
+    for _ in range(200):
+        idx = rng.integers(0, 8, 8)
+        a = stats.kendalltau(m[idx], q1[idx], variant="b").statistic
+        b = stats.kendalltau(noise[idx], q1[idx], variant="b").statistic
+        taus.append(a)
+        diffs.append(a - b)
+    taus, diffs = np.array(taus), np.array(diffs)
+    finite = taus[np.isfinite(taus)]
+    cell = result["summary_level"]["rougeL"]["q1"]
+    assert cell["ci_low"] == pytest.approx(np.quantile(finite, 0.025))
+    assert cell["ci_high"] == pytest.approx(np.quantile(finite, 0.975))
+    assert cell["n_undefined_resamples"] == int((~np.isfinite(taus)).sum())
+    (pair,) = [p for p in result["comparisons"]["q1"] if {p["a"], p["b"]} == {"rougeL", "noise"}]
+    finite_diffs = diffs[np.isfinite(diffs)]
+    assert (pair["a"], pair["b"]) == ("rougeL", "noise")
+    assert pair["ci_low"] == pytest.approx(np.quantile(finite_diffs, 0.025))
+    assert pair["ci_high"] == pytest.approx(np.quantile(finite_diffs, 0.975))
+    assert pair["a_better"] == (pair["ci_low"] > 0)

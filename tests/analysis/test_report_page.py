@@ -101,7 +101,8 @@ def test_staff_see_agreement_distributions_failure_modes_and_plots(staff_client)
     assert meta["questions"] == ["overall", "avg"] and 'id="h-meta"' in html
     cell = meta["summary_level"]["rouge1"]["overall"]
     if cell["kendall_tau_b"] is not None:
-        assert f"{cell['kendall_tau_b']:.3f} ({cell['spearman_rho']:.3f}); n={cell['n']}" in html
+        interval = f" [{cell['ci_low']:.3f}, {cell['ci_high']:.3f}]" if cell.get("ci_low") is not None else ""
+        assert f"{cell['kendall_tau_b']:.3f} ({cell['spearman_rho']:.3f}){interval}; n={cell['n']}" in html
 
 
 def test_cached_page_is_bounded_in_queries_and_does_not_recompute(staff_client, django_assert_max_num_queries):
