@@ -138,7 +138,67 @@ class FactPicoFullText:
         return [Score("evidence", None, EvaluationScore.Status.FAILED, error="a finding could not be rated")]
 
 
-EVALUATORS = {FactPicoFullText.name: FactPicoFullText}
+class FactoredVerification:
+    """Factored Verification as a stored evaluator of any summary (or answer) whose
+    sentences cite its source's references: each cited sentence checked against the
+    sentences it cites only (generation.pipelines, prompt `factored_verify`). Scores:
+    `p_summary` (the product of P(supported); N/A when no sentence cites anything),
+    `unsupported` (claims judged not supported) and `supported_share`."""
+
+    name = "factored_verification"
+    prompts = ("system", "factored_verify")
+
+    def __init__(self, gateway: Gateway):
+        self.gateway = gateway
+        self.settings = pipeline_settings("factored")
+        self.model = self.settings.model
+
+    def config(self) -> dict:
+        from generation.pipelines import _verify_params
+
+        return {
+            "evaluator": self.name,
+            "model": self.model,
+            "params": _verify_params(self.settings),
+            "prompts": prompt_versions(list(self.prompts)),
+        }
+
+    def evaluate(self, summary: Summary, done: set[str]) -> list[Score]:
+        from generation.pipelines import Runner, pipeline_spec, summary_probability
+        from generation.verdicts import NOT_SUPPORTED, SUPPORTED
+
+        if {"p_summary", "unsupported", "supported_share"} <= done:
+            return []
+        runner = Runner(spec=pipeline_spec("factored"), source=summary.source, job=None, gateway=self.gateway)
+        try:
+            claims = runner.verify_claims(f"evaluate:{self.name}", summary.text, self.settings)
+        except LLMError as exc:
+            return [
+                Score(n, None, EvaluationScore.Status.FAILED, error=exc.message)
+                for n in ("p_summary", "unsupported", "supported_share")
+            ]
+        verified = [c for c in claims if c["verdict"] in (SUPPORTED, NOT_SUPPORTED)]
+        if not verified:
+            na = EvaluationScore.Status.NOT_APPLICABLE
+            reason = "no sentence cites a reference of the source"
+            return [Score(n, None, na, rationale=reason) for n in ("p_summary", "unsupported", "supported_share")]
+        unsupported = sum(c["verdict"] == NOT_SUPPORTED for c in verified)
+        verdicts = "; ".join(f"{c['verdict']}: {c['text'][:80]}" for c in verified)[:4000]
+        ok = EvaluationScore.Status.OK
+        p = summary_probability(claims)
+        return [
+            Score("p_summary", p, ok, verdicts)
+            if p is not None
+            else Score("p_summary", None, EvaluationScore.Status.NOT_APPLICABLE),
+            Score("unsupported", float(unsupported), ok, verdicts),
+            Score("supported_share", (len(verified) - unsupported) / len(verified), ok, verdicts),
+        ]
+
+    def aggregate(self, run: EvaluationRun, summary: Summary) -> list[Score]:
+        return []
+
+
+EVALUATORS = {FactPicoFullText.name: FactPicoFullText, FactoredVerification.name: FactoredVerification}
 
 
 def evaluator_for(name: str, gateway: Gateway):

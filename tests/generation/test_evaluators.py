@@ -101,3 +101,39 @@ def test_an_admin_starts_an_evaluator_from_its_page_and_follows_it(serve, demo, 
     response = client.post(url, {"evaluator": "factpico_fulltext"}, follow=True)
     assert "OPENAI_API_KEY is not set" in response.content.decode()
     assert EvaluationRun.objects.count() == 1
+
+
+def test_factored_verification_as_a_stored_evaluator_of_cited_answers(serve, settings):
+    """The demo's template answers (not written by the pipeline) verified claim by claim
+    against the articles they cite; a summary citing nothing is N/A, not a score."""
+    from literature.demo import QUESTION_STUDY
+    from tests.generation.conftest import claim_answer
+
+    settings.DEBUG, settings.DEMO_PASSWORD = True, ""
+    call_command("load_question_demo", "--with-answers")
+    server = serve(
+        steps={
+            "factored_verify": [
+                lambda r: (
+                    claim_answer("no", p_yes=0.2) if "TL;DR" in r.section("Claim") else claim_answer("yes", p_yes=0.9)
+                )
+            ]
+        }
+    )
+    cited = Summary.objects.filter(study__slug=QUESTION_STUDY, text__contains="[1]").order_by("key").first()
+    call_command("evaluate", "--study", QUESTION_STUDY, "--evaluator", "factored_verification", "--summary", cited.key)
+    run = EvaluationRun.objects.get(evaluator="factored_verification")
+    scores = {s.name: s for s in EvaluationScore.objects.filter(run=run, summary=cited)}
+    # Every cited sentence of this answer was checked, each once; the judge rejects the TL;DR only.
+    k = len(server.requests)
+    assert k >= 2 and sum("TL;DR" in r.section("Claim") for r in server.requests) == 1
+    assert scores["unsupported"].value == 1.0
+    assert scores["supported_share"].value == pytest.approx((k - 1) / k)
+    assert scores["p_summary"].value == pytest.approx(0.2 * 0.9 ** (k - 1))
+    call_command("evaluate", "--study", QUESTION_STUDY, "--evaluator", "factored_verification")
+    uncited = Summary.objects.filter(study__slug=QUESTION_STUDY).exclude(text__contains="[").first()
+    if uncited is not None:
+        assert {s.status for s in EvaluationScore.objects.filter(run=run, summary=uncited)} == {"na"}
+    report = compute_study_report(study=Study.objects.get(slug=QUESTION_STUDY), n_resamples=10)
+    assert "eval.factored_verification.p_summary" in report["meta_evaluation"]["summary_level"]
+    assert "eval.factored_verification.unsupported" in report["correlation"]["metric_columns"]
