@@ -35,6 +35,7 @@ __all__ = [
     "holm",
     "kendall_tau_b",
     "kl_divergence",
+    "standardised_densities",
     "spearman",
 ]
 
@@ -184,6 +185,37 @@ def _correct_counts(tie_d: np.ndarray, conc_d: np.ndarray, epsilons: np.ndarray)
     return ties_ok + conc_ok
 
 
+MAX_GRID_DECIMALS = 12
+
+
+def decimal_grid(values: np.ndarray) -> tuple[np.ndarray, float]:
+    """(values × 10^k as exact integers, 10^k) when every value is given to at most
+    MAX_GRID_DECIMALS decimals, k the most any value has; else (values, 1.0) unchanged.
+
+    A value's decimals are those of its shortest round-tripping decimal form (Python's repr:
+    0.3 is "0.3", not 0.299999999999999988898). On that grid every difference is an exact
+    integer (all below 2^53), so |0.7 - 0.4| and |0.3 - 0.0| are both exactly 3 units:
+    mathematically equal metric differences tie, and unequal ones stay apart. Values with
+    more decimals (a full-precision float) are left as they are: their differences carry
+    no decimal meaning to preserve."""
+    if values.size == 0:
+        return values, 1.0
+    decimals = 0
+    for value in np.unique(values):
+        text = np.format_float_positional(value, unique=True, trim="-")
+        if "e" in text or "inf" in text or "nan" in text:
+            return values, 1.0
+        places = len(text.split(".", 1)[1]) if "." in text else 0
+        if places > MAX_GRID_DECIMALS:
+            return values, 1.0
+        decimals = max(decimals, places)
+    unit = 10.0**decimals
+    scaled = np.round(values * unit)
+    if np.abs(scaled).max() >= 2**53:
+        return values, 1.0
+    return scaled, unit
+
+
 def acc_eq(human: Any, metric: Any, groups: Any = None) -> AccEqResult:
     """Pairwise accuracy with tie calibration (Deutsch, Foster & Freitag 2023, "Ties Matter").
 
@@ -192,6 +224,8 @@ def acc_eq(human: Any, metric: Any, groups: Any = None) -> AccEqResult:
     when they differ by at most epsilon. acc_eq(eps) = correct pairs / all pairs.
     Tie calibration picks the epsilon maximising acc_eq among {0} ∪ {|m_i - m_j|}; on
     equal maxima the smallest epsilon wins (maxima are compared exactly, in rationals).
+    Metric values given to at most 12 decimals are compared on their decimal grid
+    (decimal_grid), so mathematically equal differences are equal.
 
     With ``groups`` (e.g. the source document) only pairs within a group count, acc_eq
     is the unweighted mean of the per-group accuracies at ONE shared epsilon, and groups
@@ -217,6 +251,9 @@ def acc_eq(human: Any, metric: Any, groups: Any = None) -> AccEqResult:
             raise MetaEvalInputError(f"groups must have one label per item, got {group_labels.size} for {h_all.size}.")
     keep = ~(np.isnan(h_all) | np.isnan(m_all) | group_labels.isna().to_numpy())
     h, m = h_all[keep], m_all[keep]
+    # Differences of values given to a few decimals are computed exactly (decimal_grid), so
+    # mathematically equal differences tie and unequal ones never merge by rounding noise.
+    m, unit = decimal_grid(m)
     codes, _ = pd.factorize(group_labels[keep], sort=True)
     n_dropped = int((~keep).sum())
 
@@ -245,7 +282,7 @@ def acc_eq(human: Any, metric: Any, groups: Any = None) -> AccEqResult:
     return AccEqResult(
         at_zero=float(_exact_accuracy(per_group, np.zeros(1))[0]),
         value=float(exact[best]),
-        epsilon=float(candidates[near[best]]),
+        epsilon=float(candidates[near[best]]) / unit,
         n_items=int(h.size),
         n_dropped=n_dropped,
         n_groups=len(per_group),
@@ -280,6 +317,28 @@ def _gaussian_kde(data: np.ndarray, width: float, grid: np.ndarray) -> np.ndarra
     return np.exp(-0.5 * z * z).sum(axis=1) / (data.size * width * math.sqrt(2 * math.pi))
 
 
+def standardised_densities(
+    reference: Any, other: Any, *, grid_size: int = 2048
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(grid, p, q): the Gaussian KDEs of the two z-scored samples on one shared grid, each
+    normalised to integrate to 1 (steps 1-3 of kl_divergence; the report's density plots
+    draw them). None when either sample has fewer than 2 values or zero variance."""
+    p_sample = _as_float_array(reference, "reference")
+    q_sample = _as_float_array(other, "other")
+    p_sample, q_sample = p_sample[~np.isnan(p_sample)], q_sample[~np.isnan(q_sample)]
+    if min(p_sample.size, q_sample.size) < 2 or np.ptp(p_sample) == 0 or np.ptp(q_sample) == 0:
+        return None
+    p_data, q_data = stats.zscore(p_sample), stats.zscore(q_sample)
+    p_width, q_width = _scott_bandwidth(p_data), _scott_bandwidth(q_data)
+    widest = max(p_width, q_width)
+    lo = min(p_data.min(), q_data.min()) - 6 * widest
+    hi = max(p_data.max(), q_data.max()) + 6 * widest
+    grid = np.linspace(lo, hi, grid_size)
+    p = _gaussian_kde(p_data, p_width, grid)
+    q = np.maximum(_gaussian_kde(q_data, q_width, grid), np.finfo(float).tiny)
+    return grid, p / trapezoid(p, grid), q / trapezoid(q, grid)
+
+
 def kl_divergence(reference: Any, other: Any, *, grid_size: int = 2048) -> float:
     """KL(reference || other) between the standardised score distributions, in nats.
 
@@ -300,20 +359,10 @@ def kl_divergence(reference: Any, other: Any, *, grid_size: int = 2048) -> float
     ``reference`` is the human score (the expectation is taken under it). NaN when
     either sample has fewer than 2 values or zero variance.
     """
-    p_sample = _as_float_array(reference, "reference")
-    q_sample = _as_float_array(other, "other")
-    p_sample, q_sample = p_sample[~np.isnan(p_sample)], q_sample[~np.isnan(q_sample)]
-    if min(p_sample.size, q_sample.size) < 2 or np.ptp(p_sample) == 0 or np.ptp(q_sample) == 0:
+    densities = standardised_densities(reference, other, grid_size=grid_size)
+    if densities is None:
         return math.nan
-    p_data, q_data = stats.zscore(p_sample), stats.zscore(q_sample)
-    p_width, q_width = _scott_bandwidth(p_data), _scott_bandwidth(q_data)
-    widest = max(p_width, q_width)
-    lo = min(p_data.min(), q_data.min()) - 6 * widest
-    hi = max(p_data.max(), q_data.max()) + 6 * widest
-    grid = np.linspace(lo, hi, grid_size)
-    p = _gaussian_kde(p_data, p_width, grid)
-    q = np.maximum(_gaussian_kde(q_data, q_width, grid), np.finfo(float).tiny)
-    p, q = p / trapezoid(p, grid), q / trapezoid(q, grid)
+    grid, p, q = densities
     integrand = np.where(p > 0, p * (np.log(np.where(p > 0, p, 1.0)) - np.log(q)), 0.0)
     return max(0.0, float(trapezoid(integrand, grid)))
 
