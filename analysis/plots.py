@@ -12,7 +12,15 @@ import io
 from functools import cache
 from typing import Any
 
-__all__ = ["FORMATS", "histogram_figure", "plot_names", "render_plot", "scatter_figure"]
+__all__ = [
+    "FORMATS",
+    "density_figure",
+    "histogram_figure",
+    "plot_names",
+    "questions_figure",
+    "render_plot",
+    "scatter_figure",
+]
 
 FORMATS = ("png", "svg")
 _CONTEXT = {"svg.fonttype": "path", "svg.hashsalt": "summary-ratings", "figure.dpi": 100}
@@ -99,11 +107,77 @@ def scatter_figure(report: dict[str, Any], metric: str, fmt: str = "png") -> byt
         return _save(fig, fmt)
 
 
+def density_figure(report: dict[str, Any], metric: str, fmt: str = "png") -> bytes:
+    """FactPICO Figure 3 / Table 11: the standardised densities of the metric and of the
+    mean human score (the KDEs the KL divergence integrates, analysis.metaeval), with KL."""
+    from analysis.metaeval import standardised_densities
+
+    correlation = report["correlation"]
+    if metric not in correlation.get("metric_columns", []):
+        raise KeyError(metric)
+    rows = [r for r in report["metrics"] if r.get(metric) is not None and r.get("human_mean") is not None]
+    human = [r["human_mean"] for r in rows]
+    densities = standardised_densities(human, [r[metric] for r in rows], grid_size=512)
+    kl = correlation.get("mean", {}).get(metric, {}).get("kl_divergence")
+    plt = _pyplot()
+    with plt.rc_context(_CONTEXT):
+        fig, ax = plt.subplots(figsize=(4.6, 3.2))
+        if densities is None:
+            ax.text(0.5, 0.5, "too few distinct values", ha="center", va="center", transform=ax.transAxes)
+        else:
+            grid, p, q = densities
+            ax.plot(grid, p, color="#4c72b0", label="mean human score")
+            ax.plot(grid, q, color="#dd8452", label=_plain(metric))
+            ax.legend(fontsize=8)
+        ax.set_xlabel("standardised value (z-score)")
+        ax.set_ylabel("density")
+        ax.set_title(f"KL(human || metric) = {_number(kl)} (n = {len(rows)})", fontsize=9)
+        return _save(fig, fmt)
+
+
+def questions_figure(report: dict[str, Any], metric: str, fmt: str = "png") -> bytes:
+    """The metric against every human scale question and their average, one panel each,
+    with Kendall's tau-b and its bootstrap interval (FactPICO Tables 4 and 10)."""
+    meta = report.get("meta_evaluation") or {}
+    cells = meta.get("summary_level", {}).get(metric)
+    if cells is None:
+        raise KeyError(metric)
+    values = {r["item"]: r.get(metric) for r in report["metrics"]}
+    questions = meta["questions"]
+    plt = _pyplot()
+    with plt.rc_context(_CONTEXT):
+        fig, axes = plt.subplots(
+            1, len(questions), figsize=(2.5 * len(questions) + 0.6, 2.9), squeeze=False, layout="constrained"
+        )
+        for ax, q in zip(axes[0], questions, strict=True):
+            points = [
+                (values[h["item"]], h[q])
+                for h in meta.get("human_scores", [])
+                if h.get(q) is not None and values.get(h["item"]) is not None
+            ]
+            ax.scatter([x for x, _ in points], [y for _, y in points], s=12, alpha=0.7, color="#4c72b0")
+            cell = cells.get(q, {})
+            interval = (
+                f" [{_number(cell.get('ci_low'), 2)}, {_number(cell.get('ci_high'), 2)}]"
+                if cell.get("ci_low") is not None
+                else ""
+            )
+            ax.set_title(f"{_plain(q)}: tau-b {_number(cell.get('kendall_tau_b'), 2)}{interval}", fontsize=8)
+            ax.set_xlabel(_plain(metric), fontsize=8)
+        axes[0][0].set_ylabel("mean human score")
+        return _save(fig, fmt)
+
+
 def plot_names(report: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """Every plot of the report as (kind, subject, file stem): histograms, then scatters."""
+    """Every plot of the report as (kind, subject, file stem): histograms, then per metric
+    its scatter and density against the first question's mean, then its panels against
+    every question."""
     names = [("histogram", h["question"], f"histogram_{h['question']}") for h in report["histograms"]]
     if report["correlation"].get("human_question"):
-        names += [("scatter", m, f"scatter_{m}") for m in report["correlation"]["metric_columns"]]
+        for m in report["correlation"]["metric_columns"]:
+            names += [("scatter", m, f"scatter_{m}"), ("density", m, f"density_{m}")]
+    summary_level = (report.get("meta_evaluation") or {}).get("summary_level", {})
+    names += [("questions", m, f"questions_{m}") for m in summary_level]
     return names
 
 
@@ -112,4 +186,8 @@ def render_plot(report: dict[str, Any], kind: str, subject: str, fmt: str) -> by
         return histogram_figure(report, subject, fmt)
     if kind == "scatter":
         return scatter_figure(report, subject, fmt)
+    if kind == "density":
+        return density_figure(report, subject, fmt)
+    if kind == "questions":
+        return questions_figure(report, subject, fmt)
     raise KeyError(kind)

@@ -275,6 +275,10 @@ def _every_question(
     if not scales or not len(metrics) or not len(answers):
         return {"questions": [], "summary_level": {}, "system_level": {}, "generators": 0}
     generators = summaries.set_index(ITEM)["generator"] if "generator" in summaries.columns else pd.Series(dtype=str)
+    # A per-finding answer's item is "<summary>:<finding>" (analysis.services.prepare_ratings):
+    # here it counts for its summary, so the summary's score is the mean over its findings (and
+    # raters), as FactPICO's evidence-inference column and the evaluators' `evidence` are.
+    answers = answers.assign(**{ITEM: answers[ITEM].astype(str).str.split(":", n=1).str[0]})
     return meta_evaluation_tables(
         answers=answers,
         metrics=metrics,

@@ -59,6 +59,39 @@ def register_metric_provider(provider: Callable[[Study], pd.DataFrame]) -> None:
         METRIC_PROVIDERS.append(provider)
 
 
+# The app that stores the `reference` evaluator's scores registers a function here (study ->
+# frame of item and reference-score columns of today's version, generation.selectors).
+STORED_METRICS: list[Callable[[Study], pd.DataFrame]] = []
+
+
+def register_stored_reference_metrics(provider: Callable[[Study], pd.DataFrame]) -> None:
+    if provider not in STORED_METRICS:
+        STORED_METRICS.append(provider)
+
+
+def stored_reference_metrics(*, study: Study) -> pd.DataFrame | None:
+    """The stored reference scores of today's version (None when no app stores them)."""
+    frames = [provider(study) for provider in STORED_METRICS]
+    frames = [f for f in frames if len(f)]
+    return frames[0] if frames else None
+
+
+# Apps with automatic judges that answer the rubric like a rater register a function here
+# (study -> (judge name, frame of item, question, value) or None), e.g. generation's rubric
+# judge. The report compares them with people; they never enter the human-only agreement.
+JUDGE_PROVIDERS: list[Callable[[Study], tuple[str, pd.DataFrame] | None]] = []
+
+
+def register_judge_provider(provider: Callable[[Study], tuple[str, pd.DataFrame] | None]) -> None:
+    if provider not in JUDGE_PROVIDERS:
+        JUDGE_PROVIDERS.append(provider)
+
+
+def judge_scores(*, study: Study) -> list[tuple[str, pd.DataFrame]]:
+    found = [provider(study) for provider in JUDGE_PROVIDERS]
+    return [f for f in found if f is not None and len(f[1])]
+
+
 def with_provided_metrics(*, study: Study, metrics: pd.DataFrame) -> pd.DataFrame:
     """`metrics` with every registered provider's columns joined on item (NaN where a
     provider has no score for a summary)."""
@@ -95,6 +128,30 @@ def claims_frame(*, study: Study) -> pd.DataFrame:
         [(str(uuid), verdict, probability) for uuid, verdict, probability in rows],
         columns=["item", "verdict", "probability"],
     )
+
+
+def claim_verdicts_frame(*, study: Study) -> pd.DataFrame:
+    """item, claim (uuid), verdict of every recorded claim a detector verified
+    (supported or not supported) in the study."""
+    rows = (
+        Claim.objects.filter(summary__study=study, verdict__in=["supported", "not_supported"])
+        .order_by("summary__key", "index")
+        .values_list("summary__uuid", "uuid", "verdict")
+    )
+    import pandas as pd  # only where a frame is built: the web app starts without pandas
+
+    return pd.DataFrame(
+        [(str(item), str(claim), verdict) for item, claim, verdict in rows], columns=["item", "claim", "verdict"]
+    )
+
+
+def revision_pairs_frame(*, study: Study) -> pd.DataFrame:
+    """draft, revision: the items of every summary of the study that revises another
+    (Factored Verification keeps the draft before revision as the revision's parent)."""
+    rows = Summary.objects.filter(study=study, parent__isnull=False).values_list("parent__uuid", "uuid")
+    import pandas as pd  # only where a frame is built: the web app starts without pandas
+
+    return pd.DataFrame([(str(a), str(b)) for a, b in rows], columns=["draft", "revision"])
 
 
 def rater_names(*, rater_ids) -> dict[str, str]:

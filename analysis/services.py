@@ -28,6 +28,8 @@ from annotate.selectors.contents import rubric_definition
 from annotate.selectors.frames import raters_by_item, ratings_frame, spans_frame, summaries_frame
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from analysis.report import QuestionSpec
 
 # The statistics (analysis.report, .metrics, .spans, .pipeline_checks: pandas, numpy,
@@ -122,7 +124,9 @@ def compute_study_report(
     summaries = summaries_frame(study=study)
     claims = selectors.claims_frame(study=study)
     alive(0.0)
-    metrics = metrics_frame(selectors.summary_texts_frame(study=study), claims if len(claims) else None)
+    texts = selectors.summary_texts_frame(study=study)
+    stored = selectors.stored_reference_metrics(study=study)
+    metrics = metrics_frame(texts, claims if len(claims) else None, stored=stored)
     metrics = selectors.with_provided_metrics(study=study, metrics=metrics)
     alive(0.0)
     try:
@@ -140,6 +144,11 @@ def compute_study_report(
     except ValueError as exc:
         raise AnalysisError(str(exc)) from None
     report["span_agreement"] = span_agreement_sections(study=study, phase=phase)
+    report["claim_judgements"] = claim_judgement_sections(study=study, ratings=ratings)
+    report["judges"] = judge_sections(study=study, ratings=ratings, specs=specs)
+    n_stored = int(texts["item"].isin(stored["item"]).sum()) if stored is not None else 0
+    # Where the reference metrics came from: the `reference` evaluator's stored run, or computed now.
+    report["reference_metrics"] = {"stored": n_stored, "computed": int(len(texts)) - n_stored}
     report["pipeline_checks"] = check_pass_rates(summaries)
     report["study"] = study.slug
     report["phase"] = phase
@@ -166,6 +175,76 @@ def span_agreement_sections(*, study: Study, phase: str) -> list[dict[str, Any]]
             spans[spans["question"] == q.key], sentences, {i: r for i, r in raters.items() if i in sentences}
         )
         sections.append({"question": q.key, "prompt": q.prompt, **dataclasses.asdict(result)})
+    return sections
+
+
+def claim_judgements_frame(ratings: pd.DataFrame, question: str) -> pd.DataFrame:
+    """item, claim, rater, label, rationale of one per-claim question, from the answers
+    that count (ratings_frame: one rating holds every claim's answer)."""
+    import pandas as pd
+
+    rows = []
+    for item, rater, answer in ratings.loc[ratings["question"] == question, ["item", "rater", "answer"]].itertuples(
+        index=False
+    ):
+        for claim, part in (answer or {}).items():
+            if part.get("answer") is not None:
+                rows.append((item, claim, rater, part["answer"], part.get("rationale", "")))
+    return pd.DataFrame(rows, columns=["item", "claim", "rater", "label", "rationale"])
+
+
+def claim_judgement_sections(*, study: Study, ratings: pd.DataFrame) -> list[dict[str, Any]]:
+    """For every per-claim question: claim-level agreement between raters, Factored
+    Verification's unsupported calls against people (on the recorded claims it verified)
+    and, where drafts before revision were rated too, people's count of unsupported
+    claims before and after revision (analysis.claims)."""
+    from analysis.claims import before_after_revision, claim_agreement, detector_against_people
+
+    questions = [q for q in rubric_definition(study.rubric).questions if q.per_claim]
+    if not questions:
+        return []
+    verdicts = selectors.claim_verdicts_frame(study=study)
+    pairs = selectors.revision_pairs_frame(study=study)
+    sections = []
+    for q in questions:
+        judgements = claim_judgements_frame(ratings, q.key)
+        section: dict[str, Any] = {
+            "question": q.key,
+            "prompt": q.prompt,
+            "n_judgements": int(len(judgements)),
+            "labels": {str(k): int(v) for k, v in judgements["label"].value_counts().items()},
+            "agreement": claim_agreement(judgements, q.values),
+            "detector": None,
+            "before_after_revision": None,
+        }
+        if len(judgements) and len(verdicts):
+            section["detector"] = detector_against_people(verdicts, judgements)
+        if len(judgements) and len(pairs):
+            section["before_after_revision"] = before_after_revision(judgements, pairs)
+        sections.append(section)
+    return sections
+
+
+def judge_sections(*, study: Study, ratings: pd.DataFrame, specs: Sequence[QuestionSpec]) -> list[dict[str, Any]]:
+    """For every automatic judge that answered the rubric (analysis.selectors.judge_scores)
+    and every scale question: Cohen's kappa of the judge with each rater beside the raters'
+    with each other (analysis.judges). The human-only agreement above never includes it."""
+    from analysis.judges import judge_agreement
+
+    sections = []
+    for name, scores in selectors.judge_scores(study=study):
+        for spec in specs:
+            if spec.kind != "scale" or spec.key not in set(scores["question"]):
+                continue
+            human = ratings[(ratings["question"] == spec.key) & ratings["score"].notna()]
+            if human.empty:
+                continue
+            people = human.rename(columns={"score": "value"})[["item", "rater", "value"]]
+            names = selectors.rater_names(rater_ids=people["rater"].unique())
+            people = people.assign(rater=[names.get(str(r), str(r)) for r in people["rater"]])
+            judge = scores[scores["question"] == spec.key][["item", "value"]]
+            result = judge_agreement(people, judge, [float(v) for v in spec.values], name)
+            sections.append({"question": spec.key, **dataclasses.asdict(result)})
     return sections
 
 

@@ -406,7 +406,7 @@ def record_consensus(
         {question: value},
         {question: rationale} if rationale and definition.question(question).rationale != "none" else None,
         final=False,
-        context=answer_context(summary),
+        context=answer_context(summary, definition=definition),
     )
     if question not in clean.values:
         raise AnswerValidationError({question: "choose the consensus answer"})
@@ -451,7 +451,9 @@ def open_rerating(*, batch: Batch, summaries: Sequence[Summary] | None = None) -
         definition = rubric_definition(assignment.study.rubric)
         write_draft_answers(
             draft,
-            definition.validate(answers, rationales, final=False, context=answer_context(assignment.summary)),
+            definition.validate(
+                answers, rationales, final=False, context=answer_context(assignment.summary, definition=definition)
+            ),
             definition,
         )
         opened += 1
@@ -473,7 +475,7 @@ def record_expected_answer(
         raise ApplicationError(f"purpose must be one of {', '.join(ExpectedAnswer.Purpose.values)}")
     check_text(explanation, "explanation")
     definition = rubric_definition(study.rubric)
-    clean = definition.validate(answers, None, final=False, context=answer_context(summary))
+    clean = definition.validate(answers, None, final=False, context=answer_context(summary, definition=definition))
     if not clean.values:
         raise AnswerValidationError({"answers": "give at least one expected answer"})
     if ExpectedAnswer.objects.filter(study=study, summary=summary).exclude(purpose=purpose).exists() and (

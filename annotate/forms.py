@@ -1,7 +1,8 @@
 """Turning the rating form's POST data into the answers a rubric validates.
 
 Field names: `<key>` for a question's value, `<key>__rationale` for its rationale,
-`<key>__<finding id>` (+ `__rationale`) for per-finding questions, and
+`<key>__<finding id>` (+ `__rationale`) for per-finding questions, `<key>__<claim id>`
+(+ `__rationale`) for per-claim questions, and
 `<key>__json` for a span question's highlights (a JSON list, kept up to date by
 static/js/rate.js).
 """
@@ -37,18 +38,17 @@ def spans_field(question_key: str) -> str:
 
 
 def answers_from_post(
-    definition: RubricDefinition, data: QueryDict, finding_ids: tuple[str, ...] = ()
+    definition: RubricDefinition, data: QueryDict, finding_ids: tuple[str, ...] = (), claim_ids: tuple[str, ...] = ()
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     answers: dict[str, Any] = {}
     rationales: dict[str, Any] = {}
     for q in definition.questions:
-        if q.per_finding:
-            answers[q.key] = {
-                f: data.get(finding_field(q.key, f)) for f in finding_ids if data.get(finding_field(q.key, f))
-            }
+        if q.per_finding or q.per_claim:
+            ids = finding_ids if q.per_finding else claim_ids
+            answers[q.key] = {f: data.get(finding_field(q.key, f)) for f in ids if data.get(finding_field(q.key, f))}
             rationales[q.key] = {
                 f: data.get(rationale_field(finding_field(q.key, f)))
-                for f in finding_ids
+                for f in ids
                 if data.get(rationale_field(finding_field(q.key, f)))
             }
             continue

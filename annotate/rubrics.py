@@ -16,7 +16,10 @@ from typing import Any
 from annotate.exceptions import ApplicationError
 from annotate.text_validation import find_problem
 
-QUESTION_KINDS = ("scale", "checkboxes", "choice", "text", "per_finding", "span")
+QUESTION_KINDS = ("scale", "checkboxes", "choice", "text", "per_finding", "per_claim", "span")
+# The values a per-claim question's analysis reads as the rater's verdict on a claim
+# (analysis.claims); other options (e.g. "cannot tell") are kept but not counted.
+CLAIM_SUPPORTED, CLAIM_NOT_SUPPORTED = "supported", "not_supported"
 RATIONALE_MODES = ("none", "optional", "required")
 SPAN_TARGETS = ("summary", "source", "linked")
 NA_ANALYSIS = ("missing", "category")
@@ -89,6 +92,7 @@ class Question:
     target: str = ""
     span_questions: tuple[SubQuestion, ...] = ()
     finding_label: str = ""
+    claim_label: str = ""
 
     @property
     def values(self) -> tuple[Any, ...]:
@@ -111,11 +115,17 @@ class Question:
         """Asked once per finding of the source; the answer maps finding ids to scores."""
         return self.kind == "per_finding"
 
+    @property
+    def per_claim(self) -> bool:
+        """Asked once per claim of the summary (the claims a pipeline recorded, else its
+        sentences); the answer maps claim ids to one option each, with a rationale each."""
+        return self.kind == "per_claim"
+
     def answer_text(self, value: Any) -> str:
         """A stored answer as the rater reads it: "3 — Adequate", "All outcome measures
         mentioned", labels joined for checkboxes, the text itself. Empty when there is
-        nothing to show in one line (unanswered, per-finding, highlights)."""
-        if value is None or self.per_finding or self.highlights:
+        nothing to show in one line (unanswered, per-finding, per-claim, highlights)."""
+        if value is None or self.per_finding or self.per_claim or self.highlights:
             return ""
         labels = {option.value: option.label for option in self.options}
         if self.is_scale:
@@ -127,11 +137,14 @@ class Question:
             return ", ".join(labels.get(v, str(v)) for v in value)
         return str(labels.get(value, value))
 
-    def asked(self, *, has_findings: bool) -> bool:
+    def asked(self, *, has_findings: bool, has_claims: bool = True) -> bool:
         """Whether the question is asked about a summary. A per-finding question is
         asked once per finding of the source, so about a source without findings it is
         not asked at all: not applicable, and a required one is satisfied by no answer
-        (docs/rubric-format.md). Every other question is always asked."""
+        (docs/rubric-format.md). Likewise a per-claim question about a summary without
+        claims (an empty text). Every other question is always asked."""
+        if self.per_claim:
+            return has_claims
         return has_findings or not self.per_finding
 
     @property
@@ -155,7 +168,8 @@ class Question:
 
     @property
     def comparable(self) -> bool:
-        """Raters' answers can be compared for disagreement (free text cannot)."""
+        """Raters' answers can be compared for disagreement (free text cannot; per-claim
+        answers are compared claim by claim)."""
         return not self.free_text
 
     @property
@@ -243,8 +257,15 @@ def _parse_question(raw: Any, index: int) -> Question:
     required = raw.get("required", False)
     _require(isinstance(required, bool), where, "required must be true or false")
     options: tuple[Option, ...] = ()
-    if kind in ("scale", "checkboxes", "choice", "per_finding"):
-        options = _parse_options(raw.get("options"), where, "scale" if kind == "per_finding" else kind)
+    if kind in ("scale", "checkboxes", "choice", "per_finding", "per_claim"):
+        parsed_as = {"per_finding": "scale", "per_claim": "choice"}.get(kind, kind)
+        options = _parse_options(raw.get("options"), where, parsed_as)
+        if kind == "per_claim":
+            _require(
+                {CLAIM_SUPPORTED, CLAIM_NOT_SUPPORTED} <= {o.value for o in options},
+                where,
+                f"a per-claim question needs the options {CLAIM_SUPPORTED!r} and {CLAIM_NOT_SUPPORTED!r}",
+            )
         if kind in ("scale", "per_finding"):
             values = [o.value for o in options]
             _require(values == sorted(values), where, "scale options must be in increasing order")
@@ -295,6 +316,7 @@ def _parse_question(raw: Any, index: int) -> Question:
         target=target,
         span_questions=span_questions,
         finding_label=str(raw.get("finding_label", "")),
+        claim_label=str(raw.get("claim_label", "")),
     )
 
 
@@ -387,6 +409,8 @@ class RubricDefinition:
             try:
                 if q.per_finding:
                     value, rationale = _clean_per_finding(q, answers.get(q.key), rationales.get(q.key), final, context)
+                elif q.per_claim:
+                    value, rationale = _clean_per_claim(q, answers.get(q.key), rationales.get(q.key), final, context)
                 elif q.highlights:
                     if rationales.get(q.key):
                         raise ValueError("give each span's rationale inside the span")
@@ -397,7 +421,8 @@ class RubricDefinition:
             except ValueError as exc:
                 errors[q.key] = str(exc)
                 continue
-            if value is None and final and q.required and q.asked(has_findings=bool(context.finding_ids)):
+            asked = q.asked(has_findings=bool(context.finding_ids), has_claims=bool(context.claim_ids))
+            if value is None and final and q.required and asked:
                 errors[q.key] = "an answer is required"
                 continue
             if value is not None:
@@ -442,9 +467,7 @@ class RubricDefinition:
         if q.kind == "scale":
             return _clean_scale_value(q, raw)
         if q.kind == "choice":
-            if raw not in q.values:
-                raise ValueError(f"must be one of {', '.join(q.values)}")
-            return raw
+            return _clean_choice_value(q, raw)
         if q.kind == "checkboxes":
             if not isinstance(raw, list) or not all(isinstance(v, str) for v in raw):
                 raise ValueError("must be a list of option values")
@@ -481,11 +504,13 @@ def _check_answer_text(answers: dict, rationales: dict, known: set[str]) -> None
 @dataclass(frozen=True)
 class AnswerContext:
     """What answers are checked against: the texts spans point into, and the ids of
-    the source's findings (for per-finding questions)."""
+    the source's findings (for per-finding questions) and of the summary's claims (for
+    per-claim questions: annotate.selectors.claims.claim_units)."""
 
     summary_text: str = ""
     source_text: str = ""
     finding_ids: tuple[str, ...] = ()
+    claim_ids: tuple[str, ...] = ()
 
 
 def _clean_scale_value(q: Question, raw: Any) -> Any:
@@ -527,19 +552,38 @@ def _clean_rationale(q: Question, value: Any, raw: Any, final: bool, prefix: str
 
 
 def _clean_per_finding(q: Question, raw: Any, raw_rationales: Any, final: bool, context: AnswerContext):
+    return _clean_per_part(q, raw, raw_rationales, final, context.finding_ids, "finding", q.finding_label or "Finding")
+
+
+def _clean_per_claim(q: Question, raw: Any, raw_rationales: Any, final: bool, context: AnswerContext):
+    return _clean_per_part(q, raw, raw_rationales, final, context.claim_ids, "claim", q.claim_label or "Claim")
+
+
+def _clean_choice_value(q: Question, raw: Any) -> Any:
+    if raw not in q.values:
+        raise ValueError(f"must be one of {', '.join(q.values)}")
+    return raw
+
+
+def _clean_per_part(
+    q: Question, raw: Any, raw_rationales: Any, final: bool, ids: tuple[str, ...], part: str, label: str
+):
+    """A question asked once per part (a finding of the source, a claim of the summary):
+    (values by part id, rationales by part id), each None when empty."""
     raw = raw or {}
     raw_rationales = raw_rationales or {}
     if not isinstance(raw, dict) or not isinstance(raw_rationales, dict):
-        raise ValueError("must be an object mapping finding ids to answers")
-    unknown = sorted(str(k) for k in set(raw) | set(raw_rationales) if k not in context.finding_ids)
+        raise ValueError(f"must be an object mapping {part} ids to answers")
+    unknown = sorted(str(k) for k in set(raw) | set(raw_rationales) if k not in ids)
     if unknown:
-        raise ValueError(f"unknown finding(s): {', '.join(unknown)}")
+        raise ValueError(f"unknown {part}(s): {', '.join(unknown)}")
+    clean_value = _clean_scale_value if q.is_scale else _clean_choice_value
     values: dict[str, Any] = {}
     rationales: dict[str, str] = {}
-    for number, finding in enumerate(context.finding_ids, start=1):
-        prefix = f"{q.finding_label or 'Finding'} {number}: "  # the page's words: "Result 2"
+    for number, finding in enumerate(ids, start=1):
+        prefix = f"{label} {number}: "  # the page's words: "Result 2", "Claim 3"
         answer = raw.get(finding)
-        value = None if answer in (None, "") else _clean_scale_value(q, answer)
+        value = None if answer in (None, "") else clean_value(q, answer)
         if value is None and final and q.required:
             raise ValueError(f"{prefix}an answer is required")
         text = _clean_rationale(q, value, raw_rationales.get(finding), final, prefix)

@@ -214,15 +214,36 @@ def _findings(summary: Summary) -> list[Finding]:
     return sorted(summary.source.findings.all(), key=lambda finding: finding.index)
 
 
-def answer_context(summary: Summary, findings: Sequence[Finding] | None = None) -> AnswerContext:
-    """The texts and findings answers about a summary are validated against."""
+def answer_context(
+    summary: Summary, findings: Sequence[Finding] | None = None, definition: RubricDefinition | None = None
+) -> AnswerContext:
+    """The texts, findings and (when `definition` asks per-claim questions) claims that
+    answers about a summary are validated against. Claims cost a query, so only a rubric
+    that asks about them reads them."""
+    from annotate.selectors.claims import claim_ids
+
     source = summary.source
     findings = _findings(summary) if findings is None else findings
+    asks_claims = definition is not None and any(q.per_claim for q in definition.questions)
     return AnswerContext(
         summary_text=summary.text,
         source_text=source.text,
         finding_ids=tuple(str(f.uuid) for f in findings),
+        claim_ids=claim_ids(summary) if asks_claims else (),
     )
+
+
+def per_claim_value(values: dict | None, rationales: dict | None) -> dict | None:
+    """A per-claim answer as one rating's value: {claim id: {"answer": option or None,
+    "rationale": text}} (annotate.selectors.queue.revision_answers splits it again). One
+    row per question, not per claim: a claim is not a row of ours (a sentence of the
+    summary has no row), and the answer is read and written whole."""
+    values, rationales = values or {}, rationales or {}
+    combined = {
+        claim: {"answer": values.get(claim), "rationale": rationales.get(claim, "")}
+        for claim in sorted(set(values) | set(rationales))
+    }
+    return combined or None
 
 
 def _rating_fields(q, value) -> dict[str, Any]:
@@ -267,6 +288,8 @@ def write_draft_answers(
             texts = clean.rationales.get(q.key) or {}
             for finding_id in sorted(set(values) | set(texts)):
                 wanted[(q.key, findings[finding_id])] = (q, values.get(finding_id), texts.get(finding_id, ""))
+        elif q.per_claim:
+            wanted[(q.key, None)] = (q, per_claim_value(clean.values.get(q.key), clean.rationales.get(q.key)), "")
         else:
             wanted[(q.key, None)] = (q, clean.values.get(q.key), clean.rationales.get(q.key, ""))
 
@@ -405,7 +428,9 @@ def save_draft(
     _check_editable(assignment, rater)
     definition = rubric_definition(assignment.study.rubric)
     findings = _findings(assignment.summary)
-    clean = definition.validate(answers, rationales, final=False, context=answer_context(assignment.summary, findings))
+    clean = definition.validate(
+        answers, rationales, final=False, context=answer_context(assignment.summary, findings, definition)
+    )
     active = _clamp_active(assignment, active_seconds)
     with transaction.atomic():
         _claim_version(
@@ -422,7 +447,9 @@ def submission_problems(*, assignment: Assignment, answers: Any, rationales: Any
     A draft is never refused for any of these (save_draft); submit_rating refuses them."""
     definition = rubric_definition(assignment.study.rubric)
     try:
-        definition.validate(answers, rationales, final=True, context=answer_context(assignment.summary))
+        definition.validate(
+            answers, rationales, final=True, context=answer_context(assignment.summary, definition=definition)
+        )
     except AnswerValidationError as exc:
         return dict(exc.errors)
     return {}
@@ -432,7 +459,9 @@ def draft_hints(*, assignment: Assignment, answers: Any, rationales: Any = None)
     """The rubric rules a draft breaks, shown as hints while drafting (never a refusal)."""
     definition = rubric_definition(assignment.study.rubric)
     try:
-        clean = definition.validate(answers, rationales, final=False, context=answer_context(assignment.summary))
+        clean = definition.validate(
+            answers, rationales, final=False, context=answer_context(assignment.summary, definition=definition)
+        )
     except AnswerValidationError:
         return {}
     return definition.draft_hints(clean)
@@ -452,7 +481,9 @@ def submit_rating(
     _check_editable(assignment, rater)
     definition = rubric_definition(assignment.study.rubric)
     findings = _findings(assignment.summary)
-    clean = definition.validate(answers, rationales, final=True, context=answer_context(assignment.summary, findings))
+    clean = definition.validate(
+        answers, rationales, final=True, context=answer_context(assignment.summary, findings, definition)
+    )
     active = _clamp_active(assignment, active_seconds)
     now = timezone.now()
     with transaction.atomic():
@@ -505,7 +536,9 @@ def reopen_rating(*, assignment: Assignment, rater, version: Any) -> Revision | 
     answers, rationales = revision_answers(previous)
     definition = rubric_definition(assignment.study.rubric)
     try:
-        clean = definition.validate(answers, rationales, final=False, context=answer_context(assignment.summary))
+        clean = definition.validate(
+            answers, rationales, final=False, context=answer_context(assignment.summary, definition=definition)
+        )
     except ApplicationError:
         # The study's rubric changed since the earlier answer; start the draft empty
         # rather than carry over answers the new version would refuse.

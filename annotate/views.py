@@ -71,11 +71,12 @@ def queue(request):
     )
 
 
-def _question_views(definition, answers, rationales, errors, findings, *, show_answers=False):
-    """What the template needs per question, precomputed (templates stay logic-free)."""
+def _question_views(definition, answers, rationales, errors, findings, claims=(), *, show_answers=False):
+    """What the template needs per question, precomputed (templates stay logic-free).
+    `claims`: the summary's claim units (annotate.selectors.claims), for per-claim questions."""
     views = []
     for q in definition.questions:
-        if not q.asked(has_findings=bool(findings)):
+        if not q.asked(has_findings=bool(findings), has_claims=bool(claims)):
             continue  # a per-finding question about a source without findings
         value = answers.get(q.key)
         view = {
@@ -103,6 +104,19 @@ def _question_views(definition, answers, rationales, errors, findings, *, show_a
                     "rationale_field": rationale_field(finding_field(q.key, str(f.uuid))),
                 }
                 for number, f in enumerate(findings, start=1)
+            ]
+        if q.per_claim:
+            given = value if isinstance(value, dict) else {}
+            texts = rationales.get(q.key) if isinstance(rationales.get(q.key), dict) else {}
+            view["claims"] = [
+                {
+                    "claim": c,
+                    "field": finding_field(q.key, c.id),
+                    "selected": str(given.get(c.id, "")),
+                    "rationale": texts.get(c.id, ""),
+                    "rationale_field": rationale_field(finding_field(q.key, c.id)),
+                }
+                for c in claims
             ]
         if q.highlights:
             view["spans_field"] = spans_field(q.key)
@@ -216,9 +230,10 @@ def rate(request, assignment_uuid):
     else:
         form = RateActionForm(request.POST)
         finding_ids = tuple(str(f.uuid) for f in assignment.summary.source.findings.all())
+        claim_ids = tuple(c.id for c in _claims_asked(definition, assignment.summary))
         answers, rationales = {}, {}
         try:
-            answers, rationales = answers_from_post(definition, request.POST, finding_ids)
+            answers, rationales = answers_from_post(definition, request.POST, finding_ids, claim_ids)
             if not form.is_valid():
                 raise ApplicationError(form.error_message())
             action = _RATE_ACTIONS[form.cleaned_data["action"]]
@@ -238,6 +253,7 @@ def rate(request, assignment_uuid):
     # source at the size limit can hold ~8,000 sentences (tests/bench/bench_rating_page.py).
     sentences = list(source.sentences.values_list("start", "end", "text", "ref"))
     findings = list(source.findings.all())
+    claims = _claims_asked(definition, assignment.summary)
     context = {
         "assignment": assignment,
         "study": assignment.study,
@@ -249,7 +265,9 @@ def rate(request, assignment_uuid):
         # Assisted condition only: the pipeline's verdict per claim (never the generator).
         "claims": list(assignment.summary.claims.order_by("index")) if assignment.study.assisted else [],
         "article_summaries": _article_summaries(assignment.summary, source),
-        "questions": _question_views(definition, answers, rationales, errors, findings, show_answers=not editable),
+        "questions": _question_views(
+            definition, answers, rationales, errors, findings, claims, show_answers=not editable
+        ),
         "client_data": _client_data(assignment, definition, answers, sentences, findings),
         "place": queue_place(request.user, assignment=assignment),
         # Reopened for the re-rating round after a discussion: with the notes the admin
@@ -270,6 +288,16 @@ def rate(request, assignment_uuid):
         "digit_question": next((q.key for q in definition.questions if q.shortcut_digits), ""),
     }
     return render(request, "annotate/rate.html", context, status=status)
+
+
+def _claims_asked(definition, summary) -> list:
+    """The summary's claim units when the rubric asks per-claim questions (else none, and
+    no query): their text only, never a pipeline's verdict on them."""
+    if not any(q.per_claim for q in definition.questions):
+        return []
+    from annotate.selectors.claims import claim_units
+
+    return claim_units(summary)
 
 
 def _article_summaries(summary, source) -> list[tuple[str, str]]:

@@ -7,6 +7,7 @@ runserver on a free port, logs in as rater1 and captures:
   docs/rating-page.png   a LitSumm item (Item k of N, previous/next, the rubric)
   docs/factpico-page.png a FactPICO item after a refused submit (the error summary)
   docs/question-answer.png an answer to a clinical question, a citation hovered
+  docs/claims-page.png   claims judged by people (fixtures/claims-example.jsonl), two judged
 Nothing outside docs/ and a temporary directory is written.
 """
 
@@ -51,7 +52,13 @@ def wait_for(url: str, timeout: float = 60) -> None:
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp}/demo.sqlite3", "DEBUG": "1"}
-        for command in (["migrate", "-v0"], ["load_demo"], ["load_question_demo"]):
+        for command in (
+            ["migrate", "-v0"],
+            ["load_demo"],
+            ["load_question_demo"],
+            ["import_jsonl", "fixtures/claims-example.jsonl"],
+            ["assign", "--study", "claims-example", "--raters", "rater1,rater2", "--per-item", "2"],
+        ):
             subprocess.run([PYTHON, "manage.py", *command], cwd=ROOT, env=env, check=True)
         port = free_port()
         server = subprocess.Popen(
@@ -105,6 +112,21 @@ def capture(base: str) -> None:
                 page.locator(".sentences li.ref-linked").first.wait_for(timeout=30000)
                 page.evaluate("window.scrollTo(0, 0)")
                 page.screenshot(path=str(DOCS / "question-answer.png"))
+                break
+        for href in hrefs:
+            page.goto(href)
+            page.wait_for_load_state("load")
+            items = page.locator("fieldset[data-question='claims_supported'] .claim-item")
+            if items.count() == 3:
+                judged = [
+                    ("supported", "Attacks fell from 4.1 to 2.0 a month."),
+                    ("not_supported", "Only adults took part."),
+                ]
+                for i, (value, reason) in enumerate(judged):
+                    items.nth(i).locator(f"input[value='{value}']").check()
+                    items.nth(i).locator("textarea").fill(reason)
+                items.nth(2).scroll_into_view_if_needed()
+                page.screenshot(path=str(DOCS / "claims-page.png"))
                 break
         browser.close()
 

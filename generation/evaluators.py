@@ -17,6 +17,9 @@ Built in:
   that 5 - 5 would give; `evidence` is the mean over the source's findings (each also
   stored as `evidence:<n>`). An answer without "Rating: <n>" in range is a failure with
   the model's text, never a score.
+- `factpico_extraction`: FactPICO's PICO-R extraction pipeline (H.3, H.4, H.6).
+- `factored_verification`: P(summary), unsupported claims, supported share.
+- `reference`: the reference metrics of analysis.metrics (no model).
 """
 
 from __future__ import annotations
@@ -138,6 +141,79 @@ class FactPicoFullText:
         return [Score("evidence", None, EvaluationScore.Status.FAILED, error="a finding could not be rated")]
 
 
+class FactPicoExtraction(FactPicoFullText):
+    """FactPICO's PICO-R extraction pipeline (section 5 and appendix H.3, H.4, H.6): the
+    model first pulls direct quotes of the PICO elements from the abstract and from the
+    summary (H.4), and of the result inferences from the summary (H.6); then it rates each
+    PICO element from the two extractions only (H.3, 1-5 with 5 N/A) and each Evidence
+    Inference finding of the source against the summary's extracted results (H.6, 1-4).
+    Ratings are flipped as in FactPicoFullText (H.1). An empty or failed extraction makes
+    the ratings that need it failures, never scores. The abstract's extraction is asked once
+    per source within a run of the command (and again when a run is resumed)."""
+
+    name = "factpico_extraction"
+    prompts = (
+        "system",
+        "factpico_extract_pico",
+        "factpico_pico_only",
+        "factpico_extract_evidence",
+        "factpico_evidence_extracted",
+    )
+
+    def __init__(self, gateway: Gateway):
+        super().__init__(gateway)
+        self._source_pico: dict[int, str] = {}
+
+    def _extract(self, name: str, prompt: str, passage: str) -> tuple[str | None, str]:
+        """(the extraction, or None; the error)."""
+        try:
+            result = self.gateway.complete(
+                step=f"evaluate:{self.name}:{name}",
+                prompt=prompt,
+                variables={"passage": passage},
+                model=self.model,
+                params={**self.params, "max_tokens": max(self.params["max_tokens"], 768)},
+            )
+        except LLMError as exc:
+            return None, exc.message
+        text = result.text.strip()
+        return (text, "") if text else (None, f"the {name} extraction came back empty")
+
+    def evaluate(self, summary: Summary, done: set[str]) -> list[Score]:
+        source = summary.source
+        scores: list[Score] = []
+        elements = [e for e in PICO_INFO if e not in done]
+        if elements:
+            if source.pk not in self._source_pico:
+                extracted, error = self._extract("extract_pico_abstract", "factpico_extract_pico", source.text)
+                if extracted is None:
+                    return [Score(e, None, EvaluationScore.Status.FAILED, error=error) for e in elements]
+                self._source_pico[source.pk] = extracted
+            summary_pico, error = self._extract("extract_pico_summary", "factpico_extract_pico", summary.text)
+            for element in elements:
+                if summary_pico is None:
+                    scores.append(Score(element, None, EvaluationScore.Status.FAILED, error=error))
+                    continue
+                variables = {
+                    "pico_info": PICO_INFO[element],
+                    "element": element,
+                    "abstract": self._source_pico[source.pk],
+                    "summary": summary_pico,
+                }
+                scores.append(self._rate(element, "factpico_pico_only", variables, 5))
+        findings = [f for f in source.findings.order_by("index") if f"evidence:{f.index}" not in done]
+        if findings:
+            results, error = self._extract("extract_evidence_summary", "factpico_extract_evidence", summary.text)
+            for finding in findings:
+                name = f"evidence:{finding.index}"
+                if results is None:
+                    scores.append(Score(name, None, EvaluationScore.Status.FAILED, error=error))
+                    continue
+                variables = {"span": finding.evidence, "extracted": results}
+                scores.append(self._rate(name, "factpico_evidence_extracted", variables, 4))
+        return scores
+
+
 class FactoredVerification:
     """Factored Verification as a stored evaluator of any summary (or answer) whose
     sentences cite its source's references: each cited sentence checked against the
@@ -198,7 +274,69 @@ class FactoredVerification:
         return []
 
 
-EVALUATORS = {FactPicoFullText.name: FactPicoFullText, FactoredVerification.name: FactoredVerification}
+class ReferenceMetrics:
+    """The reference metrics of analysis.metrics (ROUGE-1/2/L of the summary against its
+    source, Flesch-Kincaid grades and their change, length, MiniLM similarity when the ML
+    extra is installed, and for answers to clinical questions ROUGE-L, BLEU and chrF
+    against the gold answer), stored like any evaluator's scores. No model is called, so it
+    runs without an API key. Its version is a hash of the metrics' definition and package
+    versions (analysis.metrics.reference_config); the study report takes these columns
+    from the run of today's version and computes only the summaries it lacks."""
+
+    name = "reference"
+    needs_llm = False
+
+    def __init__(self, gateway: Gateway | None = None):
+        self._gold: dict[int, dict[str, str]] = {}
+
+    def config(self) -> dict:
+        from analysis.metrics import reference_config
+
+        return {"evaluator": self.name, **reference_config()}
+
+    def _gold_texts(self, study) -> dict[str, str]:
+        if study.pk not in self._gold:
+            from analysis.selectors import REFERENCE_TEXTS
+
+            gold: dict[str, str] = {}
+            for provider in REFERENCE_TEXTS:
+                gold.update(provider(study))
+            self._gold[study.pk] = gold
+        return self._gold[study.pk]
+
+    def evaluate(self, summary: Summary, done: set[str]) -> list[Score]:
+        import math
+
+        from analysis.metrics import reference_scores
+
+        if "rougeL" in done:
+            return []
+        gold = self._gold_texts(summary.study).get(str(summary.uuid))
+        scores = []
+        for name, value in reference_scores(summary.text, summary.source.text, gold).items():
+            if math.isfinite(value):
+                scores.append(Score(name, value, EvaluationScore.Status.OK))
+            else:
+                scores.append(
+                    Score(name, None, EvaluationScore.Status.NOT_APPLICABLE, rationale="undefined for this text")
+                )
+        return scores
+
+    def aggregate(self, run: EvaluationRun, summary: Summary) -> list[Score]:
+        return []
+
+
+EVALUATORS = {
+    FactPicoFullText.name: FactPicoFullText,
+    FactPicoExtraction.name: FactPicoExtraction,
+    FactoredVerification.name: FactoredVerification,
+    ReferenceMetrics.name: ReferenceMetrics,
+}
+
+
+def needs_llm(name: str) -> bool:
+    """Whether the evaluator calls a model (and so needs an API key)."""
+    return getattr(EVALUATORS[name], "needs_llm", True)
 
 
 def evaluator_for(name: str, gateway: Gateway):
@@ -207,9 +345,13 @@ def evaluator_for(name: str, gateway: Gateway):
     return EVALUATORS[name](gateway)
 
 
+def config_version(config: dict) -> str:
+    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:12]
+
+
 def start_evaluation(*, study: Study, evaluator) -> EvaluationRun:
     config = evaluator.config()
-    version = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:12]
+    version = config_version(config)
     run, _ = EvaluationRun.objects.get_or_create(
         study=study, evaluator=evaluator.name, version=version, defaults={"config": config}
     )
@@ -222,9 +364,9 @@ def run_evaluation(
     """Score the study's summaries (all, `summary_keys`, at most `limit`), skipping the
     scores the run already has (a resumed run asks only for what is missing; a failed
     score is asked again)."""
-    evaluator = evaluator_for(evaluator_name, gateway or Gateway())
+    evaluator = evaluator_for(evaluator_name, gateway or (Gateway() if needs_llm(evaluator_name) else None))
     run = start_evaluation(study=study, evaluator=evaluator)
-    summaries = Summary.objects.filter(study=study).select_related("source").order_by("key")
+    summaries = Summary.objects.filter(study=study).select_related("source", "study").order_by("key")
     if summary_keys:
         summaries = summaries.filter(key__in=summary_keys)
     for summary in summaries[:limit] if limit is not None else summaries:

@@ -33,6 +33,7 @@ from generation.models import JudgeAnswer, JudgeRun
 from generation.prompting import prompt_versions
 
 PROMPT = "rubric_judge"
+JUDGE_NAME = "rubric_judge"  # as the evaluators page and the report's columns name it
 JUDGED_KINDS = ("scale", "choice", "checkboxes", "text")
 
 

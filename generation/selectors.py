@@ -87,7 +87,8 @@ def evaluator_metrics(study):
     import pandas as pd
 
     newest: dict[str, EvaluationRun] = {}
-    for run in EvaluationRun.objects.filter(study=study).order_by("-created_at", "-pk"):
+    # The reference metrics' stored scores are the report's own columns (stored_reference_metrics).
+    for run in EvaluationRun.objects.filter(study=study).exclude(evaluator="reference").order_by("-created_at", "-pk"):
         newest.setdefault(run.evaluator, run)
     rows: dict[str, dict] = {}
     scores = EvaluationScore.objects.filter(run__in=newest.values(), status=EvaluationScore.Status.OK).values_list(
@@ -98,3 +99,62 @@ def evaluator_metrics(study):
             continue
         rows.setdefault(str(uuid), {"item": str(uuid)})[f"eval.{evaluator}.{name}"] = value
     return pd.DataFrame(list(rows.values()))
+
+
+def stored_reference_metrics(study):
+    """item + reference-score columns (analysis.metrics.TEXT_SCORES, GOLD_SCORES,
+    embedding_similarity) stored by the `reference` evaluator's run of today's version,
+    for the summaries it scored in full; an empty frame when there is none. The report
+    takes these instead of computing them again (analysis.selectors.STORED_METRICS)."""
+    import pandas as pd
+
+    from generation.evaluators import ReferenceMetrics, config_version
+
+    run = EvaluationRun.objects.filter(
+        study=study, evaluator=ReferenceMetrics.name, version=config_version(ReferenceMetrics().config())
+    ).first()
+    if run is None:
+        return pd.DataFrame(columns=["item"])
+    rows: dict[str, dict] = {}
+    scores = EvaluationScore.objects.filter(run=run).exclude(status=EvaluationScore.Status.FAILED)
+    for uuid, name, value in scores.values_list("summary__uuid", "name", "value"):
+        rows.setdefault(str(uuid), {"item": str(uuid)})[name] = value if value is not None else float("nan")
+    # A summary's scores are written together (one transaction), so one with rougeL has them all.
+    complete = [row for row in rows.values() if "rougeL" in row]
+    return pd.DataFrame(complete) if complete else pd.DataFrame(columns=["item"])
+
+
+def judge_scores(study):
+    """The newest rubric judge run's valid scale answers: (judge name, frame of item,
+    question, value), or None. Only answers the rubric accepted are scores."""
+    import pandas as pd
+
+    from annotate.selectors.contents import rubric_definition
+    from generation.models import JudgeAnswer, JudgeRun
+
+    run = JudgeRun.objects.filter(study=study).order_by("-created_at", "-pk").first()
+    if run is None:
+        return None
+    scales = {q.key for q in rubric_definition(study.rubric).questions if q.plain_scale}
+    rows = []
+    valid = JudgeAnswer.objects.filter(run=run, status=JudgeAnswer.Status.VALID)
+    for uuid, answers in valid.values_list("summary__uuid", "answers"):
+        for key, value in (answers or {}).items():
+            if key in scales and isinstance(value, int | float) and not isinstance(value, bool):
+                rows.append((str(uuid), key, float(value)))
+    return run.rater_name, pd.DataFrame(rows, columns=["item", "question", "value"])
+
+
+def judge_metrics(study):
+    """item + `eval.rubric_judge.<question>` columns: the judge's scale answers as metrics,
+    so the report correlates them with every human question like any evaluator's."""
+    import pandas as pd
+
+    from generation.judging import JUDGE_NAME
+
+    found = judge_scores(study)
+    if found is None or not len(found[1]):
+        return pd.DataFrame(columns=["item"])
+    frame = found[1].pivot_table(index="item", columns="question", values="value", aggfunc="first")
+    frame.columns = [f"eval.{JUDGE_NAME}.{c}" for c in frame.columns]
+    return frame.reset_index()

@@ -67,3 +67,32 @@ def enqueue_evaluation(study_id: int, evaluator: str) -> Future | None:
         evaluate_task.delay(study_id, evaluator)
         return None
     return _in_process.submit(_evaluate_in_thread, study_id, evaluator)
+
+
+# --- the rubric judge (generation.judging) --------------------------------------------------
+
+
+@shared_task(acks_late=True)
+def judge_task(study_id: int) -> str:
+    from annotate.models import Study
+    from generation.judging import run_judge
+
+    run, _ = run_judge(study=Study.objects.get(pk=study_id))
+    return str(run.uuid)
+
+
+def _judge_in_thread(study_id: int) -> None:
+    try:
+        judge_task(study_id)
+    except Exception:  # the answers written so far stay; the page shows the run's progress
+        logger.exception("rubric judge of study %s failed", study_id)
+    finally:
+        connections.close_all()
+
+
+def enqueue_judge(study_id: int) -> Future | None:
+    """As enqueue_evaluation: a Celery worker with a broker, else the same in-process thread."""
+    if not settings.CELERY_TASK_ALWAYS_EAGER:
+        judge_task.delay(study_id)
+        return None
+    return _in_process.submit(_judge_in_thread, study_id)

@@ -15,20 +15,32 @@ from annotate.selectors.access import get_study_for_admin
 @login_required
 @require_http_methods(["GET", "POST"])
 def evaluators(request, slug):
-    from generation.evaluators import EVALUATORS, evaluator_for, start_evaluation
+    from generation.evaluators import EVALUATORS, evaluator_for, needs_llm, start_evaluation
+    from generation.judging import JUDGE_NAME, start_judge_run
     from generation.llm import Gateway
-    from generation.models import EvaluationRun
+    from generation.models import EvaluationRun, JudgeRun
     from generation.services import require_api_key
-    from generation.tasks import enqueue_evaluation
+    from generation.tasks import enqueue_evaluation, enqueue_judge
 
     study = get_study_for_admin(request.user, slug)
     if request.method == "POST":
         name = request.POST.get("evaluator", "")
+        if name == JUDGE_NAME:
+            try:
+                require_api_key()
+                run = start_judge_run(study=study)
+            except ApplicationError as exc:
+                messages.error(request, exc.message)
+            else:
+                enqueue_judge(study.pk)
+                messages.info(request, f"{name} is running (run {str(run.uuid)[:8]}).")
+            return redirect("generation:evaluators", slug=study.slug)
         try:
             if name not in EVALUATORS:
                 raise ApplicationError(f"unknown evaluator {name!r}")
-            require_api_key()
-            run = start_evaluation(study=study, evaluator=evaluator_for(name, Gateway()))
+            if needs_llm(name):
+                require_api_key()
+            run = start_evaluation(study=study, evaluator=evaluator_for(name, Gateway() if needs_llm(name) else None))
         except ApplicationError as exc:
             messages.error(request, exc.message)
         else:
@@ -44,8 +56,26 @@ def evaluators(request, slug):
         )
         .order_by("-created_at")
     )
+    judge_runs = (
+        JudgeRun.objects.filter(study=study)
+        .annotate(
+            judged=Count("answers"),
+            valid=Count("answers", filter=Q(answers__status="valid")),
+            invalid=Count("answers", filter=Q(answers__status="invalid")),
+            failed=Count("answers", filter=Q(answers__status="failed")),
+        )
+        .order_by("-created_at")
+    )
+    evaluators = [{"name": name, "needs_llm": needs_llm(name)} for name in sorted(EVALUATORS)]
+    evaluators.append({"name": JUDGE_NAME, "needs_llm": True})
     return render(
         request,
         "generation/evaluators.html",
-        {"study": study, "evaluators": sorted(EVALUATORS), "runs": runs, "n_summaries": n_summaries},
+        {
+            "study": study,
+            "evaluators": evaluators,
+            "runs": runs,
+            "judge_runs": judge_runs,
+            "n_summaries": n_summaries,
+        },
     )

@@ -407,6 +407,17 @@ def batch_disagreements(
                 ]
                 for rater, v in values.items()
             }
+        elif q.per_claim:
+            # Claim by claim: a claim counts when the raters chose different options for it.
+            values = {
+                rater: {c: p.get("answer") for c, p in (v or {}).items() if p.get("answer") is not None}
+                for rater, v in values.items()
+            }
+            claims = set().union(*(v.keys() for v in values.values()))
+            differing = sum(len({v.get(c) for v in values.values()}) > 1 for c in claims)
+            if not differing:
+                continue
+            spread = float(differing)
         elif q.per_finding:
             findings = set().union(*((v or {}).keys() for v in values.values()))
             gaps = [

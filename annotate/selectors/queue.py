@@ -153,6 +153,13 @@ def revision_answers(revision: Revision | None) -> tuple[dict[str, Any], dict[st
             if rationale is not None:
                 rationales.setdefault(rating.question, {})[finding] = rationale.text
             continue
+        if isinstance(rating.value, dict):
+            # A per-claim answer (annotate.services.per_claim_value): the only kind stored
+            # as an object.
+            parts = rating.value
+            answers[rating.question] = {c: p["answer"] for c, p in parts.items() if p.get("answer") is not None}
+            rationales[rating.question] = {c: p["rationale"] for c, p in parts.items() if p.get("rationale")}
+            continue
         answers[rating.question] = rating.answer
         if rationale is not None:
             rationales[rating.question] = rationale.text

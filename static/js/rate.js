@@ -465,6 +465,17 @@
         });
         return;
       }
+      if (kind === "per_claim") {
+        answers[key] = {}; rationales[key] = {};
+        fs.querySelectorAll(".claim-item").forEach(function (div) {
+          const id = div.dataset.claim;
+          const checked = div.querySelector("input[type=radio]:checked");
+          if (checked) answers[key][id] = checked.value;
+          const r = div.querySelector("textarea");
+          if (r && r.value.trim()) rationales[key][id] = r.value;
+        });
+        return;
+      }
       if (kind === "checkboxes") {
         answers[key] = Array.from(fs.querySelectorAll("input[name='" + key + "']:checked")).map(function (e) { return e.value; });
       } else if (kind === "text") {

@@ -144,3 +144,37 @@ def test_withheld_sources_need_allow_withheld(transactional_db, tmp_path):
     imported = Source.objects.get(study__slug=FACTPICO_STUDY, key=source.key)
     assert imported.text == "" and imported.licence == "CC BY-NC 4.0"
     assert Rating.objects.filter(revision__assignment__summary__source=imported).exists()
+
+
+def test_claims_judged_by_people_survive_the_round_trip(transactional_db, tmp_path):
+    """Per-claim answers point at claims by uuid; the export keeps the claims' uuids, so a
+    re-imported study has the same answers, rationales and claims, and re-exports the same files."""
+    from pathlib import Path
+
+    from annotate.selectors.claims import claim_units
+    from annotate.services import submit_rating
+    from tests.factories import AssignmentFactory, UserFactory
+
+    call_command("import_jsonl", str(Path(__file__).resolve().parents[2] / "fixtures" / "claims-example.jsonl"))
+    study = Study.objects.get(slug="claims-example")
+    for n, labels in ((1, ["supported", "not_supported", "supported"]), (2, ["supported", "cannot_tell", "supported"])):
+        rater = UserFactory(username=f"claims-rater{n}")
+        summary = study.summaries.get(key="asthma-1")
+        assignment = AssignmentFactory(summary=summary, rater=rater, position=0)
+        ids = [u.id for u in claim_units(summary)]
+        submit_rating(
+            assignment=assignment,
+            rater=rater,
+            answers={"claims_supported": dict(zip(ids, labels, strict=True)), "overall": 2 + n},
+            rationales={"claims_supported": {i: f"reason {n} for {i}" for i in ids}},
+            version=1,
+        )
+    before = normalised_answers(study)
+    assert len(before) == 2 and "cannot_tell" in before[1][-2] + before[0][-2]
+    export("claims-example", tmp_path / "first", include_calibration=True)
+    call_command("flush", interactive=False)
+    call_command("import_dataset", str(tmp_path / "first"))
+    study = Study.objects.get(slug="claims-example")
+    assert normalised_answers(study) == before
+    again = export("claims-example", tmp_path / "second", include_calibration=True).out_dir
+    assert all_files(again) == all_files(tmp_path / "first")

@@ -137,3 +137,70 @@ def test_factored_verification_as_a_stored_evaluator_of_cited_answers(serve, set
     report = compute_study_report(study=Study.objects.get(slug=QUESTION_STUDY), n_resamples=10)
     assert "eval.factored_verification.p_summary" in report["meta_evaluation"]["summary_level"]
     assert "eval.factored_verification.unsupported" in report["correlation"]["metric_columns"]
+
+
+def test_factpico_extraction_rates_from_the_extracted_pico_and_results_only(serve, demo):
+    """H.4 extracts quotes from abstract and summary, H.3 rates each element from the two
+    extractions (never the full texts), H.6 rates each finding against the summary's
+    extracted results; the abstract is extracted once per source; an empty extraction
+    makes failures, not scores."""
+    summaries = list(Summary.objects.filter(study=demo).select_related("source").order_by("key"))
+    empty = summaries[1]
+
+    def extract(request):
+        passage = request.prompt.split("Pull direct quotes from the passage:", 1)[1].strip()
+        if passage == empty.text:
+            return Reply("   ")
+        if any(passage == s.source.text for s in summaries):
+            return Reply(f"ABSTRACT-PICO {len(passage)}")
+        return Reply(f"SUMMARY-PICO {len(passage)}")
+
+    def parts(request):
+        """The prompt's "Abstract: …" and "Summary: …" (same line as the label)."""
+        abstract, summary = request.prompt.rsplit("\n\nAbstract: ", 1)[1].split("\n\nSummary: ", 1)
+        return abstract.strip(), summary.strip()
+
+    def pico_only(request):
+        abstract, summary = parts(request)
+        assert abstract.startswith("ABSTRACT-PICO") and summary.startswith("SUMMARY-PICO")
+        return Reply("Rating: 2\nSomewhat vague.")
+
+    def evidence(request):
+        assert parts(request)[1].startswith("SUMMARY-PICO")
+        return Reply("Rating: 1")
+
+    def results(request):
+        return Reply("SUMMARY-PICO results")
+
+    server = serve(
+        steps={
+            "factpico_extract_pico": [extract],
+            "factpico_pico_only": [pico_only],
+            "factpico_extract_evidence": [results],
+            "factpico_evidence_extracted": [evidence],
+        }
+    )
+    keys = [s.key for s in summaries[:3]]
+    call_command(
+        "evaluate",
+        "--study",
+        demo.slug,
+        "--evaluator",
+        "factpico_extraction",
+        *sum([["--summary", k] for k in keys], []),
+    )
+    run = EvaluationRun.objects.get(evaluator="factpico_extraction")
+    scores = {(s.summary.key, s.name): s for s in EvaluationScore.objects.filter(run=run).select_related("summary")}
+    good = summaries[0]
+    assert scores[(good.key, "population")].value == 3.0  # 5 - 2
+    assert scores[(good.key, "evidence")].value == 4.0  # 5 - 1, the mean over findings
+    failed = scores[(empty.key, "outcome")]
+    assert failed.status == "failed" and failed.value is None and "came back empty" in failed.error
+    assert server.steps_seen().count("factpico_pico_only") == 4 * 2  # the two summaries with an extraction
+    # Each source's abstract extracted once in the run.
+    sources = {s.source.text for s in summaries[:3]}
+    abstract_calls = [
+        r for r in server.requests if r.step == "factpico_extract_pico" and any(t in r.prompt for t in sources)
+    ]
+    abstract_calls = [r for r in abstract_calls if r.prompt.split("passage:", 1)[1].strip() in sources]
+    assert len(abstract_calls) == len(sources)

@@ -85,3 +85,55 @@ def test_judge_runs_are_in_the_admin_escaped(serve, demo, client):
     run = JudgeAnswer.objects.first().run
     page = client.get(f"/admin/generation/judgerun/{run.pk}/change/").content.decode()
     assert "<script>x</script>" not in page and "valid" in page.lower()
+
+
+def test_an_admin_runs_the_judge_from_the_evaluators_page_and_the_report_compares_it(serve, demo, client):
+    """Run off the request (the in-process thread here, a Celery worker with a broker); the
+    report sets its kappa with each rater beside the raters' and correlates its scale
+    answers with every human question, while the human-only agreement stays as it was."""
+    from django.contrib.auth import get_user_model
+
+    from analysis.services import compute_study_report
+    from generation import tasks
+
+    study = demo[0].study
+    before = compute_study_report(study=study, n_resamples=20)
+    serve(
+        steps={
+            "rubric_judge": [
+                lambda r: Reply(
+                    json.dumps({"answers": {"overall": overall_for(r.section("Summary")), "failure_modes": []}})
+                )
+            ]
+        }
+    )
+    url = f"/studies/{study.slug}/evaluators/"
+    client.force_login(get_user_model().objects.get(username="admin"))
+    response = client.post(url, {"evaluator": "rubric_judge"}, follow=True)
+    assert "rubric_judge is running" in response.content.decode()
+    tasks._in_process.submit(lambda: None).result(timeout=600)
+    page = client.get(url).content.decode()
+    assert f"<td>{len(demo)} of {len(demo)}</td><td>{len(demo)}</td><td>0</td><td>0</td>" in page
+
+    report = compute_study_report(study=study, n_resamples=20)
+    assert report["agreement"] == before["agreement"]
+    (section,) = [j for j in report["judges"] if j["question"] == "overall"]
+    frame = ratings_frame(study=study)
+    people = frame[(frame["question"] == "overall") & frame["score"].notna()]
+    judged = {s.uuid.hex: overall_for(s.text) for s in demo}
+    assert sum(p["with_judge"] for p in section["pairs"]) == people["rater"].nunique() >= 2
+    for pair in section["pairs"]:
+        if not pair["with_judge"]:
+            continue
+        rater = get_user_model().objects.get(
+            username=pair["rater_a"] if pair["rater_b"].startswith("judge:") else pair["rater_b"]
+        )
+        mine = people[people["rater"] == str(rater.pk)]
+        expected = cohen_kappa_score(
+            [int(v) for v in mine["score"]],
+            [judged[i.replace("-", "")] for i in mine["item"]],
+            labels=[1, 2, 3, 4, 5],
+            weights="quadratic",
+        )
+        assert pair["quadratic"] == pytest.approx(expected)
+    assert "eval.rubric_judge.overall" in report["meta_evaluation"]["summary_level"]

@@ -2,7 +2,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotate.exceptions import ApplicationError
 from annotate.models import Study
-from generation.evaluators import EVALUATORS, run_evaluation
+from generation.evaluators import EVALUATORS, needs_llm, run_evaluation
 from generation.models import EvaluationScore
 from generation.services import require_api_key
 
@@ -27,7 +27,8 @@ class Command(BaseCommand):
         if limit is not None and limit < 1:
             raise CommandError("--limit must be at least 1")
         try:
-            require_api_key()
+            if needs_llm(evaluator):
+                require_api_key()
             run = run_evaluation(study=study_obj, evaluator_name=evaluator, summary_keys=summaries, limit=limit)
         except ApplicationError as exc:
             raise CommandError(exc.message) from None
