@@ -352,7 +352,8 @@ def display_answer(value) -> str:
             for v in value
         )
     if isinstance(value, dict):
-        return "; ".join(f"{k}: {v}" for k, v in value.items())
+        # Per-finding scores, or a per-claim answer as stored ({claim: {"answer", "rationale"}}).
+        return "; ".join(f"{k}: {v.get('answer', '–') if isinstance(v, dict) else v}" for k, v in value.items())
     return str(value)
 
 

@@ -72,3 +72,24 @@ def test_metrics_frame_adds_the_embedding_column_when_available():
     texts = pd.DataFrame({"item": ["a", "b"], "summary_text": [WEATHER, SUNNY], "source_text": [SUNNY, STADIUM]})
     frame = metrics_frame(texts)
     assert np.allclose(frame["embedding_similarity"], [0.6660, 0.1411], atol=1e-4)
+
+
+@pytest.mark.django_db
+def test_the_reference_evaluator_stores_the_embedding_similarity_and_the_report_reads_it():
+    """With the extra, the `reference` evaluator stores MiniLM similarity (the documented
+    golden pair) and the study report takes it from the store."""
+    from analysis.services import compute_study_report
+    from generation.evaluators import run_evaluation
+    from generation.models import EvaluationScore
+    from tests.factories import SourceFactory, StudyFactory, SummaryFactory
+
+    study = StudyFactory()
+    summary = SummaryFactory(study=study, source=SourceFactory(study=study, text=WEATHER), text=SUNNY)
+    run = run_evaluation(study=study, evaluator_name="reference")
+    assert run.config["embeddings"] is True
+    stored = EvaluationScore.objects.get(run=run, summary=summary, name="embedding_similarity").value
+    assert stored == pytest.approx(0.6660, abs=6e-5)
+    EvaluationScore.objects.filter(pk__in=run.scores.filter(name="embedding_similarity")).update(value=0.5)
+    report = compute_study_report(study=study, n_resamples=0)
+    assert report["reference_metrics"] == {"stored": 1, "computed": 0}
+    assert report["metrics"][0]["embedding_similarity"] == 0.5

@@ -4,6 +4,7 @@ rationale each. Validated like every answer, stored whole on one rating, read ba
 claim by claim; the rater never sees the pipeline's verdict."""
 
 import pytest
+from django.test import Client
 
 from annotate.models import Claim, Rating, Revision
 from annotate.rubrics import AnswerContext, RubricDefinition, RubricDefinitionError
@@ -205,6 +206,18 @@ def test_disagreements_count_the_claims_raters_answered_differently(rater_a, rat
         "sentence-2": "not_supported",
         "sentence-3": "cannot_tell",
     } in list(rows[0].values.values())
+    # The study admin's disagreements page lists them claim by claim.
+    from annotate.models import StudyMembership
+    from annotate.services import add_study_member
+    from tests.factories import UserFactory
+
+    admin = UserFactory(username="claims-admin")
+    add_study_member(study=study, user=admin, role=StudyMembership.Role.ADMIN)
+    client = Client()
+    client.force_login(admin)
+    page = client.get(f"/studies/{study.slug}/batches/{batch.uuid}/disagreements/?question=claims_supported")
+    assert page.status_code == 200
+    assert "sentence-2: not_supported; sentence-3: cannot_tell" in page.content.decode()
 
 
 @pytest.mark.django_db
