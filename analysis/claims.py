@@ -172,3 +172,21 @@ def before_after_revision(judgements: pd.DataFrame, pairs: pd.DataFrame) -> dict
         "fewer": int((revisions < drafts).sum()),
         "more": int((revisions > drafts).sum()),
     }
+
+
+def detector_against_each_rater(verdicts: pd.DataFrame, judgements: pd.DataFrame) -> list[dict]:
+    """The detector against each rater's own calls (one rater's label is their "majority"):
+    rater, claims compared, precision, recall and NPV of the "not supported" calls."""
+    rows = []
+    for rater, own in judgements.groupby("rater", sort=True):
+        result = detector_against_people(verdicts, own)
+        rows.append(
+            {
+                "rater": str(rater),
+                "n_claims": result["n_claims"],
+                "precision": result["precision"],
+                "recall": result["recall"],
+                "negative_predictive_value": result["negative_predictive_value"],
+            }
+        )
+    return rows

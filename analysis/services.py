@@ -198,7 +198,12 @@ def claim_judgement_sections(*, study: Study, ratings: pd.DataFrame) -> list[dic
     Verification's unsupported calls against people (on the recorded claims it verified)
     and, where drafts before revision were rated too, people's count of unsupported
     claims before and after revision (analysis.claims)."""
-    from analysis.claims import before_after_revision, claim_agreement, detector_against_people
+    from analysis.claims import (
+        before_after_revision,
+        claim_agreement,
+        detector_against_each_rater,
+        detector_against_people,
+    )
 
     questions = [q for q in rubric_definition(study.rubric).questions if q.per_claim]
     if not questions:
@@ -219,6 +224,9 @@ def claim_judgement_sections(*, study: Study, ratings: pd.DataFrame) -> list[dic
         }
         if len(judgements) and len(verdicts):
             section["detector"] = detector_against_people(verdicts, judgements)
+            names = selectors.rater_names(rater_ids=judgements["rater"].unique())
+            named = judgements.assign(rater=[names.get(str(r), str(r)) for r in judgements["rater"]])
+            section["detector"]["per_rater"] = detector_against_each_rater(verdicts, named)
         if len(judgements) and len(pairs):
             section["before_after_revision"] = before_after_revision(judgements, pairs)
         sections.append(section)

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.db import transaction
+from django.utils import timezone
 
 from annotate.exceptions import ApplicationError
 from annotate.models import Study, Summary
@@ -370,30 +371,40 @@ def run_evaluation(
     if summary_keys:
         summaries = summaries.filter(key__in=summary_keys)
     for summary in summaries[:limit] if limit is not None else summaries:
-        done = set(
-            EvaluationScore.objects.filter(run=run, summary=summary)
-            .exclude(status=EvaluationScore.Status.FAILED)
-            .values_list("name", flat=True)
-        )
+        existing = {row.name: row for row in EvaluationScore.objects.filter(run=run, summary=summary)}
+        done = {name for name, row in existing.items() if row.status != EvaluationScore.Status.FAILED}
         scores = evaluator.evaluate(summary, done)
         with transaction.atomic():
-            for score in scores:
-                _store(run, summary, score)
-            for score in evaluator.aggregate(run, summary):
-                _store(run, summary, score)
+            _store_many(run, summary, scores, existing)
+            _store_many(run, summary, evaluator.aggregate(run, summary), existing)
     return run
 
 
-def _store(run: EvaluationRun, summary: Summary, score: Score) -> None:
-    EvaluationScore.objects.update_or_create(
-        run=run,
-        summary=summary,
-        name=score.name,
-        defaults={
+_SCORE_FIELDS = ("value", "status", "rationale", "error", "call_id")
+
+
+def _store_many(run: EvaluationRun, summary: Summary, scores: Sequence[Score], existing: dict) -> None:
+    """Write a summary's scores in two statements at most: new ones created, changed ones
+    updated (the resumed run's failed scores asked again). `existing` is kept current."""
+    created, changed = [], []
+    for score in scores:
+        fields = {
             "value": score.value,
             "status": score.status,
             "rationale": score.rationale,
             "error": score.error,
             "call_id": score.call_id,
-        },
-    )
+        }
+        row = existing.get(score.name)
+        if row is None:
+            row = EvaluationScore(run=run, summary=summary, name=score.name, **fields)
+            created.append(row)
+            existing[score.name] = row
+        elif any(getattr(row, k) != v for k, v in fields.items()):
+            for k, v in fields.items():
+                setattr(row, k, v)
+            row.updated_at = timezone.now()
+            changed.append(row)
+    EvaluationScore.objects.bulk_create(created)
+    if changed:
+        EvaluationScore.objects.bulk_update(changed, [*_SCORE_FIELDS, "updated_at"])

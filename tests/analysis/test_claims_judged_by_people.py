@@ -123,3 +123,19 @@ def test_people_labels_leave_ties_out_and_before_after_revision_compares_people_
         "fewer": 2,
         "more": 0,
     }
+
+
+def test_the_detector_against_each_raters_own_calls_worked_by_hand():
+    from analysis.claims import detector_against_each_rater
+
+    verdicts, judgements = frames()
+    rows = {r["rater"]: r for r in detector_against_each_rater(verdicts, judgements)}
+    # r1: a1 N/N tp, a2 N/S fp, a3 S/S tn, b1 tp, b2 S/N fn, b3 S/S tn, b4 N/N tp, c1-c3 tn.
+    assert (rows["r1"]["precision"]["k"], rows["r1"]["precision"]["n"]) == (3, 4)
+    assert (rows["r1"]["recall"]["k"], rows["r1"]["recall"]["n"]) == (3, 4)
+    assert (rows["r1"]["negative_predictive_value"]["k"], rows["r1"]["negative_predictive_value"]["n"]) == (5, 6)
+    # r2: a1 tp, a2 fp, a3 tn, b1 tp, b2 fn, b3 S/N fn, b4 cannot tell (left out), c1-c3 tn.
+    assert rows["r2"]["n_claims"] == 9
+    assert (rows["r2"]["precision"]["k"], rows["r2"]["precision"]["n"]) == (2, 3)
+    assert (rows["r2"]["recall"]["k"], rows["r2"]["recall"]["n"]) == (2, 4)
+    assert (rows["r2"]["negative_predictive_value"]["k"], rows["r2"]["negative_predictive_value"]["n"]) == (4, 6)

@@ -248,6 +248,10 @@ def test_the_study_report_compares_people_with_the_pipelines_calls_and_drafts_wi
     detector = section["detector"]
     assert detector["confusion"] == {"tp": 1, "fp": 1, "fn": 0, "tn": 1}
     assert detector["precision"]["value"] == 0.5
+    assert [(r["rater"], r["precision"]["value"]) for r in detector["per_rater"]] == [
+        ("rater_a", 0.5),
+        ("rater_b", 0.5),
+    ]
     assert section["before_after_revision"] == {
         "n_pairs": 1,
         "draft_mean": 1.0,
