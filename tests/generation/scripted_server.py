@@ -14,8 +14,10 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
+
+from tests.local_server import LocalServer, next_in
 
 PROMPT_DIR = Path(__file__).resolve().parents[2] / "generation" / "prompts"
 
@@ -65,7 +67,9 @@ class Request:
 Script = Callable[[Request], Reply]
 
 
-class ScriptedServer:
+class ScriptedServer(LocalServer):
+    url_path = "/v1"
+
     def __init__(
         self,
         script: Script | None = None,
@@ -85,22 +89,7 @@ class ScriptedServer:
         self.max_in_flight = 0
         self._lock = threading.Lock()
         self._markers = _markers()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
-
-    def __enter__(self) -> ScriptedServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        self._listen(self._handler())
 
     def steps_seen(self) -> list[str]:
         return [r.step for r in self.requests]
@@ -112,7 +101,7 @@ class ScriptedServer:
     def choose(self, request: Request) -> Reply:
         queue = self.steps.get(request.step)
         if queue:
-            item = queue.pop(0) if len(queue) > 1 else queue[0]
+            item = next_in(queue)
             return item(request) if callable(item) else item
         if self.script is None:
             return Reply(status=500, content=f"no script for step {request.step}")

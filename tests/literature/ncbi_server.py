@@ -19,9 +19,11 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qsl, urlsplit
 from xml.sax.saxutils import escape
+
+from tests.local_server import LocalServer, next_in
 
 
 @dataclass
@@ -50,7 +52,9 @@ class Request:
 Script = Callable[[Request], Reply]
 
 
-class NcbiServer:
+class NcbiServer(LocalServer):
+    url_path = "/entrez/eutils/"
+
     def __init__(
         self,
         *,
@@ -63,23 +67,7 @@ class NcbiServer:
         self.pmc = dict(pmc or {})
         self.requests: list[Request] = []
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._httpd.daemon_threads = True
-        # A short poll, so that leaving the `with` block (shutdown) takes ~50 ms, not 0.5 s.
-        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/entrez/eutils/"
-
-    def __enter__(self) -> NcbiServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        self._listen(self._handler())
 
     def gaps(self) -> list[float]:
         """Seconds between the arrivals of consecutive requests."""
@@ -89,7 +77,7 @@ class NcbiServer:
     def choose(self, request: Request) -> Reply:
         with self._lock:
             queue = self.replies.get(request.utility)
-            item = (queue.pop(0) if len(queue) > 1 else queue[0]) if queue else None
+            item = next_in(queue) if queue else None
         if item is not None:
             return item(request) if callable(item) else item
         if request.utility == "efetch.fcgi" and request.params.get("db") == "pubmed":
