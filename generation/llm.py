@@ -14,11 +14,8 @@ What it adds to the `openai` client:
 
 from __future__ import annotations
 
-import datetime
-import email.utils
 import json
 import math
-import random
 import re
 import threading
 import time
@@ -31,6 +28,8 @@ import openai
 import tiktoken
 
 from annotate.exceptions import ApplicationError
+from config.retry import backoff_delay as shared_backoff
+from config.retry import http_date_delay
 from generation.conf import LLMSettings, llm_settings
 from generation.models import AnswerJob, GenerationJob, LLMCall
 from generation.prompting import Prompt, get_prompt
@@ -42,7 +41,6 @@ _semaphores: dict[tuple[str, int], threading.BoundedSemaphore] = {}
 _clients: dict[tuple[str, str, float], openai.OpenAI] = {}
 # Endpoints that refused an optional feature once; not asked again in this process.
 _refused: dict[str, set[str]] = {}
-_jitter = random.SystemRandom()
 # How a 400/422 names an optional feature it refuses (request field → pattern).
 _OPTIONAL_FEATURES = {
     "response_format": re.compile(r"response_format|json[ _-]?mode|json_object", re.IGNORECASE),
@@ -98,18 +96,6 @@ def _seconds(raw: str, scale: float = 1.0) -> float | None:
     return value if math.isfinite(value) and value >= 0 else None
 
 
-def _http_date_delay(raw: str) -> float | None:
-    """Seconds until an HTTP date, or None when `raw` is not one."""
-    try:
-        parsed = email.utils.parsedate_to_datetime(raw)
-    except (TypeError, ValueError, OverflowError):
-        return None
-    if parsed.tzinfo is None:
-        # RFC 9110 dates are always GMT; a date without a zone is not local time.
-        parsed = parsed.replace(tzinfo=datetime.UTC)
-    return max(0.0, parsed.timestamp() - time.time())
-
-
 def _retry_after(exc: Exception) -> float | None:
     """Seconds the server asked us to wait (retry-after-ms or Retry-After), if any.
 
@@ -128,7 +114,7 @@ def _retry_after(exc: Exception) -> float | None:
     if not raw:
         return None
     delay = _seconds(raw)
-    return delay if delay is not None else _http_date_delay(raw)
+    return delay if delay is not None else http_date_delay(raw)
 
 
 def backoff_delay(attempt: int, conf: LLMSettings, retry_after: float | None) -> float:
@@ -138,10 +124,7 @@ def backoff_delay(attempt: int, conf: LLMSettings, retry_after: float | None) ->
     "equal jitter": half the exponential step fixed, half random, so waits grow
     and concurrent workers do not retry in lockstep.
     """
-    if retry_after is not None:
-        return min(retry_after, conf.backoff_max)
-    step = min(conf.backoff_max, conf.backoff_base * 2 ** (attempt - 1))
-    return step / 2 + _jitter.uniform(0, step / 2)
+    return shared_backoff(attempt, conf.backoff_base, conf.backoff_max, retry_after)
 
 
 def _cost(conf: LLMSettings, model: str, tokens_in: int, tokens_out: int) -> Decimal | None:

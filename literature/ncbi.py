@@ -31,10 +31,8 @@ NCBI_EUTILS_URL, NCBI_API_KEY, NCBI_TOOL, NCBI_EMAIL, NCBI_TIMEOUT (s), NCBI_MAX
 from __future__ import annotations
 
 import datetime
-import email.utils
 import json
 import logging
-import random
 import re
 import threading
 import time
@@ -50,6 +48,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from annotate.exceptions import ApplicationError
 from config.env import env_float, env_int, env_str
+from config.retry import backoff_delay, http_date_delay
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +60,6 @@ EARLIEST, LATEST = "1800/01/01", "3000/12/31"
 XLINK = "{http://www.w3.org/1999/xlink}"
 ALI = "{http://www.niso.org/schemas/ali/1.0/}"
 _DATE = re.compile(r"\d{4}(/\d{1,2}(/\d{1,2})?)?")
-_jitter = random.SystemRandom()
 
 
 class NcbiError(ApplicationError):
@@ -298,10 +296,7 @@ class EutilsClient:
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
         """Retry-After when given (capped); else equal jitter: half the exponential step
         fixed, half random, so parallel workers do not retry in lockstep."""
-        if retry_after is not None:
-            return min(retry_after, self.backoff_max)
-        step = min(self.backoff_max, self.backoff_base * 2 ** (attempt - 1))
-        return step / 2 + _jitter.uniform(0, step / 2)
+        return backoff_delay(attempt, self.backoff_base, self.backoff_max, retry_after)
 
     def _parse(self, body: bytes, what: str) -> Element:
         if body.lstrip()[:1] in (b"{", b"["):
@@ -335,13 +330,7 @@ def _retry_after(raw: str) -> float | None:
     """Seconds from a Retry-After header (delta-seconds or HTTP date); None if unreadable."""
     if re.fullmatch(r"\d+(\.\d+)?", raw.strip()):
         return float(raw)
-    try:
-        when = email.utils.parsedate_to_datetime(raw.strip())
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=datetime.UTC)  # HTTP dates are GMT
-    return max(0.0, when.timestamp() - time.time())
+    return http_date_delay(raw.strip())
 
 
 def _json_error(body: bytes) -> str:
