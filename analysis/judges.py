@@ -33,6 +33,20 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+def judge_agreement_on(
+    ratings: pd.DataFrame, scores: pd.DataFrame, question: str, scale: Sequence[float], judge_name: str
+) -> JudgeAgreement | None:
+    """judge_agreement for one question, from the tidy frames both callers hold:
+    `ratings` (item, rater, question, score; the people's answers that count) and `scores`
+    (item, question, value; the judge's valid answers). None without scores on either side."""
+    human = ratings[(ratings["question"] == question) & ratings["score"].notna()]
+    judge = scores[scores["question"] == question]
+    if human.empty or judge.empty:
+        return None
+    people = human.rename(columns={"score": VALUE})[[ITEM, RATER, VALUE]]
+    return judge_agreement(people, judge[[ITEM, VALUE]], scale, judge_name)
+
+
 def judge_agreement(
     human: pd.DataFrame, judge: pd.DataFrame, scale: Sequence[float], judge_name: str
 ) -> JudgeAgreement:

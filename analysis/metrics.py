@@ -274,9 +274,7 @@ def reference_scores(summary: str, source: str, gold: str | None = None) -> dict
     embedding similarity when available, and the gold scores when `gold` is given."""
     scores = {name: float(value) for name, value in asdict(text_metrics(summary, source)).items()}
     if gold:
-        texts = pd.DataFrame({"item": ["x"], "summary_text": [summary], "gold_text": [gold]})
-        row = _gold_columns(texts).iloc[0]
-        scores.update({name: float(row[name]) for name in GOLD_SCORES})
+        scores.update(gold_scores(summary, gold))
     if embeddings_available():
         scores["embedding_similarity"] = float(embedding_similarity([summary], [source])[0])
     return scores
@@ -285,18 +283,25 @@ def reference_scores(summary: str, source: str, gold: str | None = None) -> dict
 # --- the frame ---------------------------------------------------------------------------------
 
 
-def _gold_columns(texts: pd.DataFrame) -> pd.DataFrame:
-    """gold_* scores of each summary with a gold text (NaN without one)."""
+def gold_scores(summary: str, gold: str) -> dict[str, float]:
+    """The gold_* scores (GOLD_SCORES) of one summary against its gold text (NaN where a
+    part is missing, e.g. an answer without a TL;DR, or no gold text)."""
     from analysis.answer_metrics import scores_by_part
 
-    rows = []
-    for item, summary, gold in texts[["item", "summary_text", "gold_text"]].itertuples(index=False):
-        parts = scores_by_part(summary, gold or "")
-        row = {"item": item}
-        for suffix, part in (("_tldr", parts["tldr"]), ("", parts["combined"])):
-            for name in ("rougeL", "bleu", "chrf"):
-                row[f"gold_{name}{suffix}"] = getattr(part, name) if part is not None else float("nan")
-        rows.append(row)
+    parts = scores_by_part(summary, gold or "")
+    scores = {}
+    for suffix, part in (("_tldr", parts["tldr"]), ("", parts["combined"])):
+        for name in ("rougeL", "bleu", "chrf"):
+            scores[f"gold_{name}{suffix}"] = float(getattr(part, name)) if part is not None else math.nan
+    return scores
+
+
+def _gold_columns(texts: pd.DataFrame) -> pd.DataFrame:
+    """gold_* scores of each summary with a gold text (NaN without one)."""
+    rows = [
+        {"item": item, **gold_scores(summary, gold)}
+        for item, summary, gold in texts[["item", "summary_text", "gold_text"]].itertuples(index=False)
+    ]
     return pd.DataFrame(rows)
 
 

@@ -102,6 +102,14 @@ def with_provided_metrics(*, study: Study, metrics: pd.DataFrame) -> pd.DataFram
     return metrics
 
 
+def reference_texts(*, study: Study) -> dict[str, str]:
+    """{summary uuid: reference text} from every registered provider (REFERENCE_TEXTS)."""
+    gold: dict[str, str] = {}
+    for provider in REFERENCE_TEXTS:
+        gold.update(provider(study))
+    return gold
+
+
 def summary_texts_frame(*, study: Study) -> pd.DataFrame:
     """item (summary uuid), summary_text, source_text: the inputs of the text metrics; and
     gold_text when a registered provider gives a reference text for some summary."""
@@ -111,9 +119,7 @@ def summary_texts_frame(*, study: Study) -> pd.DataFrame:
     frame = pd.DataFrame(
         [(str(uuid), text, source) for uuid, text, source in rows], columns=["item", "summary_text", "source_text"]
     )
-    gold: dict[str, str] = {}
-    for provider in REFERENCE_TEXTS:
-        gold.update(provider(study))
+    gold = reference_texts(study=study)
     if any(gold.values()):
         frame["gold_text"] = [gold.get(item, "") for item in frame["item"]]
     return frame

@@ -129,13 +129,14 @@ def compute_study_report(
     metrics = metrics_frame(texts, claims if len(claims) else None, stored=stored)
     metrics = selectors.with_provided_metrics(study=study, metrics=metrics)
     alive(0.0)
+    names = selectors.rater_names(rater_ids=ratings["rater"].unique())
     try:
         report = build_study_report(
             ratings=ratings,
             summaries=summaries,
             metrics=metrics,
             questions=specs,
-            rater_names=selectors.rater_names(rater_ids=ratings["rater"].unique()),
+            rater_names=names,
             group_fields=group_fields,
             n_resamples=BOOTSTRAP_RESAMPLES if n_resamples is None else n_resamples,
             seed=BOOTSTRAP_SEED,
@@ -144,8 +145,9 @@ def compute_study_report(
     except ValueError as exc:
         raise AnalysisError(str(exc)) from None
     report["span_agreement"] = span_agreement_sections(study=study, phase=phase)
-    report["claim_judgements"] = claim_judgement_sections(study=study, ratings=ratings)
-    report["judges"] = judge_sections(study=study, ratings=ratings, specs=specs)
+    named = ratings.assign(rater=[names.get(str(r), str(r)) for r in ratings["rater"]])
+    report["claim_judgements"] = claim_judgement_sections(study=study, ratings=named)
+    report["judges"] = judge_sections(study=study, named_ratings=named, specs=specs)
     n_stored = int(texts["item"].isin(stored["item"]).sum()) if stored is not None else 0
     # Where the reference metrics came from: the `reference` evaluator's stored run, or computed now.
     report["reference_metrics"] = {"stored": n_stored, "computed": int(len(texts)) - n_stored}
@@ -197,7 +199,8 @@ def claim_judgement_sections(*, study: Study, ratings: pd.DataFrame) -> list[dic
     """For every per-claim question: claim-level agreement between raters, Factored
     Verification's unsupported calls against people (on the recorded claims it verified)
     and, where drafts before revision were rated too, people's count of unsupported
-    claims before and after revision (analysis.claims)."""
+    claims before and after revision (analysis.claims). `ratings`: the answers that count,
+    raters by name."""
     from analysis.claims import (
         before_after_revision,
         claim_agreement,
@@ -224,35 +227,28 @@ def claim_judgement_sections(*, study: Study, ratings: pd.DataFrame) -> list[dic
         }
         if len(judgements) and len(verdicts):
             section["detector"] = detector_against_people(verdicts, judgements)
-            names = selectors.rater_names(rater_ids=judgements["rater"].unique())
-            named = judgements.assign(rater=[names.get(str(r), str(r)) for r in judgements["rater"]])
-            section["detector"]["per_rater"] = detector_against_each_rater(verdicts, named)
+            section["detector"]["per_rater"] = detector_against_each_rater(verdicts, judgements)
         if len(judgements) and len(pairs):
             section["before_after_revision"] = before_after_revision(judgements, pairs)
         sections.append(section)
     return sections
 
 
-def judge_sections(*, study: Study, ratings: pd.DataFrame, specs: Sequence[QuestionSpec]) -> list[dict[str, Any]]:
+def judge_sections(*, study: Study, named_ratings: pd.DataFrame, specs: Sequence[QuestionSpec]) -> list[dict[str, Any]]:
     """For every automatic judge that answered the rubric (analysis.selectors.judge_scores)
     and every scale question: Cohen's kappa of the judge with each rater beside the raters'
-    with each other (analysis.judges). The human-only agreement above never includes it."""
-    from analysis.judges import judge_agreement
+    with each other (analysis.judges). The human-only agreement above never includes it.
+    `named_ratings`: the answers that count, raters by name."""
+    from analysis.judges import judge_agreement_on
 
     sections = []
     for name, scores in selectors.judge_scores(study=study):
         for spec in specs:
-            if spec.kind != "scale" or spec.key not in set(scores["question"]):
+            if spec.kind != "scale":
                 continue
-            human = ratings[(ratings["question"] == spec.key) & ratings["score"].notna()]
-            if human.empty:
-                continue
-            people = human.rename(columns={"score": "value"})[["item", "rater", "value"]]
-            names = selectors.rater_names(rater_ids=people["rater"].unique())
-            people = people.assign(rater=[names.get(str(r), str(r)) for r in people["rater"]])
-            judge = scores[scores["question"] == spec.key][["item", "value"]]
-            result = judge_agreement(people, judge, [float(v) for v in spec.values], name)
-            sections.append({"question": spec.key, **dataclasses.asdict(result)})
+            result = judge_agreement_on(named_ratings, scores, spec.key, [float(v) for v in spec.values], name)
+            if result is not None:
+                sections.append({"question": spec.key, **dataclasses.asdict(result)})
     return sections
 
 

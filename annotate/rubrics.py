@@ -372,6 +372,12 @@ class RubricDefinition:
         canonical = json.dumps(self.raw, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
+    @property
+    def asks_claims(self) -> bool:
+        """Some question is asked once per claim of the summary (its answers are checked
+        against the summary's claims, which cost a query to read)."""
+        return any(q.per_claim for q in self.questions)
+
     def question(self, key: str) -> Question:
         for q in self.questions:
             if q.key == key:

@@ -42,6 +42,7 @@ from annotate.rubrics import (
     RubricDefinition,
     RubricDefinitionError,
 )
+from annotate.selectors.claims import claim_ids, stored_per_claim
 from annotate.selectors.contents import rubric_definition
 from annotate.selectors.queue import latest_revision, revision_answers
 from annotate.text_validation import check_length, check_text
@@ -220,30 +221,15 @@ def answer_context(
     """The texts, findings and (when `definition` asks per-claim questions) claims that
     answers about a summary are validated against. Claims cost a query, so only a rubric
     that asks about them reads them."""
-    from annotate.selectors.claims import claim_ids
-
     source = summary.source
     findings = _findings(summary) if findings is None else findings
-    asks_claims = definition is not None and any(q.per_claim for q in definition.questions)
+    asks_claims = definition is not None and definition.asks_claims
     return AnswerContext(
         summary_text=summary.text,
         source_text=source.text,
         finding_ids=tuple(str(f.uuid) for f in findings),
         claim_ids=claim_ids(summary) if asks_claims else (),
     )
-
-
-def per_claim_value(values: dict | None, rationales: dict | None) -> dict | None:
-    """A per-claim answer as one rating's value: {claim id: {"answer": option or None,
-    "rationale": text}} (annotate.selectors.queue.revision_answers splits it again). One
-    row per question, not per claim: a claim is not a row of ours (a sentence of the
-    summary has no row), and the answer is read and written whole."""
-    values, rationales = values or {}, rationales or {}
-    combined = {
-        claim: {"answer": values.get(claim), "rationale": rationales.get(claim, "")}
-        for claim in sorted(set(values) | set(rationales))
-    }
-    return combined or None
 
 
 def _rating_fields(q, value) -> dict[str, Any]:
@@ -289,7 +275,7 @@ def write_draft_answers(
             for finding_id in sorted(set(values) | set(texts)):
                 wanted[(q.key, findings[finding_id])] = (q, values.get(finding_id), texts.get(finding_id, ""))
         elif q.per_claim:
-            wanted[(q.key, None)] = (q, per_claim_value(clean.values.get(q.key), clean.rationales.get(q.key)), "")
+            wanted[(q.key, None)] = (q, stored_per_claim(clean.values.get(q.key), clean.rationales.get(q.key)), "")
         else:
             wanted[(q.key, None)] = (q, clean.values.get(q.key), clean.rationales.get(q.key, ""))
 

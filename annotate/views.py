@@ -293,7 +293,7 @@ def rate(request, assignment_uuid):
 def _claims_asked(definition, summary) -> list:
     """The summary's claim units when the rubric asks per-claim questions (else none, and
     no query): their text only, never a pipeline's verdict on them."""
-    if not any(q.per_claim for q in definition.questions):
+    if not definition.asks_claims:
         return []
     from annotate.selectors.claims import claim_units
 

@@ -297,12 +297,9 @@ class ReferenceMetrics:
 
     def _gold_texts(self, study) -> dict[str, str]:
         if study.pk not in self._gold:
-            from analysis.selectors import REFERENCE_TEXTS
+            from analysis.selectors import reference_texts
 
-            gold: dict[str, str] = {}
-            for provider in REFERENCE_TEXTS:
-                gold.update(provider(study))
-            self._gold[study.pk] = gold
+            self._gold[study.pk] = reference_texts(study=study)
         return self._gold[study.pk]
 
     def evaluate(self, summary: Summary, done: set[str]) -> list[Score]:

@@ -127,8 +127,6 @@ def stored_reference_metrics(study):
 def judge_scores(study):
     """The newest rubric judge run's valid scale answers: (judge name, frame of item,
     question, value), or None. Only answers the rubric accepted are scores."""
-    import pandas as pd
-
     from annotate.selectors.contents import rubric_definition
     from generation.models import JudgeAnswer, JudgeRun
 
@@ -136,13 +134,21 @@ def judge_scores(study):
     if run is None:
         return None
     scales = {q.key for q in rubric_definition(study.rubric).questions if q.plain_scale}
-    rows = []
     valid = JudgeAnswer.objects.filter(run=run, status=JudgeAnswer.Status.VALID)
-    for uuid, answers in valid.values_list("summary__uuid", "answers"):
-        for key, value in (answers or {}).items():
+    return run.rater_name, judge_score_frame(valid.values_list("summary__uuid", "answers"), scales)
+
+
+def judge_score_frame(answers, scales: set[str]):
+    """item, question, value of the judge's numeric answers to the `scales` questions, from
+    (summary uuid, answers) pairs of valid judge answers."""
+    import pandas as pd
+
+    rows = []
+    for uuid, given in answers:
+        for key, value in (given or {}).items():
             if key in scales and isinstance(value, int | float) and not isinstance(value, bool):
                 rows.append((str(uuid), key, float(value)))
-    return run.rater_name, pd.DataFrame(rows, columns=["item", "question", "value"])
+    return pd.DataFrame(rows, columns=["item", "question", "value"])
 
 
 def judge_metrics(study):

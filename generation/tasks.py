@@ -52,21 +52,25 @@ def evaluate_task(study_id: int, evaluator: str) -> str:
     return str(run.uuid)
 
 
-def _evaluate_in_thread(study_id: int, evaluator: str) -> None:
+def _run_in_thread(task, *args) -> None:
     try:
-        evaluate_task(study_id, evaluator)
-    except Exception:  # the scores written so far stay; the page shows the run's progress
-        logger.exception("evaluation %s of study %s failed", evaluator, study_id)
+        task(*args)
+    except Exception:  # what was written so far stays; the page shows the run's progress
+        logger.exception("%s%r failed", task.name, args)
     finally:
         connections.close_all()
 
 
-def enqueue_evaluation(study_id: int, evaluator: str) -> Future | None:
-    """A Celery worker runs it when a broker is configured, else this process's thread."""
+def _enqueue(task, *args) -> Future | None:
+    """A Celery worker runs `task` when a broker is configured, else this process's thread."""
     if not settings.CELERY_TASK_ALWAYS_EAGER:
-        evaluate_task.delay(study_id, evaluator)
+        task.delay(*args)
         return None
-    return _in_process.submit(_evaluate_in_thread, study_id, evaluator)
+    return _in_process.submit(_run_in_thread, task, *args)
+
+
+def enqueue_evaluation(study_id: int, evaluator: str) -> Future | None:
+    return _enqueue(evaluate_task, study_id, evaluator)
 
 
 # --- the rubric judge (generation.judging) --------------------------------------------------
@@ -81,18 +85,5 @@ def judge_task(study_id: int) -> str:
     return str(run.uuid)
 
 
-def _judge_in_thread(study_id: int) -> None:
-    try:
-        judge_task(study_id)
-    except Exception:  # the answers written so far stay; the page shows the run's progress
-        logger.exception("rubric judge of study %s failed", study_id)
-    finally:
-        connections.close_all()
-
-
 def enqueue_judge(study_id: int) -> Future | None:
-    """As enqueue_evaluation: a Celery worker with a broker, else the same in-process thread."""
-    if not settings.CELERY_TASK_ALWAYS_EAGER:
-        judge_task.delay(study_id)
-        return None
-    return _in_process.submit(_judge_in_thread, study_id)
+    return _enqueue(judge_task, study_id)

@@ -25,26 +25,24 @@ def evaluators(request, slug):
     study = get_study_for_admin(request.user, slug)
     if request.method == "POST":
         name = request.POST.get("evaluator", "")
-        if name == JUDGE_NAME:
-            try:
-                require_api_key()
-                run = start_judge_run(study=study)
-            except ApplicationError as exc:
-                messages.error(request, exc.message)
-            else:
-                enqueue_judge(study.pk)
-                messages.info(request, f"{name} is running (run {str(run.uuid)[:8]}).")
-            return redirect("generation:evaluators", slug=study.slug)
+        judge = name == JUDGE_NAME  # the rubric judge answers the rubric; the others score summaries
         try:
-            if name not in EVALUATORS:
+            if not judge and name not in EVALUATORS:
                 raise ApplicationError(f"unknown evaluator {name!r}")
-            if needs_llm(name):
+            model = judge or needs_llm(name)
+            if model:
                 require_api_key()
-            run = start_evaluation(study=study, evaluator=evaluator_for(name, Gateway() if needs_llm(name) else None))
+            if judge:
+                run = start_judge_run(study=study)
+            else:
+                run = start_evaluation(study=study, evaluator=evaluator_for(name, Gateway() if model else None))
         except ApplicationError as exc:
             messages.error(request, exc.message)
         else:
-            enqueue_evaluation(study.pk, name)
+            if judge:
+                enqueue_judge(study.pk)
+            else:
+                enqueue_evaluation(study.pk, name)
             messages.info(request, f"{name} is running (run {str(run.uuid)[:8]}).")
         return redirect("generation:evaluators", slug=study.slug)
     n_summaries = study.summaries.count()

@@ -25,6 +25,7 @@ from annotate.models import (
     Study,
     Summary,
 )
+from annotate.selectors.claims import per_claim_parts
 from annotate.selectors.contents import rubric_definition
 from annotate.selectors.counting import counting_only
 from annotate.selectors.queue import revision_answers, revisions_with_answers
@@ -409,10 +410,7 @@ def batch_disagreements(
             }
         elif q.per_claim:
             # Claim by claim: a claim counts when the raters chose different options for it.
-            values = {
-                rater: {c: p.get("answer") for c, p in (v or {}).items() if p.get("answer") is not None}
-                for rater, v in values.items()
-            }
+            values = {rater: per_claim_parts(v or {})[0] for rater, v in values.items()}
             claims = set().union(*(v.keys() for v in values.values()))
             differing = sum(len({v.get(c) for v in values.values()}) > 1 for c in claims)
             if not differing:

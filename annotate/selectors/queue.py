@@ -18,6 +18,7 @@ from annotate.models import (
     Span,
     Study,
 )
+from annotate.selectors.claims import per_claim_parts
 
 
 def assignments_for_rater(user) -> QuerySet[Assignment]:
@@ -154,11 +155,8 @@ def revision_answers(revision: Revision | None) -> tuple[dict[str, Any], dict[st
                 rationales.setdefault(rating.question, {})[finding] = rationale.text
             continue
         if isinstance(rating.value, dict):
-            # A per-claim answer (annotate.services.per_claim_value): the only kind stored
-            # as an object.
-            parts = rating.value
-            answers[rating.question] = {c: p["answer"] for c, p in parts.items() if p.get("answer") is not None}
-            rationales[rating.question] = {c: p["rationale"] for c, p in parts.items() if p.get("rationale")}
+            # A per-claim answer (annotate.selectors.claims): the only kind stored as an object.
+            answers[rating.question], rationales[rating.question] = per_claim_parts(rating.value)
             continue
         answers[rating.question] = rating.answer
         if rationale is not None:

@@ -29,7 +29,7 @@ from annotate.models import (
     Summary,
 )
 from annotate.rubrics import NA, AnswerContext, RubricDefinition
-from annotate.selectors.claims import claim_ids
+from annotate.selectors.claims import claim_ids, per_claim_parts
 from annotate.services import store_sentences
 from annotate.text_validation import InvalidTextError, find_problem, length_problem, loads
 from datasets.exporting.folder import FORMAT_VERSION, ITERATOR_CHUNK, DatasetImportError, read_table, verify_checksums
@@ -460,11 +460,10 @@ class _DatasetImporter:
                 if row["rationale"]:
                     rationales.setdefault(q.key, {})[row["finding"]] = row["rationale"]
             elif q.per_claim:
-                # One rating holds every claim's answer and rationale (annotate.services.per_claim_value).
+                # One rating holds every claim's answer and rationale (annotate.selectors.claims).
                 if not isinstance(value, dict) or not all(isinstance(p, dict) for p in value.values()):
                     self.fail(f"{where}: {q.key} must map claim ids to an answer and a rationale")
-                answers[q.key] = {c: p.get("answer") for c, p in value.items() if p.get("answer") is not None}
-                rationales[q.key] = {c: p.get("rationale") for c, p in value.items() if p.get("rationale")}
+                answers[q.key], rationales[q.key] = per_claim_parts(value)
             else:
                 answers[q.key] = value
                 if row["rationale"]:
@@ -487,7 +486,7 @@ class _DatasetImporter:
             summary_text=summary.text,
             source_text=summary.source.text,
             finding_ids=tuple(str(u) for u in summary.source.findings.order_by("index").values_list("uuid", flat=True)),
-            claim_ids=claim_ids(summary) if any(q.per_claim for q in definition.questions) else (),
+            claim_ids=claim_ids(summary) if definition.asks_claims else (),
         )
         try:
             definition.validate(answers, rationales, final=False, context=context)

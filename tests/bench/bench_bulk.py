@@ -33,11 +33,12 @@ ROOT = Path(__file__).resolve().parents[2]
 DB = ROOT / "var" / "bench-bulk.sqlite3"
 
 
-def setup_django() -> None:
+def setup_django(db: Path = DB) -> None:
+    """Django on a fresh SQLite file `db`, migrated (bench_evaluators uses it too)."""
     sys.path.insert(0, str(ROOT))
     for suffix in ("", "-wal", "-shm", ".writelock"):
-        Path(f"{DB}{suffix}").unlink(missing_ok=True)
-    os.environ["DATABASE_URL"] = f"sqlite:///{DB}"
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    os.environ["DATABASE_URL"] = f"sqlite:///{db}"
     os.environ.setdefault("SECRET_KEY", "bench-only-not-a-secret")
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     os.environ.setdefault("ALLOWED_HOSTS", "testserver")

@@ -19,30 +19,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import sys
 import time
 from pathlib import Path
 from statistics import median
 
+from bench_bulk import setup_django
+
 ROOT = Path(__file__).resolve().parents[2]
 DB = ROOT / "var" / "bench-evaluators.sqlite3"
-
-
-def setup_django() -> None:
-    sys.path.insert(0, str(ROOT))
-    for suffix in ("", "-wal", "-shm", ".writelock"):
-        Path(f"{DB}{suffix}").unlink(missing_ok=True)
-    os.environ["DATABASE_URL"] = f"sqlite:///{DB}"
-    os.environ.setdefault("SECRET_KEY", "bench-only-not-a-secret")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    os.environ.setdefault("ALLOWED_HOSTS", "testserver")
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
 
 
 def abstracts(n: int) -> list[str]:
@@ -83,7 +67,7 @@ def main() -> None:
     parser.add_argument("--summaries", type=int, default=2000)
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
-    setup_django()
+    setup_django(DB)
     from analysis import selectors
     from analysis.metrics import _rouge_tokens, metrics_frame
     from generation.evaluators import run_evaluation

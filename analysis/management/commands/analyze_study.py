@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from analysis.services import PHASES, write_study_report
 from annotate.exceptions import ApplicationError
-from annotate.models import Study
+from annotate.management.common import check_at_least_one, study_named
 
 
 class Command(BaseCommand):
@@ -28,12 +28,8 @@ class Command(BaseCommand):
         parser.add_argument("--resamples", type=int, default=None, help="bootstrap resamples (default 1000)")
 
     def handle(self, *args, slug: str, out: Path, phase: str, group_fields, resamples: int | None, **options):
-        try:
-            study = Study.objects.select_related("rubric").get(slug=slug)
-        except Study.DoesNotExist:
-            raise CommandError(f"no study {slug!r}") from None
-        if resamples is not None and resamples < 1:
-            raise CommandError("--resamples must be at least 1")
+        study = study_named(slug)
+        check_at_least_one(resamples, "--resamples")
         try:
             written = write_study_report(
                 study=study, out=out, phase=phase, group_fields=group_fields, n_resamples=resamples
