@@ -2,7 +2,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from annotate.exceptions import ApplicationError
-from annotate.models import Study
+from annotate.management.common import study_named
 from annotate.services import assign_summaries
 
 
@@ -19,10 +19,7 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=0, help="seed for tie-breaking (default 0)")
 
     def handle(self, *args, study: str, raters: str, per_item: int, seed: int, **options):
-        try:
-            study_obj = Study.objects.get(slug=study)
-        except Study.DoesNotExist:
-            raise CommandError(f"no study {study!r}") from None
+        study_obj = study_named(study)
         names = [n.strip() for n in raters.split(",") if n.strip()]
         users = {u.username: u for u in get_user_model().objects.filter(username__in=names)}
         missing = [n for n in names if n not in users]

@@ -3,7 +3,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotate.batches import DESIGNS, create_batch
 from annotate.exceptions import ApplicationError
-from annotate.models import Batch, Study
+from annotate.management.common import study_named
+from annotate.models import Batch
 
 
 def _pairs(values: list[str] | None, what: str) -> dict[str, str]:
@@ -50,10 +51,7 @@ class Command(BaseCommand):
         parser.add_argument("--training", action="store_true", help="show expected answers after each submit")
 
     def handle(self, *args, **o):
-        try:
-            study = Study.objects.get(slug=o["study"])
-        except Study.DoesNotExist:
-            raise CommandError(f"no study {o['study']!r}") from None
+        study = study_named(o["study"])
         names = [n.strip() for n in o["raters"].split(",") if n.strip()]
         users = {u.username: u for u in get_user_model().objects.filter(username__in=names)}
         missing = [n for n in names if n not in users]

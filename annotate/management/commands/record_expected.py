@@ -4,7 +4,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotate.batches import record_expected_answer
 from annotate.exceptions import ApplicationError
-from annotate.models import ExpectedAnswer, Study
+from annotate.management.common import study_named
+from annotate.models import ExpectedAnswer
 from annotate.rubrics import AnswerValidationError
 from annotate.text_validation import InvalidTextError, loads
 
@@ -20,9 +21,7 @@ class Command(BaseCommand):
         parser.add_argument("--explanation", default="")
 
     def handle(self, *args, **o):
-        study = Study.objects.filter(slug=o["study"]).first()
-        if study is None:
-            raise CommandError(f"no study {o['study']!r}")
+        study = study_named(o["study"])
         summary = study.summaries.filter(key=o["summary"]).first()
         if summary is None:
             raise CommandError(f"no summary {o['summary']!r} in {study.slug}")

@@ -3,7 +3,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from annotate.exceptions import ApplicationError
-from annotate.models import Study
+from annotate.management.common import study_named
 from datasets.exporting import FORMATS, PHASES, export_dataset
 
 
@@ -27,9 +27,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, study: str, out: Path, format: str, phase: str, **options):
-        found = Study.objects.select_related("rubric").filter(slug=study).first()
-        if found is None:
-            raise CommandError(f"no study {study!r}")
+        found = study_named(study)
         try:
             result = export_dataset(
                 study=found,

@@ -1,8 +1,8 @@
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
-from annotate.models import Study
+from annotate.management.common import study_named
 from datasets.importing import import_evidence_inference
 from datasets.messages import importing, open_text
 
@@ -19,10 +19,7 @@ class Command(BaseCommand):
         parser.add_argument("--pmcid", action="append", help="import only these PMCIDs (repeatable)")
 
     def handle(self, *args, path: Path, study: str, pmcid: list[str] | None, **options):
-        try:
-            study_obj = Study.objects.get(slug=study)
-        except Study.DoesNotExist:
-            raise CommandError(f"no study {study!r}: create it first (import_jsonl with a study line)") from None
+        study_obj = study_named(study, ": create it first (import_jsonl with a study line)")
         with importing(path), open_text(path) as handle:
             result = import_evidence_inference(study=study_obj, lines=handle, only=set(pmcid) if pmcid else None)
         self.stdout.write(f"Imported {path}: {result.summary_line()}.")

@@ -1,9 +1,9 @@
 from pathlib import Path
 
 import yaml
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
-from annotate.models import Study
+from annotate.management.common import study_named
 from annotate.text_validation import loads
 from datasets.messages import importing, read_text
 from datasets.thresh import import_thresh
@@ -25,9 +25,7 @@ class Command(BaseCommand):
         parser.add_argument("--batch", default="thresh", help="name of the new batch (default: thresh)")
 
     def handle(self, *args, file: Path, study: str, rubric_map: Path | None, batch: str, **options):
-        found = Study.objects.select_related("rubric").filter(slug=study).first()
-        if found is None:
-            raise CommandError(f"no study {study!r}")
+        found = study_named(study)
         mapping = None
         if rubric_map:
             with importing(rubric_map):

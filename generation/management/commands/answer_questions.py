@@ -4,7 +4,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from annotate.exceptions import ApplicationError
-from annotate.models import Study
+from annotate.management.common import check_at_least_one, study_named
 from generation.models import AnswerJob
 from generation.services import start_answer_run
 from generation.tasks import answer_question_task
@@ -29,11 +29,8 @@ class Command(BaseCommand):
         parser.add_argument("--timeout", type=float, default=None, help="with a broker: stop waiting after N s")
 
     def handle(self, *args, study: str, engine: str, regime: str, questions: list[str], limit, timeout, **options):
-        if limit is not None and limit < 1:
-            raise CommandError("--limit must be at least 1")
-        study_obj = Study.objects.filter(slug=study).first()
-        if study_obj is None:
-            raise CommandError(f"no study {study!r}")
+        check_at_least_one(limit, "--limit")
+        study_obj = study_named(study)
         try:
             jobs = start_answer_run(
                 study=study_obj,

@@ -2,7 +2,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.models import Study
+from annotate.management.common import study_named
 from annotate.selectors.contents import rubric_definition
 from annotate.selectors.frames import ratings_frame
 from generation.calibration import calibrate, hallucination_labels
@@ -33,9 +33,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true")
 
     def handle(self, *args, study: str, question: str, hallucinated: list[str], phase: str, **options):
-        study_obj = Study.objects.select_related("rubric").filter(slug=study).first()
-        if study_obj is None:
-            raise CommandError(f"no study {study!r}")
+        study_obj = study_named(study)
         questions = {q.key: q for q in rubric_definition(study_obj.rubric).questions}
         if question not in questions:
             raise CommandError(f"the study's rubric has no question {question!r}; it has {', '.join(questions)}")

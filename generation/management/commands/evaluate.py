@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from annotate.exceptions import ApplicationError
-from annotate.models import Study
+from annotate.management.common import check_at_least_one, study_named
 from generation.evaluators import EVALUATORS, needs_llm, run_evaluation
 from generation.models import EvaluationScore
 from generation.services import require_api_key
@@ -21,11 +21,8 @@ class Command(BaseCommand):
         parser.add_argument("--limit", type=int, default=None)
 
     def handle(self, *args, study: str, evaluator: str, summaries: list[str], limit, **options):
-        study_obj = Study.objects.filter(slug=study).first()
-        if study_obj is None:
-            raise CommandError(f"no study {study!r}")
-        if limit is not None and limit < 1:
-            raise CommandError("--limit must be at least 1")
+        study_obj = study_named(study)
+        check_at_least_one(limit, "--limit")
         try:
             if needs_llm(evaluator):
                 require_api_key()

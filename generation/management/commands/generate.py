@@ -6,7 +6,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from annotate.exceptions import ApplicationError
-from annotate.models import Study
+from annotate.management.common import check_at_least_one, study_named
 from generation.pipelines import PIPELINE_CHOICES
 from generation.selectors import run_progress, run_report
 from generation.services import requeue_abandoned_jobs, start_generation_run
@@ -36,11 +36,8 @@ class Command(BaseCommand):
         parser.add_argument("--poll", type=float, default=2.0, help=argparse.SUPPRESS)
 
     def handle(self, *args, study: str, pipeline: str, sources: list[str], limit: int | None, **options):
-        if limit is not None and limit < 1:
-            raise CommandError("--limit must be at least 1")
-        study_obj = Study.objects.filter(slug=study).first()
-        if study_obj is None:
-            raise CommandError(f"no study {study!r}")
+        check_at_least_one(limit, "--limit")
+        study_obj = study_named(study)
         try:
             run = start_generation_run(
                 study=study_obj,

@@ -3,7 +3,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from annotate.exceptions import ApplicationError
-from annotate.models import Study
+from annotate.management.common import check_at_least_one, study_named
 from annotate.selectors.contents import rubric_definition
 from annotate.selectors.frames import ratings_frame
 from generation.judging import run_judge
@@ -26,13 +26,11 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true")
 
     def handle(self, *args, study: str, summaries: list[str], limit, **options):
-        from analysis.judges import judge_agreement
+        from analysis.judges import judge_agreement_on
+        from generation.selectors import judge_score_frame
 
-        study_obj = Study.objects.filter(slug=study).first()
-        if study_obj is None:
-            raise CommandError(f"no study {study!r}")
-        if limit is not None and limit < 1:
-            raise CommandError("--limit must be at least 1")
+        study_obj = study_named(study)
+        check_at_least_one(limit, "--limit")
         try:
             require_api_key()
             run, answers = run_judge(study=study_obj, summary_keys=summaries, limit=limit)
@@ -42,24 +40,14 @@ class Command(BaseCommand):
         definition = rubric_definition(study_obj.rubric)
         human = ratings_frame(study=study_obj)
         valid = [a for a in answers if a.status == JudgeAnswer.Status.VALID]
+        scales = {q.key for q in definition.questions if q.plain_scale}
+        scores = judge_score_frame(((a.summary.uuid, a.answers) for a in valid), scales)
         report = {"run": str(run.uuid), "judge": run.rater_name, "counts": counts, "questions": []}
         for q in definition.questions:
             if not q.plain_scale:
                 continue
-            part = human[(human["question"] == q.key) & human["score"].notna()] if len(human) else human
-            people = part.rename(columns={"score": "value"})[["item", "rater", "value"]] if len(part) else None
-            scores = [
-                {"item": str(a.summary.uuid), "value": float(a.answers[q.key])}
-                for a in valid
-                if isinstance(a.answers.get(q.key), int | float) and not isinstance(a.answers.get(q.key), bool)
-            ]
-            if people is None or not scores:
-                report["questions"].append({"question": q.key, "agreement": None})
-                continue
-            import pandas as pd
-
-            result = judge_agreement(people, pd.DataFrame(scores), [float(v) for v in q.values], run.rater_name)
-            report["questions"].append({"question": q.key, "agreement": result.__dict__})
+            result = judge_agreement_on(human, scores, q.key, [float(v) for v in q.values], run.rater_name)
+            report["questions"].append({"question": q.key, "agreement": result.__dict__ if result else None})
         if options["json"]:
             self.stdout.write(json.dumps(report, indent=2, default=str))
             return

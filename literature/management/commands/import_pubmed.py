@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from annotate.exceptions import ApplicationError
-from annotate.models import Study
+from annotate.management.common import study_named
 from literature.ncbi import EutilsClient
 from literature.pubmed import import_articles
 
@@ -26,9 +26,7 @@ class Command(BaseCommand):
         bad = [p for p in pmid if not p.strip().isdigit()]
         if bad:
             raise CommandError(f"not a PubMed id: {', '.join(bad)}")
-        study_obj = Study.objects.filter(slug=study).first()
-        if study_obj is None:
-            raise CommandError(f"no study {study!r}")
+        study_obj = study_named(study)
         try:
             with EutilsClient.from_environment() as client:
                 ids = list(client.esearch(query, retmax=max).ids) if query else [p.strip() for p in pmid]

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from analysis.retrieval import study_scores
-from annotate.models import Study
+from annotate.management.common import check_at_least_one, study_named
 from literature.engines import LocalEngine
 from literature.models import Question, Retrieval
 from literature.selectors import retrieval_scores_of
@@ -22,12 +22,8 @@ class Command(BaseCommand):
         parser.add_argument("--limit", type=int, default=20, help="articles kept per question (default 20)")
 
     def handle(self, *args, study: str, regime: list[str] | None, limit: int, **options):
-        try:
-            study_obj = Study.objects.get(slug=study)
-        except Study.DoesNotExist:
-            raise CommandError(f"no study {study!r}") from None
-        if limit < 1:
-            raise CommandError("--limit must be at least 1")
+        study_obj = study_named(study)
+        check_at_least_one(limit, "--limit")
         questions = list(Question.objects.filter(study=study_obj).order_by("key"))
         if not questions:
             raise CommandError(f"study {study!r} has no questions: import_questions first")
