@@ -282,3 +282,26 @@ def test_the_example_claims_study_imports_with_its_recorded_claims():
         "not_supported",
         "supported",
     ]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("answer", "rationale", "message"),
+    [
+        (["supported"], None, "must be an object mapping claim ids to answers"),
+        ({"sentence-1": ["supported"]}, None, "must be one of supported, not_supported, cannot_tell"),
+        ({"sentence-1": "supported"}, {"sentence-1": 7}, "Claim 1: the rationale must be text"),
+    ],
+)
+def test_malformed_per_claim_answers_get_a_400_naming_the_question_and_change_nothing(
+    rater_a, answer, rationale, message
+):
+    assignment = claims_assignment(rater_a)
+    response = api_client_for(rater_a).put(
+        f"/api/assignments/{assignment.uuid}/rating/",
+        {"version": 1, "answers": {"claims_supported": answer}, "rationales": {"claims_supported": rationale}},
+        format="json",
+    )
+    assert response.status_code == 400, response.content
+    assert response.json()["error"]["fields"]["claims_supported"] == message
+    assert not Revision.objects.exists()
