@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.db.models import Count, Prefetch, Q, QuerySet, Sum
+from django.db.models import Count, Max, Prefetch, Q, QuerySet, Sum
 
 from annotate.models import Claim, Summary
 from generation.models import EvaluationRun, EvaluationScore, GenerationJob, GenerationRun, LLMCall
@@ -67,6 +67,57 @@ def summary_trace(summary: Summary) -> list[GenerationJob]:
             Prefetch("llm_calls", queryset=LLMCall.objects.order_by("created_at", "id"))
         )
     )
+
+
+def run_state(*, done: int, total: int, last_activity, now, lease_seconds: int) -> str:
+    """How the evaluators page names a run's progress: "done" once every summary has its
+    scores (or answer); "running" while the run wrote something (or was started) within the
+    job lease (GENERATION_JOB_LEASE); otherwise "stopped": its worker went away before the
+    end, and starting the evaluator again resumes it."""
+    if done >= total:
+        return "done"
+    if last_activity is not None and (now - last_activity).total_seconds() <= lease_seconds:
+        return "running"
+    return "stopped"
+
+
+def evaluator_runs(study, *, now) -> dict:
+    """The evaluators page's runs: evaluation runs (summaries scored, failed scores) and
+    rubric judge runs (summaries judged, valid, refused, unusable), newest first, each with
+    its `state` (run_state); `active` when any is still running (the page then reloads)."""
+    from generation.conf import job_lease_seconds
+    from generation.models import JudgeRun
+
+    total = study.summaries.count()
+    lease = job_lease_seconds()
+    runs = list(
+        EvaluationRun.objects.filter(study=study)
+        .annotate(
+            scored=Count("scores__summary", distinct=True),
+            failed=Count("scores", filter=Q(scores__status="failed")),
+            last_score=Max("scores__created_at"),
+        )
+        .order_by("-created_at", "-pk")
+    )
+    for run in runs:
+        last = max(t for t in (run.created_at, run.last_score) if t is not None)
+        run.state = run_state(done=run.scored, total=total, last_activity=last, now=now, lease_seconds=lease)
+    judge_runs = list(
+        JudgeRun.objects.filter(study=study)
+        .annotate(
+            judged=Count("answers"),
+            valid=Count("answers", filter=Q(answers__status="valid")),
+            invalid=Count("answers", filter=Q(answers__status="invalid")),
+            failed=Count("answers", filter=Q(answers__status="failed")),
+            last_answer=Max("answers__created_at"),
+        )
+        .order_by("-created_at", "-pk")
+    )
+    for run in judge_runs:
+        last = max(t for t in (run.created_at, run.last_answer) if t is not None)
+        run.state = run_state(done=run.judged, total=total, last_activity=last, now=now, lease_seconds=lease)
+    active = any(run.state == "running" for run in [*runs, *judge_runs])
+    return {"runs": runs, "judge_runs": judge_runs, "n_summaries": total, "active": active}
 
 
 def factored_probabilities(study) -> dict[str, float | None]:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count, Q
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
 from annotate.exceptions import ApplicationError
 from annotate.selectors.access import get_study_for_admin
+from generation.selectors import evaluator_runs
 
 
 @login_required
@@ -18,7 +19,6 @@ def evaluators(request, slug):
     from generation.evaluators import EVALUATORS, evaluator_for, needs_llm, start_evaluation
     from generation.judging import JUDGE_NAME, start_judge_run
     from generation.llm import Gateway
-    from generation.models import EvaluationRun, JudgeRun
     from generation.services import require_api_key
     from generation.tasks import enqueue_evaluation, enqueue_judge
 
@@ -43,27 +43,8 @@ def evaluators(request, slug):
                 enqueue_judge(study.pk)
             else:
                 enqueue_evaluation(study.pk, name)
-            messages.info(request, f"{name} is running (run {str(run.uuid)[:8]}).")
+            messages.info(request, f"{name} is running (version {run.version[:12]}); this page follows its progress.")
         return redirect("generation:evaluators", slug=study.slug)
-    n_summaries = study.summaries.count()
-    runs = (
-        EvaluationRun.objects.filter(study=study)
-        .annotate(
-            scored=Count("scores__summary", distinct=True),
-            failed=Count("scores", filter=Q(scores__status="failed")),
-        )
-        .order_by("-created_at")
-    )
-    judge_runs = (
-        JudgeRun.objects.filter(study=study)
-        .annotate(
-            judged=Count("answers"),
-            valid=Count("answers", filter=Q(answers__status="valid")),
-            invalid=Count("answers", filter=Q(answers__status="invalid")),
-            failed=Count("answers", filter=Q(answers__status="failed")),
-        )
-        .order_by("-created_at")
-    )
     evaluators = [{"name": name, "needs_llm": needs_llm(name)} for name in sorted(EVALUATORS)]
     evaluators.append({"name": JUDGE_NAME, "needs_llm": True})
     return render(
@@ -72,8 +53,6 @@ def evaluators(request, slug):
         {
             "study": study,
             "evaluators": evaluators,
-            "runs": runs,
-            "judge_runs": judge_runs,
-            "n_summaries": n_summaries,
+            **evaluator_runs(study, now=timezone.now()),
         },
     )
