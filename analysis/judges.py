@@ -37,14 +37,19 @@ def judge_agreement_on(
     ratings: pd.DataFrame, scores: pd.DataFrame, question: str, scale: Sequence[float], judge_name: str
 ) -> JudgeAgreement | None:
     """judge_agreement for one question, from the tidy frames both callers hold:
-    `ratings` (item, rater, question, score; the people's answers that count) and `scores`
-    (item, question, value; the judge's valid answers). None without scores on either side."""
+    `ratings` (item, rater, question, score: the people's answers that count, as
+    analysis.services.prepare_ratings gives them, each finding of a per-finding question an
+    item "summary:finding") and `scores` (item, question, part, value: the judge's valid
+    answers, part the finding's id or ""). None without scores on either side."""
     human = ratings[(ratings["question"] == question) & ratings["score"].notna()]
-    judge = scores[scores["question"] == question]
+    judge = scores[(scores["question"] == question) & scores["value"].notna()]
     if human.empty or judge.empty:
         return None
     people = human.rename(columns={"score": VALUE})[[ITEM, RATER, VALUE]]
-    return judge_agreement(people, judge[[ITEM, VALUE]], scale, judge_name)
+    items = judge[ITEM].astype(str)
+    parts = judge["part"].fillna("").astype(str) if "part" in judge else ""
+    judge = judge.assign(**{ITEM: items.where(parts == "", items + ":" + parts)})[[ITEM, VALUE]]
+    return judge_agreement(people, judge, scale, judge_name)
 
 
 def judge_agreement(

@@ -77,8 +77,10 @@ def stored_reference_metrics(*, study: Study) -> pd.DataFrame | None:
 
 
 # Apps with automatic judges that answer the rubric like a rater register a function here
-# (study -> (judge name, frame of item, question, value) or None), e.g. generation's rubric
-# judge. The report compares them with people; they never enter the human-only agreement.
+# (study -> (judge name, frame of item, question, part, value, label) or None; part: the
+# finding or claim id, "" for the whole summary; value: a scale answer, label: a claim's
+# option), e.g. generation's rubric judge (generation.selectors.judge_answer_frame). The
+# report compares them with people; they never enter the human-only agreement.
 JUDGE_PROVIDERS: list[Callable[[Study], tuple[str, pd.DataFrame] | None]] = []
 
 

@@ -146,8 +146,9 @@ def compute_study_report(
         raise AnalysisError(str(exc)) from None
     report["span_agreement"] = span_agreement_sections(study=study, phase=phase)
     named = ratings.assign(rater=[names.get(str(r), str(r)) for r in ratings["rater"]])
-    report["claim_judgements"] = claim_judgement_sections(study=study, ratings=named)
-    report["judges"] = judge_sections(study=study, named_ratings=named, specs=specs)
+    judges = selectors.judge_scores(study=study)
+    report["claim_judgements"] = claim_judgement_sections(study=study, ratings=named, judges=judges)
+    report["judges"] = judge_sections(named_ratings=named, specs=specs, judges=judges)
     n_stored = int(texts["item"].isin(stored["item"]).sum()) if stored is not None else 0
     # Where the reference metrics came from: the `reference` evaluator's stored run, or computed now.
     report["reference_metrics"] = {"stored": n_stored, "computed": int(len(texts)) - n_stored}
@@ -195,9 +196,12 @@ def claim_judgements_frame(ratings: pd.DataFrame, question: str) -> pd.DataFrame
     return pd.DataFrame(rows, columns=["item", "claim", "rater", "label", "rationale"])
 
 
-def claim_judgement_sections(*, study: Study, ratings: pd.DataFrame) -> list[dict[str, Any]]:
+def claim_judgement_sections(
+    *, study: Study, ratings: pd.DataFrame, judges: Sequence[tuple[str, pd.DataFrame]] = ()
+) -> list[dict[str, Any]]:
     """For every per-claim question: claim-level agreement between raters, Factored
-    Verification's unsupported calls against people (on the recorded claims it verified)
+    Verification's unsupported calls against people (on the recorded claims it verified),
+    each automatic judge's calls against people (`judges`: analysis.selectors.judge_scores)
     and, where drafts before revision were rated too, people's count of unsupported
     claims before and after revision (analysis.claims). `ratings`: the answers that count,
     raters by name."""
@@ -206,6 +210,7 @@ def claim_judgement_sections(*, study: Study, ratings: pd.DataFrame) -> list[dic
         claim_agreement,
         detector_against_each_rater,
         detector_against_people,
+        judge_on_claims,
     )
 
     questions = [q for q in rubric_definition(study.rubric).questions if q.per_claim]
@@ -223,8 +228,14 @@ def claim_judgement_sections(*, study: Study, ratings: pd.DataFrame) -> list[dic
             "labels": {str(k): int(v) for k, v in judgements["label"].value_counts().items()},
             "agreement": claim_agreement(judgements, q.values),
             "detector": None,
+            "judges": [],
             "before_after_revision": None,
         }
+        for name, answers in judges:
+            labels = answers[(answers["question"] == q.key) & (answers["label"] != "")]
+            if len(labels) and len(judgements):
+                labels = labels.rename(columns={"part": "claim"})[["item", "claim", "label"]]
+                section["judges"].append(judge_on_claims(name, labels, judgements, q.values))
         if len(judgements) and len(verdicts):
             section["detector"] = detector_against_people(verdicts, judgements)
             section["detector"]["per_rater"] = detector_against_each_rater(verdicts, judgements)
@@ -234,15 +245,18 @@ def claim_judgement_sections(*, study: Study, ratings: pd.DataFrame) -> list[dic
     return sections
 
 
-def judge_sections(*, study: Study, named_ratings: pd.DataFrame, specs: Sequence[QuestionSpec]) -> list[dict[str, Any]]:
-    """For every automatic judge that answered the rubric (analysis.selectors.judge_scores)
-    and every scale question: Cohen's kappa of the judge with each rater beside the raters'
-    with each other (analysis.judges). The human-only agreement above never includes it.
+def judge_sections(
+    *, named_ratings: pd.DataFrame, specs: Sequence[QuestionSpec], judges: Sequence[tuple[str, pd.DataFrame]]
+) -> list[dict[str, Any]]:
+    """For every automatic judge that answered the rubric (`judges`:
+    analysis.selectors.judge_scores) and every scale question (per-finding ones finding by
+    finding): Cohen's kappa of the judge with each rater beside the raters' with each other
+    (analysis.judges). The human-only agreement above never includes it.
     `named_ratings`: the answers that count, raters by name."""
     from analysis.judges import judge_agreement_on
 
     sections = []
-    for name, scores in selectors.judge_scores(study=study):
+    for name, scores in judges:
         for spec in specs:
             if spec.kind != "scale":
                 continue

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -385,7 +386,13 @@ class RubricDefinition:
         raise KeyError(key)
 
     def validate(
-        self, answers: Any, rationales: Any = None, *, final: bool, context: AnswerContext | None = None
+        self,
+        answers: Any,
+        rationales: Any = None,
+        *,
+        final: bool,
+        context: AnswerContext | None = None,
+        only: Collection[str] | None = None,
     ) -> CleanAnswers:
         """Check answers against the rubric.
 
@@ -394,6 +401,9 @@ class RubricDefinition:
         every required rationale and satisfy the rubric's consistency rules. Unknown
         keys are errors, never silently dropped. Span offsets are checked against the
         texts in `context` (character offsets, counted in code points).
+
+        `only`: a final answer to these questions alone (an automatic judge is not asked
+        the span questions): the others are checked as a draft's, and need no answer.
         """
         context = context or AnswerContext()
         if not isinstance(answers, dict):
@@ -412,23 +422,28 @@ class RubricDefinition:
         values: dict[str, Any] = {}
         clean_rationales: dict[str, Any] = {}
         for q in self.questions:
+            final_here = final and (only is None or q.key in only)
             try:
                 if q.per_finding:
-                    value, rationale = _clean_per_finding(q, answers.get(q.key), rationales.get(q.key), final, context)
+                    value, rationale = _clean_per_finding(
+                        q, answers.get(q.key), rationales.get(q.key), final_here, context
+                    )
                 elif q.per_claim:
-                    value, rationale = _clean_per_claim(q, answers.get(q.key), rationales.get(q.key), final, context)
+                    value, rationale = _clean_per_claim(
+                        q, answers.get(q.key), rationales.get(q.key), final_here, context
+                    )
                 elif q.highlights:
                     if rationales.get(q.key):
                         raise ValueError("give each span's rationale inside the span")
-                    value, rationale = _clean_spans(q, answers.get(q.key), final, context), None
+                    value, rationale = _clean_spans(q, answers.get(q.key), final_here, context), None
                 else:
                     value = self._clean_value(q, answers.get(q.key))
-                    rationale = _clean_rationale(q, value, rationales.get(q.key), final)
+                    rationale = _clean_rationale(q, value, rationales.get(q.key), final_here)
             except ValueError as exc:
                 errors[q.key] = str(exc)
                 continue
             asked = q.asked(has_findings=bool(context.finding_ids), has_claims=bool(context.claim_ids))
-            if value is None and final and q.required and asked:
+            if value is None and final_here and q.required and asked:
                 errors[q.key] = "an answer is required"
                 continue
             if value is not None:

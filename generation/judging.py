@@ -1,18 +1,22 @@
 """A rubric judge: an LLM that answers the study's own rubric, like a rater (issue 18).
 
-The judge answers every scale, choice, checkbox and text question of the rubric, with
-rationales (span and per-finding questions need offsets and findings: not asked). Its
-answers are validated by the rubric exactly as a person's draft is
-(`RubricDefinition.validate`), and then as a final answer restricted to the questions it
-is asked: every required one answered, every required rationale given, the consistency
-rules kept. An answer outside the scale, a missing required answer or a broken rule is
-stored as *invalid* with the rubric's own message; a refusal, malformed JSON or a failed
-call as *failed*. Neither is ever a score.
+The judge answers every scale, choice, checkbox and text question of the rubric, and the
+questions asked once per finding of the source or per claim of the summary, with
+rationales (span questions need character offsets: not asked). Findings and claims are
+shown to it numbered (F1, F2, …; C1, C2, …) and its answers keyed by those numbers are
+mapped back to the finding and claim ids a rater's answers use. Its answers are validated
+by the rubric exactly as a person's final answer is (`RubricDefinition.validate`),
+restricted to the questions it is asked: every required one answered (each finding or
+claim of a per-part one), every required rationale given, the consistency rules kept. An
+answer outside the scale, a missing required answer, an unknown finding or a broken rule
+is stored as *invalid* with the rubric's own message; a refusal, malformed JSON or a
+failed call as *failed*. Neither is ever a score.
 
 Judge answers live in their own table (JudgeAnswer), never as a rater's assignment: they
 cannot enter the human-only agreement, queues, progress or exports by accident. They are
 compared with people on request (`judge_agreement`): Cohen's kappa of the judge with each
-rater beside the raters' kappa with each other.
+rater beside the raters' kappa with each other, per finding for per-finding questions,
+and for per-claim questions its "not supported" calls against people's.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from django.db import transaction
 
@@ -34,7 +39,8 @@ from generation.prompting import prompt_versions
 
 PROMPT = "rubric_judge"
 JUDGE_NAME = "rubric_judge"  # as the evaluators page and the report's columns name it
-JUDGED_KINDS = ("scale", "choice", "checkboxes", "text")
+JUDGED_KINDS = ("scale", "choice", "checkboxes", "text", "per_finding", "per_claim")
+FINDING, CLAIM = "F", "C"  # how the prompt numbers the source's findings and the summary's claims
 
 
 def judged_questions(definition: RubricDefinition) -> list:
@@ -49,7 +55,12 @@ def rubric_text(definition: RubricDefinition) -> str:
         needs = ["required" if q.required else "optional"]
         if q.rationale == "required":
             needs.append("rationale required")
-        head = f"- {q.key} ({q.kind}, {', '.join(needs)}): {q.prompt}"
+        if q.per_finding:
+            needs.append("answered once per finding F1, F2, … listed below")
+        elif q.per_claim:
+            needs.append("answered once per claim C1, C2, … listed below")
+        kind = {"per_finding": "scale", "per_claim": "choice"}.get(q.kind, q.kind)
+        head = f"- {q.key} ({kind}, {', '.join(needs)}): {q.prompt}"
         if q.help:
             head += f" {q.help.strip()}"
         lines.append(head)
@@ -59,6 +70,54 @@ def rubric_text(definition: RubricDefinition) -> str:
         if q.na is not None:
             lines.append(f'    "na" = {q.na.label}')
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Parts:
+    """The findings and claims a summary's per-part questions are asked about, in the
+    prompt's numbering: label ("F1", "C2") -> the id a rater's answer uses."""
+
+    text: str
+    findings: dict[str, str]
+    claims: dict[str, str]
+
+    def to_ids(self, definition: RubricDefinition, answers: dict, rationales: dict) -> tuple[dict, dict]:
+        """The judge's answers with per-part labels replaced by ids. A label that is not
+        listed is kept as it is, so that the rubric names it as an unknown finding or claim."""
+        answers, rationales = dict(answers), dict(rationales)
+        for q in definition.questions:
+            labels = self.findings if q.per_finding else self.claims if q.per_claim else None
+            if labels is None:
+                continue
+            for given in (answers, rationales):
+                if isinstance(given.get(q.key), dict):
+                    given[q.key] = {labels.get(str(k).strip(), k): v for k, v in given[q.key].items()}
+        return answers, rationales
+
+
+def summary_parts(definition: RubricDefinition, summary: Summary, findings: list) -> Parts:
+    lines: list[str] = []
+    by_finding: dict[str, str] = {}
+    by_claim: dict[str, str] = {}
+    if findings and any(q.per_finding for q in definition.questions):
+        lines.append("\nFindings of the source (for the questions asked once per finding):")
+        for number, f in enumerate(findings, start=1):
+            label = f"{FINDING}{number}"
+            by_finding[label] = str(f.uuid)
+            versus = f" versus {f.comparator}" if f.comparator else ""
+            reported = f" (reported: {f.label})" if f.label else ""
+            lines.append(f'{label}: {f.intervention}{versus}, on {f.outcome}{reported}. Evidence: "{f.evidence}"')
+    if definition.asks_claims:
+        from annotate.selectors.claims import claim_units
+
+        units = claim_units(summary)
+        if units:
+            lines.append("\nClaims of the summary (for the questions asked once per claim):")
+        for unit in units:
+            label = f"{CLAIM}{unit.number}"
+            by_claim[label] = unit.id
+            lines.append(f"{label}: {unit.text}")
+    return Parts(text="\n".join(lines), findings=by_finding, claims=by_claim)
 
 
 def judge_version(study: Study, model: str, params: dict) -> tuple[str, dict]:
@@ -72,21 +131,10 @@ def judge_version(study: Study, model: str, params: dict) -> tuple[str, dict]:
 
 
 def check_answer(definition: RubricDefinition, answers, rationales, context: AnswerContext) -> tuple[dict, dict]:
-    """The clean (answers, rationales), or AnswerValidationError/ApplicationError with the
-    rubric's messages: a person's draft check, then a final check of the judged questions."""
-    from annotate.rubrics import AnswerValidationError
-
-    clean = definition.validate(answers, rationales, final=False, context=context)
-    errors = {}
-    for q in judged_questions(definition):
-        if q.required and q.key not in clean.values:
-            errors[q.key] = "an answer is required"
-        elif q.rationale == "required" and q.key in clean.values and not clean.rationales.get(q.key):
-            errors[q.key] = "a rationale is required"
-    for key, message in definition.rule_problems(clean.values):
-        errors.setdefault(key, message)
-    if errors:
-        raise AnswerValidationError(errors)
+    """The clean (answers, rationales), or AnswerValidationError with the rubric's
+    messages: a person's final check, for the judged questions only."""
+    keys = {q.key for q in judged_questions(definition)}
+    clean = definition.validate(answers, rationales, final=True, context=context, only=keys)
     return clean.values, clean.rationales
 
 
@@ -106,8 +154,14 @@ def judge_summary(*, run: JudgeRun, summary: Summary, gateway: Gateway) -> Judge
         return existing
     definition = rubric_definition(run.study.rubric)
     source = summary.source
-    finding_ids = tuple(str(f) for f in source.findings.values_list("uuid", flat=True))
-    context = AnswerContext(summary_text=summary.text, source_text=source.text, finding_ids=finding_ids)
+    findings = list(source.findings.order_by("index"))
+    parts = summary_parts(definition, summary, findings)
+    context = AnswerContext(
+        summary_text=summary.text,
+        source_text=source.text,
+        finding_ids=tuple(str(f.uuid) for f in findings),
+        claim_ids=tuple(parts.claims.values()),
+    )
     fields: dict = {"answers": {}, "rationales": {}, "raw": "", "error": "", "call": None}
     parsed = None
     try:
@@ -119,6 +173,7 @@ def judge_summary(*, run: JudgeRun, summary: Summary, gateway: Gateway) -> Judge
                 "rubric": rubric_text(definition),
                 "source": source.text,
                 "summary": summary.text,
+                "parts": parts.text,
             },
             model=run.model,
             params=run.config["params"],
@@ -128,7 +183,11 @@ def judge_summary(*, run: JudgeRun, summary: Summary, gateway: Gateway) -> Judge
         parsed = parse_json_object(result.text)
         if not isinstance(parsed, dict) or not isinstance(parsed.get("answers"), dict):
             raise ValueError("no JSON object with answers in the reply")
-        answers, rationales = check_answer(definition, parsed["answers"], parsed.get("rationales") or {}, context)
+        answers, rationales = parsed["answers"], parsed.get("rationales") or {}
+        if isinstance(rationales, dict):  # otherwise the rubric says what is wrong with them
+            answers, rationales = parts.to_ids(definition, answers, rationales)
+            parsed = {**parsed, "answers": answers, "rationales": rationales}
+        answers, rationales = check_answer(definition, answers, rationales, context)
         fields.update(status=JudgeAnswer.Status.VALID, answers=answers, rationales=rationales)
     except LLMError as exc:
         fields.update(status=JudgeAnswer.Status.FAILED, error=exc.message)

@@ -176,42 +176,57 @@ def stored_reference_metrics(study):
 
 
 def judge_scores(study):
-    """The newest rubric judge run's valid scale answers: (judge name, frame of item,
-    question, value), or None. Only answers the rubric accepted are scores."""
+    """The newest rubric judge run's valid answers, as (judge name, judge_answer_frame), or
+    None. Only answers the rubric accepted are scores."""
     from annotate.selectors.contents import rubric_definition
     from generation.models import JudgeAnswer, JudgeRun
 
     run = JudgeRun.objects.filter(study=study).order_by("-created_at", "-pk").first()
     if run is None:
         return None
-    scales = {q.key for q in rubric_definition(study.rubric).questions if q.plain_scale}
     valid = JudgeAnswer.objects.filter(run=run, status=JudgeAnswer.Status.VALID)
-    return run.rater_name, judge_score_frame(valid.values_list("summary__uuid", "answers"), scales)
+    frame = judge_answer_frame(valid.values_list("summary__uuid", "answers"), rubric_definition(study.rubric))
+    return run.rater_name, frame
 
 
-def judge_score_frame(answers, scales: set[str]):
-    """item, question, value of the judge's numeric answers to the `scales` questions, from
-    (summary uuid, answers) pairs of valid judge answers."""
+def judge_answer_frame(answers, definition):
+    """item, question, part, value, label of the judge's answers that people's can be
+    compared with, from (summary uuid, answers) pairs of valid judge answers: numeric
+    answers to scale questions (part "" for a plain scale, the finding's id for a
+    per-finding one; N/A left out, as the report leaves it out of people's scores) and the
+    option chosen for each claim of a per-claim question (part: the claim id; value NaN)."""
     import pandas as pd
 
+    def number(value) -> bool:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+
+    scales = {q.key for q in definition.questions if q.is_scale}
+    claims = {q.key for q in definition.questions if q.per_claim}
     rows = []
     for uuid, given in answers:
         for key, value in (given or {}).items():
-            if key in scales and isinstance(value, int | float) and not isinstance(value, bool):
-                rows.append((str(uuid), key, float(value)))
-    return pd.DataFrame(rows, columns=["item", "question", "value"])
+            if key in scales:
+                parts = value.items() if isinstance(value, dict) else [("", value)]
+                rows.extend((str(uuid), key, str(part), float(v), "") for part, v in parts if number(v))
+            elif key in claims and isinstance(value, dict):
+                rows.extend((str(uuid), key, str(claim), float("nan"), label) for claim, label in value.items())
+    return pd.DataFrame(rows, columns=["item", "question", "part", "value", "label"])
 
 
 def judge_metrics(study):
-    """item + `eval.rubric_judge.<question>` columns: the judge's scale answers as metrics,
-    so the report correlates them with every human question like any evaluator's."""
+    """item + `eval.rubric_judge.<question>` columns: the judge's scale answers as metrics
+    (per-finding ones averaged over the findings), so the report correlates them with
+    every human question like any evaluator's."""
     import pandas as pd
 
     from generation.judging import JUDGE_NAME
 
     found = judge_scores(study)
-    if found is None or not len(found[1]):
+    scores = found[1].dropna(subset=["value"]) if found is not None else None
+    if scores is None or not len(scores):
         return pd.DataFrame(columns=["item"])
-    frame = found[1].pivot_table(index="item", columns="question", values="value", aggfunc="first")
+    # A per-finding question's column is the mean over the source's findings (as the
+    # factpico evaluators' `evidence`).
+    frame = scores.pivot_table(index="item", columns="question", values="value", aggfunc="mean")
     frame.columns = [f"eval.{JUDGE_NAME}.{c}" for c in frame.columns]
     return frame.reset_index()

@@ -139,3 +139,39 @@ def test_the_detector_against_each_raters_own_calls_worked_by_hand():
     assert (rows["r2"]["precision"]["k"], rows["r2"]["precision"]["n"]) == (2, 3)
     assert (rows["r2"]["recall"]["k"], rows["r2"]["recall"]["n"]) == (2, 4)
     assert (rows["r2"]["negative_predictive_value"]["k"], rows["r2"]["negative_predictive_value"]["n"]) == (4, 6)
+
+
+def test_a_rubric_judge_on_claims_worked_by_hand_and_its_kappa_from_scikit_learn():
+    """The judge's own labels (it may answer "cannot tell") against people's majority, and its
+    κ with each rater claim by claim beside the raters' with each other."""
+    from analysis.claims import judge_on_claims
+
+    _, judgements = frames()
+    judge = {"a1": N, "a2": S, "a3": S, "b1": N, "b2": S, "b3": S, "b4": C, "c1": S, "c2": S, "c3": S, "d1": N}
+    labels = pd.DataFrame([(c[0].upper(), c, label) for c, label in judge.items()], columns=["item", "claim", "label"])
+    result = judge_on_claims("judge", labels, judgements, (S, N, C))
+    # People: a1 N, a2 S, a3 S, b1 N, b2 N, b3 tie (out), b4 N, c1-c3 S. The judge's "cannot
+    # tell" on b4 is no call: a1 tp, b1 tp, b2 fn, a2 a3 c1 c2 c3 tn.
+    assert result["confusion"] == {"tp": 2, "fp": 0, "fn": 1, "tn": 5}
+    assert result["n_claims"] == 8 and result["n_judged"] == 11
+    assert (result["precision"]["k"], result["precision"]["n"]) == (2, 2)
+    assert (result["recall"]["k"], result["recall"]["n"]) == (2, 3)
+    assert (result["negative_predictive_value"]["k"], result["negative_predictive_value"]["n"]) == (5, 6)
+
+    people = {r: dict(zip(part["claim"], part["label"], strict=True)) for r, part in judgements.groupby("rater")}
+    raters = {**people, "judge": judge}
+    expected = {}
+    for a, b in [("judge", "r1"), ("judge", "r2"), ("r1", "r2")]:
+        common = sorted(set(raters[a]) & set(raters[b]))
+        expected[(a, b)] = (
+            len(common),
+            cohen_kappa_score([raters[a][c] for c in common], [raters[b][c] for c in common]),
+        )
+    got = {(p["rater_a"], p["rater_b"]): (p["n"], p["kappa"], p["with_judge"]) for p in result["pairs"]}
+    assert set(got) == set(expected)
+    for pair, (n, kappa) in expected.items():
+        assert got[pair][0] == n and got[pair][1] == pytest.approx(kappa) and got[pair][2] == ("judge" in pair)
+    assert result["judge_mean_kappa"] == pytest.approx(
+        (expected[("judge", "r1")][1] + expected[("judge", "r2")][1]) / 2
+    )
+    assert result["human_mean_kappa"] == pytest.approx(expected[("r1", "r2")][1])

@@ -69,6 +69,38 @@ def test_every_claim_needs_an_allowed_answer_and_its_rationale_on_submit():
     assert rubric.validate({"claims_supported": {"c2": "supported"}}, None, final=False, context=context).values
 
 
+def test_a_final_answer_to_some_questions_only_leaves_the_others_to_a_drafts_check():
+    """`only` (the rubric judge's answers: it is not asked span questions): the questions
+    named must be complete, the others need nothing but may not hold wrong values."""
+    rubric = RubricDefinition.from_dict(
+        {
+            "key": "c",
+            "title": "C",
+            "questions": [
+                QUESTION,
+                {
+                    "key": "overall",
+                    "kind": "scale",
+                    "prompt": "Overall?",
+                    "required": True,
+                    "options": [{"value": v, "label": str(v)} for v in (1, 2, 3)],
+                },
+            ],
+        }
+    )
+    context = AnswerContext(summary_text=SUMMARY, claim_ids=("c1", "c2"))
+    assert rubric.validate({"overall": 2}, None, final=True, context=context, only={"overall"}).values == {"overall": 2}
+    with pytest.raises(Exception) as caught:
+        rubric.validate({"overall": 2}, None, final=True, context=context)
+    assert caught.value.errors == {"claims_supported": "Claim 1: an answer is required"}
+    with pytest.raises(Exception) as caught:
+        rubric.validate({"claims_supported": {"c1": "maybe"}}, None, final=True, context=context, only={"overall"})
+    assert caught.value.errors == {
+        "claims_supported": "must be one of supported, not_supported, cannot_tell",
+        "overall": "an answer is required",
+    }
+
+
 @pytest.mark.django_db
 def test_the_claims_are_the_recorded_ones_else_the_sentences():
     summary = SummaryFactory(text=SUMMARY)

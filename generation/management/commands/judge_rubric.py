@@ -27,7 +27,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, study: str, summaries: list[str], limit, **options):
         from analysis.judges import judge_agreement_on
-        from generation.selectors import judge_score_frame
+        from analysis.services import na_category_codes, prepare_ratings
+        from generation.selectors import judge_answer_frame
 
         study_obj = study_named(study)
         check_at_least_one(limit, "--limit")
@@ -38,13 +39,12 @@ class Command(BaseCommand):
             raise CommandError(exc.message) from None
         counts = {status: sum(1 for a in answers if a.status == status) for status in JudgeAnswer.Status.values}
         definition = rubric_definition(study_obj.rubric)
-        human = ratings_frame(study=study_obj)
+        human = prepare_ratings(ratings_frame(study=study_obj), na_category_codes(study_obj))
         valid = [a for a in answers if a.status == JudgeAnswer.Status.VALID]
-        scales = {q.key for q in definition.questions if q.plain_scale}
-        scores = judge_score_frame(((a.summary.uuid, a.answers) for a in valid), scales)
+        scores = judge_answer_frame(((a.summary.uuid, a.answers) for a in valid), definition)
         report = {"run": str(run.uuid), "judge": run.rater_name, "counts": counts, "questions": []}
         for q in definition.questions:
-            if not q.plain_scale:
+            if not q.is_scale:
                 continue
             result = judge_agreement_on(human, scores, q.key, [float(v) for v in q.values], run.rater_name)
             report["questions"].append({"question": q.key, "agreement": result.__dict__ if result else None})
