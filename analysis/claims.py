@@ -198,6 +198,8 @@ def judge_on_claims(judge: str, labels: pd.DataFrame, judgements: pd.DataFrame, 
     majority, as for a detector (precision, recall, NPV with Wilson intervals), and its
     Cohen's κ with each rater claim by claim beside the raters' κ with each other
     (the mean over the pairs with a defined κ)."""
+    from analysis.judges import mean_defined
+
     verdicts = labels[labels["label"].isin([SUPPORTED, NOT_SUPPORTED])].rename(columns={"label": "verdict"})
     against = detector_against_people(verdicts[["item", "claim", "verdict"]], judgements)
     combined = pd.concat(
@@ -209,10 +211,6 @@ def judge_on_claims(judge: str, labels: pd.DataFrame, judgements: pd.DataFrame, 
     )
     pairs = claim_agreement(combined, options).get("cohen_kappa", [])
 
-    def mean(values: list) -> float | None:
-        values = [v for v in values if v is not None and not math.isnan(v)]
-        return sum(values) / len(values) if values else None
-
     with_judge = [p for p in pairs if judge in (p["rater_a"], p["rater_b"])]
     return {
         "judge": judge,
@@ -223,6 +221,6 @@ def judge_on_claims(judge: str, labels: pd.DataFrame, judgements: pd.DataFrame, 
         "recall": against["recall"],
         "negative_predictive_value": against["negative_predictive_value"],
         "pairs": [{**p, "with_judge": p in with_judge} for p in pairs],
-        "judge_mean_kappa": mean([p["kappa"] for p in with_judge]),
-        "human_mean_kappa": mean([p["kappa"] for p in pairs if p not in with_judge]),
+        "judge_mean_kappa": mean_defined([p["kappa"] for p in with_judge]),
+        "human_mean_kappa": mean_defined([p["kappa"] for p in pairs if p not in with_judge]),
     }

@@ -22,6 +22,14 @@ VALUE = "value"
 QUESTION = "question"
 
 
+def part_items(items: pd.Series, parts: pd.Series) -> pd.Series:
+    """The item of each row, as the statistics count it: the summary, or "summary:part" for
+    a row about one part of it (a finding of a per-finding question; `parts` "" otherwise)."""
+    items = items.astype(str)
+    parts = parts.fillna("").astype(str)
+    return items.where(parts == "", items + ":" + parts)
+
+
 class AgreementInputError(ValueError):
     """The ratings frame or the scale cannot be analysed as given."""
 

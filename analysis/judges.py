@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from analysis.agreement import cohen_kappa
-from analysis.frames import ITEM, RATER, VALUE
+from analysis.frames import ITEM, RATER, VALUE, part_items
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,8 @@ class JudgeAgreement:
     human_mean_quadratic: float | None
 
 
-def _mean(values: list[float]) -> float | None:
+def mean_defined(values: list[float | None]) -> float | None:
+    """The mean of the values that are defined (not None, finite); None when there are none."""
     values = [v for v in values if v is not None and math.isfinite(v)]
     return sum(values) / len(values) if values else None
 
@@ -46,9 +47,7 @@ def judge_agreement_on(
     if human.empty or judge.empty:
         return None
     people = human.rename(columns={"score": VALUE})[[ITEM, RATER, VALUE]]
-    items = judge[ITEM].astype(str)
-    parts = judge["part"].fillna("").astype(str) if "part" in judge else ""
-    judge = judge.assign(**{ITEM: items.where(parts == "", items + ":" + parts)})[[ITEM, VALUE]]
+    judge = judge.assign(**{ITEM: part_items(judge[ITEM], judge["part"])})[[ITEM, VALUE]]
     return judge_agreement(people, judge, scale, judge_name)
 
 
@@ -77,6 +76,6 @@ def judge_agreement(
     return JudgeAgreement(
         judge=judge_name,
         pairs=pairs,
-        judge_mean_quadratic=_mean([p["quadratic"] for p in pairs if p["with_judge"]]),
-        human_mean_quadratic=_mean([p["quadratic"] for p in pairs if not p["with_judge"]]),
+        judge_mean_quadratic=mean_defined([p["quadratic"] for p in pairs if p["with_judge"]]),
+        human_mean_quadratic=mean_defined([p["quadratic"] for p in pairs if not p["with_judge"]]),
     )

@@ -90,10 +90,10 @@ def prepare_ratings(ratings, na_codes: dict[str, int]):
     """The ratings frame as the statistics need it: each finding of a per-finding
     question is an item of its own (summary:finding), and N/A answers of questions
     that count N/A as a category get their code (the rest stay missing)."""
+    from analysis.frames import part_items
+
     ratings = ratings.copy()
-    findings = ratings["finding"].fillna("").astype(str)
-    per_finding = findings != ""
-    ratings["item"] = ratings["item"].astype(str).where(~per_finding, ratings["item"].astype(str) + ":" + findings)
+    ratings["item"] = part_items(ratings["item"], ratings["finding"])
     for key, code in na_codes.items():
         mask = (ratings["question"] == key) & (ratings["answer"] == "na")
         ratings.loc[mask, "score"] = float(code)

@@ -99,9 +99,6 @@ def evaluator_runs(study, *, now) -> dict:
         )
         .order_by("-created_at", "-pk")
     )
-    for run in runs:
-        last = max(t for t in (run.created_at, run.last_score) if t is not None)
-        run.state = run_state(done=run.scored, total=total, last_activity=last, now=now, lease_seconds=lease)
     judge_runs = list(
         JudgeRun.objects.filter(study=study)
         .annotate(
@@ -113,9 +110,12 @@ def evaluator_runs(study, *, now) -> dict:
         )
         .order_by("-created_at", "-pk")
     )
-    for run in judge_runs:
-        last = max(t for t in (run.created_at, run.last_answer) if t is not None)
-        run.state = run_state(done=run.judged, total=total, last_activity=last, now=now, lease_seconds=lease)
+    # Each run's progress: summaries done, and its newest score or answer (else its start).
+    progress = [(run, run.scored, run.last_score) for run in runs]
+    progress += [(run, run.judged, run.last_answer) for run in judge_runs]
+    for run, done, last in progress:
+        activity = last or run.created_at
+        run.state = run_state(done=done, total=total, last_activity=activity, now=now, lease_seconds=lease)
     active = any(run.state == "running" for run in [*runs, *judge_runs])
     return {"runs": runs, "judge_runs": judge_runs, "n_summaries": total, "active": active}
 
