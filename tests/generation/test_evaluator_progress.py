@@ -1,4 +1,4 @@
-"""The evaluators page follows a run's progress: done, running (the page reloads), or
+"""The evaluators page follows a run's progress: done, running (its tables update), or
 stopped before the end (its worker went away; starting it again resumes it)."""
 
 from datetime import timedelta
@@ -53,7 +53,8 @@ def test_the_page_reloads_while_a_run_is_in_progress_and_says_when_one_stopped(s
 
     client.force_login(get_user_model().objects.get(username="admin"))
     html = client.get(f"/studies/{study.slug}/evaluators/").content.decode()
-    assert '<meta http-equiv="refresh" content="5">' in html and 'id="evaluators-active"' in html
+    assert "js/evaluators.js" in html and 'id="evaluators-active"' in html
+    assert "http-equiv" not in html  # the tables update in place; the page itself never reloads
     assert f"<td>4 of {len(summaries)}</td><td>1</td><td>running</td>" in html
     n = len(summaries)
     assert f"<td>{n} of {n}</td><td>{n}</td><td>0</td><td>0</td><td>done</td>" in html
@@ -65,5 +66,5 @@ def test_the_page_reloads_while_a_run_is_in_progress_and_says_when_one_stopped(s
     EvaluationScore.objects.filter(run=run).update(created_at=timezone.now() - timedelta(seconds=300))
     EvaluationRun.objects.filter(pk=run.pk).update(created_at=timezone.now() - timedelta(seconds=400))
     html = client.get(f"/studies/{study.slug}/evaluators/").content.decode()
-    assert 'http-equiv="refresh"' not in html
+    assert "js/evaluators.js" not in html and 'id="evaluators-active"' not in html
     assert "stopped before the end: run it again to resume" in html

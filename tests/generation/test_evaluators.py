@@ -95,7 +95,7 @@ def test_an_admin_starts_an_evaluator_from_its_page_and_follows_it(serve, demo, 
     page = client.get(url).content.decode()
     n = Summary.objects.filter(study=demo).count()
     assert f"<td>{n} of {n}</td><td>0</td><td>done</td>" in page
-    assert 'http-equiv="refresh"' not in page  # nothing left running: the page stops reloading
+    assert "js/evaluators.js" not in page  # nothing left running: the page stops updating
     assert set(EvaluationScore.objects.values_list("value", flat=True)) == {3.0, 4.0}
     # Without a key: refused with the reason, nothing started.
     monkeypatch.delenv("OPENAI_API_KEY")
