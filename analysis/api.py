@@ -22,11 +22,23 @@ class AnalysisResultSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = AnalysisResult
-        fields = ["uuid", "phase", "status", "progress", "n_revisions", "error", "result", "created_at", "updated_at"]
+        fields = [
+            "uuid",
+            "phase",
+            "status",
+            "progress",
+            "n_revisions",
+            "inputs",
+            "computed_at",
+            "error",
+            "result",
+            "created_at",
+            "updated_at",
+        ]
 
 
 class AnalysisQuery(serializers.Serializer):
-    phase = serializers.ChoiceField(AnalysisResult.Phase.choices, default=AnalysisResult.Phase.ALL)
+    phase = serializers.ChoiceField(services.PHASES, default="all")
 
 
 class StudyAnalysis(APIView):
@@ -45,5 +57,24 @@ class StudyAnalysis(APIView):
         result = services.request_study_report(
             study=study, phase=query.validated_data["phase"], enqueue=tasks.enqueue_study_report
         )
-        waiting = result.status in (AnalysisResult.Status.PENDING, AnalysisResult.Status.RUNNING)
-        return Response(AnalysisResultSerializer(result).data, status=202 if waiting else 200)
+        return _answer(result)
+
+    @extend_schema(
+        request=AnalysisQuery,
+        responses={202: AnalysisResultSerializer},
+        description="Study admins. Compute the report again even though it is cached (as the report page's "
+        "Recompute button); a report already waiting or being computed is left to finish. 202: poll GET.",
+    )
+    def post(self, request, slug):
+        study = permissions.study_for_admin(request, slug)
+        query = AnalysisQuery(data=request.data)
+        query.is_valid(raise_exception=True)
+        result = services.recompute_study_report(
+            study=study, phase=query.validated_data["phase"], enqueue=tasks.enqueue_study_report
+        )
+        return _answer(result)
+
+
+def _answer(result: AnalysisResult) -> Response:
+    waiting = result.status in (AnalysisResult.Status.PENDING, AnalysisResult.Status.RUNNING)
+    return Response(AnalysisResultSerializer(result).data, status=202 if waiting else 200)

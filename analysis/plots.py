@@ -1,14 +1,16 @@
 """Figures of the study report, drawn with matplotlib's Agg backend (no display needed).
 
 Every function takes the JSON report (see analysis.report) and returns the image as bytes
-in the format asked for ("png" or "svg"). Labels that come from data (rater names,
-metric and question keys) are escaped for mathtext, and matplotlib writes text into SVG as
-glyph paths (``svg.fonttype = "path"``), so no data text ends up as markup in an SVG.
+in each format asked for ("png", "svg"): a figure is drawn once and saved in every format.
+Labels that come from data (rater names, metric and question keys) are escaped for
+mathtext, and matplotlib writes text into SVG as glyph paths (``svg.fonttype = "path"``),
+so no data text ends up as markup in an SVG.
 """
 
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
@@ -47,18 +49,24 @@ def _number(value: float | None, digits: int = 3) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
-def _save(fig, fmt: str) -> bytes:
-    if fmt not in FORMATS:
-        raise ValueError(f"Unknown image format {fmt!r}; use one of {FORMATS}.")
-    buffer = io.BytesIO()
-    # No date in the SVG metadata, so the same report always gives the same bytes.
-    metadata = {"Date": None} if fmt == "svg" else {}
-    fig.savefig(buffer, format=fmt, bbox_inches="tight", metadata=metadata)
-    _pyplot().close(fig)
-    return buffer.getvalue()
+def _save(fig, formats: Sequence[str]) -> dict[str, bytes]:
+    unknown = [fmt for fmt in formats if fmt not in FORMATS]
+    if unknown:
+        raise ValueError(f"Unknown image format {unknown[0]!r}; use one of {FORMATS}.")
+    images = {}
+    try:
+        for fmt in formats:
+            buffer = io.BytesIO()
+            # No date in the SVG metadata, so the same report always gives the same bytes.
+            metadata = {"Date": None} if fmt == "svg" else {}
+            fig.savefig(buffer, format=fmt, bbox_inches="tight", metadata=metadata)
+            images[fmt] = buffer.getvalue()
+    finally:
+        _pyplot().close(fig)
+    return images
 
 
-def histogram_figure(report: dict[str, Any], question: str, fmt: str = "png") -> bytes:
+def histogram_figure(report: dict[str, Any], question: str, formats: Sequence[str] = ("png",)) -> dict[str, bytes]:
     """One bar chart per rater of how often they gave each scale value for ``question``."""
     histogram = next((h for h in report["histograms"] if h["question"] == question), None)
     if histogram is None:
@@ -77,10 +85,10 @@ def histogram_figure(report: dict[str, Any], question: str, fmt: str = "png") ->
             ax.set_xlabel(_plain(question))
         axes[0][0].set_ylabel("ratings")
         fig.suptitle(f"Scores per rater: {_plain(question)}", fontsize=11)
-        return _save(fig, fmt)
+        return _save(fig, formats)
 
 
-def scatter_figure(report: dict[str, Any], metric: str, fmt: str = "png") -> bytes:
+def scatter_figure(report: dict[str, Any], metric: str, formats: Sequence[str] = ("png",)) -> dict[str, bytes]:
     """Metric against the mean human score per summary, with rho, tau-b and acc_eq in the title."""
     correlation = report["correlation"]
     if metric not in correlation.get("metric_columns", []):
@@ -104,13 +112,13 @@ def scatter_figure(report: dict[str, Any], metric: str, fmt: str = "png") -> byt
             f"rho = {_number(rho)}, tau-b = {_number(tau)}, acc_eq = {_number(acc)} (n = {len(rows)})",
             fontsize=9,
         )
-        return _save(fig, fmt)
+        return _save(fig, formats)
 
 
-def density_figure(report: dict[str, Any], metric: str, fmt: str = "png") -> bytes:
+def density_figure(report: dict[str, Any], metric: str, formats: Sequence[str] = ("png",)) -> dict[str, bytes]:
     """FactPICO Figure 3 / Table 11: the standardised densities of the metric and of the
-    mean human score (the KDEs the KL divergence integrates, analysis.metaeval), with KL."""
-    from analysis.metaeval import standardised_densities
+    mean human score (the KDEs the KL divergence integrates, stats.metaeval), with KL."""
+    from stats.metaeval import standardised_densities
 
     correlation = report["correlation"]
     if metric not in correlation.get("metric_columns", []):
@@ -132,10 +140,10 @@ def density_figure(report: dict[str, Any], metric: str, fmt: str = "png") -> byt
         ax.set_xlabel("standardised value (z-score)")
         ax.set_ylabel("density")
         ax.set_title(f"KL(human || metric) = {_number(kl)} (n = {len(rows)})", fontsize=9)
-        return _save(fig, fmt)
+        return _save(fig, formats)
 
 
-def questions_figure(report: dict[str, Any], metric: str, fmt: str = "png") -> bytes:
+def questions_figure(report: dict[str, Any], metric: str, formats: Sequence[str] = ("png",)) -> dict[str, bytes]:
     """The metric against every human scale question and their average, one panel each,
     with Kendall's tau-b and its bootstrap interval (FactPICO Tables 4 and 10)."""
     meta = report.get("meta_evaluation") or {}
@@ -165,7 +173,7 @@ def questions_figure(report: dict[str, Any], metric: str, fmt: str = "png") -> b
             ax.set_title(f"{_plain(q)}: tau-b {_number(cell.get('kendall_tau_b'), 2)}{interval}", fontsize=8)
             ax.set_xlabel(_plain(metric), fontsize=8)
         axes[0][0].set_ylabel("mean human score")
-        return _save(fig, fmt)
+        return _save(fig, formats)
 
 
 def plot_names(report: dict[str, Any]) -> list[tuple[str, str, str]]:
@@ -181,13 +189,15 @@ def plot_names(report: dict[str, Any]) -> list[tuple[str, str, str]]:
     return names
 
 
-def render_plot(report: dict[str, Any], kind: str, subject: str, fmt: str) -> bytes:
-    if kind == "histogram":
-        return histogram_figure(report, subject, fmt)
-    if kind == "scatter":
-        return scatter_figure(report, subject, fmt)
-    if kind == "density":
-        return density_figure(report, subject, fmt)
-    if kind == "questions":
-        return questions_figure(report, subject, fmt)
-    raise KeyError(kind)
+_FIGURES = {
+    "histogram": histogram_figure,
+    "scatter": scatter_figure,
+    "density": density_figure,
+    "questions": questions_figure,
+}
+
+
+def render_plot(report: dict[str, Any], kind: str, subject: str, formats: Sequence[str] = FORMATS) -> dict[str, bytes]:
+    """One plot of the report (a name from plot_names) in each of `formats`; KeyError for
+    a plot the report does not have."""
+    return _FIGURES[kind](report, subject, formats)

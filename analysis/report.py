@@ -27,14 +27,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.agreement import AgreementInputError, agreement_report
-from analysis.agreement_bootstrap import agreement_cis
-from analysis.distributions import item_means, option_counts, score_histograms, scores_by_group
-from analysis.frames import ITEM, QUESTION, RATER, VALUE
-from analysis.metaeval import correlate_report, kl_divergence
-from analysis.metaeval_questions import meta_evaluation_tables
-from analysis.metrics import METRIC_COLUMNS
 from analysis.versions import REPORT_VERSION
+from stats.agreement import AgreementInputError, agreement_report
+from stats.agreement_bootstrap import agreement_cis
+from stats.distributions import item_means, option_counts, score_histograms, scores_by_group
+from stats.frames import ITEM, QUESTION, RATER, VALUE
+from stats.metaeval import correlate_report, kl_divergence
+from stats.metaeval_questions import meta_evaluation_tables
+from stats.metrics import METRIC_COLUMNS
 
 __all__ = ["REPORT_VERSION", "QuestionSpec", "build_study_report", "default_group_fields", "latest_answers"]
 
@@ -130,7 +130,7 @@ def _agreement_section(
         section["error"] = str(exc)
         return section
     section["report"] = report.to_json_dict()
-    # All statistics of all resamples at once (analysis/agreement_bootstrap.py): the same
+    # All statistics of all resamples at once (stats/agreement_bootstrap.py): the same
     # intervals as bootstrap_cis over agreement_report, from the same draws, ~100x faster.
     intervals = agreement_cis(frame, scale, n_resamples, seed, progress=progress)
     section["ci"] = {
@@ -270,7 +270,7 @@ def _every_question(
     seed: int,
 ) -> dict[str, Any]:
     """Every metric against every scale question and their average, at summary and system
-    level (analysis.metaeval_questions)."""
+    level (stats.metaeval_questions)."""
     scales = {q.key: (float(min(q.values)), float(max(q.values))) for q in scale_questions if q.values}
     if not scales or not len(metrics) or not len(answers):
         return {"questions": [], "summary_level": {}, "system_level": {}, "generators": 0}

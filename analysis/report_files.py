@@ -1,5 +1,5 @@
 """The study report as files: CSV tables and JSON, derived from the report dict alone.
-CSV text cells are made safe to open in a spreadsheet (annotate/csv_cells.py); the JSON
+CSV text cells are made safe to open in a spreadsheet (core/csv_cells.py); the JSON
 files keep the exact text.
 
 ``report_files(report)`` gives {file name: text}; the `analyze_study` command writes
@@ -14,7 +14,7 @@ import io
 import json
 from typing import Any
 
-from annotate.csv_cells import csv_document, csv_text
+from core.csv_cells import csv_document, csv_text
 
 __all__ = ["FILE_NAMES", "report_files"]
 
@@ -51,7 +51,7 @@ def _json(value: Any) -> str:
 
 def _csv(rows: list[dict[str, Any]], columns: list[str]) -> str:
     """CSV text of the rows. Text cells (rater names, item keys, labels, error messages)
-    go through annotate.csv_cells' rule so a spreadsheet never runs them as formulas;
+    go through core.csv_cells' rule so a spreadsheet never runs them as formulas;
     numbers are left as numbers, so a negative kappa stays -0.5."""
     import pandas as pd  # here, not at the top: the report page imports this module
 
@@ -65,7 +65,7 @@ def _csv(rows: list[dict[str, Any]], columns: list[str]) -> str:
         if any(changed):
             frame.loc[changed, column] = [v for v, c in zip(safe, changed, strict=True) if c]
     text = frame.to_csv(index=False, lineterminator="\n")
-    if "\r" in text:  # pandas leaves a lone CR in a cell bare: quote it (annotate/csv_cells.py)
+    if "\r" in text:  # pandas leaves a lone CR in a cell bare: quote it (core/csv_cells.py)
         crlf = frame.to_csv(index=False, lineterminator="\r\n")
         text = csv_document(csv.reader(io.StringIO(crlf, newline="")))
     return text
@@ -150,7 +150,7 @@ META_COLUMNS += ["ci_low", "ci_high", "n_undefined_resamples"]
 
 
 def meta_evaluation_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per (level, metric, human question or "avg"): analysis.metaeval_questions."""
+    """One row per (level, metric, human question or "avg"): stats.metaeval_questions."""
     section = report.get("meta_evaluation") or {}
     return [
         {"level": level.removesuffix("_level"), "metric": metric, "question": question, **values}

@@ -1,24 +1,61 @@
-"""Reads for the analysis app (the ORM is allowed here, never in the statistics modules).
+"""Reads of the study report (the ORM is allowed here, never in stats/).
 
-Ratings and summaries come through annotate.selectors; this module adds what only the
-analysis needs: texts and claims for the automatic metrics, the fingerprint of the
-ratings a cached report depends on, and the cached reports themselves.
+The report sits at the top of the stack: it reads ratings and summaries through annotate,
+the automatic evaluators' and judges' scores through generation.selectors and the questions'
+gold answers through literature.selectors, each imported directly. What it reads is also
+what its cache key covers (report_inputs): a report is never served for data that changed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import hashlib
+import json
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
 from django.contrib.auth import get_user_model
-from django.db.models import Count, Max
 
-from analysis.models import AnalysisResult
+from analysis.models import AnalysisResult, ReportPlot
 from analysis.versions import REPORT_VERSION
-from annotate.models import Claim, Revision, Study, Summary
+from annotate.models import Batch, Claim, Revision, Source, Study, Summary
+from core.models import change_states
+from generation import selectors as generation_selectors
+from literature import selectors as literature_selectors
 
 if TYPE_CHECKING:
     import pandas as pd
+
+
+@dataclass(frozen=True)
+class ReportInputs:
+    """Everything a study report is computed from, as (number of rows, newest change) per
+    kind: the submitted ratings of the phase, the study's summaries, sources, claims (and
+    their verdicts), batches (a batch turned into calibration leaves the analysis), the
+    evaluators' runs and scores, the rubric judge's runs and answers, the questions (and
+    their gold answers); and the rubric version. Its fingerprint, with the report version,
+    is the cache key of the report: change any of them and the report is computed anew."""
+
+    rubric: int
+    ratings: tuple[int, str]
+    summaries: tuple[int, str]
+    sources: tuple[int, str]
+    claims: tuple[int, str]
+    batches: tuple[int, str]
+    evaluator_runs: tuple[int, str]
+    evaluator_scores: tuple[int, str]
+    judge_runs: tuple[int, str]
+    judge_answers: tuple[int, str]
+    questions: tuple[int, str]
+
+    @property
+    def fingerprint(self) -> str:
+        digest = hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()
+        return f"v{REPORT_VERSION}:{digest[:40]}"
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """What the report page says it was computed from: how many of each."""
+        return {name: value[0] for name, value in asdict(self).items() if isinstance(value, list | tuple)}
 
 
 def submitted_revisions(*, study: Study, phase: str):
@@ -26,95 +63,32 @@ def submitted_revisions(*, study: Study, phase: str):
     return revisions if phase == "all" else revisions.filter(phase=phase)
 
 
-def ratings_fingerprint(*, study: Study, phase: str) -> tuple[str, int]:
-    """(fingerprint, number of submitted revisions) of the ratings a report depends on.
-
-    Count and newest ``updated_at`` of the study's submitted revisions in the phase, the
-    study's rubric version and the report version: one aggregate query. A submitted
-    revision is never edited, so a new answer always adds a row and changes the count.
-    """
-    stats = submitted_revisions(study=study, phase=phase).aggregate(n=Count("id"), newest=Max("updated_at"))
-    newest = stats["newest"].isoformat() if stats["newest"] else "-"
-    return f"v{REPORT_VERSION}:r{study.rubric_id}:{stats['n']}:{newest}", stats["n"]
-
-
-# Apps that hold a reference text for some summaries register a function here (study ->
-# {summary uuid: reference text}), e.g. literature: an answer's question's gold answer.
-# analysis reads them without importing those apps, which sit above it.
-REFERENCE_TEXTS: list[Callable[[Study], dict[str, str]]] = []
-
-
-def register_reference_texts(provider: Callable[[Study], dict[str, str]]) -> None:
-    if provider not in REFERENCE_TEXTS:
-        REFERENCE_TEXTS.append(provider)
-
-
-# Apps that store automatic evaluators' scores register a function here (study -> frame of
-# item and `eval.<evaluator>.<name>` columns), e.g. generation.evaluators.evaluator_metrics.
-METRIC_PROVIDERS: list[Callable[[Study], pd.DataFrame]] = []
-
-
-def register_metric_provider(provider: Callable[[Study], pd.DataFrame]) -> None:
-    if provider not in METRIC_PROVIDERS:
-        METRIC_PROVIDERS.append(provider)
-
-
-# The app that stores the `reference` evaluator's scores registers a function here (study ->
-# frame of item and reference-score columns of today's version, generation.selectors).
-STORED_METRICS: list[Callable[[Study], pd.DataFrame]] = []
-
-
-def register_stored_reference_metrics(provider: Callable[[Study], pd.DataFrame]) -> None:
-    if provider not in STORED_METRICS:
-        STORED_METRICS.append(provider)
-
-
-def stored_reference_metrics(*, study: Study) -> pd.DataFrame | None:
-    """The stored reference scores of today's version (None when no app stores them)."""
-    frames = [provider(study) for provider in STORED_METRICS]
-    frames = [f for f in frames if len(f)]
-    return frames[0] if frames else None
-
-
-# Apps with automatic judges that answer the rubric like a rater register a function here
-# (study -> (judge name, frame of item, question, part, value, label) or None; part: the
-# finding or claim id, "" for the whole summary; value: a scale answer, label: a claim's
-# option), e.g. generation's rubric judge (generation.selectors.judge_answer_frame). The
-# report compares them with people; they never enter the human-only agreement.
-JUDGE_PROVIDERS: list[Callable[[Study], tuple[str, pd.DataFrame] | None]] = []
-
-
-def register_judge_provider(provider: Callable[[Study], tuple[str, pd.DataFrame] | None]) -> None:
-    if provider not in JUDGE_PROVIDERS:
-        JUDGE_PROVIDERS.append(provider)
-
-
-def judge_scores(*, study: Study) -> list[tuple[str, pd.DataFrame]]:
-    found = [provider(study) for provider in JUDGE_PROVIDERS]
-    return [f for f in found if f is not None and len(f[1])]
-
-
-def with_provided_metrics(*, study: Study, metrics: pd.DataFrame) -> pd.DataFrame:
-    """`metrics` with every registered provider's columns joined on item (NaN where a
-    provider has no score for a summary)."""
-    for provider in METRIC_PROVIDERS:
-        extra = provider(study)
-        if len(extra):
-            metrics = metrics.merge(extra, on="item", how="left")
-    return metrics
+def report_inputs(*, study: Study, phase: str) -> ReportInputs:
+    """What the report of `study` and `phase` would be computed from now, in one query (an
+    aggregate per kind of row, each on an indexed foreign key). A submitted revision is
+    never edited, so a new answer adds a row and changes the count."""
+    states = change_states(
+        {
+            "ratings": submitted_revisions(study=study, phase=phase),
+            "summaries": Summary.objects.filter(study=study),
+            "sources": Source.objects.filter(study=study),
+            "claims": Claim.objects.filter(summary__study=study),
+            "batches": Batch.objects.filter(study=study),
+            **generation_selectors.evaluation_rows(study=study),
+            "questions": literature_selectors.question_rows(study=study),
+        }
+    )
+    return ReportInputs(rubric=study.rubric_id, **states)
 
 
 def reference_texts(*, study: Study) -> dict[str, str]:
-    """{summary uuid: reference text} from every registered provider (REFERENCE_TEXTS)."""
-    gold: dict[str, str] = {}
-    for provider in REFERENCE_TEXTS:
-        gold.update(provider(study))
-    return gold
+    """{summary uuid: reference text}: each answer's question's gold answer."""
+    return literature_selectors.gold_answers(study)
 
 
 def summary_texts_frame(*, study: Study) -> pd.DataFrame:
     """item (summary uuid), summary_text, source_text: the inputs of the text metrics; and
-    gold_text when a registered provider gives a reference text for some summary."""
+    gold_text when some summary has a reference text (an answer's gold answer)."""
     rows = Summary.objects.filter(study=study).order_by("key").values_list("uuid", "text", "source__text")
     import pandas as pd  # only where a frame is built: the web app starts without pandas
 
@@ -125,6 +99,30 @@ def summary_texts_frame(*, study: Study) -> pd.DataFrame:
     if any(gold.values()):
         frame["gold_text"] = [gold.get(item, "") for item in frame["item"]]
     return frame
+
+
+def stored_reference_metrics(*, study: Study) -> pd.DataFrame | None:
+    """The `reference` evaluator's stored scores of today's version (None when it has none):
+    the report reads them instead of computing the text metrics again."""
+    frame = generation_selectors.stored_reference_metrics(study)
+    return frame if len(frame) else None
+
+
+def with_evaluator_metrics(*, study: Study, metrics: pd.DataFrame) -> pd.DataFrame:
+    """`metrics` with the `eval.<evaluator>.<name>` columns of every evaluator's newest run
+    and the rubric judge's scale answers joined on item (NaN where a summary has no score)."""
+    for extra in (generation_selectors.evaluator_metrics(study), generation_selectors.judge_metrics(study)):
+        if len(extra):
+            metrics = metrics.merge(extra, on="item", how="left")
+    return metrics
+
+
+def judge_scores(*, study: Study) -> list[tuple[str, pd.DataFrame]]:
+    """(judge name, its answers as generation.selectors.judge_answer_frame) of the newest
+    rubric judge run, when it gave any valid answer; the report compares it with people and
+    never mixes it into the human-only agreement."""
+    found = generation_selectors.judge_scores(study)
+    return [found] if found is not None and len(found[1]) else []
 
 
 def claims_frame(*, study: Study) -> pd.DataFrame:
@@ -170,3 +168,13 @@ def rater_names(*, rater_ids) -> dict[str, str]:
 
 def analysis_result(*, study: Study, phase: str, fingerprint: str) -> AnalysisResult | None:
     return AnalysisResult.objects.filter(study=study, phase=phase, fingerprint=fingerprint).first()
+
+
+def stored_plots(*, result: AnalysisResult) -> set[tuple[str, str]]:
+    """(kind, subject) of the plots of a finished report that are stored (drawn) so far."""
+    return set(ReportPlot.objects.filter(result=result).values_list("kind", "subject").distinct())
+
+
+def report_plot(*, result: AnalysisResult, kind: str, subject: str, fmt: str) -> ReportPlot | None:
+    """The stored image of one plot of a finished report (drawn by the worker with it)."""
+    return ReportPlot.objects.filter(result=result, kind=kind, subject=subject, format=fmt).first()

@@ -1,7 +1,8 @@
-"""Writes of the analysis app: computing, caching and exporting study reports.
+"""Writes of the study report: computing, caching and recomputing it, and drawing its plots.
 
-The statistics are pure (analysis.report and below); these functions gather the inputs
-through selectors, run them, and store or write the result.
+The statistics are pure (stats/ and analysis.report); these functions gather the inputs
+through analysis.selectors (ratings through annotate, evaluator and judge scores through
+generation, gold answers through literature), run them, and store or write the result.
 """
 
 from __future__ import annotations
@@ -19,23 +20,24 @@ from django.utils import timezone
 
 from analysis import selectors
 from analysis.conf import report_lease
-from analysis.models import AnalysisResult
+from analysis.models import AnalysisResult, ReportPlot
 from analysis.plots import FORMATS, plot_names, render_plot
 from analysis.report_files import report_files
-from annotate.exceptions import ApplicationError
 from annotate.models import Study
 from annotate.selectors.contents import rubric_definition
 from annotate.selectors.frames import raters_by_item, ratings_frame, spans_frame, summaries_frame
+from core.background import running_without_worker
+from core.exceptions import ApplicationError
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from analysis.report import QuestionSpec
 
-# The statistics (analysis.report, .metrics, .spans, .pipeline_checks: pandas, numpy,
-# scipy, statsmodels, krippendorff) are imported inside the functions that compute, so
-# that the web app, which imports this module for its report pages and API, starts
-# without them (issue 16). A worker pays for them on its first report.
+# The statistics (analysis.report, stats/: pandas, numpy, scipy, statsmodels,
+# krippendorff) and matplotlib are imported inside the functions that compute, so that the
+# web app, which imports this module for its report pages and API, starts without them
+# (issue 16). A worker pays for them on its first report.
 
 # Bootstrap resamples per agreement interval (seeded, so a report is reproducible).
 BOOTSTRAP_RESAMPLES = 1000
@@ -80,26 +82,6 @@ def question_specs(study: Study) -> list[QuestionSpec]:
     return specs
 
 
-def na_category_codes(study: Study) -> dict[str, int]:
-    """Question key -> the code of N/A, for the scales that count N/A as a category."""
-    definition = rubric_definition(study.rubric)
-    return {q.key: q.na_code for q in definition.questions if q.na_code is not None}
-
-
-def prepare_ratings(ratings, na_codes: dict[str, int]):
-    """The ratings frame as the statistics need it: each finding of a per-finding
-    question is an item of its own (summary:finding), and N/A answers of questions
-    that count N/A as a category get their code (the rest stay missing)."""
-    from analysis.frames import part_items
-
-    ratings = ratings.copy()
-    ratings["item"] = part_items(ratings["item"], ratings["finding"])
-    for key, code in na_codes.items():
-        mask = (ratings["question"] == key) & (ratings["answer"] == "na")
-        ratings.loc[mask, "score"] = float(code)
-    return ratings
-
-
 def compute_study_report(
     *,
     study: Study,
@@ -114,20 +96,21 @@ def compute_study_report(
     the stages before it as a sign of life (run_study_report renews its lease there)."""
     if phase not in PHASES:
         raise AnalysisError(f"Unknown phase {phase!r}; use one of {', '.join(PHASES)}.")
-    from analysis.metrics import metrics_frame
-    from analysis.pipeline_checks import check_pass_rates
     from analysis.report import build_study_report
+    from stats.frames import prepare_ratings
+    from stats.metrics import metrics_frame
+    from stats.pipeline_checks import check_pass_rates
 
     alive = progress or (lambda fraction: None)
     specs = question_specs(study)
-    ratings = prepare_ratings(ratings_frame(study=study, phase=phase), na_category_codes(study))
+    ratings = prepare_ratings(ratings_frame(study=study, phase=phase), rubric_definition(study.rubric).na_codes)
     summaries = summaries_frame(study=study)
     claims = selectors.claims_frame(study=study)
     alive(0.0)
     texts = selectors.summary_texts_frame(study=study)
     stored = selectors.stored_reference_metrics(study=study)
     metrics = metrics_frame(texts, claims if len(claims) else None, stored=stored)
-    metrics = selectors.with_provided_metrics(study=study, metrics=metrics)
+    metrics = selectors.with_evaluator_metrics(study=study, metrics=metrics)
     alive(0.0)
     names = selectors.rater_names(rater_ids=ratings["rater"].unique())
     try:
@@ -161,8 +144,8 @@ def compute_study_report(
 def span_agreement_sections(*, study: Study, phase: str) -> list[dict[str, Any]]:
     """FactPICO's span agreement for every span question on the summary: marking per
     summary sentence, and "factual" on spans both raters marked."""
-    from analysis.spans import span_agreement
-    from annotate.text import split_spans
+    from core.sentences import split_spans
+    from stats.spans import span_agreement
 
     definition = rubric_definition(study.rubric)
     questions = [q for q in definition.questions if q.highlights and q.target == "summary"]
@@ -203,9 +186,9 @@ def claim_judgement_sections(
     Verification's unsupported calls against people (on the recorded claims it verified),
     each automatic judge's calls against people (`judges`: analysis.selectors.judge_scores)
     and, where drafts before revision were rated too, people's count of unsupported
-    claims before and after revision (analysis.claims). `ratings`: the answers that count,
+    claims before and after revision (stats.claims). `ratings`: the answers that count,
     raters by name."""
-    from analysis.claims import (
+    from stats.claims import (
         before_after_revision,
         claim_agreement,
         detector_against_each_rater,
@@ -251,9 +234,9 @@ def judge_sections(
     """For every automatic judge that answered the rubric (`judges`:
     analysis.selectors.judge_scores) and every scale question (per-finding ones finding by
     finding): Cohen's kappa of the judge with each rater beside the raters' with each other
-    (analysis.judges). The human-only agreement above never includes it.
+    (stats.judges). The human-only agreement above never includes it.
     `named_ratings`: the answers that count, raters by name."""
-    from analysis.judges import judge_agreement_on
+    from stats.judges import judge_agreement_on
 
     sections = []
     for name, scores in judges:
@@ -264,6 +247,53 @@ def judge_sections(
             if result is not None:
                 sections.append({"question": spec.key, **dataclasses.asdict(result)})
     return sections
+
+
+def draw_report_plots(report: dict[str, Any], *, skip: set[tuple[str, str]] = frozenset()):
+    """Every plot of the report (analysis.plots.plot_names) not in `skip` ((kind, subject)
+    pairs), drawn one at a time: yields each as unsaved ReportPlot rows, one per format."""
+    for kind, subject, _stem in plot_names(report):
+        if (kind, subject) not in skip:
+            yield [
+                ReportPlot(kind=kind, subject=subject, format=fmt, image=image)
+                for fmt, image in render_plot(report, kind, subject, FORMATS).items()
+            ]
+
+
+def draw_missing_plots(*, result_id: int) -> int:
+    """Draw and store the plots a finished report does not have yet; returns how many were
+    drawn (0 for a report that is not finished). The worker's task calls it right after
+    run_study_report, so the page shows the numbers without waiting for matplotlib, and
+    again when a request re-queues a report whose plots stopped being drawn (it then draws
+    only the missing ones). A plot is stored as soon as it is drawn, and each
+    one renews the report's `updated_at`, the sign of life that request_study_report reads
+    (a worker that died half-way is replaced by the next request after one lease). Two
+    workers drawing the same plot store it once (the unique constraint); a report deleted
+    meanwhile (its inputs changed) stops the drawing."""
+    result = AnalysisResult.objects.filter(pk=result_id, status=AnalysisResult.Status.DONE).first()
+    if result is None:
+        return 0
+    stored = set(ReportPlot.objects.filter(result=result).values_list("kind", "subject").distinct())
+    drawn = 0
+    for images in draw_report_plots(result.result, skip=stored):
+        with transaction.atomic():
+            alive = AnalysisResult.objects.filter(pk=result_id, status=AnalysisResult.Status.DONE)
+            if not alive.update(updated_at=timezone.now()):
+                break
+            for image in images:
+                image.result_id = result_id
+            ReportPlot.objects.bulk_create(images, ignore_conflicts=True)
+        drawn += 1
+    else:
+        AnalysisResult.objects.filter(pk=result_id, status=AnalysisResult.Status.DONE).update(
+            plots_done_at=timezone.now(), updated_at=timezone.now()
+        )
+    return drawn
+
+
+def plots_pending(result: AnalysisResult) -> bool:
+    """A finished report whose plots are not all stored yet (no query)."""
+    return result.status == AnalysisResult.Status.DONE and result.plots_done_at is None
 
 
 def write_study_report(
@@ -282,40 +312,53 @@ def write_study_report(
         path = out / name
         path.write_text(text, encoding="utf-8")
         written.append(path)
-    plots = out / "plots"
-    plots.mkdir(exist_ok=True)
-    for kind, subject, stem in plot_names(report):
-        for fmt in FORMATS:
-            path = plots / f"{stem}.{fmt}"
-            path.write_bytes(render_plot(report, kind, subject, fmt))
+    (out / "plots").mkdir(exist_ok=True)
+    stems = {(kind, subject): stem for kind, subject, stem in plot_names(report)}
+    for images in draw_report_plots(report):
+        for plot in images:
+            path = out / "plots" / f"{stems[plot.kind, plot.subject]}.{plot.format}"
+            path.write_bytes(plot.image)
             written.append(path)
     return written
 
 
+def _current_result(*, study: Study, phase: str) -> tuple[AnalysisResult, bool]:
+    """The report row for the study's inputs as they are now (report_inputs) and whether
+    this call made it (pending: the caller queues it); older reports of the study and phase
+    are deleted when it is made (they describe data that changed)."""
+    if phase not in PHASES:
+        raise AnalysisError(f"Unknown phase {phase!r}; use one of {', '.join(PHASES)}.")
+    inputs = selectors.report_inputs(study=study, phase=phase)
+    result = selectors.analysis_result(study=study, phase=phase, fingerprint=inputs.fingerprint)
+    if result is not None:
+        return result, False
+    result, created = AnalysisResult.objects.get_or_create(
+        study=study, phase=phase, fingerprint=inputs.fingerprint, defaults={"n_revisions": inputs.ratings[0]}
+    )
+    if created:
+        AnalysisResult.objects.filter(study=study, phase=phase).exclude(pk=result.pk).delete()
+    return result, created
+
+
 def request_study_report(*, study: Study, phase: str, enqueue: Callable[[int], object]) -> AnalysisResult:
-    """The cached report for the ratings as they are now, enqueueing its computation if needed.
+    """The cached report for the study's inputs as they are now (ratings, summaries,
+    evaluator runs, ...: analysis.selectors.ReportInputs), enqueueing its computation if
+    needed.
 
     Never computes: a report that is missing (or failed) is handed to ``enqueue(result_id)``
     after the transaction commits (the caller passes analysis.tasks.enqueue_study_report:
     tasks import services, never the reverse), and the returned row is pending until it is
-    done. Older reports of the same study and phase are deleted: they describe stale ratings.
+    done. Older reports of the same study and phase are deleted: they describe stale data.
 
     Every request is also a look at the run: one whose worker stopped (its lease ran out)
     is marked failed with the reason, and a failed report is queued anew by the next
     request; a pending one that no worker took within one lease (its process was restarted,
-    or a broker lost the message) is queued again.
+    or a broker lost the message) is queued again, and so is a finished one whose plots
+    stopped being drawn (no plot stored within one lease).
     """
-    if phase not in PHASES:
-        raise AnalysisError(f"Unknown phase {phase!r}; use one of {', '.join(PHASES)}.")
-    fingerprint, n_revisions = selectors.ratings_fingerprint(study=study, phase=phase)
-    result = selectors.analysis_result(study=study, phase=phase, fingerprint=fingerprint)
-    if result is None:
-        result, created = AnalysisResult.objects.get_or_create(
-            study=study, phase=phase, fingerprint=fingerprint, defaults={"n_revisions": n_revisions}
-        )
-        if not created:
-            return result
-        AnalysisResult.objects.filter(study=study, phase=phase).exclude(pk=result.pk).delete()
+    result, created = _current_result(study=study, phase=phase)
+    if created:
+        pass
     elif result.status == AnalysisResult.Status.RUNNING:
         return fail_abandoned_report(result=result)
     elif result.status == AnalysisResult.Status.FAILED:
@@ -323,7 +366,7 @@ def request_study_report(*, study: Study, phase: str, enqueue: Callable[[int], o
         result.refresh_from_db()
         if not restarted:
             return result  # another request restarted it first
-    elif result.status == AnalysisResult.Status.PENDING:
+    elif result.status == AnalysisResult.Status.PENDING or plots_pending(result):
         if not requeue_forgotten_report(result=result):
             return result
         result.refresh_from_db()
@@ -333,23 +376,39 @@ def request_study_report(*, study: Study, phase: str, enqueue: Callable[[int], o
     return result
 
 
+def recompute_study_report(*, study: Study, phase: str, enqueue: Callable[[int], object]) -> AnalysisResult:
+    """A study admin's "Recompute": the report of the inputs as they are now is computed
+    again even though it is cached (after an upgrade of the code or the packages behind it,
+    say); its stored plots go with it. A report that is missing, failed, waiting or being
+    computed is handled as request_study_report handles it (queued once, never twice), so
+    asking twice does no harm."""
+    result = request_study_report(study=study, phase=phase, enqueue=enqueue)
+    if result.status == AnalysisResult.Status.DONE and restart_study_report(
+        result=result, statuses=(AnalysisResult.Status.DONE,)
+    ):
+        result.refresh_from_db()
+        transaction.on_commit(lambda: enqueue(result.pk))
+    return result
+
+
 def requeue_forgotten_report(*, result: AnalysisResult) -> bool:
-    """True when ``result`` is pending and was queued more than one lease ago without any
-    worker taking it: its timestamp is renewed (one conditional UPDATE, so one request
-    re-queues it) and the caller queues it again."""
+    """True when ``result`` (pending, or finished with plots still to draw) has shown no
+    sign of life for more than one lease: no worker took it, or the one drawing its plots
+    went away. Its timestamp is renewed (one conditional UPDATE, so one request re-queues
+    it) and the caller queues it again."""
     now = timezone.now()
-    if result.status != AnalysisResult.Status.PENDING or result.updated_at >= now - report_lease():
+    if result.updated_at >= now - report_lease():
         return False
     return bool(
-        AnalysisResult.objects.filter(
-            pk=result.pk, status=AnalysisResult.Status.PENDING, updated_at=result.updated_at
-        ).update(updated_at=now)
+        AnalysisResult.objects.filter(pk=result.pk, status=result.status, updated_at=result.updated_at).update(
+            updated_at=now
+        )
     )
 
 
 def _abandoned(results, *, now):
     """Those of `results` running without a live worker: their lease ran out."""
-    return results.filter(status=AnalysisResult.Status.RUNNING, lease_expires_at__lt=now)
+    return running_without_worker(results, field="lease_expires_at", before=now)
 
 
 def fail_abandoned_report(*, result: AnalysisResult) -> AnalysisResult:
@@ -366,20 +425,27 @@ def fail_abandoned_report(*, result: AnalysisResult) -> AnalysisResult:
     return result
 
 
-def restart_study_report(*, result: AnalysisResult) -> bool:
-    """Put a failed report back to pending, to be computed again; False when it is not
-    failed any more (another request restarted it first)."""
-    return bool(
-        AnalysisResult.objects.filter(pk=result.pk, status=AnalysisResult.Status.FAILED).update(
-            status=AnalysisResult.Status.PENDING,
-            progress=0,
-            result=None,
-            error="",
-            claimed_at=None,
-            lease_expires_at=None,
-            updated_at=timezone.now(),
-        )
+@transaction.atomic
+def restart_study_report(*, result: AnalysisResult, statuses: Sequence[str] = (AnalysisResult.Status.FAILED,)) -> bool:
+    """Put a failed (or, for a recompute, finished) report back to pending, without its
+    result and plots, to be computed again; False when it is no longer in one of `statuses`
+    (another request restarted it first)."""
+    restarted = AnalysisResult.objects.filter(pk=result.pk, status__in=statuses).update(
+        status=AnalysisResult.Status.PENDING,
+        progress=0,
+        result=None,
+        error="",
+        inputs={},
+        computed_at=None,
+        plots_expected=0,
+        plots_done_at=None,
+        claimed_at=None,
+        lease_expires_at=None,
+        updated_at=timezone.now(),
     )
+    if restarted:
+        ReportPlot.objects.filter(result_id=result.pk).delete()
+    return bool(restarted)
 
 
 class _LeaseLost(Exception):
@@ -387,14 +453,17 @@ class _LeaseLost(Exception):
 
 
 def run_study_report(*, result_id: int) -> AnalysisResult | None:
-    """Compute a report and store the outcome; None when this call did not get to run it.
+    """Compute a report and store it; None when this call did not get to run it. Its plots
+    are drawn next, by the same task (draw_missing_plots), so the numbers are shown first.
 
     The run is claimed with one conditional UPDATE: a pending report, or a running one
     whose lease ran out (its worker died and this is the redelivered task). A report that
     is done, failed or held by a live worker is left alone, so a redelivered task does no
     harm. While computing, the worker renews its lease (report_lease) at every percent of
     progress and at least every quarter lease; every write checks the claim is still its
-    own, and a worker that lost it (marked abandoned after a long stall) stops.
+    own, and a worker that lost it (marked abandoned after a long stall) stops. What the
+    report was computed from (analysis.selectors.ReportInputs.counts) is read before the
+    statistics and stored with it.
     """
     now = timezone.now()
     claim = {
@@ -424,10 +493,22 @@ def run_study_report(*, result_id: int) -> AnalysisResult | None:
             raise _LeaseLost
 
     try:
+        inputs = selectors.report_inputs(study=result.study, phase=result.phase).counts
         report = compute_study_report(study=result.study, phase=result.phase, progress=progress)
+        done = held.update(
+            status=AnalysisResult.Status.DONE,
+            result=report,
+            inputs=inputs,
+            plots_expected=len(plot_names(report)),
+            progress=100,
+            computed_at=timezone.now(),
+            updated_at=timezone.now(),
+        )
+        if not done:
+            raise _LeaseLost
     except _LeaseLost:
         logger.warning("study report %s: lost its claim while computing; stopped", result_id)
-        return AnalysisResult.objects.get(pk=result_id)
+        return AnalysisResult.objects.filter(pk=result_id).first()
     except ApplicationError as exc:
         held.update(status=AnalysisResult.Status.FAILED, error=exc.message, updated_at=timezone.now())
     except Exception as exc:
@@ -439,6 +520,4 @@ def run_study_report(*, result_id: int) -> AnalysisResult | None:
             updated_at=timezone.now(),
         )
         raise
-    else:
-        held.update(status=AnalysisResult.Status.DONE, result=report, progress=100, updated_at=timezone.now())
     return AnalysisResult.objects.get(pk=result_id)

@@ -8,19 +8,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse, JsonResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_POST
 
 from analysis import selectors, services, tasks
 from analysis.models import AnalysisResult
-from analysis.plots import FORMATS, plot_names, render_plot
+from analysis.plots import FORMATS, plot_names
 from analysis.report_files import FILE_NAMES, agreement_rows, cohen_rows, correlation_rows, report_files
 from analysis.statistic_labels import statistic_label, statistic_note
 from annotate.models import Study
-from annotate.selectors.access import get_study_for_viewer, studies_for_staff_pages
+from annotate.selectors.access import get_study_for_admin, get_study_for_viewer, is_study_admin, studies_for_staff_pages
 
 CONTENT_TYPES = {"png": "image/png", "svg": "image/svg+xml"}
 
@@ -33,8 +34,8 @@ def _phase(request) -> str:
 
 
 def _done_result(study: Study, phase: str) -> AnalysisResult:
-    """The finished report for the ratings as they are now, else 404 (never computes)."""
-    fingerprint, _ = selectors.ratings_fingerprint(study=study, phase=phase)
+    """The finished report for the study's inputs as they are now, else 404 (never computes)."""
+    fingerprint = selectors.report_inputs(study=study, phase=phase).fingerprint
     result = selectors.analysis_result(study=study, phase=phase, fingerprint=fingerprint)
     if result is None or result.status != AnalysisResult.Status.DONE:
         raise Http404("No finished report for the current ratings; open the report page first.")
@@ -59,10 +60,50 @@ def study_report(request, slug: str):
         "phase": phase,
         "phases": AnalysisResult.Phase.choices,
         "result": result,
+        "can_recompute": is_study_admin(request.user, study),
     }
     if result.status == AnalysisResult.Status.DONE:
-        context.update(_report_context(result.result, study, phase))
+        drawn = selectors.stored_plots(result=result) if services.plots_pending(result) else None
+        context.update(_report_context(result.result, study, phase, drawn))
+        context["computed_from"] = _computed_from(result.inputs)
     return render(request, "analysis/report.html", context)
+
+
+@login_required
+@require_POST
+def study_report_recompute(request, slug: str):
+    """A study admin asks for the report to be computed again (CSRF-checked POST)."""
+    study = get_study_for_admin(request.user, slug)
+    phase = request.POST.get("phase", "all")
+    if phase not in services.PHASES:
+        raise Http404("Unknown phase.")
+    services.recompute_study_report(study=study, phase=phase, enqueue=tasks.enqueue_study_report)
+    messages.success(request, "The report is being computed again; this page shows it when it is done.")
+    return redirect(reverse("analysis:report", args=[study.slug]) + f"?phase={phase}")
+
+
+# What the report page names among its inputs (analysis.selectors.ReportInputs.counts),
+# singular and plural; kinds with none are left out of the line.
+_INPUT_NAMES = {
+    "ratings": ("submitted rating", "submitted ratings"),
+    "summaries": ("summary", "summaries"),
+    "sources": ("source", "sources"),
+    "claims": ("claim", "claims"),
+    "evaluator_runs": ("evaluator run", "evaluator runs"),
+    "judge_runs": ("rubric-judge run", "rubric-judge runs"),
+    "questions": ("question", "questions"),
+}
+
+
+def _computed_from(counts: dict[str, int]) -> list[str]:
+    """["24 submitted ratings", "30 summaries", "1 evaluator run", ...] for the report page;
+    ratings, summaries and evaluator runs are always named, the other kinds when present."""
+    always = {"ratings", "summaries", "evaluator_runs"}
+    return [
+        f"{counts.get(key, 0)} {one if counts.get(key, 0) == 1 else many}"
+        for key, (one, many) in _INPUT_NAMES.items()
+        if key in always or counts.get(key)
+    ]
 
 
 @login_required
@@ -77,14 +118,25 @@ def study_report_progress(request, slug: str):
     return response
 
 
-def _report_context(report: dict[str, Any], study: Study, phase: str) -> dict[str, Any]:
-    """Everything the template shows, precomputed (templates stay logic-free)."""
+def _report_context(
+    report: dict[str, Any], study: Study, phase: str, drawn: set[tuple[str, str]] | None
+) -> dict[str, Any]:
+    """Everything the template shows, precomputed (templates stay logic-free). `drawn`: the
+    plots stored so far while the worker still draws them after the numbers, None once all are."""
     query = f"?phase={phase}"
     plots = []
     for kind, subject, _stem in plot_names(report):
         url = reverse("analysis:plot", args=[study.slug, kind, subject, "svg"]) + query
         png = reverse("analysis:plot", args=[study.slug, kind, subject, "png"]) + query
-        plots.append({"kind": kind, "subject": subject, "url": url, "png": png})
+        plots.append(
+            {
+                "kind": kind,
+                "subject": subject,
+                "url": url,
+                "png": png,
+                "drawn": drawn is None or (kind, subject) in drawn,
+            }
+        )
     histograms = []
     for h in report["histograms"]:
         histograms.append({"question": h["question"], "scale": h["scale"], "raters": h["raters"]})
@@ -116,6 +168,7 @@ def _report_context(report: dict[str, Any], study: Study, phase: str) -> dict[st
         "meta_tables": _meta_tables(report),
         "meta_better": _meta_better(report),
         "plots": plots,
+        "plots_pending": sum(not p["drawn"] for p in plots),
         "downloads": [
             {"name": name, "url": reverse("analysis:download", args=[study.slug, name]) + query} for name in FILE_NAMES
         ],
@@ -123,7 +176,7 @@ def _report_context(report: dict[str, Any], study: Study, phase: str) -> dict[st
 
 
 def _meta_better(report: dict) -> list[dict]:
-    """The pairs of metrics that differ clearly on a question (analysis.metaeval_questions)."""
+    """The pairs of metrics that differ clearly on a question (stats.metaeval_questions)."""
     rows = []
     for question, pairs in ((report.get("meta_evaluation") or {}).get("comparisons") or {}).items():
         for p in pairs:
@@ -162,11 +215,11 @@ def study_report_plot(request, slug: str, kind: str, subject: str, fmt: str):
         raise Http404("Unknown image format.")
     study = get_study_for_viewer(request.user, slug)
     result = _done_result(study, _phase(request))
-    try:
-        image = render_plot(result.result, kind, subject, fmt)
-    except KeyError:
-        raise Http404("No such plot.") from None
-    response = HttpResponse(image, content_type=CONTENT_TYPES[fmt])
+    # Drawn by the worker with the report (analysis.services.draw_report_plots): only served here.
+    plot = selectors.report_plot(result=result, kind=kind, subject=subject, fmt=fmt)
+    if plot is None:
+        raise Http404("No such plot.")
+    response = HttpResponse(bytes(plot.image), content_type=CONTENT_TYPES[fmt])
     # An SVG opened directly must not run anything even if it somehow held markup.
     response["Content-Security-Policy"] = "default-src 'none'; style-src 'unsafe-inline'"
     return response

@@ -24,7 +24,7 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from annotate.authentication import token_expires_at
-from annotate.exceptions import API_PREFIX, ApplicationError, error_body
+from core.exceptions import API_PREFIX, ApplicationError, error_body
 
 logger = logging.getLogger(__name__)
 

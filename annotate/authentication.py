@@ -1,6 +1,6 @@
 """API token authentication with an expiry (API_TOKEN_TTL_HOURS). Its own module because
 DRF imports the authentication classes while it loads its views: this one may import
-nothing that imports rest_framework.views (annotate.exceptions does)."""
+nothing that imports rest_framework.views (core.exceptions does)."""
 
 from __future__ import annotations
 

@@ -16,7 +16,6 @@ from django.db.models import F, Max
 from django.utils import timezone
 
 from annotate import designs
-from annotate.exceptions import ApplicationError, InvalidStateError
 from annotate.models import (
     Assignment,
     Batch,
@@ -32,7 +31,8 @@ from annotate.rubrics import AnswerValidationError
 from annotate.selectors.contents import filter_summaries, rubric_definition
 from annotate.selectors.queue import latest_revision, revision_answers
 from annotate.services import add_study_member, answer_context, write_draft_answers
-from annotate.text_validation import check_text
+from core.exceptions import ApplicationError, InvalidStateError
+from core.text_validation import check_text
 
 DESIGNS = ("k_raters", "partial_overlap", "pairwise_overlap", "balanced")
 # Context length strata (sentences in the source), for stratified sampling as LitSumm did.

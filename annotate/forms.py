@@ -19,7 +19,7 @@ from django.http import QueryDict
 from annotate.batches import MAX_ATTENTION_EVERY, SEED_RANGE
 from annotate.models import Batch
 from annotate.rubrics import AnswerValidationError, RubricDefinition
-from annotate.text_validation import InvalidTextError, find_problem, loads, problem_message
+from core.text_validation import InvalidTextError, find_problem, loads, problem_message
 
 # Counts compared with integer columns (context sentences): as the API's MAX_VERSION.
 MAX_COUNT = 2**31 - 1
@@ -72,7 +72,7 @@ def answers_from_post(
 
 class CheckedJSONField(forms.JSONField):
     """Django's JSON form field, refusing text that cannot be stored
-    (annotate/text_validation.py): its JSON may spell a lone surrogate as `\\ud83d` or a
+    (core/text_validation.py): its JSON may spell a lone surrogate as `\\ud83d` or a
     NUL as `\\u0000`. A refused value is shown again as typed (escaped), since the page
     could not be encoded with the decoded surrogate in it."""
 

@@ -12,15 +12,8 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import F, Q
 
-from annotate.text_validation import length_problem
-
-
-class TimeStamped(models.Model):
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        abstract = True
+from core.models import TimeStamped
+from core.text_validation import length_problem
 
 
 class Rubric(TimeStamped):
@@ -200,7 +193,7 @@ class Summary(TimeStamped):
 
 
 def _check_text_length(text: str, kind: str) -> None:
-    """The size limits of annotate.text_validation, for the admin's forms."""
+    """The size limits of core.text_validation, for the admin's forms."""
     problem = length_problem(text or "", kind)
     if problem is not None:
         raise ValidationError({"text": problem})

@@ -1,4 +1,4 @@
-"""The API's JSON parser: DRF's, plus the input checks of annotate.text_validation.
+"""The API's JSON parser: DRF's, plus the input checks of core.text_validation.
 
 Every JSON body passes here before any serializer sees it, so one place refuses what
 no endpoint can store or read back: text with a lone surrogate or a NUL (in values and
@@ -7,8 +7,8 @@ DRF's parser turned into a 500). The errors are 400s in the one error shape, nam
 the field.
 
 DRF imports this module while it loads rest_framework.views, which annotate.api and
-annotate.exceptions import: so it lives outside annotate.api, and it imports
-annotate.text_validation (which needs annotate.exceptions) when it first parses.
+core.exceptions import: so it lives outside annotate.api, and it imports
+core.text_validation (which needs core.exceptions) when it first parses.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from rest_framework.utils import json as drf_json
 
 class JSONParser(parsers.JSONParser):
     def parse(self, stream, media_type=None, parser_context=None):
-        from annotate.text_validation import loads
+        from core.text_validation import loads
 
         encoding = parsers.get_encoding(parser_context or {})
         parse_constant = drf_json.strict_constant if self.strict else None

@@ -3,7 +3,7 @@
 Pure code (no ORM): a definition is a dict read from YAML/JSON (see
 docs/rubric-format.md); `RubricDefinition.validate` turns raw answers into clean ones
 or raises `AnswerValidationError` with one message per question key. Text that cannot
-be stored (annotate.text_validation) is refused anywhere in the answers, keys included.
+be stored (core.text_validation) is refused anywhere in the answers, keys included.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-from annotate.exceptions import ApplicationError
-from annotate.text_validation import find_problem
+from core.exceptions import ApplicationError
+from core.text_validation import find_problem
 
 QUESTION_KINDS = ("scale", "checkboxes", "choice", "text", "per_finding", "per_claim", "span")
 # The values a per-claim question's analysis reads as the rater's verdict on a claim
-# (analysis.claims); other options (e.g. "cannot tell") are kept but not counted.
+# (stats.claims); other options (e.g. "cannot tell") are kept but not counted.
 CLAIM_SUPPORTED, CLAIM_NOT_SUPPORTED = "supported", "not_supported"
 RATIONALE_MODES = ("none", "optional", "required")
 SPAN_TARGETS = ("summary", "source", "linked")
@@ -378,6 +378,12 @@ class RubricDefinition:
         """Some question is asked once per claim of the summary (its answers are checked
         against the summary's claims, which cost a query to read)."""
         return any(q.per_claim for q in self.questions)
+
+    @property
+    def na_codes(self) -> dict[str, int]:
+        """Question key -> the code of N/A, for the scales that count N/A as a category
+        (Question.na_code); the statistics give those answers this code (stats.frames)."""
+        return {q.key: q.na_code for q in self.questions if q.na_code is not None}
 
     def question(self, key: str) -> Question:
         for q in self.questions:

@@ -20,7 +20,6 @@ from django.db.models import F, Max
 from django.utils import timezone
 
 from annotate.designs import shuffled_order, top_up_assignments
-from annotate.exceptions import ApplicationError, InvalidStateError, StaleWriteError
 from annotate.models import (
     Assignment,
     Finding,
@@ -45,7 +44,8 @@ from annotate.rubrics import (
 from annotate.selectors.claims import claim_ids, stored_per_claim
 from annotate.selectors.contents import rubric_definition
 from annotate.selectors.queue import latest_revision, revision_answers
-from annotate.text_validation import check_length, check_text
+from core.exceptions import ApplicationError, InvalidStateError, StaleWriteError
+from core.text_validation import check_length, check_text
 
 # One write may add at most this much active time; the browser reports increments.
 MAX_ACTIVE_SECONDS_PER_WRITE = 3600
@@ -425,20 +425,6 @@ def save_draft(
         revision = _write_answers(assignment, clean, definition, findings)
         revision.save(update_fields=["updated_at"])
     return revision
-
-
-def submission_problems(*, assignment: Assignment, answers: Any, rationales: Any = None) -> dict[str, str]:
-    """Everything that stops these answers being submitted, {question key: message}:
-    completeness and the rubric's rules, all at once. Empty when they can be submitted.
-    A draft is never refused for any of these (save_draft); submit_rating refuses them."""
-    definition = rubric_definition(assignment.study.rubric)
-    try:
-        definition.validate(
-            answers, rationales, final=True, context=answer_context(assignment.summary, definition=definition)
-        )
-    except AnswerValidationError as exc:
-        return dict(exc.errors)
-    return {}
 
 
 def draft_hints(*, assignment: Assignment, answers: Any, rationales: Any = None) -> dict[str, str]:

@@ -15,7 +15,6 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_http_methods
 
 from annotate import batches, services
-from annotate.exceptions import ApplicationError, StaleWriteError
 from annotate.forms import BatchForm, RateActionForm, answers_from_post, finding_field, rationale_field, spans_field
 from annotate.models import Assignment, Revision, Summary
 from annotate.rubrics import AnswerValidationError
@@ -48,7 +47,8 @@ from annotate.selectors.queue import (
     shared_notes,
     training_feedback,
 )
-from annotate.text_validation import check_text, loads
+from core.exceptions import ApplicationError, StaleWriteError
+from core.text_validation import check_text, loads
 
 
 def home(request):

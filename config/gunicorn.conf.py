@@ -11,19 +11,19 @@ imported code's memory pages. Reports and exports never run in a web request (th
 Celery tasks, or a background thread without a broker), so the timeout stays short.
 """
 
-import os
+from core.env import env_int, env_str
 
-bind = os.environ.get("WEB_BIND", "127.0.0.1:8000")
-workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
+bind = env_str("WEB_BIND", "127.0.0.1:8000")
+workers = env_int("WEB_CONCURRENCY", 2, minimum=1)
 worker_class = "gthread"
-threads = int(os.environ.get("WEB_THREADS", "8"))
-timeout = int(os.environ.get("WEB_TIMEOUT", "60"))
+threads = env_int("WEB_THREADS", 8, minimum=1)
+timeout = env_int("WEB_TIMEOUT", 60, minimum=1)
 graceful_timeout = 20
 preload_app = True
 accesslog = "-"
 errorlog = "-"
 # Django's own headers say what a proxy needs; gunicorn adds no server header of its own.
-forwarded_allow_ips = os.environ.get("WEB_FORWARDED_ALLOW_IPS", "127.0.0.1")
+forwarded_allow_ips = env_str("WEB_FORWARDED_ALLOW_IPS", "127.0.0.1")
 
 # WEB_PREPARE=demo (what `make run` sets) or migrate: prepare the database in this
 # process, after the app is loaded and before the port opens and the workers fork. One
@@ -33,7 +33,7 @@ PREPARE_STEPS = {"": (), "migrate": ("migrate",), "demo": ("migrate", "load_demo
 
 
 def on_starting(server):
-    prepare = os.environ.get("WEB_PREPARE", "")
+    prepare = env_str("WEB_PREPARE")
     if prepare not in PREPARE_STEPS:
         raise SystemExit(f"WEB_PREPARE must be one of: migrate, demo (or unset), not {prepare!r}")
     if not PREPARE_STEPS[prepare]:

@@ -1,5 +1,5 @@
 """Settings, all read from the environment (see .env.example for every variable)
-through the typed helpers of config/env.py.
+through the typed helpers of core/env.py.
 
 Defaults work on a fresh machine with nothing running: SQLite under var/, Celery
 tasks executed in-process, no API keys.
@@ -11,7 +11,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_int, env_list, env_str, local_secret_key
+from core.env import env_bool, env_int, env_list, env_str, local_secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -65,7 +65,7 @@ MIDDLEWARE = [
     # Outside ApiErrorMiddleware, so the JSON errors it makes carry the header too.
     "config.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "annotate.exceptions.ApiErrorMiddleware",
+    "core.exceptions.ApiErrorMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -223,9 +223,9 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "annotate.api.pagination.PageOrCursorPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "annotate.exceptions.api_exception_handler",
+    "EXCEPTION_HANDLER": "core.exceptions.api_exception_handler",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    # DRF's JSON parser plus the text and nesting checks (annotate/text_validation.py).
+    # DRF's JSON parser plus the text and nesting checks (core/text_validation.py).
     "DEFAULT_PARSER_CLASSES": [
         "annotate.parsers.JSONParser",
         "rest_framework.parsers.FormParser",
@@ -243,7 +243,12 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     # Filters answered yes/no (rated, assigned) share one enum in the schema.
-    "ENUM_NAME_OVERRIDES": {"YesNoEnum": ["yes", "no"], "RunStatusEnum": ["pending", "running", "done", "failed"]},
+    "ENUM_NAME_OVERRIDES": {
+        "YesNoEnum": ["yes", "no"],
+        "RunStatusEnum": ["pending", "running", "done", "failed"],
+        "AnswerPhaseEnum": ["initial", "post_discussion"],
+        "AnswerPhaseOrAllEnum": ["initial", "post_discussion", "all"],
+    },
 }
 
 # Celery: with no broker configured, tasks run in-process (eagerly) so a fresh

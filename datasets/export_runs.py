@@ -38,8 +38,8 @@ from django.conf import settings
 from django.http import Http404
 from django.utils import timezone
 
-from annotate.exceptions import ApplicationError, InvalidStateError
 from annotate.models import Study
+from core.exceptions import ApplicationError, InvalidStateError
 
 STATUSES = ("pending", "running", "done", "failed")
 FORMATS = ("jsonl", "csv", "parquet")  # datasets.exporting.FORMATS, without importing it here

@@ -28,8 +28,8 @@ from django.conf import settings
 from django.http import Http404
 from django.utils import timezone
 
-from annotate.exceptions import ApplicationError
 from annotate.models import Study
+from core.exceptions import ApplicationError
 from datasets.export_runs import claim_run, fail_if_abandoned, newest_first, write_status_file
 
 STATUSES = ("pending", "running", "done", "failed")

@@ -4,7 +4,7 @@ Format: docs/import-format.md. The whole file is parsed and checked before anyth
 is written, and the writes run in one transaction: a bad line changes nothing.
 Records are matched by their keys, so importing the same file twice changes nothing.
 Every error names the line and the field: `line 7: field "text": must be a non-empty string`;
-text that cannot be stored (a lone surrogate, a NUL: annotate/text_validation.py) is one.
+text that cannot be stored (a lone surrogate, a NUL: core/text_validation.py) is one.
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from annotate.exceptions import ApplicationError
 from annotate.models import Claim, Finding, Rating, Revision, Source, SourceSentence, Study, Summary
 from annotate.rubrics import RubricDefinitionError
 from annotate.services import builtin_rubric_path, load_builtin_rubric, store_sentences
-from annotate.text import split_spans
-from annotate.text_validation import InvalidTextError, length_problem, loads
+from core.exceptions import ApplicationError
+from core.sentences import split_spans
+from core.text_validation import InvalidTextError, length_problem, loads
 from datasets.exporting.licences import licence_allows_text
 
 RECORD_TYPES = ("study", "source", "summary", "claim")

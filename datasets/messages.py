@@ -2,7 +2,7 @@
 
 A refused import always reads `<file>: <where>: <what is wrong>. Nothing was imported.`,
 where `<where>` is `line N: field "X"` when a line is at fault (the services' own
-messages, see annotate.exceptions), and a successful one says what it created. Files
+messages, see core.exceptions), and a successful one says what it created. Files
 may start with a UTF-8 byte-order mark (spreadsheets and Windows editors write one).
 """
 
@@ -16,8 +16,8 @@ from pathlib import Path
 import yaml
 from django.core.management.base import CommandError
 
-from annotate.exceptions import ApplicationError
-from annotate.text_validation import InvalidTextError
+from core.exceptions import ApplicationError
+from core.text_validation import InvalidTextError
 
 # "utf-8-sig" reads UTF-8 and drops a leading byte-order mark if there is one.
 TEXT_ENCODING = "utf-8-sig"

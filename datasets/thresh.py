@@ -20,11 +20,11 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
-from annotate.exceptions import ApplicationError
 from annotate.models import Assignment, Batch, Revision, Span, Study, StudyMembership, Summary
 from annotate.rubrics import AnswerContext, Question, RubricDefinition
 from annotate.services import build_span
-from annotate.text_validation import find_problem
+from core.exceptions import ApplicationError
+from core.text_validation import find_problem
 
 
 class ThreshImportError(ApplicationError):

@@ -10,8 +10,8 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from annotate.exceptions import ApplicationError
 from annotate.selectors.access import get_study_for_admin
+from core.exceptions import ApplicationError
 from datasets import import_runs
 from datasets.tasks import run_api_import_task
 

@@ -2,7 +2,7 @@
 
 config/settings.py belongs to the whole platform; the LLM settings live here so that
 a test (or a long-running worker) that changes the environment sees the change on
-the next call. Both read the environment through config/env.py. Every variable is
+the next call. Both read the environment through core/env.py. Every variable is
 listed in docs/generation.md and .env.example.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_float, env_int, env_str
+from core.env import env_bool, env_float, env_int, env_str
 
 DEFAULT_MODEL = "gpt-4o-mini"
 PIPELINES = ("litsumm", "factored")

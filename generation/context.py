@@ -170,11 +170,6 @@ def _similarities(rows, columns, index: int) -> np.ndarray:
     return np.asarray(columns[:, terms] @ weights).ravel()
 
 
-def mmr_order(vectors: np.ndarray | sparse.spmatrix, *, seed: int, lam: float = MMR_LAMBDA) -> list[int]:
-    """Every row index, in the order MMR would pick them."""
-    return list(mmr_picks(vectors, seed=seed, lam=lam))
-
-
 def build_context(
     *,
     sentences: Sequence[tuple[str, str]],

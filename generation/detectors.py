@@ -31,7 +31,7 @@ import random
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from annotate.exceptions import ApplicationError
+from core.exceptions import ApplicationError
 from generation.conf import pipeline_settings
 from generation.llm import Gateway, LLMError
 from generation.pipelines import sentence_claims

@@ -6,7 +6,7 @@ and produces, per summary, named scores with their provenance (the LLM call, the
 rationale). Scores are stored (EvaluationScore), never recomputed silently: the same
 settings resume a run, other settings make a new run. The study report reads the newest
 run of each evaluator as metric columns `eval.<evaluator>.<name>` and correlates them with
-every human question (analysis.metaeval_questions).
+every human question (stats.metaeval_questions).
 
 Built in:
 - `factpico_fulltext`: FactPICO's LLM full-text evaluation (appendix H.2 and H.5): for
@@ -19,7 +19,7 @@ Built in:
   the model's text, never a score.
 - `factpico_extraction`: FactPICO's PICO-R extraction pipeline (H.3, H.4, H.6).
 - `factored_verification`: P(summary), unsupported claims, supported share.
-- `reference`: the reference metrics of analysis.metrics (no model).
+- `reference`: the reference metrics of stats.metrics (no model).
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
-from annotate.exceptions import ApplicationError
 from annotate.models import Study, Summary
+from core.exceptions import ApplicationError
 from generation.conf import pipeline_settings
 from generation.llm import Gateway, LLMError
 from generation.models import EvaluationRun, EvaluationScore
@@ -276,12 +276,12 @@ class FactoredVerification:
 
 
 class ReferenceMetrics:
-    """The reference metrics of analysis.metrics (ROUGE-1/2/L of the summary against its
+    """The reference metrics of stats.metrics (ROUGE-1/2/L of the summary against its
     source, Flesch-Kincaid grades and their change, length, MiniLM similarity when the ML
     extra is installed, and for answers to clinical questions ROUGE-L, BLEU and chrF
     against the gold answer), stored like any evaluator's scores. No model is called, so it
     runs without an API key. Its version is a hash of the metrics' definition and package
-    versions (analysis.metrics.reference_config); the study report takes these columns
+    versions (stats.metrics.reference_config); the study report takes these columns
     from the run of today's version and computes only the summaries it lacks."""
 
     name = "reference"
@@ -291,21 +291,21 @@ class ReferenceMetrics:
         self._gold: dict[int, dict[str, str]] = {}
 
     def config(self) -> dict:
-        from analysis.metrics import reference_config
+        from stats.metrics import reference_config
 
         return {"evaluator": self.name, **reference_config()}
 
     def _gold_texts(self, study) -> dict[str, str]:
         if study.pk not in self._gold:
-            from analysis.selectors import reference_texts
+            from literature.selectors import gold_answers
 
-            self._gold[study.pk] = reference_texts(study=study)
+            self._gold[study.pk] = gold_answers(study)
         return self._gold[study.pk]
 
     def evaluate(self, summary: Summary, done: set[str]) -> list[Score]:
         import math
 
-        from analysis.metrics import reference_scores
+        from stats.metrics import reference_scores
 
         if "rougeL" in done:
             return []

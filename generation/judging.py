@@ -28,10 +28,10 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
-from annotate.exceptions import ApplicationError
 from annotate.models import Study, Summary
 from annotate.rubrics import AnswerContext, RubricDefinition
 from annotate.selectors.contents import rubric_definition
+from core.exceptions import ApplicationError
 from generation.conf import pipeline_settings
 from generation.llm import Gateway, LLMError, parse_json_object
 from generation.models import JudgeAnswer, JudgeRun

@@ -27,9 +27,9 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 import openai
 import tiktoken
 
-from annotate.exceptions import ApplicationError
-from config.retry import backoff_delay as shared_backoff
-from config.retry import http_date_delay
+from core.exceptions import ApplicationError
+from core.retry import backoff_delay as shared_backoff
+from core.retry import http_date_delay
 from generation.conf import LLMSettings, llm_settings
 from generation.models import AnswerJob, GenerationJob, LLMCall
 from generation.prompting import Prompt, get_prompt

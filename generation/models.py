@@ -11,14 +11,7 @@ from django.db import models
 from django.db.models import Q
 
 from annotate.models import Source, Study, Summary
-
-
-class TimeStamped(models.Model):
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        abstract = True
+from core.models import TimeStamped
 
 
 class GenerationJob(TimeStamped):

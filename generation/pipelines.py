@@ -25,7 +25,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 from annotate.models import Source
-from annotate.text import split_spans
+from core.sentences import split_spans
 from generation.conf import PipelineSettings, pipeline_settings
 from generation.context import Context, build_context, context_line, embedding_method
 from generation.llm import Gateway, count_tokens

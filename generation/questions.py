@@ -23,7 +23,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
-from config.env import env_bool, env_float, env_int, env_str
+from core.env import env_bool, env_float, env_int, env_str
 from generation.conf import DEFAULT_MODEL
 from generation.llm import Gateway, LLMError, parse_json_object
 from generation.models import AnswerJob

@@ -1,6 +1,6 @@
 """LitSumm's five reference checks, as pure functions over text.
 
-Sentences come from annotate.text.split_spans (abbreviations such as "et al." and
+Sentences come from core.sentences.split_spans (abbreviations such as "et al." and
 "e.g." do not end a sentence; citations after the stop stay with their sentence).
 A reference is one identifier inside square brackets: `[PMC1][PMC2].` cites two,
 and so does `[PMC1, PMC2]` (one bracket holding two). Only brackets that hold a
@@ -24,7 +24,7 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
-from annotate.text import split_spans
+from core.sentences import split_spans
 
 CHECKS = ("adequate", "format", "real", "location", "max_share")
 # The order in which failures are rescued: a numbered citation is also "not in the

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db.models import Count, Max, Prefetch, Q, QuerySet, Sum
 
 from annotate.models import Claim, Summary
-from generation.models import EvaluationRun, EvaluationScore, GenerationJob, GenerationRun, LLMCall
+from generation.models import EvaluationRun, EvaluationScore, GenerationJob, GenerationRun
 from generation.reference_checks import CHECKS
 
 
@@ -60,13 +60,18 @@ def run_report(run: GenerationRun) -> dict:
     return {"run": str(run.uuid), "summaries": [job_report(job) for job in run_jobs(run)]}
 
 
-def summary_trace(summary: Summary) -> list[GenerationJob]:
-    """The generation jobs behind a summary, with their LLM calls, for the admin."""
-    return list(
-        GenerationJob.objects.filter(summary=summary).prefetch_related(
-            Prefetch("llm_calls", queryset=LLMCall.objects.order_by("created_at", "id"))
-        )
-    )
+def evaluation_rows(*, study) -> dict[str, QuerySet]:
+    """The study's evaluator runs and scores and rubric-judge runs and answers: a score
+    stored, a run resumed or a judge's answer changes the study report (its cache key,
+    analysis.selectors.report_inputs, counts these rows)."""
+    from generation.models import JudgeAnswer, JudgeRun
+
+    return {
+        "evaluator_runs": EvaluationRun.objects.filter(study=study),
+        "evaluator_scores": EvaluationScore.objects.filter(run__study=study),
+        "judge_runs": JudgeRun.objects.filter(study=study),
+        "judge_answers": JudgeAnswer.objects.filter(run__study=study),
+    }
 
 
 def run_state(*, done: int, total: int, last_activity, now, lease_seconds: int) -> str:
@@ -133,7 +138,7 @@ def factored_probabilities(study) -> dict[str, float | None]:
 
 def evaluator_metrics(study):
     """item + `eval.<evaluator>.<name>` columns from the newest run of each evaluator
-    (the study report's metric providers, analysis.selectors.METRIC_PROVIDERS). Per-finding
+    (metric columns of the study report). Per-finding
     scores (`name:<n>`) stay out: the summary's mean is the column."""
     import pandas as pd
 
@@ -153,10 +158,10 @@ def evaluator_metrics(study):
 
 
 def stored_reference_metrics(study):
-    """item + reference-score columns (analysis.metrics.TEXT_SCORES, GOLD_SCORES,
+    """item + reference-score columns (stats.metrics.TEXT_SCORES, GOLD_SCORES,
     embedding_similarity) stored by the `reference` evaluator's run of today's version,
     for the summaries it scored in full; an empty frame when there is none. The report
-    takes these instead of computing them again (analysis.selectors.STORED_METRICS)."""
+    takes these instead of computing them again."""
     import pandas as pd
 
     from generation.evaluators import ReferenceMetrics, config_version

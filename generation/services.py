@@ -16,12 +16,13 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import connections, transaction
-from django.db.models import Exists, F, OuterRef
+from django.db.models import F, OuterRef
 from django.utils import timezone
 
-from annotate.exceptions import ApplicationError
 from annotate.models import Source, Study
 from annotate.services import create_summary, record_claims
+from core.background import running_without_worker
+from core.exceptions import ApplicationError
 from generation.conf import job_lease_seconds, llm_settings, pipeline_settings
 from generation.llm import Gateway, LLMError
 from generation.models import AnswerJob, GenerationJob, GenerationRun, LLMCall
@@ -175,10 +176,9 @@ def claim_job(*, job_id: int, model=GenerationJob) -> GenerationJob | AnswerJob 
 def _abandoned(jobs, *, now):
     """Those of `jobs` running without a live worker: claimed longer ago than the lease
     and with no LLM call since."""
-    cutoff = now - job_lease()
     link = "job" if jobs.model is GenerationJob else "answer_job"
-    recent_call = LLMCall.objects.filter(**{link: OuterRef("pk")}, created_at__gte=cutoff)
-    return jobs.filter(status=Status.RUNNING, claimed_at__lt=cutoff).filter(~Exists(recent_call))
+    calls = LLMCall.objects.filter(**{link: OuterRef("pk")})
+    return running_without_worker(jobs, field="claimed_at", before=now - job_lease(), activity=calls)
 
 
 def abandoned_jobs(*, run: GenerationRun) -> list[int]:

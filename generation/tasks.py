@@ -1,16 +1,12 @@
 """Celery tasks: thin, by id; the work is in generation.services."""
 
-import logging
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 
 from celery import shared_task
-from django.conf import settings
-from django.db import connections
 
+from core.background import run_in_background
 from generation import services
 from generation.models import AnswerJob, GenerationJob
-
-logger = logging.getLogger(__name__)
 
 
 @shared_task(bind=True, acks_late=True, max_retries=None)
@@ -36,11 +32,11 @@ def answer_question_task(self, job_id: int) -> str:
     return job.status
 
 
-# --- evaluators (generation.evaluators) ---------------------------------------------------
+# --- evaluators (generation.evaluators) and the rubric judge (generation.judging) -----------
 
-# Without a broker an evaluation runs in this thread pool, one at a time, never in the
-# request that started it (as the analysis app's reports do).
-_in_process = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evaluation")
+# Without a broker an evaluation or a judge run goes to this process's "evaluation" thread,
+# one at a time, never into the request that started it (core.background).
+POOL = "evaluation"
 
 
 @shared_task(acks_late=True)
@@ -52,30 +48,6 @@ def evaluate_task(study_id: int, evaluator: str) -> str:
     return str(run.uuid)
 
 
-def _run_in_thread(task, *args) -> None:
-    try:
-        task(*args)
-    except Exception:  # what was written so far stays; the page shows the run's progress
-        logger.exception("%s%r failed", task.name, args)
-    finally:
-        connections.close_all()
-
-
-def _enqueue(task, *args) -> Future | None:
-    """A Celery worker runs `task` when a broker is configured, else this process's thread."""
-    if not settings.CELERY_TASK_ALWAYS_EAGER:
-        task.delay(*args)
-        return None
-    return _in_process.submit(_run_in_thread, task, *args)
-
-
-def enqueue_evaluation(study_id: int, evaluator: str) -> Future | None:
-    return _enqueue(evaluate_task, study_id, evaluator)
-
-
-# --- the rubric judge (generation.judging) --------------------------------------------------
-
-
 @shared_task(acks_late=True)
 def judge_task(study_id: int) -> str:
     from annotate.models import Study
@@ -85,5 +57,9 @@ def judge_task(study_id: int) -> str:
     return str(run.uuid)
 
 
+def enqueue_evaluation(study_id: int, evaluator: str) -> Future | None:
+    return run_in_background(evaluate_task, study_id, evaluator, pool=POOL)
+
+
 def enqueue_judge(study_id: int) -> Future | None:
-    return _enqueue(judge_task, study_id)
+    return run_in_background(judge_task, study_id, pool=POOL)

@@ -8,8 +8,8 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
-from annotate.exceptions import ApplicationError
 from annotate.selectors.access import get_study_for_admin
+from core.exceptions import ApplicationError
 from generation.selectors import evaluator_runs
 
 

@@ -22,10 +22,10 @@ from dataclasses import asdict, dataclass
 
 from django.db import transaction
 
-from annotate.exceptions import ApplicationError
 from annotate.models import Source, Summary
 from annotate.services import store_sentences
-from annotate.text import split_spans
+from core.exceptions import ApplicationError
+from core.sentences import split_spans
 from literature.engines import EVIDENCE_KIND
 from literature.models import Question, Retrieval, RetrievedArticle
 

@@ -6,10 +6,3 @@ class LiteratureConfig(AppConfig):
     over a study's own sources, clinical questions and their reference articles."""
 
     name = "literature"
-
-    def ready(self):
-        # The study report scores answers against their question's gold answer.
-        from analysis.selectors import register_reference_texts
-        from literature.selectors import gold_answers
-
-        register_reference_texts(gold_answers)

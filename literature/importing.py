@@ -31,8 +31,8 @@ from datetime import date, datetime
 from django.db import transaction
 from django.utils import timezone
 
-from annotate.exceptions import ApplicationError
 from annotate.models import Study
+from core.exceptions import ApplicationError
 from datasets.importing import CHUNK, ImportLineError, ImportResult, _Fields, json_objects
 from literature.models import Question
 

@@ -11,7 +11,8 @@ import uuid
 
 from django.db import models
 
-from annotate.models import Source, Study, TimeStamped
+from annotate.models import Source, Study
+from core.models import TimeStamped
 
 
 class Question(TimeStamped):

@@ -46,9 +46,9 @@ import httpx2
 from defusedxml import DefusedXmlException
 from django.core.exceptions import ImproperlyConfigured
 
-from annotate.exceptions import ApplicationError
-from config.env import env_float, env_int, env_str
-from config.retry import backoff_delay, http_date_delay
+from core.env import env_float, env_int, env_str
+from core.exceptions import ApplicationError
+from core.retry import backoff_delay, http_date_delay
 
 logger = logging.getLogger(__name__)
 

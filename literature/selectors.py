@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from analysis.retrieval import RetrievalScores, retrieval_scores
+from django.db.models import QuerySet
+
 from annotate.models import Study
 from literature.identifiers import source_identifiers
 from literature.models import Question, Retrieval
+from stats.retrieval import RetrievalScores, retrieval_scores
 
 
 @dataclass(frozen=True)
@@ -32,7 +34,7 @@ def latest_retrievals(study: Study, *, engine: str, regime: str) -> list[Retriev
 
 
 def retrieval_scores_of(study: Study, *, engine: str, regime: str) -> list[QuestionScores]:
-    """Scores of each question's newest retrieval (analysis.retrieval)."""
+    """Scores of each question's newest retrieval (stats.retrieval)."""
     rows = []
     for retrieval in latest_retrievals(study, engine=engine, regime=regime):
         articles = list(retrieval.articles.all())
@@ -65,8 +67,8 @@ def questions_overview(study: Study) -> tuple[list[QuestionOverview], list[tuple
     """Every question of the study with its newest retrieval per engine and regime (the
     articles, whether each is a reference, the scores) and its answers; and the study's
     figures per engine and regime. A fixed number of queries."""
-    from analysis.retrieval import study_scores
     from annotate.models import Summary
+    from stats.retrieval import study_scores
 
     # answer_jobs: the generation app's jobs for the question (a reverse relation, so this
     # app does not import the app above it).
@@ -78,7 +80,7 @@ def questions_overview(study: Study) -> tuple[list[QuestionOverview], list[tuple
         .prefetch_related("articles__source")
     ):
         newest.setdefault((retrieval.question_id, retrieval.engine, retrieval.regime), retrieval)
-    from analysis.answer_metrics import scores_by_part  # rouge_score and sacrebleu: only when asked
+    from stats.answer_metrics import scores_by_part  # rouge_score and sacrebleu: only when asked
 
     gold = {str(q.uuid): q.gold_answer for q in questions}
     answers: dict[str, list] = {}
@@ -113,9 +115,15 @@ def questions_overview(study: Study) -> tuple[list[QuestionOverview], list[tuple
     return overview, figures
 
 
+def question_rows(*, study: Study) -> QuerySet[Question]:
+    """The study's questions: a changed gold answer changes the study report (its cache key,
+    analysis.selectors.report_inputs, counts these rows)."""
+    return Question.objects.filter(study=study)
+
+
 def gold_answers(study: Study) -> dict[str, str]:
     """{answer's summary uuid: its question's gold answer} for the study's answers (the
-    study report's reference texts, analysis.selectors.REFERENCE_TEXTS). Two queries."""
+    study report's and the reference evaluator's reference texts). Two queries."""
     from annotate.models import Summary
 
     gold = dict(Question.objects.filter(study=study).exclude(gold_answer="").values_list("uuid", "gold_answer"))

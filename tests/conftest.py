@@ -1,7 +1,10 @@
+import os
+
 import pytest
 from rest_framework.test import APIClient
 
 from tests.factories import AssignmentFactory, StudyFactory, SummaryFactory, UserFactory
+from tests.generation.scripted_server import TEST_ENV, ScriptedServer
 
 
 @pytest.fixture
@@ -54,3 +57,24 @@ def api_client_for(user) -> APIClient:
 
 
 GOOD_ANSWERS = {"overall": 4, "failure_modes": ["misattribution"], "feedback": "Cite the second trial."}
+
+
+@pytest.fixture
+def serve(monkeypatch):
+    """Start a ScriptedServer (same arguments) and point the gateway at it."""
+    for name in list(os.environ):
+        if name.startswith(("GENERATION_", "OPENAI_", "QUESTIONS_", "NCBI_")):
+            monkeypatch.delenv(name)
+    for name, value in TEST_ENV.items():
+        monkeypatch.setenv(name, value)
+    servers = []
+
+    def start(script=None, **options) -> ScriptedServer:
+        server = ScriptedServer(script, **options).__enter__()
+        servers.append(server)
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        return server
+
+    yield start
+    for server in servers:
+        server.__exit__(None, None, None)

@@ -12,7 +12,7 @@ from annotate.models import (
     SourceSentence,
     Summary,
 )
-from annotate.text_validation import problem_message
+from core.text_validation import problem_message
 
 # Assignment.version is a PositiveIntegerField: larger numbers can never match, and
 # some databases refuse to even compare them.
@@ -21,7 +21,7 @@ MAX_VERSION = 2**31 - 1
 
 class TextJSONField(serializers.JSONField):
     """Any JSON value whose text (keys included) can be stored: no NUL, which PostgreSQL
-    refuses, and no lone surrogate, which is not Unicode (annotate.text_validation).
+    refuses, and no lone surrogate, which is not Unicode (core.text_validation).
     The JSON parser checks JSON bodies already; this covers form-encoded ones."""
 
     def to_internal_value(self, data):

@@ -1,5 +1,5 @@
-"""What the management commands of every app share: finding the study a command names and
-checking counts, each refused with one clear CommandError."""
+"""Finding the study a management command names (every app's commands use it); the
+checks of options that need no model are in core.commands."""
 
 from __future__ import annotations
 
@@ -14,9 +14,3 @@ def study_named(slug: str, hint: str = "") -> Study:
     if study is None:
         raise CommandError(f"no study {slug!r}{hint}")
     return study
-
-
-def check_at_least_one(value: int | None, option: str) -> None:
-    """A count option such as --limit, when given, must be at least 1."""
-    if value is not None and value < 1:
-        raise CommandError(f"{option} must be at least 1")

@@ -346,7 +346,7 @@ def question_answers(batch: Batch, *, question: str, phase: str = "initial") -> 
 
 def _sentence_marks(summary_text: str, spans: list[dict]) -> dict[int, set[str]]:
     """Sentence index -> the 'factual' answers of the spans that touch it."""
-    from annotate.text import split_spans
+    from core.sentences import split_spans
 
     marks: dict[int, set[str]] = {}
     for index, (start, end) in enumerate(split_spans(summary_text)):

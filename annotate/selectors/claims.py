@@ -2,7 +2,7 @@
 
 A summary's claims are the ones a pipeline recorded (Claim rows: Factored Verification's
 claims, with their verdicts), in their order; a summary without recorded claims is asked
-about its sentences (annotate.text.split_spans). Claim ids are the Claim's uuid, or
+about its sentences (core.sentences.split_spans). Claim ids are the Claim's uuid, or
 `sentence-<n>` (1-based) for sentences: stable, since a summary's text never changes
 once it is in a study.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from annotate.models import Claim, Summary
-from annotate.text import split_spans
+from core.sentences import split_spans
 
 SENTENCE_PREFIX = "sentence-"
 

@@ -12,7 +12,6 @@ from django.db.models import Count, JSONField, OuterRef, Prefetch, QuerySet, Sub
 from django.db.models.functions import Coalesce
 from django.http import Http404
 
-from annotate.exceptions import ApplicationError
 from annotate.models import (
     Assignment,
     Batch,
@@ -26,6 +25,7 @@ from annotate.models import (
     Summary,
 )
 from annotate.rubrics import RubricDefinition
+from core.exceptions import ApplicationError
 
 
 def rubric_definition(rubric: Rubric) -> RubricDefinition:

@@ -1,7 +1,7 @@
 """Stored text that breaks whatever reads it: a lone surrogate, a NUL, bytes that are
 not UTF-8, in any text or JSON column of any installed model.
 
-Every entry point refuses such text now (annotate/text_validation.py); this finds what
+Every entry point refuses such text now (core/text_validation.py); this finds what
 came in before. SQLite keeps what it is given: a lone surrogate inside a JSON column
 (as a ``\\ud83d`` escape, which is how a rater's answer broke a study), a NUL in a text
 column, raw bytes written by another tool. Its text and JSON columns are read as bytes,
@@ -21,7 +21,7 @@ from django.db import connection
 from django.db.models import BinaryField, CharField, JSONField, Model, TextField, UUIDField
 from django.db.models.functions import Cast
 
-from annotate.text_validation import find_problem
+from core.text_validation import find_problem
 
 CHUNK = 2000
 

@@ -13,7 +13,7 @@ Two choices the issue leaves open, argued in docs/export-format.md:
 - summaries written from a withheld source stay in the export, flagged
   `source_withheld`: they are the study's own output and the object that was rated.
 
-The agreement figures of the dataset card come from `analysis.agreement` (the datasets
+The agreement figures of the dataset card come from `stats.agreement` (the datasets
 app sits above both annotate and analysis): the card must carry the same numbers as
 the analysis app's report.
 

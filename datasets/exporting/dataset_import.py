@@ -11,7 +11,6 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from annotate.exceptions import ApplicationError
 from annotate.models import (
     Assignment,
     Batch,
@@ -31,7 +30,8 @@ from annotate.models import (
 from annotate.rubrics import NA, AnswerContext, RubricDefinition
 from annotate.selectors.claims import claim_ids, per_claim_parts
 from annotate.services import store_sentences
-from annotate.text_validation import InvalidTextError, find_problem, length_problem, loads
+from core.exceptions import ApplicationError
+from core.text_validation import InvalidTextError, find_problem, length_problem, loads
 from datasets.exporting.folder import FORMAT_VERSION, ITERATOR_CHUNK, DatasetImportError, read_table, verify_checksums
 
 # --- re-import of a dataset folder ---------------------------------------------------------------
@@ -110,7 +110,7 @@ class _DatasetImporter:
 
     def table(self, name: str) -> list[dict[str, Any]]:
         """The rows of one table, with the JSON text of its JSON_COLUMNS decoded. Text
-        that cannot be stored (a lone surrogate, a NUL: annotate/text_validation.py) is
+        that cannot be stored (a lone surrogate, a NUL: core/text_validation.py) is
         refused, in the row and inside its JSON columns (Parquet rows come here unchecked)."""
         rows = []
         for number, row in enumerate(read_table(self.folder, name), start=1):

@@ -667,7 +667,7 @@ def _agreement(scores: _Scores, definition: RubricDefinition) -> list[dict[str, 
     import numpy as np
     import pandas as pd
 
-    from analysis.agreement import AgreementInputError, agreement_report
+    from stats.agreement import AgreementInputError, agreement_report
 
     def column(values: array):  # a view of the collected codes, not a copy
         return np.frombuffer(values, dtype=values.typecode if values.typecode == "d" else f"i{values.itemsize}")

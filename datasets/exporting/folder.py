@@ -14,9 +14,9 @@ from typing import Any
 
 import orjson
 
-from annotate.csv_cells import QUOTE, QUOTED_FIRST, CsvRowWriter
-from annotate.exceptions import ApplicationError
-from annotate.text_validation import InvalidTextError, loads
+from core.csv_cells import QUOTE, QUOTED_FIRST, CsvRowWriter
+from core.exceptions import ApplicationError
+from core.text_validation import InvalidTextError, loads
 
 FORMAT_VERSION = 1
 FORMATS = ("jsonl", "csv", "parquet")
@@ -206,7 +206,7 @@ def arrow_schema(columns):
 
 def _csv_cells_function(columns) -> Any:
     """row tuple -> the row's CSV cells: booleans as true/false, every text column
-    through annotate.csv_cells' rule (a leading quote before = + - @ tab CR or '),
+    through core.csv_cells' rule (a leading quote before = + - @ tab CR or '),
     inlined; numbers, JSON text and missing values as they are. One generated
     expression per table rather than a loop over the columns: the check then costs
     about 25 ns per text cell (measured: some 15% of what csv.writer takes for a
@@ -226,7 +226,7 @@ def _csv_cells_function(columns) -> Any:
 class TableWriter:
     """Writes one table's rows (tuples in column order) to every requested format as
     they arrive, a chunk at a time: JSON Lines through orjson (compact, UTF-8 as is,
-    columns in table order), CSV through annotate.csv_cells' CsvRowWriter (text cells
+    columns in table order), CSV through core.csv_cells' CsvRowWriter (text cells
     made safe for spreadsheets), Parquet one row group at a time.
 
     Parquet is made from the JSON Lines bytes of each chunk: pyarrow's JSON reader

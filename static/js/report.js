@@ -1,36 +1,70 @@
-// The study report page loads this only while the report is being computed. It polls the
-// progress endpoint (data-progress-url on the <progress> element), moves the bar, and
-// reloads the page once the report is done or has failed. A file rather than an inline
-// script, so the Content-Security-Policy needs no 'unsafe-inline'; text set with textContent.
+// The study report page loads this only while something is still coming:
+// - while the report is computed, it polls the progress endpoint (data-progress-url on the
+//   <progress> element), moves the bar, and reloads the page once the report is done or
+//   has failed;
+// - once the numbers are shown but the worker is still drawing the plots (#report-plots
+//   has data-pending), it fetches the page every 2 seconds and swaps in the plots region,
+//   so the figures appear without a reload (focus and scroll stay where the reader left them).
+// A file rather than an inline script, so the Content-Security-Policy needs no
+// 'unsafe-inline'; text set with textContent, and swapped markup comes from our own
+// template, which escaped it.
 "use strict";
 (function () {
-  var bar = document.getElementById("report-progress");
-  if (!bar) { return; }
-  var url = bar.getAttribute("data-progress-url");
-  var label = document.getElementById("report-progress-text");
-  var delay = 1000;
-
-  function poll() {
-    fetch(url, {credentials: "same-origin", headers: {"Accept": "application/json"}})
-      .then(function (response) {
-        if (!response.ok) { throw new Error("HTTP " + response.status); }
-        return response.json();
-      })
-      .then(function (data) {
-        if (data.status === "done" || data.status === "failed") {
-          window.location.reload();
-          return;
-        }
-        bar.value = data.progress;
-        bar.textContent = data.progress + "%";
-        if (label) { label.textContent = data.progress + "%"; }
-        delay = 1000;
-        window.setTimeout(poll, delay);
-      })
-      .catch(function () {
-        delay = Math.min(delay * 2, 15000);  // the server is busy or gone: back off
-        window.setTimeout(poll, delay);
+  function follow(fetchOnce, delay) {
+    var wait = delay;
+    function step() {
+      fetchOnce().then(function (again) {
+        wait = delay;
+        if (again) { window.setTimeout(step, wait); }
+      }).catch(function () {
+        wait = Math.min(wait * 2, 15000);  // the server is busy or gone: back off
+        window.setTimeout(step, wait);
       });
+    }
+    window.setTimeout(step, wait);
   }
-  window.setTimeout(poll, delay);
+
+  function ok(response) {
+    if (!response.ok) { throw new Error("HTTP " + response.status); }
+    return response;
+  }
+
+  var bar = document.getElementById("report-progress");
+  if (bar) {
+    var url = bar.getAttribute("data-progress-url");
+    var label = document.getElementById("report-progress-text");
+    follow(function () {
+      return fetch(url, {credentials: "same-origin", headers: {"Accept": "application/json"}})
+        .then(ok)
+        .then(function (response) { return response.json(); })
+        .then(function (data) {
+          if (data.status === "done" || data.status === "failed") {
+            window.location.reload();
+            return false;
+          }
+          bar.value = data.progress;
+          bar.textContent = data.progress + "%";
+          if (label) { label.textContent = data.progress + "%"; }
+          return true;
+        });
+    }, 1000);
+    return;
+  }
+
+  var plots = document.getElementById("report-plots");
+  if (plots && plots.hasAttribute("data-pending")) {
+    follow(function () {
+      return fetch(window.location.href, {credentials: "same-origin", headers: {"Accept": "text/html"}})
+        .then(ok)
+        .then(function (response) { return response.text(); })
+        .then(function (html) {
+          var fresh = new DOMParser().parseFromString(html, "text/html").getElementById("report-plots");
+          if (!fresh) { throw new Error("no plots on the page"); }
+          plots.replaceChildren.apply(plots, Array.prototype.slice.call(fresh.childNodes));
+          if (fresh.hasAttribute("data-pending")) { return true; }
+          plots.removeAttribute("data-pending");
+          return false;
+        });
+    }, 2000);
+  }
 })();

@@ -12,20 +12,24 @@ from analysis import services
 from analysis.models import AnalysisResult
 
 
-def compute_queued_reports() -> int:
-    """Compute every pending report, as a worker would; returns how many were computed."""
+def compute_queued_reports(*, plots: bool = False) -> int:
+    """Compute every pending report, as a worker would; returns how many were computed.
+    With `plots`, draw their plots too, as the worker's task does next (analysis.tasks);
+    most tests leave them out: matplotlib takes seconds per report."""
     done = 0
     for pk in AnalysisResult.objects.filter(status=AnalysisResult.Status.PENDING).values_list("pk", flat=True):
         if services.run_study_report(result_id=pk) is not None:
             done += 1
+            if plots:
+                services.draw_missing_plots(result_id=pk)
     return done
 
 
-def open_computed(client, url: str, **params):
-    """Open a report page (or API) once to queue the report, compute it as a worker would,
-    and open it again: the response with the finished report."""
+def open_computed(client, url: str, *, plots: bool = False, **params):
+    """Open a report page (or API) once to queue the report, compute it as a worker would
+    (with its plots when asked), and open it again: the response with the finished report."""
     client.get(url, params or None)
-    compute_queued_reports()
+    compute_queued_reports(plots=plots)
     return client.get(url, params or None)
 
 

@@ -22,7 +22,7 @@ from django.conf import settings
 from django.core.management import CommandError, call_command
 from statsmodels.stats.inter_rater import cohens_kappa
 
-from tests.analysis.test_agreement_golden import (
+from tests.stats.test_agreement_golden import (
     ANXIETY_R2,
     ANXIETY_R3,
     FLEISS_1971,

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.metrics import embedding_similarity, embeddings_available, metrics_frame, model_path
+from stats.metrics import embedding_similarity, embeddings_available, metrics_frame, model_path
 
 pytestmark = pytest.mark.ml
 

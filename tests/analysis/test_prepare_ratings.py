@@ -5,9 +5,11 @@ import math
 import pandas as pd
 import pytest
 
-from analysis.services import compute_study_report, na_category_codes, prepare_ratings, question_specs
+from analysis.services import compute_study_report, question_specs
 from annotate.models import Finding
+from annotate.selectors.contents import rubric_definition
 from annotate.services import builtin_rubric_path, load_rubric, read_rubric_file, submit_rating
+from stats.frames import prepare_ratings
 from tests.annotate.factpico import complete_answers, make_factpico_assignment
 from tests.factories import AssignmentFactory, UserFactory
 
@@ -59,7 +61,7 @@ def test_factpico_report_treats_findings_and_na_as_declared(settings):
         submit_rating(
             assignment=assignment, rater=rater, answers=answers, rationales=rationales, version=assignment.version
         )
-    assert na_category_codes(study) == {"population": 5}
+    assert rubric_definition(study.rubric).na_codes == {"population": 5}
     assert [s.values for s in question_specs(study) if s.key == "population"] == [(1, 2, 3, 4, 5)]
     report = compute_study_report(study=study, n_resamples=10)
     by_question = {a["question"]: a for a in report["agreement"]}

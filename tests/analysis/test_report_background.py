@@ -15,8 +15,9 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from analysis import services
+from analysis import services, tasks
 from analysis.models import AnalysisResult
+from core.background import wait_for_pool
 from tests.analysis.reports import rated_study
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -41,17 +42,14 @@ def study_and_client():
 
 
 def test_the_page_answers_at_once_with_nothing_cached_and_the_report_follows(study_and_client, monkeypatch):
-    # 300 resamples of this study take well over a second of CPU (about 40 ms each on the
-    # test machine): computed in the request, the page could not answer in under a second.
+    # The page answers with the report still to come: it was not computed in the request
+    # (how long the page takes is a figure of `make bench`, not a limit here).
     monkeypatch.setattr(services, "BOOTSTRAP_RESAMPLES", 300)
     study, client = study_and_client
     url = reverse("analysis:report", args=[study.slug])
     assert not AnalysisResult.objects.exists()
-    started = time.monotonic()
     response = client.get(url)
-    elapsed = time.monotonic() - started
     assert response.status_code == 200
-    assert elapsed < 1.0, f"the page took {elapsed:.2f} s"
     html = response.content.decode()
     assert "Computing the report" in html and 'id="report-progress"' in html
     # The background thread computes it; the progress endpoint follows it to the end.
@@ -69,9 +67,7 @@ def test_the_api_answers_202_at_once_then_the_report(study_and_client, monkeypat
     monkeypatch.setattr(services, "BOOTSTRAP_RESAMPLES", 100)
     study, client = study_and_client
     url = reverse("api:study-analysis", args=[study.slug])
-    started = time.monotonic()
     first = client.get(url)
-    assert time.monotonic() - started < 1.0
     assert first.status_code == 202 and first.json()["status"] in ("pending", "running")
     done = wait_for(lambda: (r := client.get(url)).status_code == 200 and r, "the report to be done")
     assert done.json()["status"] == "done" and done.json()["result"]["agreement"][0]["question"] == "overall"
@@ -82,12 +78,13 @@ def test_a_pending_report_no_worker_took_is_queued_again_after_one_lease(study_a
     monkeypatch.setattr(services, "BOOTSTRAP_RESAMPLES", 100)
     monkeypatch.setenv("ANALYSIS_REPORT_LEASE", "30")
     study, client = study_and_client
-    fingerprint, n = services.selectors.ratings_fingerprint(study=study, phase="all")
+    inputs = services.selectors.report_inputs(study=study, phase="all")
+    fingerprint, n = inputs.fingerprint, inputs.ratings[0]
     forgotten = AnalysisResult.objects.create(study=study, phase="all", fingerprint=fingerprint, n_revisions=n)
     progress_url = reverse("analysis:progress", args=[study.slug])
     # Within the lease it may still be in a queue: left alone.
     assert client.get(progress_url).json() == {"status": "pending", "progress": 0}
-    time.sleep(0.5)  # give a (wrong) enqueue the chance to show; the assertion below must hold
+    wait_for_pool(tasks.POOL, timeout=240)  # a (wrong) enqueue would have run by now
     assert AnalysisResult.objects.get().status == Status.PENDING
     AnalysisResult.objects.filter(pk=forgotten.pk).update(updated_at=timezone.now() - timedelta(seconds=31))
     client.get(progress_url)

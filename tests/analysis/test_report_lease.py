@@ -28,7 +28,7 @@ from django.utils import timezone
 from analysis import services, tasks
 from analysis.conf import DEFAULT_REPORT_LEASE_SECONDS, report_lease
 from analysis.models import AnalysisResult
-from analysis.selectors import ratings_fingerprint
+from analysis.selectors import report_inputs
 from annotate.models import Study
 from datasets.demo import DEMO_STUDY
 from tests.analysis.reports import compute_queued_reports
@@ -51,7 +51,8 @@ import sys
 import django
 
 django.setup()
-from analysis import agreement_bootstrap, services
+from analysis import services
+from stats import agreement_bootstrap
 from analysis.tasks import run_study_report_task
 
 services.BOOTSTRAP_RESAMPLES = int(sys.argv[2])
@@ -191,7 +192,8 @@ def admin_api(rated_demo):
 
 def running_report(study: Study, *, lease_expires_at) -> AnalysisResult:
     """A report a worker claimed, holding its lease until `lease_expires_at`."""
-    fingerprint, n = ratings_fingerprint(study=study, phase="all")
+    inputs = report_inputs(study=study, phase="all")
+    fingerprint, n = inputs.fingerprint, inputs.ratings[0]
     return AnalysisResult.objects.create(
         study=study,
         phase="all",
@@ -254,7 +256,8 @@ def test_a_redelivered_task_takes_over_a_report_whose_lease_ran_out(rated_demo):
 def test_a_worker_that_lost_its_report_stops_and_overwrites_nothing(rated_demo, monkeypatch):
     """A worker that stalled past its lease (a paused machine) finds, on its next renewal,
     that the report was marked abandoned meanwhile: it stops, and its result is not stored."""
-    fingerprint, n = ratings_fingerprint(study=rated_demo, phase="all")
+    inputs = report_inputs(study=rated_demo, phase="all")
+    fingerprint, n = inputs.fingerprint, inputs.ratings[0]
     result = AnalysisResult.objects.create(study=rated_demo, phase="all", fingerprint=fingerprint, n_revisions=n)
     compute = services.compute_study_report
 

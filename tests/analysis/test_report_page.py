@@ -77,7 +77,7 @@ def test_study_viewers_see_the_report(client, rated_demo):
 
 
 def test_staff_see_agreement_distributions_failure_modes_and_plots(staff_client):
-    response = open_computed(staff_client, REPORT_URL)
+    response = open_computed(staff_client, REPORT_URL, plots=True)
     assert response.status_code == 200
     html = response.content.decode()
     for text in ("Agreement", "krippendorff_alpha.ordinal", "rater1 – rater2", "95% CI", "Failure modes per rater",
@@ -175,7 +175,7 @@ def test_a_redelivered_task_does_nothing(staff_client):
 
 
 def test_plots_are_served_as_svg_and_png(staff_client):
-    open_computed(staff_client, REPORT_URL)
+    open_computed(staff_client, REPORT_URL, plots=True)
     svg = staff_client.get(reverse("analysis:plot", args=[DEMO_STUDY, "scatter", "rouge1", "svg"]))
     assert svg.status_code == 200 and svg["Content-Type"] == "image/svg+xml"
     assert ET.fromstring(svg.content).tag.endswith("svg")
@@ -199,7 +199,7 @@ def test_plot_text_from_data_never_becomes_svg_markup():
     # Text is drawn as glyph paths; matplotlib only repeats it, escaped, in an XML comment.
     name = "--><script>alert(1)</script><!-- $x$"
     report = {"histograms": [{"question": "overall", "scale": [1, 2], "raters": [{"rater": name, "counts": [1, 2]}]}]}
-    svg = histogram_figure(report, "overall", "svg")
+    svg = histogram_figure(report, "overall", ["svg"])["svg"]
     assert b"<script" not in svg
     root = ET.fromstring(svg)
     assert not [element for element in root.iter() if element.tag.rsplit("}", 1)[-1] in ("script", "foreignObject")]
@@ -212,8 +212,8 @@ def test_csv_downloads_quote_formula_text_and_keep_numbers(staff_client, rated_d
     # inside a cell must be quoted, or readers end the row there and "=2+2" starts one.
     from django.contrib.auth import get_user_model
 
-    from annotate.csv_cells import original_text
     from annotate.models import Summary
+    from core.csv_cells import original_text
 
     users = get_user_model().objects
     users.filter(username="rater1").update(username="@SUM(1+1)*cmd\r=2+2")

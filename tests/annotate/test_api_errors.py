@@ -7,7 +7,7 @@ from django.test import Client
 from rest_framework.test import APIRequestFactory
 from rest_framework.views import APIView
 
-from annotate.exceptions import ApplicationError, StaleWriteError, api_exception_handler
+from core.exceptions import ApplicationError, StaleWriteError, api_exception_handler
 from tests.conftest import api_client_for
 
 

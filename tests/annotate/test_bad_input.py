@@ -6,8 +6,8 @@ uuid. (NUL bytes and surrogates: test_invalid_text.py; random posts: test_form_f
 import pytest
 
 from annotate.batches import create_batch
-from annotate.exceptions import ApplicationError
 from annotate.models import Batch, DiscussionNote, ExpectedAnswer, Revision
+from core.exceptions import ApplicationError
 from tests.annotate.factpico import make_factpico_assignment
 from tests.conftest import api_client_for
 from tests.factories import SummaryFactory

@@ -14,7 +14,6 @@ from annotate.batches import (
     record_consensus,
     withdraw_assignment,
 )
-from annotate.exceptions import ApplicationError, InvalidStateError
 from annotate.models import Assignment, Batch, ConsensusAnswer, Revision
 from annotate.rubrics import AnswerValidationError
 from annotate.selectors.batches import batch_disagreements, batch_progress
@@ -22,6 +21,7 @@ from annotate.selectors.contents import filter_summaries
 from annotate.selectors.frames import ratings_frame
 from annotate.selectors.queue import assignments_for_rater, revision_answers
 from annotate.services import save_draft, submit_rating
+from core.exceptions import ApplicationError, InvalidStateError
 from tests.factories import SourceFactory, SummaryFactory, UserFactory, revision_history
 
 

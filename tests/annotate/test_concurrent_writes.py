@@ -6,10 +6,10 @@ import threading
 import pytest
 from django.db import connection
 
-from annotate.exceptions import StaleWriteError
 from annotate.models import Assignment
 from annotate.selectors.queue import revision_answers
 from annotate.services import save_draft
+from core.exceptions import StaleWriteError
 from tests.factories import revision_history
 
 

@@ -6,9 +6,9 @@ import pytest
 from django.db import IntegrityError, transaction
 
 from annotate.batches import create_batch, move_assignment, preview_batch, record_expected_answer, withdraw_assignment
-from annotate.exceptions import ApplicationError
 from annotate.models import Assignment, Batch, StudyMembership
 from annotate.services import add_study_member, submit_rating
+from core.exceptions import ApplicationError
 from tests.factories import AssignmentFactory, SummaryFactory, UserFactory
 
 

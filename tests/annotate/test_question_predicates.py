@@ -5,11 +5,11 @@ import pytest
 from rest_framework.test import APIClient
 
 from annotate.batches import create_batch, record_consensus
-from annotate.exceptions import ApplicationError
 from annotate.models import ConsensusAnswer, StudyMembership
 from annotate.rubrics import RubricDefinition
 from annotate.selectors.contents import rubric_definition
 from annotate.services import add_study_member
+from core.exceptions import ApplicationError
 from tests.annotate.factpico import make_factpico_assignment
 from tests.factories import UserFactory
 

@@ -4,11 +4,11 @@ import pytest
 from django.db import IntegrityError, transaction
 from django.db.models import ProtectedError
 
-from annotate.exceptions import ApplicationError, InvalidStateError, StaleWriteError
 from annotate.models import Assignment, Rating, Rationale, Revision
 from annotate.rubrics import AnswerValidationError
 from annotate.selectors.queue import revision_answers
 from annotate.services import reopen_rating, save_draft, skip_assignment, submit_rating
+from core.exceptions import ApplicationError, InvalidStateError, StaleWriteError
 from tests.conftest import GOOD_ANSWERS
 from tests.factories import let_time_pass, revision_history
 

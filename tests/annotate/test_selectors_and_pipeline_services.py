@@ -2,10 +2,10 @@ import math
 
 import pytest
 
-from annotate.exceptions import ApplicationError
 from annotate.models import Claim
 from annotate.selectors.frames import ratings_frame, summaries_frame
 from annotate.services import create_summary, record_claims, reopen_rating, save_draft, submit_rating
+from core.exceptions import ApplicationError
 from tests.factories import SourceFactory
 
 

@@ -12,23 +12,27 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-APPS = ("config", "annotate", "generation", "analysis", "datasets", "literature")
+APPS = ("config", "core", "stats", "annotate", "generation", "literature", "datasets", "analysis")
 
-# What each app may import of ours. annotate is the domain at the bottom; generation
-# writes through it, analysis reads through it, datasets moves whole studies in and out
-# above both; literature reaches outside services and brings articles and questions in;
-# config wires everything together.
+# What each app may import of ours (docs/architecture.md). stats, the pure statistics, is
+# at the bottom with core, what every app shares; annotate is the rating domain above them;
+# generation writes through it, literature reaches outside services and brings questions
+# and articles in, datasets moves whole studies in and out; analysis, the study report,
+# reads them all from the top; config wires everything together.
 ALLOWED = {
-    "annotate": set(),
-    # analysis: the judge's agreement with raters (generation.judging's command).
-    "generation": {"annotate", "config", "literature", "analysis"},
-    "analysis": {"annotate"},
-    "datasets": {"annotate", "analysis"},
-    # literature reaches outside services (NCBI) and the study's own sources; its
-    # importers use datasets' line-numbered checks, its reports analysis' pure statistics.
-    "literature": {"annotate", "config", "datasets", "analysis"},
-    "config": {"annotate", "generation", "analysis", "datasets", "literature"},
+    "stats": set(),
+    "core": set(),
+    "annotate": {"core", "stats"},
+    # literature: the study's own sources; its importers use datasets' line-numbered checks.
+    "literature": {"core", "stats", "annotate", "datasets"},
+    "generation": {"core", "stats", "annotate", "literature"},
+    "datasets": {"core", "stats", "annotate"},
+    "analysis": {"core", "stats", "annotate", "generation", "literature", "datasets"},
+    "config": {"core", "annotate", "generation", "literature", "datasets", "analysis"},
 }
+# Only these modules may import analysis: the report is at the top, and config mounts its
+# pages and API.
+IMPORTERS_OF_ANALYSIS = {"config.urls"}
 
 
 def module_name(path: Path) -> str:
@@ -121,9 +125,8 @@ def test_the_import_graph_has_no_loops():
     assert cycles(import_graph()) == []
 
 
-@pytest.mark.parametrize("app", [a for a in APPS])
-def test_each_app_imports_only_the_apps_below_it(app):
-    graph = import_graph()
+def forbidden(graph: dict[str, set[str]], app: str) -> list[tuple[str, str]]:
+    """The imports of `app`'s modules that reach an app not in ALLOWED[app]."""
     reached = {
         (module, target)
         for module, targets in graph.items()
@@ -131,5 +134,40 @@ def test_each_app_imports_only_the_apps_below_it(app):
         for target in targets
         if target.split(".")[0] != app
     }
-    forbidden = sorted((m, t) for m, t in reached if t.split(".")[0] not in ALLOWED[app])
-    assert forbidden == []
+    return sorted((m, t) for m, t in reached if t.split(".")[0] not in ALLOWED[app])
+
+
+def test_the_checker_catches_an_upward_import():
+    graph = {"stats.metrics": {"annotate.models"}, "annotate.views": {"core.exceptions", "analysis.selectors"}}
+    assert forbidden(graph, "stats") == [("stats.metrics", "annotate.models")]
+    assert forbidden(graph, "annotate") == [("annotate.views", "analysis.selectors")]
+
+
+@pytest.mark.parametrize("app", APPS)
+def test_each_app_imports_only_the_apps_below_it(app):
+    assert forbidden(import_graph(), app) == []
+
+
+def test_no_app_imports_the_report():
+    graph = import_graph()
+    importers = {
+        module
+        for module, targets in graph.items()
+        if module.split(".")[0] != "analysis" and any(t.split(".")[0] == "analysis" for t in targets)
+    }
+    assert importers <= IMPORTERS_OF_ANALYSIS
+
+
+def test_stats_imports_neither_django_nor_the_orm():
+    """stats/ is pure: no Django (not even settings), no app of ours, by any import statement."""
+    found = []
+    for path in sorted((ROOT / "stats").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            outside = {"django", "rest_framework", *APPS} - {"stats"}
+            found += [(path.name, n) for n in names if n.split(".")[0] in outside]
+    assert found == []

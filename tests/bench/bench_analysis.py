@@ -14,7 +14,7 @@ mean human score of the first question (Spearman, Kendall tau-b, Holm, acc_eq).
 "floor" computes the same numbers calling the libraries directly on the same frame with
 no validation or bookkeeping: one pivot per question, sklearn, statsmodels, krippendorff,
 scipy, numpy. acc_eq has no library (see docs/statistics.md), so the floor calls the same
-``analysis.metaeval.acc_eq``: its cost is in both columns.
+``stats.metaeval.acc_eq``: its cost is in both columns.
 
 Reports the median wall time over the runs, the ratio ours / floor (goal: within 2x) and
 the peak traced Python memory (tracemalloc, one extra run each, which is slower).
@@ -41,9 +41,9 @@ from statsmodels.stats.multitest import multipletests
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from analysis.agreement import agreement_report  # noqa: E402
-from analysis.frames import split_by_question  # noqa: E402
-from analysis.metaeval import acc_eq, correlate_report  # noqa: E402
+from stats.agreement import agreement_report  # noqa: E402
+from stats.frames import split_by_question  # noqa: E402
+from stats.metaeval import acc_eq, correlate_report  # noqa: E402
 
 SCALE = [1, 2, 3, 4, 5]
 N_RATERS = 3

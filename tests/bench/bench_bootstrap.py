@@ -4,7 +4,7 @@ Run:  .venv/bin/python tests/bench/bench_bootstrap.py [--resamples 1000] [--loop
 
 Not collected by pytest. Same synthetic frame as bench_analysis.py: 5,000 summaries ×
 3 raters × 10 questions. "vectorised" is what the report runs,
-analysis.agreement_bootstrap.agreement_cis with --resamples resamples for every question.
+stats.agreement_bootstrap.agreement_cis with --resamples resamples for every question.
 "loop" is the previous way, bootstrap_cis over agreement_report, which recomputes every
 statistic on each resampled frame. It is far too slow to run in full, so it runs
 --loop-resamples resamples of one question and is scaled up to the same work (its cost
@@ -24,8 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_analysis import build_frames  # noqa: E402
 
-from analysis.agreement import agreement_report, bootstrap_cis, report_statistics  # noqa: E402
-from analysis.agreement_bootstrap import agreement_cis  # noqa: E402
+from stats.agreement import agreement_report, bootstrap_cis, report_statistics  # noqa: E402
+from stats.agreement_bootstrap import agreement_cis  # noqa: E402
 
 SCALE = [1.0, 2.0, 3.0, 4.0, 5.0]
 

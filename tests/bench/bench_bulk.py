@@ -83,7 +83,7 @@ def floor(slug: str, n: int) -> float:
 
     from annotate.models import Source, Study, Summary
     from annotate.services import load_builtin_rubric, store_sentences
-    from annotate.text import split_spans
+    from core.sentences import split_spans
 
     started = time.perf_counter()
     with transaction.atomic():

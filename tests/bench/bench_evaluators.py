@@ -8,7 +8,7 @@ Not collected by pytest. On a fresh SQLite file (var/bench-evaluators.sqlite3): 
 
 1. `manage.py evaluate --evaluator reference` over the study (once: summaries per second);
 2. the metric columns as the report builds them, median of --runs each way:
-   computed (analysis.metrics.metrics_frame over the texts) and stored (the stored run read
+   computed (stats.metrics.metrics_frame over the texts) and stored (the stored run read
    back with generation.selectors.stored_reference_metrics, then metrics_frame with it).
 
 Prints medians and the ratio computed / stored. Without the ML extra the embedding column
@@ -69,8 +69,8 @@ def main() -> None:
     args = parser.parse_args()
     setup_django(DB)
     from analysis import selectors
-    from analysis.metrics import _rouge_tokens, metrics_frame
     from generation.evaluators import run_evaluation
+    from stats.metrics import _rouge_tokens, metrics_frame
 
     study = build(args.summaries)
     start = time.perf_counter()

@@ -163,7 +163,7 @@ def child(mode: str, formats: list[str]) -> None:
         # the card, pyarrow.
         import pyarrow.parquet  # noqa: F401
 
-        import analysis.agreement  # noqa: F401
+        import stats.agreement  # noqa: F401
         from annotate.models import Study
         from datasets.exporting import export_dataset
 

@@ -5,10 +5,16 @@ Run:  .venv/bin/python tests/bench/bench_rating_page.py [--runs 7]
 Not collected by pytest. Builds a fresh SQLite database (var/bench-rating.sqlite3) with one
 LitSumm study holding three summaries, imported through import_jsonl as a study admin
 would: a typical one (a 5,000-word source, a 200-word summary) and one at each limit of
-annotate.text_validation (a 200,000-character source of ~2,000 sentences with reference
+core.text_validation (a 200,000-character source of ~2,000 sentences with reference
 ids; a 20,000-character summary). It then renders each rating page through Django's test
 client as the rater (the whole request: middleware, queries, template) and prints the
 median time over --runs runs and the bytes sent.
+
+Then, in Debian's Chromium (Playwright, as the browser tests drive it) against this
+process's own threaded server: the time until the rating page of a summary that is one
+200,000-character line of bracketed citations (and a source that is one 200,000-character
+word) is interactive, i.e. loaded with its deferred script run and its Feedback box filled
+(tests/browser/test_long_text_browser.py checks that it gets there; this is its figure).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from statistics import median
 
 ROOT = Path(__file__).resolve().parents[2]
 DB = ROOT / "var" / "bench-rating.sqlite3"
+BENCH_PASSWORD = "bench-only-password"
 
 
 def setup_django() -> None:
@@ -58,7 +65,7 @@ def build() -> dict[str, str]:
 
     from annotate.models import Study, Summary
     from annotate.services import assign_summaries
-    from annotate.text_validation import MAX_SOURCE_CHARS, MAX_SUMMARY_CHARS
+    from core.text_validation import MAX_SOURCE_CHARS, MAX_SUMMARY_CHARS
 
     call_command("migrate", verbosity=0)
     typical_source = sentences(5_000 * 7)  # ~5,000 words
@@ -107,7 +114,13 @@ def build() -> dict[str, str]:
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as handle:
         handle.write("".join(json.dumps(r) + "\n" for r in records))
     call_command("import_jsonl", handle.name, verbosity=0)
-    rater = get_user_model().objects.create_user("bench-rater", password="x")
+    long_line = {"type": "source", "study": "bench", "key": "PMC1", "text": "Start. " + "x" * 200_000 + "."}
+    citations = ("[PMC1]" * (200_000 // 6 + 1))[:200_000]
+    records = [long_line, {**records[-1], "source": "PMC1", "key": "long-line", "text": citations}]
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as handle:
+        handle.write("".join(json.dumps(r) + "\n" for r in records))
+    call_command("import_jsonl", handle.name, verbosity=0)
+    rater = get_user_model().objects.create_user("bench-rater", password=BENCH_PASSWORD)
     study = Study.objects.get(slug="bench")
     assign_summaries(study=study, raters=[rater], per_item=1, seed=0)
     return {s.key: str(s.assignments.get().uuid) for s in Summary.objects.filter(study=study)}
@@ -142,6 +155,42 @@ def main() -> None:
             f"{key:<16} {len(summary.source.text):>12,} {len(summary.text):>13,} "
             f"{median(times):>9.3f} {len(response.content) / 1024:>7.0f}"
         )
+    browser_interactive(pages["long-line"], args.runs)
+
+
+def browser_interactive(assignment: str, runs: int) -> None:
+    """Median seconds from navigation to the long-line rating page being interactive."""
+    import threading
+
+    from django.core.handlers.wsgi import WSGIHandler
+    from django.core.servers.basehttp import ThreadedWSGIServer, WSGIRequestHandler
+    from playwright.sync_api import sync_playwright
+
+    from tests.browser.conftest import CHROMIUM_ARGS, chromium_path, log_in
+
+    class Quiet(WSGIRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    server = ThreadedWSGIServer(("127.0.0.1", 0), Quiet)
+    server.set_app(WSGIHandler())
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    times = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS, headless=True)
+        page = browser.new_page(base_url=base)
+        page.set_default_timeout(600_000)
+        log_in(page, "bench-rater", BENCH_PASSWORD)
+        for i in range(runs + 1):
+            started = time.perf_counter()
+            page.goto(f"/rate/{assignment}/")  # waits for "load": the deferred script has run
+            page.get_by_label("Feedback").fill("Far too long.")
+            if i:  # the first is a warm-up
+                times.append(time.perf_counter() - started)
+        browser.close()
+    server.shutdown()
+    print(f"long line in Chromium: interactive after a median of {median(times):.2f} s over {runs} runs")
 
 
 if __name__ == "__main__":

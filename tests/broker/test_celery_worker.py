@@ -18,7 +18,7 @@ from django.core.management import call_command
 from django.db import connection
 
 from analysis.models import AnalysisResult
-from analysis.selectors import ratings_fingerprint
+from analysis.selectors import report_inputs
 from analysis.tasks import run_study_report_task
 from annotate.models import Assignment, Study
 from annotate.services import submit_rating
@@ -102,7 +102,8 @@ def rated_demo_study() -> Study:
 @pytest.mark.parametrize("worker", list(BROKERS), indirect=True)
 def test_a_worker_process_computes_the_report_once(worker):
     study = rated_demo_study()
-    fingerprint, n = ratings_fingerprint(study=study, phase="all")
+    inputs = report_inputs(study=study, phase="all")
+    fingerprint, n = inputs.fingerprint, inputs.ratings[0]
     result = AnalysisResult.objects.create(study=study, phase="all", fingerprint=fingerprint, n_revisions=n)
     # Delivered twice, as a broker may do: the second delivery must change nothing.
     sender, queue = worker

@@ -22,8 +22,8 @@ from config.celery import app
 from generation.models import LLMCall
 from tests.broker.test_celery_worker import BROKERS, database_url, stop
 from tests.factories import StudyFactory
-from tests.generation.conftest import TEST_ENV, TRIAL, held_job, honest_model, make_source
-from tests.generation.scripted_server import ScriptedServer
+from tests.generation.conftest import TRIAL, held_job, honest_model, make_source
+from tests.generation.scripted_server import TEST_ENV, ScriptedServer
 
 pytestmark = [pytest.mark.broker, pytest.mark.django_db(transaction=True)]
 

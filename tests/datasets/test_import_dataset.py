@@ -7,7 +7,6 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
-from analysis.agreement import agreement_report
 from annotate.models import ConsensusAnswer, Rating, Source, Study
 from annotate.selectors.contents import rubric_definition
 from annotate.selectors.counting import latest_submitted_revisions
@@ -15,6 +14,7 @@ from annotate.selectors.frames import ratings_frame
 from annotate.selectors.queue import revision_answers
 from datasets.demo import DEMO_STUDY, FACTPICO_STUDY
 from datasets.exporting import rater_pseudonyms, sha256sums
+from stats.agreement import agreement_report
 from tests.datasets.test_export import all_files, export, rate_demo
 
 SLUGS = (DEMO_STUDY, FACTPICO_STUDY)

@@ -1,4 +1,4 @@
-"""Size limits on sources and summaries (annotate.text_validation): refused at every entry
+"""Size limits on sources and summaries (core.text_validation): refused at every entry
 point with a message naming the line and the field, and nothing is written."""
 
 import json
@@ -7,10 +7,10 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 
-from annotate.exceptions import ApplicationError
 from annotate.models import Source, Summary
 from annotate.services import create_summary
-from annotate.text_validation import MAX_SOURCE_CHARS, MAX_SUMMARY_CHARS
+from core.exceptions import ApplicationError
+from core.text_validation import MAX_SOURCE_CHARS, MAX_SUMMARY_CHARS
 from tests.factories import SourceFactory, StudyFactory, SummaryFactory
 
 STUDY = {"type": "study", "slug": "big", "title": "Big", "rubric": "litsumm"}

@@ -1,41 +1,11 @@
 import json
 import math
-import os
 import re
 
 import pytest
 
 from annotate.models import Source, SourceSentence
-from tests.generation.scripted_server import Reply, Request, ScriptedServer
-
-TEST_ENV = {
-    "OPENAI_API_KEY": "test-key",
-    "GENERATION_MODEL": "scripted-model",
-    "GENERATION_BACKOFF_BASE": "0.01",
-    "GENERATION_BACKOFF_MAX": "2",
-    "GENERATION_TIMEOUT": "5",
-}
-
-
-@pytest.fixture
-def serve(monkeypatch):
-    """Start a ScriptedServer (same arguments) and point the gateway at it."""
-    for name in list(os.environ):
-        if name.startswith(("GENERATION_", "OPENAI_", "QUESTIONS_", "NCBI_")):
-            monkeypatch.delenv(name)
-    for name, value in TEST_ENV.items():
-        monkeypatch.setenv(name, value)
-    servers = []
-
-    def start(script=None, **options) -> ScriptedServer:
-        server = ScriptedServer(script, **options).__enter__()
-        servers.append(server)
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        return server
-
-    yield start
-    for server in servers:
-        server.__exit__(None, None, None)
+from tests.generation.scripted_server import Reply, Request
 
 
 def make_source(study, key: str, sentences: list[tuple[str, str]], **fields) -> Source:

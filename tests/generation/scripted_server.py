@@ -206,3 +206,13 @@ def _completion(body: dict, reply: Reply, *, with_logprobs: bool) -> dict:
             "total_tokens": prompt_chars // 4 + len(reply.content) // 4 + 1,
         },
     }
+
+
+# The gateway settings every test against a ScriptedServer uses (the `serve` fixture, tests/conftest.py).
+TEST_ENV = {
+    "OPENAI_API_KEY": "test-key",
+    "GENERATION_MODEL": "scripted-model",
+    "GENERATION_BACKOFF_BASE": "0.01",
+    "GENERATION_BACKOFF_MAX": "2",
+    "GENERATION_TIMEOUT": "5",
+}

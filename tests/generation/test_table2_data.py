@@ -2,8 +2,8 @@
 
 import pytest
 
-from analysis.pipeline_checks import check_pass_rates
 from annotate.selectors.frames import summaries_frame
+from stats.pipeline_checks import check_pass_rates
 from tests.generation.conftest import honest_model
 from tests.generation.scripted_server import Reply
 from tests.generation.test_admin_trace import BAD

@@ -103,7 +103,7 @@ def test_seeded_ratings_pass_the_rubric_and_the_report_computes(demo):
 
 
 def test_answers_are_scored_against_the_gold_answer_on_the_page(demo, client):
-    from analysis.answer_metrics import answer_scores, split_answer
+    from stats.answer_metrics import answer_scores, split_answer
 
     client.force_login(get_user_model().objects.get(username="admin"))
     text = client.get(f"/studies/{QUESTION_STUDY}/questions/").content.decode()
@@ -115,7 +115,7 @@ def test_answers_are_scored_against_the_gold_answer_on_the_page(demo, client):
 
 
 def test_the_report_scores_answers_against_gold_and_correlates_with_raters(demo):
-    from analysis.answer_metrics import scores_by_part
+    from stats.answer_metrics import scores_by_part
 
     report = compute_study_report(study=demo, n_resamples=50)
     rows = {row["item"]: row for row in report["metrics"]}

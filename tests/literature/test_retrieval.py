@@ -10,7 +10,6 @@ import pytest
 from django.conf import settings
 from django.core.management import call_command
 
-from analysis.retrieval import mean_sd, retrieval_scores, study_scores
 from annotate.models import Source
 from annotate.services import load_builtin_rubric
 from datasets.importing import import_evidence_inference
@@ -18,6 +17,7 @@ from literature.engines import Hit, LocalEngine
 from literature.models import Question, Retrieval
 from literature.selectors import retrieval_scores_of
 from literature.services import retrieve_for_question, union_hits
+from stats.retrieval import mean_sd, retrieval_scores, study_scores
 from tests.factories import StudyFactory
 
 EI = Path(settings.BASE_DIR) / "fixtures" / "evidence_inference" / "abstracts.jsonl"

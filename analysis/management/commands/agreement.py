@@ -2,8 +2,8 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from analysis.csvinput import CsvInputError, agreement_from_csv, parse_categories
-from analysis.formatting import agreement_table
+from stats.csvinput import CsvInputError, agreement_from_csv, parse_categories
+from stats.formatting import agreement_table
 
 
 class Command(BaseCommand):

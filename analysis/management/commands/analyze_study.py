@@ -3,8 +3,9 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from analysis.services import PHASES, write_study_report
-from annotate.exceptions import ApplicationError
-from annotate.management.common import check_at_least_one, study_named
+from annotate.management.common import study_named
+from core.commands import check_at_least_one
+from core.exceptions import ApplicationError
 
 
 class Command(BaseCommand):

@@ -2,8 +2,8 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from analysis.csvinput import CsvInputError, correlate_from_csv
-from analysis.formatting import correlate_table
+from stats.csvinput import CsvInputError, correlate_from_csv
+from stats.formatting import correlate_table
 
 
 class Command(BaseCommand):

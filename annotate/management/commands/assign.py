@@ -1,9 +1,9 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.exceptions import ApplicationError
 from annotate.management.common import study_named
 from annotate.services import assign_summaries
+from core.exceptions import ApplicationError
 
 
 class Command(BaseCommand):

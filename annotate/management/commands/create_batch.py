@@ -2,9 +2,9 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from annotate.batches import DESIGNS, create_batch
-from annotate.exceptions import ApplicationError
 from annotate.management.common import study_named
 from annotate.models import Batch
+from core.exceptions import ApplicationError
 
 
 def _pairs(values: list[str] | None, what: str) -> dict[str, str]:

@@ -2,8 +2,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.exceptions import ApplicationError
 from annotate.services import load_rubric, read_rubric_file
+from core.exceptions import ApplicationError
 
 
 class Command(BaseCommand):

@@ -3,11 +3,11 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from annotate.batches import record_expected_answer
-from annotate.exceptions import ApplicationError
 from annotate.management.common import study_named
 from annotate.models import ExpectedAnswer
 from annotate.rubrics import AnswerValidationError
-from annotate.text_validation import InvalidTextError, loads
+from core.exceptions import ApplicationError
+from core.text_validation import InvalidTextError, loads
 
 
 class Command(BaseCommand):

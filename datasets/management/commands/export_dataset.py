@@ -2,8 +2,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.exceptions import ApplicationError
 from annotate.management.common import study_named
+from core.exceptions import ApplicationError
 from datasets.exporting import FORMATS, PHASES, export_dataset
 
 

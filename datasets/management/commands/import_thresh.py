@@ -4,7 +4,7 @@ import yaml
 from django.core.management.base import BaseCommand
 
 from annotate.management.common import study_named
-from annotate.text_validation import loads
+from core.text_validation import loads
 from datasets.messages import importing, read_text
 from datasets.thresh import import_thresh
 

@@ -1,7 +1,7 @@
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.exceptions import ApplicationError
+from core.exceptions import ApplicationError
 from datasets.demo import DEFAULT_DEMO_PASSWORD, load_demo
 
 

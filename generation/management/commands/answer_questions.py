@@ -3,8 +3,9 @@ import time
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.exceptions import ApplicationError
-from annotate.management.common import check_at_least_one, study_named
+from annotate.management.common import study_named
+from core.commands import check_at_least_one
+from core.exceptions import ApplicationError
 from generation.models import AnswerJob
 from generation.services import start_answer_run
 from generation.tasks import answer_question_task

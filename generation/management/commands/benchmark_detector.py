@@ -3,7 +3,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.exceptions import ApplicationError
+from core.exceptions import ApplicationError
 from generation.detectors import DETECTORS, benchmark, read_halueval
 from generation.llm import Gateway
 from generation.services import require_api_key

@@ -1,7 +1,8 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.exceptions import ApplicationError
-from annotate.management.common import check_at_least_one, study_named
+from annotate.management.common import study_named
+from core.commands import check_at_least_one
+from core.exceptions import ApplicationError
 from generation.evaluators import EVALUATORS, needs_llm, run_evaluation
 from generation.models import EvaluationScore
 from generation.services import require_api_key

@@ -5,8 +5,9 @@ import time
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.exceptions import ApplicationError
-from annotate.management.common import check_at_least_one, study_named
+from annotate.management.common import study_named
+from core.commands import check_at_least_one
+from core.exceptions import ApplicationError
 from generation.pipelines import PIPELINE_CHOICES
 from generation.selectors import run_progress, run_report
 from generation.services import requeue_abandoned_jobs, start_generation_run

@@ -2,10 +2,11 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.exceptions import ApplicationError
-from annotate.management.common import check_at_least_one, study_named
+from annotate.management.common import study_named
 from annotate.selectors.contents import rubric_definition
 from annotate.selectors.frames import ratings_frame
+from core.commands import check_at_least_one
+from core.exceptions import ApplicationError
 from generation.judging import run_judge
 from generation.models import JudgeAnswer
 from generation.services import require_api_key
@@ -26,9 +27,9 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true")
 
     def handle(self, *args, study: str, summaries: list[str], limit, **options):
-        from analysis.judges import judge_agreement_on
-        from analysis.services import na_category_codes, prepare_ratings
         from generation.selectors import judge_answer_frame
+        from stats.frames import prepare_ratings
+        from stats.judges import judge_agreement_on
 
         study_obj = study_named(study)
         check_at_least_one(limit, "--limit")
@@ -39,7 +40,7 @@ class Command(BaseCommand):
             raise CommandError(exc.message) from None
         counts = {status: sum(1 for a in answers if a.status == status) for status in JudgeAnswer.Status.values}
         definition = rubric_definition(study_obj.rubric)
-        human = prepare_ratings(ratings_frame(study=study_obj), na_category_codes(study_obj))
+        human = prepare_ratings(ratings_frame(study=study_obj), definition.na_codes)
         valid = [a for a in answers if a.status == JudgeAnswer.Status.VALID]
         scores = judge_answer_frame(((a.summary.uuid, a.answers) for a in valid), definition)
         report = {"run": str(run.uuid), "judge": run.rater_name, "counts": counts, "questions": []}

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.exceptions import ApplicationError
 from annotate.management.common import study_named
+from core.exceptions import ApplicationError
 from literature.ncbi import EutilsClient
 from literature.pubmed import import_articles
 

@@ -1,11 +1,12 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from analysis.retrieval import study_scores
-from annotate.management.common import check_at_least_one, study_named
+from annotate.management.common import study_named
+from core.commands import check_at_least_one
 from literature.engines import LocalEngine
 from literature.models import Question, Retrieval
 from literature.selectors import retrieval_scores_of
 from literature.services import retrieve_for_question
+from stats.retrieval import study_scores
 
 
 class Command(BaseCommand):

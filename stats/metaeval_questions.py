@@ -1,0 +1,196 @@
+"""Every automatic metric against every human scale question, and against their average,
+at summary level and at system level (FactPICO, Tables 4, 5 and 10). Pure functions over
+data frames; no ORM.
+
+Statistical choices:
+- Summary level: one point per summary: the metric, and the mean of the raters' scores
+  for the question (the summary's answers that count, N/A left out). Kendall's tau-b
+  (ties in both variables are common on short scales) and Spearman's rho, from scipy,
+  with their two-sided p-values, on the summaries that have both values.
+- The average ("avg"): for each summary, the mean over the scale questions it has a
+  score for of that question's mean, each first mapped to [0, 1] by its own scale
+  ((score - lowest) / (highest - lowest)), so that a 1-5 question and a 1-4 one weigh
+  alike. FactPICO's "Avg" averages elements that share one scale; with one shared scale
+  the mapping changes nothing but the units.
+- System level: one point per generator: the mean of the metric and the mean of the
+  human score over that generator's summaries (both over the summaries that have the
+  human score), then tau-b and rho across generators. Undefined (None) with fewer than
+  three generators, as any rank correlation of two points is +-1.
+- A correlation needs at least three points and some spread in both variables; otherwise
+  it is None, never 0.
+
+- Intervals (summary level): a percentile bootstrap over summaries (`n_resamples`
+  resamples of the summaries with replacement, seeded), the same resamples for every
+  metric and question, so that two metrics can be compared on the same data: the
+  difference of their tau-b in each resample gives the interval of the difference, and
+  one metric tracks a question better than another when that interval excludes 0 (a
+  paired bootstrap test). A resample where a tau-b is undefined (no spread) is left out
+  of that interval and counted.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pandas as pd
+
+from stats.frames import ITEM, QUESTION
+
+AVERAGE = "avg"
+MIN_POINTS = 3
+
+
+@dataclass(frozen=True)
+class Correlation:
+    n: int
+    kendall_tau_b: float | None
+    kendall_p: float | None
+    spearman_rho: float | None
+    spearman_p: float | None
+
+
+def _finite(value) -> float | None:
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def correlation(x: Sequence[float], y: Sequence[float]) -> Correlation:
+    """tau-b and rho of the pairs where both values exist."""
+    from scipy import stats
+
+    xs = pd.to_numeric(pd.Series(list(x), dtype="object"), errors="coerce")
+    ys = pd.to_numeric(pd.Series(list(y), dtype="object"), errors="coerce")
+    pairs = pd.DataFrame({"x": xs.to_numpy(), "y": ys.to_numpy()}).dropna()
+    n = len(pairs)
+    if n < MIN_POINTS or pairs["x"].nunique() < 2 or pairs["y"].nunique() < 2:
+        return Correlation(n, None, None, None, None)
+    tau = stats.kendalltau(pairs["x"], pairs["y"], variant="b")
+    rho = stats.spearmanr(pairs["x"], pairs["y"])
+    return Correlation(n, _finite(tau.statistic), _finite(tau.pvalue), _finite(rho.statistic), _finite(rho.pvalue))
+
+
+def human_scores(answers: pd.DataFrame, scales: dict[str, tuple[float, float]]) -> pd.DataFrame:
+    """Summary x question table of mean scores (one column per scale question, in the
+    order given), plus the average column of [0, 1]-mapped means."""
+    part = answers[answers[QUESTION].isin(list(scales)) & answers["score"].notna()]
+    table = part.groupby([ITEM, QUESTION])["score"].mean().unstack(QUESTION)
+    table = table.reindex(columns=list(scales))
+    mapped = pd.DataFrame(
+        {key: (table[key] - low) / (high - low) for key, (low, high) in scales.items() if high > low},
+        index=table.index,
+    )
+    table[AVERAGE] = mapped.mean(axis=1, skipna=True)
+    return table
+
+
+def _tau_b(x: np.ndarray, y: np.ndarray) -> float:
+    from scipy import stats
+
+    keep = ~(np.isnan(x) | np.isnan(y))
+    x, y = x[keep], y[keep]
+    if len(x) < MIN_POINTS or np.unique(x).size < 2 or np.unique(y).size < 2:
+        return math.nan
+    return float(stats.kendalltau(x, y, variant="b").statistic)
+
+
+def bootstrap_taus(
+    table: pd.DataFrame, metrics: Sequence[str], questions: Sequence[str], *, n_resamples: int, seed: int
+) -> dict[tuple[str, str], np.ndarray]:
+    """tau-b of every (metric, question) in each of `n_resamples` resamples of the rows
+    (the same resamples for all pairs); NaN where undefined."""
+    rng = np.random.default_rng(seed)
+    values = {c: table[c].to_numpy(dtype=float) for c in [*metrics, *questions]}
+    n = len(table)
+    out = {(m, q): np.full(n_resamples, math.nan) for m in metrics for q in questions}
+    for r in range(n_resamples):
+        idx = rng.integers(0, n, n)
+        for m in metrics:
+            for q in questions:
+                out[(m, q)][r] = _tau_b(values[m][idx], values[q][idx])
+    return out
+
+
+def percentile_interval(samples: np.ndarray, confidence: float = 0.95) -> tuple[float | None, float | None, int]:
+    """(low, high, number of undefined resamples) of the finite samples."""
+    finite = samples[np.isfinite(samples)]
+    undefined = int(samples.size - finite.size)
+    if finite.size == 0:
+        return None, None, undefined
+    alpha = (1 - confidence) / 2
+    return float(np.quantile(finite, alpha)), float(np.quantile(finite, 1 - alpha)), undefined
+
+
+def _finite(value) -> float | None:
+    return float(value) if value is not None and np.isfinite(value) else None
+
+
+def meta_evaluation_tables(
+    *,
+    answers: pd.DataFrame,
+    metrics: pd.DataFrame,
+    generators: pd.Series,
+    scales: dict[str, tuple[float, float]],
+    metric_columns: Sequence[str],
+    n_resamples: int = 0,
+    seed: int = 0,
+) -> dict:
+    """{"questions": [...keys, "avg"], "summary_level": {metric: {question: Correlation}},
+    "system_level": {...}, "generators": n}. `answers`: item, question, score (the answers
+    that count); `metrics`: item and metric columns; `generators`: item -> generator."""
+    human = human_scores(answers, scales)
+    questions = [*scales, AVERAGE]
+    table = metrics.set_index(ITEM).join(human, how="left")
+    table["generator"] = generators.reindex(table.index)
+    usable = [m for m in metric_columns if m in table.columns and table[m].notna().any()]
+    summary_level = {metric: {q: asdict(correlation(table[metric], table[q])) for q in questions} for metric in usable}
+    system_level: dict = {}
+    for metric in usable:
+        system_level[metric] = {}
+        for q in questions:
+            both = table[[metric, q, "generator"]].dropna()
+            means = both.groupby("generator")[[metric, q]].mean()
+            system_level[metric][q] = asdict(correlation(means[metric], means[q]))
+    comparisons: dict = {}
+    if n_resamples and usable:
+        taus = bootstrap_taus(table, usable, questions, n_resamples=n_resamples, seed=seed)
+        for metric in usable:
+            for q in questions:
+                low, high, undefined = percentile_interval(taus[(metric, q)])
+                summary_level[metric][q].update(ci_low=low, ci_high=high, n_undefined_resamples=undefined)
+        for q in questions:
+            rows = []
+            for i, a in enumerate(usable):
+                for b in usable[i + 1 :]:
+                    point_a, point_b = summary_level[a][q]["kendall_tau_b"], summary_level[b][q]["kendall_tau_b"]
+                    if point_a is None or point_b is None:
+                        continue
+                    low, high, undefined = percentile_interval(taus[(a, q)] - taus[(b, q)])
+                    rows.append(
+                        {
+                            "a": a,
+                            "b": b,
+                            "difference": point_a - point_b,
+                            "ci_low": low,
+                            "ci_high": high,
+                            "n_undefined_resamples": undefined,
+                            "a_better": low is not None and low > 0,
+                            "b_better": high is not None and high < 0,
+                        }
+                    )
+            comparisons[q] = rows
+    scored = table[[*usable, *questions]].dropna(subset=questions, how="all")
+    return {
+        "questions": questions,
+        # Per summary, each question's mean score (and the average): the plots' points.
+        "human_scores": [
+            {"item": str(item), **{q: _finite(row[q]) for q in questions}} for item, row in scored.iterrows()
+        ],
+        "summary_level": summary_level,
+        "system_level": system_level,
+        "generators": int(table["generator"].nunique()),
+        "comparisons": comparisons,
+        "n_resamples": n_resamples,
+    }

@@ -1,0 +1,75 @@
+import pytest
+
+from core.sentences import split_spans
+
+
+def split_sentences(text: str) -> list[str]:
+    return [text[start:end] for start, end in split_spans(text)]
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("Smith et al. showed it [PMC1]. It works [PMC2].", ["Smith et al. showed it [PMC1].", "It works [PMC2]."]),
+        ("Some cases, e.g. tumours, vs. controls. Next one.", ["Some cases, e.g. tumours, vs. controls.", "Next one."]),
+        ("Significant (p < .001) and 0.5 mg. Then more.", ["Significant (p < .001) and 0.5 mg.", "Then more."]),
+        ("Two refs [PMC1][PMC2]. Next.", ["Two refs [PMC1][PMC2].", "Next."]),
+        ("Cited after the stop. [PMC1] Next sentence.", ["Cited after the stop. [PMC1]", "Next sentence."]),
+        ("As J. Smith wrote. Fine.", ["As J. Smith wrote.", "Fine."]),
+        ("HEADING:\nFirst line. Second!\n\nThird?", ["HEADING:", "First line.", "Second!", "Third?"]),
+        ("Approx. five units were given, i.e. a low dose.", ["Approx. five units were given, i.e. a low dose."]),
+        ("No final stop", ["No final stop"]),
+        ("Déjà vu est là. Ça marche.", ["Déjà vu est là.", "Ça marche."]),
+    ],
+)
+def test_split_sentences(text, expected):
+    assert split_sentences(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        # A capital letter after a lowercase word names a thing, and the stop ends the sentence.
+        (
+            "Patients took vitamin D. Supplements were stopped.",
+            ["Patients took vitamin D.", "Supplements were stopped."],
+        ),
+        ("Most had hepatitis B. It was chronic.", ["Most had hepatitis B.", "It was chronic."]),
+        ("They were in group A. The rest were in group B.", ["They were in group A.", "The rest were in group B."]),
+        ("Some had diabetes type C. Others had none.", ["Some had diabetes type C.", "Others had none."]),
+        ("Vaccinated against hepatitis B. [PMC1] Next.", ["Vaccinated against hepatitis B. [PMC1]", "Next."]),
+    ],
+)
+def test_a_capital_letter_after_a_lowercase_word_ends_a_sentence(text, expected):
+    assert split_sentences(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("As J. Smith wrote. Fine.", ["As J. Smith wrote.", "Fine."]),
+        ("J. R. R. Tolkien wrote it. Next.", ["J. R. R. Tolkien wrote it.", "Next."]),
+        ("Smith J. et al. found it [PMC1]. Next.", ["Smith J. et al. found it [PMC1].", "Next."]),
+        (
+            "It was shown by J. Smith and by A. B. Jones. Next.",
+            ["It was shown by J. Smith and by A. B. Jones.", "Next."],
+        ),
+        ("Dr. A. Smith agreed. Next.", ["Dr. A. Smith agreed.", "Next."]),
+        (
+            "See Fig. 2 for details, e.g. doses, i.e. all. Next.",
+            ["See Fig. 2 for details, e.g. doses, i.e. all.", "Next."],
+        ),
+        ("Drug A vs. placebo was tested. Next.", ["Drug A vs. placebo was tested.", "Next."]),
+        ("Taken with vitamin D. coli was absent.", ["Taken with vitamin D. coli was absent."]),
+        ("Both agreed [PMC1][PMC2]. Next.", ["Both agreed [PMC1][PMC2].", "Next."]),
+    ],
+)
+def test_initials_and_abbreviations_still_do_not_end_a_sentence(text, expected):
+    assert split_sentences(text) == expected
+
+
+def test_spans_are_exact_offsets_into_the_text():
+    text = "  Első mondat [PMC1].  Második, e.g. ez [PMC2].\nHarmadik."
+    spans = split_spans(text)
+    assert [text[s:e] for s, e in spans] == ["Első mondat [PMC1].", "Második, e.g. ez [PMC2].", "Harmadik."]
+    assert all(s < e for s, e in spans)

@@ -1,0 +1,79 @@
+"""core.text_validation: what counts as text that cannot be stored, where it is
+reported, and the nesting limit, checked against the standard library's own behaviour."""
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core.text_validation import MAX_DEPTH, InvalidTextError, find_problem, loads, text_problem
+
+
+def nested(levels: int, inner: str = "1") -> str:
+    return "[" * levels + inner + "]" * levels
+
+
+@pytest.mark.parametrize("text", ["", "plain", "Café ≥ 3 🫁", "\ufffd", "\U0010ffff", "tab\tnew\nline"])
+def test_unicode_text_is_fine(text):
+    assert text_problem(text) is None
+
+
+@pytest.mark.parametrize(("text", "words"), [("x\ud83d", "U+D83D"), ("\udc00y", "U+DC00"), ("a\x00b", "NUL")])
+def test_surrogates_and_nul_are_named(text, words):
+    problem = text_problem(text)
+    assert problem and words in problem
+    # The standard library agrees that the surrogates are not encodable text.
+    if "NUL" not in problem:
+        with pytest.raises(UnicodeEncodeError):
+            text.encode("utf-8")
+
+
+def test_the_place_is_a_path_and_a_bad_key_is_reported_at_its_object():
+    value = {"answers": {"spans": [{"text": "ok"}, {"answers": {"why": "bad\ud83d"}}]}}
+    assert find_problem(value)[0] == "answers.spans[1].answers.why"
+    assert find_problem({"answers": {"ok": 1, "x\udfff": 2}}) == ("answers", find_problem({"x\udfff": 1})[1])
+    assert find_problem({"x\udfff": 1})[1].startswith("has a key that contains a lone surrogate")
+
+
+def test_nesting_up_to_the_limit_is_fine_and_one_more_level_is_refused():
+    assert loads(nested(MAX_DEPTH)) == json.loads(nested(MAX_DEPTH))
+    with pytest.raises(InvalidTextError) as error:
+        loads(nested(MAX_DEPTH + 1))
+    assert error.value.field == "" and "nested more than" in error.value.problem
+    with pytest.raises(InvalidTextError) as error:
+        loads('{"ok": 1, "answers": {"x": ' + nested(100_000) + "}}")
+    assert error.value.field == "answers"
+
+
+def test_brackets_inside_strings_do_not_count_as_nesting():
+    text = json.dumps({"a": "[" * 1000 + '\\"{' * 500, "b": ["]" * 1000]})
+    assert loads(text) == json.loads(text)
+
+
+json_text = st.text().filter(lambda s: text_problem(s) is None)
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | json_text,
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(json_text, children, max_size=4),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(json_values, st.booleans())
+def test_storable_json_loads_exactly_as_the_standard_library_does(value, ascii_only):
+    text = json.dumps(value, ensure_ascii=ascii_only)
+    assert loads(text) == json.loads(text)
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(json_values, st.sampled_from(["\ud83d", "\udc00", "\x00"]), st.data())
+def test_a_bad_character_anywhere_is_found(value, bad, data):
+    """Put a bad character into a random string (or key) of a random value: it is found,
+    and nothing is reported for the value without it."""
+    assert find_problem(value) is None
+    wrapped = {"field": [value, data.draw(json_text) + bad]}
+    found = find_problem(wrapped)
+    assert found is not None and found[0] == "field[1]"
+    with pytest.raises(InvalidTextError):
+        loads(json.dumps(wrapped))

@@ -1,0 +1,124 @@
+"""Every metric against every human question, summary and system level: checked against
+scipy on data built here, the average worked by hand."""
+
+import math
+
+import pandas as pd
+import pytest
+from scipy import stats
+
+from stats.metaeval_questions import AVERAGE, correlation, human_scores, meta_evaluation_tables
+
+# 8 summaries from 4 generators, two raters, two questions on different scales.
+ITEMS = [f"s{i}" for i in range(8)]
+GENERATORS = pd.Series({item: f"g{i // 2}" for i, item in enumerate(ITEMS)})
+Q1 = {"s0": (1, 2), "s1": (2, 2), "s2": (3, 4), "s3": (4, 4), "s4": (5, 4), "s5": (2, 3), "s6": (3, 3), "s7": (5, 5)}
+Q2 = {"s0": (1, 1), "s1": (2, 1), "s2": (2, 3), "s3": (4, 3), "s4": (4, 4), "s5": (1, 2), "s6": (3, 2), "s7": (4, 4)}
+METRIC = {"s0": 0.1, "s1": 0.25, "s2": 0.3, "s3": 0.5, "s4": 0.45, "s5": 0.2, "s6": 0.35, "s7": 0.9}
+SCALES = {"q1": (1.0, 5.0), "q2": (1.0, 4.0)}
+
+
+def answers() -> pd.DataFrame:
+    rows = []
+    for question, table in (("q1", Q1), ("q2", Q2)):
+        for item, scores in table.items():
+            for rater, score in zip(("a", "b"), scores, strict=True):
+                rows.append({"item": item, "rater": rater, "question": question, "score": float(score)})
+    rows.append({"item": "s0", "rater": "a", "question": "q2", "score": float("nan")})  # an N/A
+    return pd.DataFrame(rows)
+
+
+def metrics() -> pd.DataFrame:
+    return pd.DataFrame({"item": list(METRIC), "rougeL": list(METRIC.values())})
+
+
+def test_summary_level_is_scipys_tau_b_and_rho_of_the_item_means():
+    result = meta_evaluation_tables(
+        answers=answers(), metrics=metrics(), generators=GENERATORS, scales=SCALES, metric_columns=["rougeL"]
+    )
+    assert result["questions"] == ["q1", "q2", AVERAGE]
+    for question, table in (("q1", Q1), ("q2", Q2)):
+        means = [sum(table[i]) / 2 for i in ITEMS]
+        cell = result["summary_level"]["rougeL"][question]
+        tau = stats.kendalltau([METRIC[i] for i in ITEMS], means, variant="b")
+        rho = stats.spearmanr([METRIC[i] for i in ITEMS], means)
+        assert cell["n"] == 8
+        assert cell["kendall_tau_b"] == pytest.approx(tau.statistic)
+        assert cell["kendall_p"] == pytest.approx(tau.pvalue)
+        assert cell["spearman_rho"] == pytest.approx(rho.statistic)
+
+
+def test_the_average_maps_each_question_to_its_own_scale_first():
+    table = human_scores(answers(), SCALES)
+    # s0: q1 mean 1.5 -> (1.5 - 1) / 4 = 0.125; q2 mean 1.0 -> 0; average 0.0625.
+    assert table.loc["s0", "q1"] == 1.5 and table.loc["s0", "q2"] == 1.0
+    assert table.loc["s0", AVERAGE] == pytest.approx((0.125 + 0.0) / 2)
+    # s7: q1 5 -> 1, q2 4 -> 1.
+    assert table.loc["s7", AVERAGE] == pytest.approx(1.0)
+
+
+def test_system_level_correlates_per_generator_means():
+    result = meta_evaluation_tables(
+        answers=answers(), metrics=metrics(), generators=GENERATORS, scales=SCALES, metric_columns=["rougeL"]
+    )
+    generator_metric, generator_q1 = [], []
+    for g in range(4):
+        items = ITEMS[2 * g : 2 * g + 2]
+        generator_metric.append(sum(METRIC[i] for i in items) / 2)
+        generator_q1.append(sum(sum(Q1[i]) / 2 for i in items) / 2)
+    cell = result["system_level"]["rougeL"]["q1"]
+    assert cell["n"] == 4 and result["generators"] == 4
+    assert cell["kendall_tau_b"] == pytest.approx(stats.kendalltau(generator_metric, generator_q1).statistic)
+    assert cell["spearman_rho"] == pytest.approx(stats.spearmanr(generator_metric, generator_q1).statistic)
+
+
+def test_too_few_points_or_no_spread_is_undefined_not_zero():
+    assert correlation([1, 2], [1, 2]).kendall_tau_b is None
+    assert correlation([1, 2, 3], [2, 2, 2]).spearman_rho is None
+    two = pd.Series({item: ("g0" if item in ("s0", "s1", "s2", "s3") else "g1") for item in ITEMS})
+    result = meta_evaluation_tables(
+        answers=answers(), metrics=metrics(), generators=two, scales=SCALES, metric_columns=["rougeL"]
+    )
+    assert result["system_level"]["rougeL"]["q1"]["kendall_tau_b"] is None
+    cell = correlation([1.0, float("nan"), 3.0, 4.0], [1.0, 2.0, 2.0, 3.0])
+    assert cell.n == 3 and not math.isnan(cell.kendall_tau_b)
+
+
+def test_intervals_and_the_paired_comparison_match_a_direct_bootstrap():
+    import numpy as np
+
+    metrics_frame = metrics().assign(noise=[0.5, 0.1, 0.9, 0.3, 0.2, 0.8, 0.4, 0.6])
+    result = meta_evaluation_tables(
+        answers=answers(),
+        metrics=metrics_frame,
+        generators=GENERATORS,
+        scales=SCALES,
+        metric_columns=["rougeL", "noise"],
+        n_resamples=200,
+        seed=7,
+    )
+    # The same resamples, written out here: rows in the metrics' order, q1's item means.
+    order = list(METRIC)
+    m = np.array([METRIC[i] for i in order])
+    noise = metrics_frame.set_index("item")["noise"].reindex(order).to_numpy()
+    q1 = np.array([sum(Q1[i]) / 2 for i in order])
+    rng = np.random.default_rng(7)
+    taus, diffs = [], []
+    for _ in range(200):
+        idx = rng.integers(0, 8, 8)
+        a = stats.kendalltau(m[idx], q1[idx], variant="b").statistic
+        b = stats.kendalltau(noise[idx], q1[idx], variant="b").statistic
+        taus.append(a)
+        diffs.append(a - b)
+    taus, diffs = np.array(taus), np.array(diffs)
+    finite = taus[np.isfinite(taus)]
+    cell = result["summary_level"]["rougeL"]["q1"]
+    assert cell["ci_low"] == pytest.approx(np.quantile(finite, 0.025))
+    assert cell["ci_high"] == pytest.approx(np.quantile(finite, 0.975))
+    assert cell["n_undefined_resamples"] == int((~np.isfinite(taus)).sum())
+    (pair,) = [p for p in result["comparisons"]["q1"] if {p["a"], p["b"]} == {"rougeL", "noise"}]
+    finite_diffs = diffs[np.isfinite(diffs)]
+    assert (pair["a"], pair["b"]) == ("rougeL", "noise")
+    assert pair["ci_low"] == pytest.approx(np.quantile(finite_diffs, 0.025))
+    assert pair["ci_high"] == pytest.approx(np.quantile(finite_diffs, 0.975))
+    assert pair["a_better"] == (pair["ci_low"] > 0)
