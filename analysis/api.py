@@ -47,7 +47,7 @@ class StudyAnalysis(APIView):
         responses={200: AnalysisResultSerializer, 202: AnalysisResultSerializer},
         description="Study admins and viewers. 200 with the report when it is done (or with `error` when it "
         "failed: asking again computes it anew); 202 while the report is still being computed "
-        "(always the case on the first request for the ratings as they are): poll again. "
+        "(always the case on the first request for its inputs as they are): poll again. "
         "A report whose worker stopped is answered as failed, not as running for ever.",
     )
     def get(self, request, slug):

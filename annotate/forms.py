@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from django import forms
+from django.core.validators import ProhibitNullCharactersValidator
 from django.forms.fields import InvalidJSONInput
 from django.http import QueryDict
 
@@ -100,7 +101,26 @@ class CheckedTextAdminForm(forms.ModelForm):
                 field.__class__ = CheckedJSONField
 
 
-class RateActionForm(forms.Form):
+class ActionForm(forms.Form):
+    """A page's POST with several buttons (`action`): the pressed one, and the typed values
+    the services take. Its errors read as one sentence for the page's error line."""
+
+    def error_message(self) -> str:
+        """Every field error in one sentence, for the page's error line."""
+        return " ".join(f"{field}: {' '.join(errors)}" for field, errors in self.errors.items())
+
+
+class PlainTextField(forms.CharField):
+    """Free text passed on as typed (not stripped, optional) to the service that takes it,
+    which checks it (core.text_validation, naming the field): Django's own NUL check would
+    refuse it in other words than the rest of the platform."""
+
+    def __init__(self, **kwargs):
+        super().__init__(strip=False, required=False, **kwargs)
+        self.validators = [v for v in self.validators if not isinstance(v, ProhibitNullCharactersValidator)]
+
+
+class RateActionForm(ActionForm):
     """The rating page's POST apart from the answers (answers_from_post reads those):
     which button was pressed, the version the page was built from, the active time
     since the last write and a skip's reason, as typed values for the services."""
@@ -122,9 +142,29 @@ class RateActionForm(forms.Form):
     def clean_active_seconds(self) -> int:
         return self.cleaned_data.get("active_seconds") or 0
 
-    def error_message(self) -> str:
-        """Every field error in one sentence, for the page's error line."""
-        return " ".join(f"{field}: {' '.join(errors)}" for field, errors in self.errors.items())
+
+class BatchItemActionForm(ActionForm):
+    """The adjudication page's POST (templates/annotate/studies/item.html): which of its
+    forms was sent, and that form's fields. A consensus's value is read apart (one value or,
+    for a question with several options, a list); the expected answers are JSON text that
+    the expected action parses, naming the field."""
+
+    ACTIONS = (("consensus", "Record consensus"), ("note", "Add note"), ("expected", "Record expected answers"))
+
+    action = forms.ChoiceField(choices=ACTIONS, required=False)
+    question = PlainTextField()
+    rationale = PlainTextField()
+    text = PlainTextField()
+    shared = forms.BooleanField(required=False)
+    purpose = PlainTextField()
+    answers = PlainTextField()
+    explanation = PlainTextField()
+
+    def clean_action(self) -> str:
+        return self.cleaned_data.get("action") or "consensus"
+
+    def clean_purpose(self) -> str:
+        return self.cleaned_data.get("purpose") or "gold"
 
 
 class UsersField(forms.ModelMultipleChoiceField):

@@ -15,7 +15,15 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_http_methods
 
 from annotate import batches, services
-from annotate.forms import BatchForm, RateActionForm, answers_from_post, finding_field, rationale_field, spans_field
+from annotate.forms import (
+    BatchForm,
+    BatchItemActionForm,
+    RateActionForm,
+    answers_from_post,
+    finding_field,
+    rationale_field,
+    spans_field,
+)
 from annotate.models import Assignment, Revision, Summary
 from annotate.rubrics import AnswerValidationError
 from annotate.selectors.access import (
@@ -560,6 +568,54 @@ def disagreements(request, slug, batch_uuid):
     )
 
 
+def _record_expected(request, batch, summary, definition, data):
+    try:
+        answers = loads(data["answers"] or "{}", field="answers")
+    except json.JSONDecodeError as exc:
+        raise ApplicationError(f"The expected answers are not valid JSON: {exc.msg}.") from None
+    batches.record_expected_answer(
+        study=batch.study,
+        summary=summary,
+        purpose=data["purpose"],
+        answers=answers,
+        explanation=data["explanation"],
+        created_by=request.user,
+    )
+    messages.success(request, "Expected answers recorded.")
+
+
+def _add_note(request, batch, summary, definition, data):
+    batches.add_discussion_note(
+        batch=batch,
+        summary=summary,
+        author=request.user,
+        text=data["text"],
+        question=data["question"],
+        shared=data["shared"],
+    )
+    messages.success(request, "Note added.")
+
+
+def _record_consensus(request, batch, summary, definition, data):
+    q = next((q for q in definition.questions if q.key == data["question"]), None)
+    if q is None:
+        raise ApplicationError("Choose a question.")
+    value = request.POST.getlist("value") if q.several_options else request.POST.get("value")
+    batches.record_consensus(
+        batch=batch,
+        summary=summary,
+        question=q.key,
+        value=value,
+        rationale=data["rationale"],
+        decided_by=request.user,
+    )
+    messages.success(request, f"Consensus for {q.prompt} recorded.")
+
+
+# The adjudication page's forms (BatchItemActionForm.ACTIONS), each a small function over typed input.
+_BATCH_ITEM_ACTIONS = {"expected": _record_expected, "note": _add_note, "consensus": _record_consensus}
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def batch_item(request, slug, batch_uuid, summary_uuid):
@@ -571,46 +627,12 @@ def batch_item(request, slug, batch_uuid, summary_uuid):
     definition = rubric_definition(study.rubric)
     error = ""
     if request.method == "POST":
+        form = BatchItemActionForm(request.POST)
         try:
-            if request.POST.get("action") == "expected":
-                try:
-                    answers = loads(request.POST.get("answers") or "{}", field="answers")
-                except json.JSONDecodeError as exc:
-                    raise ApplicationError(f"The expected answers are not valid JSON: {exc.msg}.") from None
-                batches.record_expected_answer(
-                    study=study,
-                    summary=summary,
-                    purpose=request.POST.get("purpose", "gold"),
-                    answers=answers,
-                    explanation=request.POST.get("explanation", ""),
-                    created_by=request.user,
-                )
-                messages.success(request, "Expected answers recorded.")
-            elif request.POST.get("action") == "note":
-                batches.add_discussion_note(
-                    batch=batch,
-                    summary=summary,
-                    author=request.user,
-                    text=request.POST.get("text", ""),
-                    question=request.POST.get("question", ""),
-                    shared=request.POST.get("shared") == "on",
-                )
-                messages.success(request, "Note added.")
-            else:
-                key = request.POST.get("question", "")
-                q = next((q for q in definition.questions if q.key == key), None)
-                if q is None:
-                    raise ApplicationError("Choose a question.")
-                value = request.POST.getlist("value") if q.several_options else request.POST.get("value")
-                batches.record_consensus(
-                    batch=batch,
-                    summary=summary,
-                    question=key,
-                    value=value,
-                    rationale=request.POST.get("rationale", ""),
-                    decided_by=request.user,
-                )
-                messages.success(request, f"Consensus for {q.prompt} recorded.")
+            if not form.is_valid():
+                raise ApplicationError(form.error_message())
+            action = _BATCH_ITEM_ACTIONS[form.cleaned_data["action"]]
+            action(request, batch, summary, definition, form.cleaned_data)
             return redirect("studies:batch-item", slug=slug, batch_uuid=batch.uuid, summary_uuid=summary.uuid)
         except AnswerValidationError as exc:
             error = "; ".join(f"{k}: {v}" for k, v in exc.errors.items())

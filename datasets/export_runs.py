@@ -3,7 +3,8 @@ status, download it.
 
 The export itself is datasets.exporting.export_dataset (the same function as
 `manage.py export_dataset`); this module only gives each run an id, a folder and a
-status file, so that the API is stateless and needs no table:
+status file (datasets.run_files, shared with the import runs), so that the API is
+stateless and needs no table:
 
     <EXPORTS_DIR>/<study slug>/<export id>/status.json   what the API answers
     <EXPORTS_DIR>/<study slug>/<export id>/claim.lock    held by the worker running it
@@ -22,15 +23,12 @@ broker's visibility timeout passed) or after the worker running it died.
 
 from __future__ import annotations
 
-import fcntl
-import json
 import os
 import shutil
 import uuid
 import zipfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +38,14 @@ from django.utils import timezone
 
 from annotate.models import Study
 from core.exceptions import ApplicationError, InvalidStateError
+from datasets.run_files import (
+    claim_run,
+    fail_if_abandoned,
+    read_status_file,
+    run_folder,
+    statuses_under,
+    write_status_file,
+)
 
 STATUSES = ("pending", "running", "done", "failed")
 FORMATS = ("jsonl", "csv", "parquet")  # datasets.exporting.FORMATS, without importing it here
@@ -71,49 +77,15 @@ def exports_root() -> Path:
 
 def export_folder(*, study_slug: str, export_id: str) -> Path:
     """The folder of one run: <EXPORTS_DIR>/<study slug>/<export id>/."""
-    return exports_root() / study_slug / str(uuid.UUID(str(export_id)))
-
-
-def write_status_file(folder: Path, status: Any) -> None:
-    """A run's status (a dataclass) as folder/status.json, replaced whole: a poll never
-    reads a half-written file. Shared with datasets.import_runs."""
-    folder.mkdir(parents=True, exist_ok=True)
-    temporary = folder / "status.json.tmp"
-    temporary.write_text(json.dumps(asdict(status), indent=2, sort_keys=True), encoding="utf-8")
-    os.replace(temporary, folder / "status.json")
-
-
-def fail_if_abandoned(folder: Path, read: Callable[[], Any], write: Callable[[Any], None], error: str) -> Any:
-    """The recorded status of the run in `folder`, except that a "running" run whose claim
-    nobody holds has lost its worker: a worker process killed mid-run (out of memory, say)
-    has its message acknowledged by Celery, so no delivery would ever finish or fail it. It
-    is recorded as failed with `error`, so a poll does not wait forever. Shared with
-    datasets.import_runs."""
-    status = read()
-    if status.status != "running":
-        return status
-    with claim_run(folder) as claimed:
-        if not claimed:
-            return status  # a worker holds it: it is running
-        status = read()
-        if status.status == "running":
-            status.status = "failed"
-            status.error = error
-            status.finished_at = timezone.now().isoformat()
-            write(status)
-        return status
-
-
-def newest_first(statuses: list) -> list:
-    return sorted(statuses, key=lambda s: (s.created_at, s.id), reverse=True)
+    return run_folder(exports_root(), study_slug=study_slug, run_id=export_id)
 
 
 def _write_status(status: ExportStatus) -> None:
     write_status_file(export_folder(study_slug=status.study, export_id=status.id), status)
 
 
-def _read_status(path: Path) -> ExportStatus:
-    return ExportStatus(**json.loads(path.read_text(encoding="utf-8")))
+def _read_status(folder: Path) -> ExportStatus:
+    return read_status_file(folder, ExportStatus)
 
 
 def start_export(
@@ -150,28 +122,7 @@ def start_export(
     # with a broker a worker runs it and clients poll. The state lives in status.json,
     # not in a database row, so there is no transaction to wait for.
     enqueue(study_slug=study.slug, export_id=status.id)
-    return _read_status(export_folder(study_slug=study.slug, export_id=status.id) / "status.json")
-
-
-@contextmanager
-def claim_run(folder: Path) -> Iterator[bool]:
-    """Claim the run in `folder`: yields True for the one process that holds it, False
-    for any other. An exclusive flock on claim.lock, not a status check, because the
-    claim must be atomic (two deliveries reading "pending" at once must not both run)
-    and must end when its holder dies: the kernel drops a dead process's locks, whereas
-    an O_EXCL lock file or a "running" status would stay behind and block the export
-    for good. EXPORTS_DIR must therefore be on a file system with working POSIX locks
-    (a local disk, or NFSv4), shared by the workers as the API already requires."""
-    fd = os.open(folder / "claim.lock", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-        else:
-            yield True
-    finally:
-        os.close(fd)  # releases the lock
+    return _read_status(export_folder(study_slug=study.slug, export_id=status.id))
 
 
 def _clear_unfinished(folder: Path) -> None:
@@ -194,7 +145,7 @@ def run_export(*, study_slug: str, export_id: str) -> ExportStatus:
 
     folder = export_folder(study_slug=study_slug, export_id=export_id)
     with claim_run(folder) as claimed:
-        status = _read_status(folder / "status.json")
+        status = _read_status(folder)
         if not claimed or status.status in ("done", "failed"):
             return status
         status.status = "running"
@@ -245,7 +196,7 @@ def _zip(folder: Path, archive: Path) -> None:
 def _status_now(folder: Path) -> ExportStatus:
     return fail_if_abandoned(
         folder,
-        lambda: _read_status(folder / "status.json"),
+        lambda: _read_status(folder),
         _write_status,
         "The worker running this export stopped before it finished; start a new export.",
     )
@@ -260,8 +211,7 @@ def get_export(*, study: Study, export_id) -> ExportStatus:
 
 def list_exports(*, study: Study) -> list[ExportStatus]:
     """The study's exports, newest first."""
-    root = exports_root() / study.slug
-    return newest_first([_status_now(p.parent) for p in root.glob("*/status.json")] if root.is_dir() else [])
+    return statuses_under(exports_root() / study.slug, _status_now)
 
 
 def export_archive(*, study: Study, export_id) -> Path:

@@ -3,7 +3,8 @@ then poll its run.
 
 The import itself is datasets.importing.import_records, the same all-or-nothing import as
 `manage.py import_jsonl`, restricted to the study the file is imported into. This module,
-like datasets.export_runs, gives each run an id, a folder and a status file:
+like datasets.export_runs, gives each run an id, a folder and a status file
+(datasets.run_files):
 
     <IMPORTS_DIR>/<study slug>/<import id>/upload.jsonl   the file as received
     <IMPORTS_DIR>/<study slug>/<import id>/status.json    what the API answers
@@ -16,7 +17,6 @@ disk in blocks and refused past MAX_IMPORT_BYTES, so a web process never holds a
 
 from __future__ import annotations
 
-import json
 import os
 import uuid
 from collections.abc import Callable, Iterable
@@ -30,7 +30,14 @@ from django.utils import timezone
 
 from annotate.models import Study
 from core.exceptions import ApplicationError
-from datasets.export_runs import claim_run, fail_if_abandoned, newest_first, write_status_file
+from datasets.run_files import (
+    claim_run,
+    fail_if_abandoned,
+    read_status_file,
+    run_folder,
+    statuses_under,
+    write_status_file,
+)
 
 STATUSES = ("pending", "running", "done", "failed")
 BLOCK = 1 << 20
@@ -66,7 +73,7 @@ def max_import_bytes() -> int:
 
 
 def import_folder(*, study_slug: str, import_id: str) -> Path:
-    return imports_root() / study_slug / str(uuid.UUID(str(import_id)))
+    return run_folder(imports_root(), study_slug=study_slug, run_id=import_id)
 
 
 def _write_status(status: ImportStatus) -> None:
@@ -74,7 +81,7 @@ def _write_status(status: ImportStatus) -> None:
 
 
 def _read_status(folder: Path) -> ImportStatus:
-    return ImportStatus(**json.loads((folder / "status.json").read_text(encoding="utf-8")))
+    return read_status_file(folder, ImportStatus)
 
 
 def start_import(
@@ -189,5 +196,4 @@ def get_import(*, study: Study, import_id) -> ImportStatus:
 
 def list_imports(*, study: Study) -> list[ImportStatus]:
     """The study's imports, newest first."""
-    root = imports_root() / study.slug
-    return newest_first([_status_now(p.parent) for p in root.glob("*/status.json")] if root.is_dir() else [])
+    return statuses_under(imports_root() / study.slug, _status_now)

@@ -1,7 +1,9 @@
 """Import of studies, sources, summaries and claims from JSON Lines (a service).
 
-Format: docs/import-format.md. The whole file is parsed and checked before anything
-is written, and the writes run in one transaction: a bad line changes nothing.
+Format: docs/import-format.md. The file is read, checked and written one chunk of lines at
+a time, all inside one transaction: a bad line, however late in the file, rolls back
+everything written before it, so a bad line changes nothing (and memory holds a chunk, not
+the file).
 Records are matched by their keys, so importing the same file twice changes nothing.
 Every error names the line and the field: `line 7: field "text": must be a non-empty string`;
 text that cannot be stored (a lone surrogate, a NUL: core/text_validation.py) is one.

@@ -27,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from django.db import transaction
@@ -37,7 +37,7 @@ from annotate.models import Study, Summary
 from core.exceptions import ApplicationError
 from generation.conf import pipeline_settings
 from generation.llm import Gateway, LLMError
-from generation.models import EvaluationRun, EvaluationScore
+from generation.models import EvaluationRun, EvaluationScore, JudgeRun
 from generation.prompting import prompt_versions
 
 RATING = re.compile(r"rating\s*[:=]\s*\**\s*(\d+)", re.IGNORECASE)
@@ -405,3 +405,56 @@ def _store_many(run: EvaluationRun, summary: Summary, scores: Sequence[Score], e
     EvaluationScore.objects.bulk_create(created)
     if changed:
         EvaluationScore.objects.bulk_update(changed, [*_SCORE_FIELDS, "updated_at"])
+
+
+# --- what the evaluators page starts: every evaluator, and the rubric judge ---------------
+
+
+@dataclass(frozen=True)
+class AutomaticRun:
+    """One kind of run the evaluators page starts: an evaluator that scores summaries, or
+    the rubric judge, which answers the study's rubric (generation.judging). The page, the
+    task and the command ask it what to do instead of comparing names."""
+
+    name: str
+    needs_llm: bool
+    start: Callable[[Study], EvaluationRun | JudgeRun]  # the run (resumed if it exists)
+    run: Callable[[Study], object]  # what the worker does: score or judge every summary
+
+
+def automatic_runs() -> dict[str, AutomaticRun]:
+    """Every evaluator (by name) and the rubric judge, in the page's order."""
+    from generation.judging import JUDGE_NAME, run_judge, start_judge_run
+
+    runs = {
+        name: AutomaticRun(
+            name=name,
+            needs_llm=needs_llm(name),
+            start=lambda study, name=name: start_evaluation(
+                study=study, evaluator=evaluator_for(name, Gateway() if needs_llm(name) else None)
+            ),
+            run=lambda study, name=name: run_evaluation(study=study, evaluator_name=name),
+        )
+        for name in sorted(EVALUATORS)
+    }
+    runs[JUDGE_NAME] = AutomaticRun(
+        name=JUDGE_NAME,
+        needs_llm=True,
+        start=lambda study: start_judge_run(study=study),
+        run=lambda s: run_judge(study=s),
+    )
+    return runs
+
+
+def start_automatic_run(*, study: Study, name: str) -> EvaluationRun | JudgeRun:
+    """Start (or resume) the evaluator or judge called `name` for the study: checked, with
+    the API key it needs, before anything is queued. The caller queues the work
+    (generation.tasks.enqueue_automatic_run)."""
+    from generation.services import require_api_key
+
+    found = automatic_runs().get(name)
+    if found is None:
+        raise ApplicationError(f"unknown evaluator {name!r}; use one of {', '.join(automatic_runs())}")
+    if found.needs_llm:
+        require_api_key()
+    return found.start(study)

@@ -40,26 +40,13 @@ POOL = "evaluation"
 
 
 @shared_task(acks_late=True)
-def evaluate_task(study_id: int, evaluator: str) -> str:
+def automatic_run_task(study_id: int, name: str) -> None:
+    """Score (an evaluator) or judge (the rubric judge) every summary of the study."""
     from annotate.models import Study
-    from generation.evaluators import run_evaluation
+    from generation.evaluators import automatic_runs
 
-    run = run_evaluation(study=Study.objects.get(pk=study_id), evaluator_name=evaluator)
-    return str(run.uuid)
-
-
-@shared_task(acks_late=True)
-def judge_task(study_id: int) -> str:
-    from annotate.models import Study
-    from generation.judging import run_judge
-
-    run, _ = run_judge(study=Study.objects.get(pk=study_id))
-    return str(run.uuid)
+    automatic_runs()[name].run(Study.objects.get(pk=study_id))
 
 
-def enqueue_evaluation(study_id: int, evaluator: str) -> Future | None:
-    return run_in_background(evaluate_task, study_id, evaluator, pool=POOL)
-
-
-def enqueue_judge(study_id: int) -> Future | None:
-    return run_in_background(judge_task, study_id, pool=POOL)
+def enqueue_automatic_run(study_id: int, name: str) -> Future | None:
+    return run_in_background(automatic_run_task, study_id, name, pool=POOL)

@@ -16,37 +16,21 @@ from generation.selectors import evaluator_runs
 @login_required
 @require_http_methods(["GET", "POST"])
 def evaluators(request, slug):
-    from generation.evaluators import EVALUATORS, evaluator_for, needs_llm, start_evaluation
-    from generation.judging import JUDGE_NAME, start_judge_run
-    from generation.llm import Gateway
-    from generation.services import require_api_key
-    from generation.tasks import enqueue_evaluation, enqueue_judge
+    from generation.evaluators import automatic_runs, start_automatic_run
+    from generation.tasks import enqueue_automatic_run
 
     study = get_study_for_admin(request.user, slug)
     if request.method == "POST":
         name = request.POST.get("evaluator", "")
-        judge = name == JUDGE_NAME  # the rubric judge answers the rubric; the others score summaries
         try:
-            if not judge and name not in EVALUATORS:
-                raise ApplicationError(f"unknown evaluator {name!r}")
-            model = judge or needs_llm(name)
-            if model:
-                require_api_key()
-            if judge:
-                run = start_judge_run(study=study)
-            else:
-                run = start_evaluation(study=study, evaluator=evaluator_for(name, Gateway() if model else None))
+            run = start_automatic_run(study=study, name=name)
         except ApplicationError as exc:
             messages.error(request, exc.message)
         else:
-            if judge:
-                enqueue_judge(study.pk)
-            else:
-                enqueue_evaluation(study.pk, name)
+            enqueue_automatic_run(study.pk, name)
             messages.info(request, f"{name} is running (version {run.version[:12]}); this page follows its progress.")
         return redirect("generation:evaluators", slug=study.slug)
-    evaluators = [{"name": name, "needs_llm": needs_llm(name)} for name in sorted(EVALUATORS)]
-    evaluators.append({"name": JUDGE_NAME, "needs_llm": True})
+    evaluators = [{"name": r.name, "needs_llm": r.needs_llm} for r in automatic_runs().values()]
     return render(
         request,
         "generation/evaluators.html",

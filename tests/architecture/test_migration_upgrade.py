@@ -117,3 +117,28 @@ def test_duplicate_assignments_are_withdrawn_not_deleted_by_the_upgrade():
     assert Assignment.objects.filter(uuid=uuids["again"]).get().withdrawn_at is not None
     assert Assignment.objects.filter(study__slug="dup").count() == 4
     assert Revision.objects.filter(assignment__uuid=uuids["done"], status="submitted").count() == 1
+
+
+# Migrations renamed for their intent (they were auto-named); each `replaces` its old name.
+RENAMED = {
+    ("generation", "0002_answerjob_llmcall_answer_job_and_more"): ("generation", "0002_clinical_question_answer_jobs"),
+    ("generation", "0003_judgerun_judgeanswer_and_more"): ("generation", "0003_rubric_judge_runs"),
+    ("generation", "0004_evaluationrun_evaluationscore_and_more"): ("generation", "0004_evaluator_runs_and_scores"),
+}
+
+
+@pytest.mark.django_db
+def test_a_database_that_applied_the_old_migration_names_has_nothing_to_apply():
+    from django.db.migrations.recorder import MigrationRecorder
+
+    recorded = MigrationRecorder(connection).migration_qs
+    for (app, old), (_, new) in RENAMED.items():
+        assert recorded.filter(app=app, name=new).update(name=old) == 1  # as the last release recorded it
+    executor = _executor()
+    for old, new in RENAMED.items():
+        assert old in executor.loader.applied_migrations and new in executor.loader.applied_migrations
+    assert executor.migration_plan(executor.loader.graph.leaf_nodes()) == []
+    # migrate then records the new names beside the old ones (Django's check_replacements).
+    executor.check_replacements()
+    names = set(recorded.filter(app="generation").values_list("name", flat=True))
+    assert {new for _, new in RENAMED.values()} <= names

@@ -6,6 +6,10 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+    # Named for its intent (it was auto-named); `replaces` keeps databases that applied the
+    # old name from applying it again: Django marks this one applied when the old one is.
+    replaces = [("generation", "0002_answerjob_llmcall_answer_job_and_more")]
+
 
     dependencies = [
         ('annotate', '0007_discussion_notes_shared_with_raters'),
