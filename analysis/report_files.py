@@ -31,6 +31,7 @@ FILE_NAMES = (
     "correlation.json",
     "correlation.csv",
     "meta_evaluation.csv",
+    "by_system.csv",
 )
 
 _AGREEMENT_STATISTICS = (
@@ -146,7 +147,7 @@ def correlation_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 META_COLUMNS = ["level", "metric", "question", "n", "kendall_tau_b", "kendall_p", "spearman_rho", "spearman_p"]
-META_COLUMNS += ["ci_low", "ci_high", "n_undefined_resamples"]
+META_COLUMNS += ["acc_eq", "acc_eq_epsilon", "kl_divergence", "ci_low", "ci_high", "n_undefined_resamples"]
 
 
 def meta_evaluation_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
@@ -158,6 +159,27 @@ def meta_evaluation_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
         for metric, by_question in section.get(level, {}).items()
         for question, values in by_question.items()
     ]
+
+
+def system_rows(report: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
+    """One row per generator (FactPICO Table 3/12 shape, stats.systems) and the columns:
+    each question's mean, the average, the text metrics, and per span question its count
+    and share of summaries (and of those not factual, where asked)."""
+    section = report.get("by_system") or {}
+    questions = section.get("questions", [])
+    columns = ["generator", "n_summaries", "n_rated", *questions, "average", "n_words", "delta_fk", "rougeL"]
+    rows = []
+    for row in section.get("rows", []):
+        flat = {k: row[k] for k in ("generator", "n_summaries", "n_rated", "average", "n_words", "delta_fk", "rougeL")}
+        flat.update(row["scores"])
+        for question, counts in row["spans"].items():
+            for name, value in counts.items():
+                column = f"{question}.{name}"
+                flat[column] = value
+                if column not in columns:
+                    columns.append(column)
+        rows.append(flat)
+    return rows, columns
 
 
 def report_files(report: dict[str, Any]) -> dict[str, str]:
@@ -243,4 +265,5 @@ def report_files(report: dict[str, Any]) -> dict[str, str]:
             ],
         ),  # fmt: skip
         "meta_evaluation.csv": _csv(meta_evaluation_rows(report), META_COLUMNS),
+        "by_system.csv": _csv(*system_rows(report)),
     }

@@ -127,7 +127,11 @@ def compute_study_report(
         )
     except ValueError as exc:
         raise AnalysisError(str(exc)) from None
-    report["span_agreement"] = span_agreement_sections(study=study, phase=phase)
+    spans = spans_frame(study=study, phase=phase)
+    report["span_agreement"] = span_agreement_sections(study=study, phase=phase, spans=spans)
+    report["by_system"] = system_section(
+        study=study, ratings=ratings, spans=spans, summaries=summaries, metrics=metrics
+    )
     named = ratings.assign(rater=[names.get(str(r), str(r)) for r in ratings["rater"]])
     judges = selectors.judge_scores(study=study)
     report["claim_judgements"] = claim_judgement_sections(study=study, ratings=named, judges=judges)
@@ -141,9 +145,36 @@ def compute_study_report(
     return report
 
 
-def span_agreement_sections(*, study: Study, phase: str) -> list[dict[str, Any]]:
+def system_section(
+    *, study: Study, ratings: pd.DataFrame, spans: pd.DataFrame, summaries: pd.DataFrame, metrics: pd.DataFrame
+) -> dict[str, Any]:
+    """People's scores per generator (FactPICO Tables 3 and 12: stats.systems): each scale
+    question (per-finding ones over their findings), their average, words, ΔFK, ROUGE-L, and
+    every span question's highlights (and those not factual). N/A answers are left out even
+    where the rubric counts N/A as a category for agreement: a mean has no place for them.
+    `ratings`: the prepared ratings of the phase."""
+    from analysis.report import latest_answers
+    from stats.systems import system_table
+
+    definition = rubric_definition(study.rubric)
+    scales = {q.key: (float(min(q.values)), float(max(q.values))) for q in definition.questions if q.is_scale}
+    answers = latest_answers(ratings)
+    answers = answers[answers["answer"] != "na"] if len(answers) else answers
+    if not len(summaries):
+        return {"questions": list(scales), "average_scale": "question scale", "span_questions": [], "rows": []}
+    return system_table(
+        answers=answers,
+        spans=spans,
+        generators=summaries.set_index("item")["generator"],
+        metrics=metrics,
+        scales=scales,
+        span_questions=[q.key for q in definition.questions if q.highlights],
+    )
+
+
+def span_agreement_sections(*, study: Study, phase: str, spans: pd.DataFrame) -> list[dict[str, Any]]:
     """FactPICO's span agreement for every span question on the summary: marking per
-    summary sentence, and "factual" on spans both raters marked."""
+    summary sentence, and "factual" on spans both raters marked. `spans`: spans_frame."""
     from core.sentences import split_spans
     from stats.spans import span_agreement
 
@@ -151,7 +182,6 @@ def span_agreement_sections(*, study: Study, phase: str) -> list[dict[str, Any]]
     questions = [q for q in definition.questions if q.highlights and q.target == "summary"]
     if not questions:
         return []
-    spans = spans_frame(study=study, phase=phase)
     texts = dict(study.summaries.values_list("uuid", "text"))
     raters = raters_by_item(study=study, phase=phase)
     sentences = {item: split_spans(texts[uuid.UUID(item)]) for item in raters}

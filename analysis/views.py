@@ -18,7 +18,14 @@ from django.views.decorators.http import require_GET, require_POST
 from analysis import selectors, services, tasks
 from analysis.models import AnalysisResult
 from analysis.plots import FORMATS, plot_names
-from analysis.report_files import FILE_NAMES, agreement_rows, cohen_rows, correlation_rows, report_files
+from analysis.report_files import (
+    FILE_NAMES,
+    agreement_rows,
+    cohen_rows,
+    correlation_rows,
+    report_files,
+    system_rows,
+)
 from analysis.statistic_labels import statistic_label, statistic_note
 from annotate.models import Study
 from annotate.selectors.access import get_study_for_admin, get_study_for_viewer, is_study_admin, studies_for_staff_pages
@@ -167,11 +174,51 @@ def _report_context(
         "meta_questions": (report.get("meta_evaluation") or {}).get("questions", []),
         "meta_tables": _meta_tables(report),
         "meta_better": _meta_better(report),
+        "systems": _systems(report),
         "plots": plots,
         "plots_pending": sum(not p["drawn"] for p in plots),
         "downloads": [
             {"name": name, "url": reverse("analysis:download", args=[study.slug, name]) + query} for name in FILE_NAMES
         ],
+    }
+
+
+# How the per-system table heads its columns (FactPICO Table 3's names where it has them).
+_SYSTEM_HEADS = {
+    "n_summaries": "summaries",
+    "n_rated": "rated",
+    "average": "average",
+    "n_words": "words",
+    "delta_fk": "ΔFK",
+    "rougeL": "ROUGE-L",
+}
+
+
+def _systems(report: dict) -> dict:
+    """The per-system table (stats.systems) as headers and rows of display strings: means
+    to 2 decimals, shares as percentages, counts as they are."""
+    rows, columns = system_rows(report)
+
+    def head(column: str) -> str:
+        if "." in column:
+            question, name = column.split(".", 1)
+            what = {"n": "#", "share": "%", "n_not_factual": "# not factual", "share_not_factual": "% not factual"}
+            return f"{question} {what.get(name, name)}"
+        return _SYSTEM_HEADS.get(column, column)
+
+    def cell(column: str, value) -> str:
+        if value is None:
+            return "—"
+        if column.endswith("share") or column.endswith("share_not_factual"):
+            return f"{100 * value:.1f}%"
+        if isinstance(value, float):
+            return f"{value:.2f}"
+        return str(value)
+
+    return {
+        "headers": [head(c) for c in columns],
+        "rows": [[cell(c, row.get(c)) for c in columns] for row in rows],
+        "average_scale": (report.get("by_system") or {}).get("average_scale"),
     }
 
 

@@ -18,6 +18,12 @@ Statistical choices:
   three generators, as any rank correlation of two points is +-1.
 - A correlation needs at least three points and some spread in both variables; otherwise
   it is None, never 0.
+- Beside tau-b and rho, on the same points: pairwise accuracy with tie calibration
+  (stats.metaeval.acc_eq, Deutsch et al. 2023, as FactPICO Table 4) and the KL divergence
+  of the standardised distributions KL(human || metric) (stats.metaeval.kl_divergence, as
+  FactPICO Table 11), against every question and the average, at both levels; None with
+  fewer than three points or no spread in the human scores (every pair would be a tie that
+  a metric calling everything equal matches), and KL None without spread in the metric.
 
 - Intervals (summary level): a percentile bootstrap over summaries (`n_resamples`
   resamples of the summaries with replacement, seeded), the same resamples for every
@@ -50,26 +56,39 @@ class Correlation:
     kendall_p: float | None
     spearman_rho: float | None
     spearman_p: float | None
-
-
-def _finite(value) -> float | None:
-    value = float(value)
-    return value if math.isfinite(value) else None
+    acc_eq: float | None = None
+    acc_eq_epsilon: float | None = None
+    kl_divergence: float | None = None
 
 
 def correlation(x: Sequence[float], y: Sequence[float]) -> Correlation:
-    """tau-b and rho of the pairs where both values exist."""
+    """tau-b, rho, acc_eq and KL of the pairs where both values exist (x: the metric, y:
+    the human score)."""
     from scipy import stats
+
+    from stats.metaeval import acc_eq, kl_divergence
 
     xs = pd.to_numeric(pd.Series(list(x), dtype="object"), errors="coerce")
     ys = pd.to_numeric(pd.Series(list(y), dtype="object"), errors="coerce")
     pairs = pd.DataFrame({"x": xs.to_numpy(), "y": ys.to_numpy()}).dropna()
     n = len(pairs)
-    if n < MIN_POINTS or pairs["x"].nunique() < 2 or pairs["y"].nunique() < 2:
+    if n < MIN_POINTS or pairs["y"].nunique() < 2:
+        # Without spread in the human scores every pair is a tie that a metric matches by
+        # calling everything equal: acc_eq would be 1 whatever the metric, so it is None.
         return Correlation(n, None, None, None, None)
+    accuracy = acc_eq(pairs["y"].to_numpy(float), pairs["x"].to_numpy(float))
+    ordering = {
+        "acc_eq": _finite(accuracy.value),
+        "acc_eq_epsilon": _finite(accuracy.epsilon),
+        "kl_divergence": _finite(kl_divergence(pairs["y"], pairs["x"])),
+    }
+    if pairs["x"].nunique() < 2 or pairs["y"].nunique() < 2:
+        return Correlation(n, None, None, None, None, **ordering)
     tau = stats.kendalltau(pairs["x"], pairs["y"], variant="b")
     rho = stats.spearmanr(pairs["x"], pairs["y"])
-    return Correlation(n, _finite(tau.statistic), _finite(tau.pvalue), _finite(rho.statistic), _finite(rho.pvalue))
+    return Correlation(
+        n, _finite(tau.statistic), _finite(tau.pvalue), _finite(rho.statistic), _finite(rho.pvalue), **ordering
+    )
 
 
 def human_scores(answers: pd.DataFrame, scales: dict[str, tuple[float, float]]) -> pd.DataFrame:

@@ -53,7 +53,7 @@ METRIC_COLUMNS = (
     "rouge2",
     "rougeL",
     "fk_grade_summary",
-    "fk_grade_change",
+    "delta_fk",
     "n_words",
     "verification_mean",
     "verification_product",
@@ -77,7 +77,9 @@ class TextMetrics:
     rougeL: float
     fk_grade_summary: float
     fk_grade_source: float
-    fk_grade_change: float
+    # FactPICO's ΔFK (Table 3, "ΔFK ↑"): the source's grade minus the summary's, so a summary
+    # simpler than its source scores above 0 and higher is simpler.
+    delta_fk: float
     n_words: int
 
 
@@ -171,7 +173,7 @@ def text_metrics(summary: str, source: str) -> TextMetrics:
         rougeL=_fmeasure(lcs, len(prediction), len(target)) if target and prediction else 0.0,
         fk_grade_summary=fk_summary,
         fk_grade_source=fk_source,
-        fk_grade_change=fk_summary - fk_source,
+        delta_fk=fk_source - fk_summary,
         n_words=len(summary.split()),
     )
 
@@ -247,7 +249,8 @@ TEXT_SCORES = tuple(TextMetrics.__dataclass_fields__)
 GOLD_SCORES = tuple(f"gold_{name}{suffix}" for suffix in ("_tldr", "") for name in ("rougeL", "bleu", "chrf"))
 # 1: ROUGE-1/2/L (rouge_score tokens, bit-parallel LCS), unrounded Flesch-Kincaid (textstat),
 # words, MiniLM cosine, gold-answer ROUGE-L/BLEU/chrF (stats.answer_metrics).
-REFERENCE_DEFINITION = 1
+# 2: delta_fk (source - summary, FactPICO's sign) instead of fk_grade_change (summary - source).
+REFERENCE_DEFINITION = 2
 
 
 def reference_config() -> dict:

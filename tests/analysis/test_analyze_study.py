@@ -87,7 +87,7 @@ def test_folder_is_complete(analysed):
         assert (analysed / name).stat().st_size > 0
     report = json.loads((analysed / "report.json").read_text())
     stems = ["histogram_overall"] + [f"scatter_{m}" for m in report["correlation"]["metric_columns"]]
-    assert {"scatter_rouge1", "scatter_rouge2", "scatter_rougeL", "scatter_fk_grade_change"} <= set(stems)
+    assert {"scatter_rouge1", "scatter_rouge2", "scatter_rougeL", "scatter_delta_fk"} <= set(stems)
     for stem in stems:
         png = (analysed / "plots" / f"{stem}.png").read_bytes()
         assert png.startswith(b"\x89PNG\r\n\x1a\n")

@@ -10,6 +10,7 @@ from rouge_score import rouge_scorer
 from analysis.services import compute_study_report
 from annotate.models import Study, Summary
 from generation.models import EvaluationRun, EvaluationScore, LLMCall
+from stats.metrics import REFERENCE_DEFINITION
 from tests.generation.scripted_server import Reply
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -26,7 +27,7 @@ def test_reference_scores_are_stored_without_a_model_and_match_rouge_score(demo,
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     call_command("evaluate", "--study", demo.slug, "--evaluator", "reference")
     run = EvaluationRun.objects.get()
-    assert run.evaluator == "reference" and run.config["definition"] == 1
+    assert run.evaluator == "reference" and run.config["definition"] == REFERENCE_DEFINITION == 2
     assert not LLMCall.objects.exists()
     scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=True)
     summaries = list(Summary.objects.filter(study=demo).select_related("source"))
@@ -36,7 +37,7 @@ def test_reference_scores_are_stored_without_a_model_and_match_rouge_score(demo,
         for name in ("rouge1", "rouge2", "rougeL"):
             assert stored[name] == pytest.approx(expected[name].fmeasure, abs=1e-12)
         assert stored["n_words"] == len(summary.text.split())
-        assert stored["fk_grade_change"] == pytest.approx(stored["fk_grade_summary"] - stored["fk_grade_source"])
+        assert stored["delta_fk"] == pytest.approx(stored["fk_grade_source"] - stored["fk_grade_summary"])
     assert EvaluationScore.objects.filter(run=run).values("summary").distinct().count() == len(summaries)
     # Run again: nothing to do, nothing new.
     count = EvaluationScore.objects.count()
@@ -100,7 +101,7 @@ def test_on_the_demo_an_admin_runs_two_evaluators_and_the_report_shows_each_agai
     report = compute_study_report(study=demo, n_resamples=50)
     summary_level = report["meta_evaluation"]["summary_level"]
     system_level = report["meta_evaluation"]["system_level"]
-    for column in ("rougeL", "fk_grade_change", "eval.factpico_fulltext.population", "eval.factpico_fulltext.outcome"):
+    for column in ("rougeL", "delta_fk", "eval.factpico_fulltext.population", "eval.factpico_fulltext.outcome"):
         assert column in summary_level and column in system_level
         cell = summary_level[column]["population"]
         assert cell["n"] >= 5  # the summaries people rated

@@ -122,3 +122,41 @@ def test_intervals_and_the_paired_comparison_match_a_direct_bootstrap():
     assert pair["ci_low"] == pytest.approx(np.quantile(finite_diffs, 0.025))
     assert pair["ci_high"] == pytest.approx(np.quantile(finite_diffs, 0.975))
     assert pair["a_better"] == (pair["ci_low"] > 0)
+
+
+def test_acc_eq_and_kl_against_every_question_and_the_average_worked_by_hand():
+    """FactPICO Tables 4 and 11 set acc_eq and KL against every element and their average.
+    Four summaries, scale 1-4, two raters agreeing. Mapped to [0, 1], the average is
+    a 1, b 0.5, c 0.5, d 1/6: b and c tie. Metric a .9, b .5, c .55, d .1.
+    avg: the five untied pairs are concordant (metric gaps .35 and up) and the tied pair
+    b-c is matched once epsilon reaches its metric gap .05: 6/6 at epsilon .05.
+    q: a 4, b 2, c 2, d 2 (ties b-c .05, b-d .4, c-d .45; concordant a-b .4, a-c .35, a-d .8):
+    eps 0 gives 3/6, .05 gives 4/6, .35 3/6, .4 3/6, .45 4/6, .8 3/6: the smallest
+    maximiser is .05, acc_eq 4/6."""
+    p = {"a": 4, "b": 3, "c": 3, "d": 1}
+    q = {"a": 4, "b": 2, "c": 2, "d": 2}
+    rows = [
+        {"item": item, "rater": rater, "question": key, "score": float(score)}
+        for key, table in (("p", p), ("q", q))
+        for item, score in table.items()
+        for rater in ("r1", "r2")
+    ]
+    metric = pd.DataFrame({"item": list("abcd"), "m": [0.9, 0.5, 0.55, 0.1]})
+    result = meta_evaluation_tables(
+        answers=pd.DataFrame(rows),
+        metrics=metric,
+        generators=pd.Series({item: "g" for item in "abcd"}),
+        scales={"p": (1.0, 4.0), "q": (1.0, 4.0)},
+        metric_columns=["m"],
+    )
+    cells = result["summary_level"]["m"]
+    assert (cells[AVERAGE]["acc_eq"], cells[AVERAGE]["acc_eq_epsilon"]) == (pytest.approx(1.0), pytest.approx(0.05))
+    assert (cells["q"]["acc_eq"], cells["q"]["acc_eq_epsilon"]) == (pytest.approx(4 / 6), pytest.approx(0.05))
+    assert cells["p"]["acc_eq"] == pytest.approx(1.0)
+    # KL of the standardised distributions, as stats.metaeval.kl_divergence gives it for the
+    # average's column (the value itself is checked against its definition there).
+    from stats.metaeval import kl_divergence
+
+    assert cells[AVERAGE]["kl_divergence"] == pytest.approx(kl_divergence([1, 0.5, 0.5, 1 / 6], [0.9, 0.5, 0.55, 0.1]))
+    # One generator: no system-level figure.
+    assert result["system_level"]["m"][AVERAGE]["acc_eq"] is None

@@ -45,14 +45,16 @@ def test_flesch_kincaid_grade_by_hand_and_its_change():
     result = text_metrics(summary, source)
     assert result.fk_grade_summary == pytest.approx(-1.06)
     assert result.fk_grade_source == pytest.approx(2.06)
-    assert result.fk_grade_change == pytest.approx(-3.12)
+    # FactPICO's ΔFK (Table 3, "ΔFK ↑", GPT-4 +2.87): the abstract's grade minus the summary's,
+    # so this summary, simpler than its source, is +3.12 (higher is simpler).
+    assert result.delta_fk == pytest.approx(2.06 - (-1.06)) and result.delta_fk > 0
     assert result.n_words == 14
     assert textstat.flesch_kincaid_grade(summary) == -1.2  # the module's rounding is left alone
 
 
 def test_empty_summary_has_no_grade():
     result = text_metrics("", "The cat sat on the mat.")
-    assert math.isnan(result.fk_grade_summary) and math.isnan(result.fk_grade_change)
+    assert math.isnan(result.fk_grade_summary) and math.isnan(result.delta_fk)
     assert result.n_words == 0 and result.rouge1 == 0.0
 
 
