@@ -115,6 +115,47 @@ def _tau_b(x: np.ndarray, y: np.ndarray) -> float:
     return float(stats.kendalltau(x, y, variant="b").statistic)
 
 
+# Up to this many points per resample, the resamples' tau-b are computed together from the
+# pairs' sign matrices (O(n^2) memory per resample, no per-call overhead); above it, one
+# scipy call per resample (O(n log n) each), where scipy's own overhead no longer matters.
+PAIRWISE_MAX_POINTS = 400
+_PAIRWISE_CELLS = 4_000_000  # resamples x n x n numbers held at once
+
+
+def resampled_tau_b(x: np.ndarray, y: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    """Kendall's tau-b of (x[idx], y[idx]) for each row idx of `indices` (resamples x n),
+    NaN where undefined (fewer than MIN_POINTS pairs with both values, or no spread in
+    one of them): the value scipy.stats.kendalltau(variant="b") gives on the same points,
+    computed for many resamples at once. With C - D the concordant minus the discordant
+    pairs, n0 the pairs, n1 and n2 the pairs tied in x and in y (a resampled item drawn
+    twice is a pair tied in both, as in scipy): tau-b = (C - D) / sqrt((n0 - n1)(n0 - n2))."""
+    n_resamples, n = indices.shape
+    if n > PAIRWISE_MAX_POINTS:
+        return np.array([_tau_b(x[idx], y[idx]) for idx in indices])
+    out = np.full(n_resamples, math.nan)
+    chunk = max(1, _PAIRWISE_CELLS // max(1, n * n))
+    for start in range(0, n_resamples, chunk):
+        idx = indices[start : start + chunk]
+        xs, ys = x[idx], y[idx]
+        valid = ~(np.isnan(xs) | np.isnan(ys))
+        xs, ys = np.where(valid, xs, 0.0), np.where(valid, ys, 0.0)
+        pair = valid[:, :, None] & valid[:, None, :]
+        dx = np.sign(xs[:, :, None] - xs[:, None, :])
+        dy = np.sign(ys[:, :, None] - ys[:, None, :])
+        m = valid.sum(axis=1)
+        n0 = m * (m - 1) / 2
+        # Each unordered pair appears twice in the full matrices; the diagonal is a tie of a
+        # point with itself, in both variables, and is taken out.
+        s = (dx * dy * pair).sum(axis=(1, 2)) / 2
+        x_ties = ((dx == 0) & pair).sum(axis=(1, 2)) - m
+        y_ties = ((dy == 0) & pair).sum(axis=(1, 2)) - m
+        denominator = np.sqrt((n0 - x_ties / 2) * (n0 - y_ties / 2))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            tau = np.where((m >= MIN_POINTS) & (denominator > 0), s / np.where(denominator > 0, denominator, 1), np.nan)
+        out[start : start + len(idx)] = tau
+    return out
+
+
 def bootstrap_taus(
     table: pd.DataFrame, metrics: Sequence[str], questions: Sequence[str], *, n_resamples: int, seed: int
 ) -> dict[tuple[str, str], np.ndarray]:
@@ -123,13 +164,8 @@ def bootstrap_taus(
     rng = np.random.default_rng(seed)
     values = {c: table[c].to_numpy(dtype=float) for c in [*metrics, *questions]}
     n = len(table)
-    out = {(m, q): np.full(n_resamples, math.nan) for m in metrics for q in questions}
-    for r in range(n_resamples):
-        idx = rng.integers(0, n, n)
-        for m in metrics:
-            for q in questions:
-                out[(m, q)][r] = _tau_b(values[m][idx], values[q][idx])
-    return out
+    indices = np.stack([rng.integers(0, n, n) for _ in range(n_resamples)]) if n_resamples else np.empty((0, n), int)
+    return {(m, q): resampled_tau_b(values[m], values[q], indices) for m in metrics for q in questions}
 
 
 def percentile_interval(samples: np.ndarray, confidence: float = 0.95) -> tuple[float | None, float | None, int]:

@@ -160,3 +160,42 @@ def test_acc_eq_and_kl_against_every_question_and_the_average_worked_by_hand():
     assert cells[AVERAGE]["kl_divergence"] == pytest.approx(kl_divergence([1, 0.5, 0.5, 1 / 6], [0.9, 0.5, 0.55, 0.1]))
     # One generator: no system-level figure.
     assert result["system_level"]["m"][AVERAGE]["acc_eq"] is None
+
+
+@pytest.mark.parametrize("n", [3, 7, 40])
+def test_resampled_tau_b_is_scipys_on_every_resample(n):
+    """The vectorised bootstrap (stats.metaeval_questions.resampled_tau_b) gives, resample by
+    resample, what scipy.stats.kendalltau(variant="b") gives on the same points: ties on a
+    short scale, items drawn twice, missing values, and undefined resamples alike."""
+    import numpy as np
+
+    from stats.metaeval_questions import resampled_tau_b
+
+    rng = np.random.default_rng(n)
+    x = rng.integers(1, 5, n).astype(float)  # a 1-4 scale: many ties
+    y = np.round(x + rng.normal(0, 1.2, n), 1)
+    x[rng.random(n) < 0.15] = np.nan
+    indices = rng.integers(0, n, (300, n))
+    got = resampled_tau_b(x, y, indices)
+    for idx, value in zip(indices, got, strict=True):
+        xs, ys = x[idx], y[idx]
+        keep = ~(np.isnan(xs) | np.isnan(ys))
+        xs, ys = xs[keep], ys[keep]
+        if len(xs) < 3 or len(set(xs)) < 2 or len(set(ys)) < 2:
+            assert math.isnan(value)
+        else:
+            assert value == pytest.approx(stats.kendalltau(xs, ys, variant="b").statistic, abs=1e-12)
+
+
+def test_resampled_tau_b_above_the_pairwise_size_calls_scipy(monkeypatch):
+    import numpy as np
+
+    from stats import metaeval_questions
+
+    monkeypatch.setattr(metaeval_questions, "PAIRWISE_MAX_POINTS", 5)
+    rng = np.random.default_rng(1)
+    x, y = rng.normal(size=12), rng.normal(size=12)
+    indices = rng.integers(0, 12, (20, 12))
+    got = metaeval_questions.resampled_tau_b(x, y, indices)
+    expected = [stats.kendalltau(x[i], y[i], variant="b").statistic for i in indices]
+    assert got == pytest.approx(expected, abs=1e-12)
