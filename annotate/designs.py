@@ -385,3 +385,57 @@ def insert_attention_checks(
         result += chunk[:after] + [checks[(start + block) % len(checks)]] + chunk[after:]
     result += order[len(order) // every * every :]
     return result
+
+
+# --- Comparisons of systems side by side ------------------------------------------------
+
+
+def comparison_design(
+    sources: Mapping[Hashable, Mapping[Hashable, Hashable]],
+    raters: Sequence[Hashable],
+    *,
+    k: int,
+    per_source: int | None = None,
+    seed: int | str,
+) -> list[tuple[Hashable, Hashable, Hashable, Hashable]]:
+    """Comparisons of two systems' summaries of the same source, each with `k` raters, as
+    (source, left summary, right summary, rater), sorted.
+
+    `sources` maps each source to its summaries by system ({source: {system: summary}}).
+    Every pair of systems of a source is compared (`per_source` None), or `per_source`
+    pairs of each source chosen so that across sources every pair of systems is compared
+    equally often (within one; ties broken by the seed). Each comparison goes to the `k`
+    least-loaded raters (one order each: a rater never sees the same two summaries twice),
+    and its order on screen is counterbalanced: for every rater and pair of systems, the
+    two orders are shown equally often, within one, the first choice of each rater and pair
+    drawn from the seed. Sources with fewer than two systems give no comparison.
+    """
+    if k < 1:
+        raise ValueError("k must be at least 1")
+    _require_distinct(raters, "raters")
+    if k > len(raters):
+        raise ValueError(f"cannot give each comparison {k} raters with only {len(raters)} raters")
+    if per_source is not None and per_source < 1:
+        raise ValueError("per_source must be at least 1")
+    rng = random.Random(seed)
+    pair_uses: Counter = Counter()
+    load = {rater: 0 for rater in raters}
+    # (rater, pair of systems in sorted order) -> times the first system was shown on the left minus on the right
+    sides: Counter = Counter()
+    out = []
+    for source in _by_str(sources):
+        by_system = sources[source]
+        pairs = list(itertools.combinations(_by_str(by_system), 2))
+        if per_source is not None:
+            tie = {pair: rng.random() for pair in pairs}
+            pairs = sorted(pairs, key=lambda pair: (pair_uses[pair], tie[pair]))[:per_source]
+        for pair in sorted(pairs, key=lambda p: (str(p[0]), str(p[1]))):
+            pair_uses[pair] += 1
+            for rater in _least_loaded(raters, load, k, rng):
+                load[rater] += 1
+                balance = sides[(rater, pair)]
+                first_left = balance < 0 or (balance == 0 and rng.random() < 0.5)
+                sides[(rater, pair)] += 1 if first_left else -1
+                left, right = pair if first_left else pair[::-1]
+                out.append((source, by_system[left], by_system[right], rater))
+    return sorted(out, key=lambda row: tuple(str(v) for v in row))

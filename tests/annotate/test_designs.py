@@ -1,6 +1,7 @@
 """Assignment designs are pure functions: properties checked without a database."""
 
 import itertools
+import math
 from collections import Counter, defaultdict
 from decimal import ROUND_HALF_UP, Decimal
 
@@ -451,3 +452,56 @@ def test_attention_checks_reject_bad_arguments():
         insert_attention_checks([1], ["C"], every=0, seed=0)
     with pytest.raises(ValueError, match="at least one attention check"):
         insert_attention_checks([1], [], every=1, seed=0)
+
+
+@st.composite
+def comparison_inputs(draw):
+    n_systems = draw(st.integers(2, 5))
+    sources = {
+        f"src{i}": {f"sys{s}": f"src{i}-sys{s}" for s in sorted(draw(st.sets(st.integers(0, n_systems - 1))))}
+        for i in range(draw(st.integers(0, 12)))
+    }
+    raters = list(range(draw(st.integers(1, 6))))
+    k = draw(st.integers(1, len(raters)))
+    per_source = draw(st.one_of(st.none(), st.integers(1, 4)))
+    return sources, raters, k, per_source, draw(st.integers(0, 2**32))
+
+
+@settings(max_examples=200)
+@given(comparison_inputs())
+def test_comparisons_are_balanced_in_order_and_never_repeat_for_a_rater(inputs):
+    from annotate.designs import comparison_design
+
+    sources, raters, k, per_source, seed = inputs
+    rows = comparison_design(sources, raters, k=k, per_source=per_source, seed=seed)
+    system_of = {summary: system for by_system in sources.values() for system, summary in by_system.items()}
+    comparisons = Counter((source, frozenset((left, right))) for source, left, right, _ in rows)
+    # k raters per comparison, never the same rater twice on the same two summaries.
+    assert all(count == k for count in comparisons.values())
+    assert len({(source, frozenset((left, right)), rater) for source, left, right, rater in rows}) == len(rows)
+    for source, left, right, _ in rows:
+        assert system_of[left] != system_of[right] and {left, right} <= set(sources[source].values())
+    # Every pair of a source's systems (all pairs), or per_source of them.
+    for source, by_system in sources.items():
+        possible = math.comb(len(by_system), 2)
+        chosen = sum(1 for (s, _), _count in comparisons.items() if s == source)
+        assert chosen == (possible if per_source is None else min(per_source, possible))
+    # Left/right: for every rater and pair of systems, each order within one of the other.
+    orders = Counter((rater, system_of[left], system_of[right]) for _, left, right, rater in rows)
+    for (rater, a, b), count in orders.items():
+        assert abs(count - orders[(rater, b, a)]) <= 1
+    # Workloads within one.
+    load = Counter(rater for *_, rater in rows)
+    if rows:
+        assert max(load[r] for r in raters) - min(load[r] for r in raters) <= 1
+    # The same inputs and seed give the same design.
+    assert comparison_design(sources, raters, k=k, per_source=per_source, seed=seed) == rows
+
+
+def test_per_source_spreads_the_pairs_of_systems_evenly():
+    from annotate.designs import comparison_design
+
+    sources = {f"s{i}": {sys: f"s{i}-{sys}" for sys in "ABCD"} for i in range(12)}  # 6 pairs, 12 sources
+    rows = comparison_design(sources, ["r1"], k=1, per_source=2, seed=1)
+    uses = Counter(frozenset((left.split("-")[1], right.split("-")[1])) for _, left, right, _ in rows)
+    assert len(uses) == 6 and set(uses.values()) == {4}  # 24 comparisons, each pair 4 times
