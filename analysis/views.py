@@ -66,6 +66,8 @@ def study_report(request, slug: str):
         drawn = selectors.stored_plots(result=result) if services.plots_pending(result) else None
         context.update(_report_context(result.result, study, phase, drawn))
         context["computed_from"] = _computed_from(result.inputs)
+        # A study of clinical questions rates answers, not summaries (literature.answers).
+        context["items_rated"] = "answers" if (result.inputs or {}).get("questions") else "summaries"
     return render(request, "analysis/report.html", context)
 
 
