@@ -42,7 +42,7 @@ from annotate.selectors.batches import (
     quality_report,
     rerating_scope,
 )
-from annotate.selectors.contents import rubric_definition
+from annotate.selectors.contents import pipeline_flags_in, rubric_definition, source_metadata_example
 from annotate.selectors.queue import (
     assignments_for_rater,
     get_assignment_for_rater,
@@ -457,7 +457,12 @@ def batch_create(request, slug):
     assignments, pairs skipped because the rater already has the summary) without
     keeping anything; "Create batch" creates it."""
     study = get_study_for_admin(request.user, slug)
-    form = BatchForm(request.POST or None, users=users_enrollable_by(request.user, study))
+    form = BatchForm(
+        request.POST or None,
+        users=users_enrollable_by(request.user, study),
+        flags_known=pipeline_flags_in(study),
+        metadata_example=source_metadata_example(study),
+    )
     preview = None
     if request.method == "POST" and form.is_valid():
         d = form.cleaned_data
@@ -500,8 +505,10 @@ def batch_create(request, slug):
                     form.add_error(None, exc.message)
             else:
                 if preview is None:
-                    skipped = batch.skipped_pairs
+                    skipped, held = batch.skipped_pairs, batch.held_summaries
                     note = f"; {skipped} pairs skipped: those raters already have those summaries" if skipped else ""
+                    if held:
+                        note += f"; {held} matching summar{'y' if held == 1 else 'ies'} left out: every rater has it"
                     messages.success(
                         request, f"Batch {batch.name!r} created with {batch.created_assignments} assignments{note}."
                     )
