@@ -12,6 +12,7 @@ from django.utils.html import format_html, format_html_join
 from annotate.forms import CheckedTextAdminForm
 from annotate.models import (
     Assignment,
+    Batch,
     Claim,
     Rating,
     Rationale,
@@ -134,6 +135,17 @@ class RevisionInline(ReadOnlyMixin, admin.TabularInline):
             for r in obj.ratings.select_related("rationale")
         ]
         return format_html("<ul>{}</ul>", format_html_join("", "<li>{}: {} {}</li>", rows))
+
+
+@admin.register(Batch)
+class BatchAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    """Batches are built and changed on the study pages (annotate.batches); here they are
+    listed, so that an assignment's batch can be looked up (and found by name)."""
+
+    list_display = ["name", "study", "kind", "blinded", "created_at"]
+    list_filter = ["study", "kind"]
+    list_select_related = ["study"]
+    search_fields = ["name", "study__slug"]
 
 
 @admin.register(Assignment)

@@ -57,3 +57,13 @@ def test_the_change_page_does_not_grow_with_the_other_studies_work(admin_client)
     # "Moved to" and "Batch" are ids with a lookup, not a select of every row.
     assert 'name="moved_to"' in large and 'name="batch"' in large
     assert not re.search(r'<select[^>]*name="(moved_to|batch)"', large)
+
+
+def test_batches_are_listed_read_only_for_the_lookup(admin_client):
+    study = StudyFactory(slug="lookup-study")
+    SummaryFactory(source__study=study)
+    batch = create_batch(study=study, name="round-1", raters=[UserFactory()], design="k_raters", k=1, seed=1)
+    listing = admin_client.get("/admin/annotate/batch/", {"q": "round-1", "_popup": "1", "_to_field": "id"})
+    assert listing.status_code == 200 and "round-1" in listing.content.decode()
+    change = admin_client.get(f"/admin/annotate/batch/{batch.pk}/change/").content.decode()
+    assert 'name="_save"' not in change  # built on the study pages, not edited here
