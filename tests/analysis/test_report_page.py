@@ -262,5 +262,6 @@ def test_a_question_study_report_counts_answers_not_summaries(client, settings):
     rated = Assignment.objects.filter(study=study, state="submitted").values("summary").distinct().count()
     assert f"{rated} of {study.summaries.count()} answers rated by 2 raters" in page
     assert "summaries rated" not in page
+    assert f"submitted ratings, {study.summaries.count()} answers, " in page  # the "computed from" line
     # The report leads back to its study.
     assert f'href="/studies/{study.slug}/" id="back-to-study"' in page
