@@ -9,9 +9,9 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from annotate.models import Assignment, Claim, Finding
+from annotate.models import Assignment, Claim
 from annotate.services import load_builtin_rubric
-from tests.annotate.factpico import make_factpico_assignment
+from tests.annotate.factpico import add_finding, make_factpico_assignment
 from tests.browser.conftest import log_in, open_item
 from tests.factories import PASSWORD, AssignmentFactory, SourceFactory, StudyFactory, SummaryFactory, UserFactory
 
@@ -31,22 +31,6 @@ def claims_item(rater):
     return AssignmentFactory(summary=summary, rater=rater, position=0)
 
 
-def second_finding(assignment):
-    source = assignment.summary.source
-    evidence = "Café visits were ≥ 3."
-    start = source.text.index(evidence)
-    return Finding.objects.create(
-        source=source,
-        index=1,
-        intervention="drug A",
-        comparator="placebo",
-        outcome="café visits",
-        start=start,
-        end=start + len(evidence),
-        evidence=evidence,
-    )
-
-
 def focused_id(page) -> str:
     return page.evaluate("document.activeElement ? document.activeElement.id : ''")
 
@@ -54,7 +38,7 @@ def focused_id(page) -> str:
 def test_a_refused_submit_lists_every_finding_and_claim_problem_at_once(page):
     rater = UserFactory(username="rater1")
     factpico, first = make_factpico_assignment(rater)
-    second = second_finding(factpico)
+    second = add_finding(factpico.summary.source, "Café visits were ≥ 3.", outcome="café visits")
     log_in(page, rater.username, PASSWORD)
     open_item(page, factpico)
     # Result 1 scored without its rationale; result 2 not answered at all.
