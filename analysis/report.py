@@ -95,6 +95,12 @@ def latest_answers(ratings: pd.DataFrame) -> pd.DataFrame:
     return ranked.drop_duplicates([ITEM, RATER, QUESTION], keep="last").drop(columns="_order").reset_index(drop=True)
 
 
+def summary_items(items: pd.Series) -> pd.Series:
+    """The summary of each item: a per-finding answer's item is "<summary>:<finding>"
+    (stats.frames.part_items, from analysis.services via prepare_ratings)."""
+    return items.astype(str).str.split(":", n=1).str[0]
+
+
 def default_group_fields(summaries: pd.DataFrame) -> list[str]:
     """``source.<field>`` columns with 2 to MAX_GROUPS distinct values (usable as groups)."""
     fields = []
@@ -188,11 +194,15 @@ def build_study_report(
         if progress is not None:
             progress(min(1.0, (done_before + done) / total_work))
 
-    rated_items = answers.groupby(RATER)[ITEM].nunique() if len(answers) else pd.Series(dtype=int)
+    # Summaries, not the items of the statistics: a per-finding answer's item is
+    # "<summary>:<finding>" (stats.frames.part_items), and a summary with four findings is
+    # still one summary rated (the header read "24 of 20 summaries rated").
+    rated = answers.assign(**{ITEM: summary_items(answers[ITEM])}) if len(answers) else answers
+    rated_items = rated.groupby(RATER)[ITEM].nunique() if len(answers) else pd.Series(dtype=int)
     report: dict[str, Any] = {
         "report_version": REPORT_VERSION,
         "n_answers": len(answers),
-        "n_items_rated": int(answers[ITEM].nunique()) if len(answers) else 0,
+        "n_items_rated": int(rated[ITEM].nunique()) if len(answers) else 0,
         "n_summaries": len(summaries),
         "raters": [{"rater": r, "n_rated": int(n)} for r, n in rated_items.sort_index().items()],
         "questions": [{"key": q.key, "kind": q.kind, "prompt": q.prompt} for q in questions],
@@ -275,10 +285,10 @@ def _every_question(
     if not scales or not len(metrics) or not len(answers):
         return {"questions": [], "summary_level": {}, "system_level": {}, "generators": 0}
     generators = summaries.set_index(ITEM)["generator"] if "generator" in summaries.columns else pd.Series(dtype=str)
-    # A per-finding answer's item is "<summary>:<finding>" (analysis.services.prepare_ratings):
-    # here it counts for its summary, so the summary's score is the mean over its findings (and
-    # raters), as FactPICO's evidence-inference column and the evaluators' `evidence` are.
-    answers = answers.assign(**{ITEM: answers[ITEM].astype(str).str.split(":", n=1).str[0]})
+    # Here a per-finding answer counts for its summary, so the summary's score is the mean over
+    # its findings (and raters), as FactPICO's evidence-inference column and the evaluators'
+    # `evidence` are.
+    answers = answers.assign(**{ITEM: summary_items(answers[ITEM])})
     return meta_evaluation_tables(
         answers=answers,
         metrics=metrics,

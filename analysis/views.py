@@ -72,7 +72,10 @@ def study_report(request, slug: str):
     if result.status == AnalysisResult.Status.DONE:
         drawn = selectors.stored_plots(result=result) if services.plots_pending(result) else None
         context.update(_report_context(result.result, study, phase, drawn))
-        context["computed_from"] = _computed_from(result.inputs)
+        # A study of clinical questions rates answers, not summaries (literature.answers).
+        asks_questions = bool((result.inputs or {}).get("questions"))
+        context["computed_from"] = _computed_from(result.inputs, answers=asks_questions)
+        context["items_rated"] = "answers" if asks_questions else "summaries"
     return render(request, "analysis/report.html", context)
 
 
@@ -102,13 +105,15 @@ _INPUT_NAMES = {
 }
 
 
-def _computed_from(counts: dict[str, int]) -> list[str]:
+def _computed_from(counts: dict[str, int], *, answers: bool = False) -> list[str]:
     """["24 submitted ratings", "30 summaries", "1 evaluator run", ...] for the report page;
-    ratings, summaries and evaluator runs are always named, the other kinds when present."""
+    ratings, summaries and evaluator runs are always named, the other kinds when present.
+    `answers`: the study's summaries are answers to clinical questions, and named so."""
     always = {"ratings", "summaries", "evaluator_runs"}
+    names = {**_INPUT_NAMES, "summaries": ("answer", "answers")} if answers else _INPUT_NAMES
     return [
         f"{counts.get(key, 0)} {one if counts.get(key, 0) == 1 else many}"
-        for key, (one, many) in _INPUT_NAMES.items()
+        for key, (one, many) in names.items()
         if key in always or counts.get(key)
     ]
 

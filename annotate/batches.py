@@ -154,8 +154,10 @@ def create_batch(
     after about every N items; `training` shows raters the expected answers after
     they submit an item that has them.
 
-    No duplicate work: a (summary, rater) pair that already has a live assignment (in
-    any batch) is skipped, and the number skipped is kept in `design["skipped_pairs"]`
+    No duplicate work: a summary that every chosen rater already has (a live assignment
+    in any batch) is left out before sampling (counted in `design["held_summaries"]`);
+    any other (summary, rater) pair that already has a live assignment is skipped, and
+    the number skipped is kept in `design["skipped_pairs"]`
     (and on the returned batch as `skipped_pairs`). If every pair is skipped, nothing is
     created and the call is refused."""
     if kind not in Batch.Kind.values:
@@ -168,13 +170,38 @@ def create_batch(
     # Checked here and not only when sampling: without n the option would be ignored silently.
     _check_stratify_by(stratify_by)
     if Batch.objects.filter(study=study, name=name).exists():
-        raise ApplicationError(f"study {study.slug!r} already has a batch named {name!r}")
+        # Named as a field, so the form shows it at its Name field.
+        raise ApplicationError(
+            f"study {study.slug!r} already has a batch named {name!r}",
+            extra={"fields": {"name": f"This study already has a batch named {name!r}: choose another name."}},
+        )
     filters = dict(filters or {})
     # Attention checks and gold items are added to every queue separately, never sampled.
     special = ExpectedAnswer.objects.filter(study=study).exclude(purpose=ExpectedAnswer.Purpose.TRAINING)
+    if attention_every and not special.filter(purpose=ExpectedAnswer.Purpose.ATTENTION).exists():
+        raise ApplicationError("the study has no attention checks: record expected answers with purpose attention")
     candidates = list(filter_summaries(study=study, **filters).exclude(pk__in=special.values("summary")))
     if not candidates:
         raise ApplicationError("no summaries match the filters")
+    live = set(
+        Assignment.objects.filter(study=study, rater__in=[r.pk for r in raters])
+        .exclude(state=Assignment.State.WITHDRAWN)
+        .values_list("rater_id", "summary_id")
+    )
+    # Live work is left out before sampling, not after: a summary every chosen rater already
+    # has could give nobody anything new, so a sample of 6 is 6 summaries to rate (it was
+    # 2, and 8 skipped pairs, when the sample was drawn first).
+    held = {s.pk for s in candidates if raters and all((r.pk, s.pk) in live for r in raters)}
+    if held and len(held) == len(candidates):
+        raise ApplicationError(
+            f"nothing to create: the chosen raters already have each of the {len(held)} summaries that match"
+        )
+    candidates = [s for s in candidates if s.pk not in held]
+    if held and n is not None and n > len(candidates):
+        raise ApplicationError(
+            f"cannot sample {n} of {len(candidates)} summaries: the other {len(held)} that match are with "
+            "every chosen rater already"
+        )
     chosen, pairs = plan_batch(
         summaries=candidates,
         raters=raters,
@@ -206,6 +233,7 @@ def create_batch(
             "m": m,
             "filters": filters,
             "raters": [r.get_username() for r in raters],
+            "held_summaries": len(held),
         },
     )
     expected = {e.summary_id: e for e in ExpectedAnswer.objects.filter(study=study)}
@@ -213,13 +241,6 @@ def create_batch(
         if summary.pk not in expected or expected[summary.pk].purpose != ExpectedAnswer.Purpose.GOLD:
             raise ApplicationError(f"{summary.key!r} has no gold answers: record them first")
     checks = sorted(pk for pk, e in expected.items() if e.purpose == ExpectedAnswer.Purpose.ATTENTION)
-    if attention_every and not checks:
-        raise ApplicationError("the study has no attention checks: record expected answers with purpose attention")
-    live = set(
-        Assignment.objects.filter(study=study, rater__in=[r.pk for r in raters])
-        .exclude(state=Assignment.State.WITHDRAWN)
-        .values_list("rater_id", "summary_id")
-    )
     by_rater: dict[int, list[int]] = {}
     for summary_id, rater_id in pairs:
         by_rater.setdefault(rater_id, []).append(summary_id)
@@ -269,6 +290,7 @@ def create_batch(
     batch.design = {**batch.design, "skipped_pairs": skipped}
     batch.save(update_fields=["design"])
     batch.skipped_pairs = skipped
+    batch.held_summaries = len(held)
     batch.created_assignments = len(rows)
     return batch
 
@@ -296,6 +318,7 @@ def preview_batch(**options) -> dict[str, Any]:
                     "items": batch.assignments.values("summary").distinct().count(),
                     "assignments": batch.created_assignments,
                     "skipped_pairs": batch.skipped_pairs,
+                    "held_summaries": batch.held_summaries,
                     "per_rater": dict(sorted(per_rater.items())),
                 }
             )

@@ -208,9 +208,17 @@ class BatchForm(forms.Form):
     )
     seed = forms.IntegerField(initial=0, min_value=SEED_RANGE[0], max_value=SEED_RANGE[1])
     generator = forms.CharField(required=False, help_text="Only this generator (blank: any)")
-    source_field = forms.CharField(
-        required=False, label="Source metadata", help_text="FIELD=VALUE, e.g. rna_type=lncRNA"
+    flags = forms.CharField(
+        required=False,
+        label="With pipeline flags",
+        help_text="Comma-separated: only summaries that carry every one of these flags.",
     )
+    no_flags = forms.CharField(
+        required=False,
+        label="Without pipeline flags",
+        help_text="Comma-separated: only summaries that carry none of these flags.",
+    )
+    source_field = forms.CharField(required=False, label="Source metadata", help_text="FIELD=VALUE")
     min_context = forms.IntegerField(min_value=0, max_value=MAX_COUNT, required=False, label="Min. context sentences")
     max_context = forms.IntegerField(min_value=0, max_value=MAX_COUNT, required=False, label="Max. context sentences")
     rated = forms.ChoiceField(choices=[("", "Any"), ("no", "Not yet rated"), ("yes", "Already rated")], required=False)
@@ -240,12 +248,43 @@ class BatchForm(forms.Form):
         help_text="Comma-separated summary keys with gold answers; every rater gets them.",
     )
 
+    # The page's sections, in order (templates/annotate/studies/batch_form.html).
+    SECTIONS = (
+        ("Batch", ("name", "kind")),
+        ("Raters", ("raters",)),
+        (
+            "Which summaries",
+            ("generator", "flags", "no_flags", "source_field", "min_context", "max_context", "rated", "assigned"),
+        ),
+        ("Sample", ("n", "stratify_by", "seed")),
+        ("Design", ("design", "k", "share", "m", "blinded")),
+        ("Quality control", ("training", "attention_every", "gold")),
+    )
+
     def gold_keys(self) -> list[str]:
         return [k.strip() for k in self.cleaned_data.get("gold", "").split(",") if k.strip()]
 
-    def __init__(self, *args, users, **kwargs):
+    def __init__(self, *args, users, flags_known=(), metadata_example="", **kwargs):
+        """`flags_known`: the pipeline flags the study's summaries carry, and
+        `metadata_example`: a FIELD=VALUE of its sources, both for the hints."""
         super().__init__(*args, **kwargs)
         self.fields["raters"].queryset = users
+        known = ", ".join(flags_known) if flags_known else "none yet"
+        for name in ("flags", "no_flags"):
+            self.fields[name].help_text += f" Flags in this study: {known}."
+        if metadata_example:
+            self.fields["source_field"].help_text = f"FIELD=VALUE, e.g. {metadata_example}"
+        for name, field in self.fields.items():
+            if field.help_text:  # the page shows each hint under its field, with this id
+                field.widget.attrs["aria-describedby"] = f"id_{name}_help"
+
+    def sections(self) -> list[tuple[str, list]]:
+        """(legend, bound fields) per section of the page."""
+        return [(legend, [self[name] for name in names]) for legend, names in self.SECTIONS]
+
+    @staticmethod
+    def _flag_list(value: str) -> list[str]:
+        return [f.strip() for f in value.split(",") if f.strip()]
 
     def clean_source_field(self):
         value = self.cleaned_data["source_field"].strip()
@@ -257,6 +296,8 @@ class BatchForm(forms.Form):
         d = self.cleaned_data
         filters = {
             "generator": [d["generator"]] if d["generator"] else None,
+            "flags_any": self._flag_list(d["flags"]) or None,
+            "flags_none": self._flag_list(d["no_flags"]) or None,
             "source_metadata": dict([d["source_field"].split("=", 1)]) if d["source_field"] else None,
             "min_context": d["min_context"],
             "max_context": d["max_context"],

@@ -34,10 +34,14 @@ class RubricDefinitionError(ApplicationError):
 
 
 class AnswerValidationError(ApplicationError):
-    """Answers do not satisfy the rubric; `errors` maps question key -> message."""
+    """Answers do not satisfy the rubric; `errors` maps question key -> message. For a
+    question asked per part (finding, claim), `parts` also lists its problems one by one:
+    question key -> [(part id, message)], each message naming its part as the page does
+    ("Result 2: an answer is required"); `errors` holds them joined."""
 
-    def __init__(self, errors: dict[str, str]):
+    def __init__(self, errors: dict[str, str], parts: dict[str, list[tuple[str, str]]] | None = None):
         self.errors = errors
+        self.parts = parts or {}
         keys = ", ".join(sorted(errors))
         super().__init__(f"Some answers need attention: {keys}.", extra={"fields": errors})
 
@@ -427,6 +431,7 @@ class RubricDefinition:
 
         values: dict[str, Any] = {}
         clean_rationales: dict[str, Any] = {}
+        parts: dict[str, list[tuple[str, str]]] = {}
         for q in self.questions:
             final_here = final and (only is None or q.key in only)
             try:
@@ -445,6 +450,9 @@ class RubricDefinition:
                 else:
                     value = self._clean_value(q, answers.get(q.key))
                     rationale = _clean_rationale(q, value, rationales.get(q.key), final_here)
+            except PartProblems as exc:
+                errors[q.key], parts[q.key] = str(exc), exc.problems
+                continue
             except ValueError as exc:
                 errors[q.key] = str(exc)
                 continue
@@ -463,7 +471,7 @@ class RubricDefinition:
                 if key not in errors and self._rule_questions_clean(key, errors):
                     errors[key] = message
         if errors:
-            raise AnswerValidationError(errors)
+            raise AnswerValidationError(errors, parts)
         return CleanAnswers(values=values, rationales=clean_rationales)
 
     def rule_problems(self, values: dict) -> list[tuple[str, str]]:
@@ -607,18 +615,39 @@ def _clean_per_part(
     clean_value = _clean_scale_value if q.is_scale else _clean_choice_value
     values: dict[str, Any] = {}
     rationales: dict[str, str] = {}
+    problems: list[tuple[str, str]] = []
+    # Every part's problem at once: fixing "Result 1" must not reveal "Result 2" only then.
     for number, finding in enumerate(ids, start=1):
         prefix = f"{label} {number}: "  # the page's words: "Result 2", "Claim 3"
         answer = raw.get(finding)
-        value = None if answer in (None, "") else clean_value(q, answer)
+        try:
+            value = None if answer in (None, "") else clean_value(q, answer)
+        except ValueError as exc:
+            problems.append((finding, f"{prefix}{exc}"))
+            continue
         if value is None and final and q.required:
-            raise ValueError(f"{prefix}an answer is required")
-        text = _clean_rationale(q, value, raw_rationales.get(finding), final, prefix)
+            problems.append((finding, f"{prefix}an answer is required"))
+            continue
+        try:
+            text = _clean_rationale(q, value, raw_rationales.get(finding), final, prefix)
+        except ValueError as exc:
+            problems.append((finding, str(exc)))
+            continue
         if value is not None:
             values[finding] = value
         if text:
             rationales[finding] = text
+    if problems:
+        raise PartProblems(problems)
     return (values or None), (rationales or None)
+
+
+class PartProblems(ValueError):
+    """The problems of a question asked per part, [(part id, message)], all at once."""
+
+    def __init__(self, problems: list[tuple[str, str]]):
+        self.problems = problems
+        super().__init__("; ".join(message for _, message in problems))
 
 
 def _clean_offsets(raw: Any, text: str, where: str) -> tuple[int, int, str]:

@@ -391,14 +391,13 @@ def _write_answers(assignment: Assignment, clean: CleanAnswers, definition, find
 
 def open_assignment(*, assignment: Assignment) -> Assignment:
     """Record the first time the rater opened the item (not a change of answers, so
-    the version stays)."""
+    the version stays). Opening is not starting: the item stays "Not started" until its
+    first saved answer (save_draft), so paging through a queue with ] changes no state
+    and no progress count."""
     if assignment.first_opened_at is None:
         now = timezone.now()
         Assignment.objects.filter(pk=assignment.pk, first_opened_at__isnull=True).update(first_opened_at=now)
-        Assignment.objects.filter(pk=assignment.pk, state=Assignment.State.PENDING).update(
-            state=Assignment.State.IN_PROGRESS
-        )
-        assignment.refresh_from_db(fields=["first_opened_at", "state"])
+        assignment.refresh_from_db(fields=["first_opened_at"])
     return assignment
 
 

@@ -42,7 +42,7 @@ from annotate.selectors.batches import (
     quality_report,
     rerating_scope,
 )
-from annotate.selectors.contents import rubric_definition
+from annotate.selectors.contents import pipeline_flags_in, rubric_definition, source_metadata_example
 from annotate.selectors.queue import (
     assignments_for_rater,
     get_assignment_for_rater,
@@ -79,14 +79,20 @@ def queue(request):
     )
 
 
-def _question_views(definition, answers, rationales, errors, findings, claims=(), *, show_answers=False):
+def _question_views(
+    definition, answers, rationales, errors, findings, claims=(), *, show_answers=False, part_errors=None
+):
     """What the template needs per question, precomputed (templates stay logic-free).
-    `claims`: the summary's claim units (annotate.selectors.claims), for per-claim questions."""
+    `claims`: the summary's claim units (annotate.selectors.claims), for per-claim questions.
+    `part_errors`: the problems of per-part questions, one by one (AnswerValidationError.parts),
+    shown at their finding or claim."""
     views = []
+    part_errors = part_errors or {}
     for q in definition.questions:
         if not q.asked(has_findings=bool(findings), has_claims=bool(claims)):
             continue  # a per-finding question about a source without findings
         value = answers.get(q.key)
+        by_part = dict(part_errors.get(q.key, ()))
         view = {
             "q": q,
             "template": q.template,
@@ -95,7 +101,8 @@ def _question_views(definition, answers, rationales, errors, findings, claims=()
             "selected": {str(v) for v in value} if isinstance(value, list) else {str(value)},
             "rationale": rationales.get(q.key, "") if not isinstance(rationales.get(q.key), dict) else "",
             "rationale_field": rationale_field(q.key),
-            "error": errors.get(q.key, ""),
+            # Per-part problems are shown at their part; the question says how many there are.
+            "error": _parts_error(q, len(by_part)) if by_part else errors.get(q.key, ""),
             # A finished item states each answer plainly, not only as greyed-out inputs.
             "answer_text": q.answer_text(value) if show_answers else "",
         }
@@ -110,6 +117,7 @@ def _question_views(definition, answers, rationales, errors, findings, claims=()
                     "selected": str(given.get(str(f.uuid), "")),
                     "rationale": texts.get(str(f.uuid), ""),
                     "rationale_field": rationale_field(finding_field(q.key, str(f.uuid))),
+                    "error": by_part.get(str(f.uuid), ""),
                 }
                 for number, f in enumerate(findings, start=1)
             ]
@@ -123,6 +131,7 @@ def _question_views(definition, answers, rationales, errors, findings, claims=()
                     "selected": str(given.get(c.id, "")),
                     "rationale": texts.get(c.id, ""),
                     "rationale_field": rationale_field(finding_field(q.key, c.id)),
+                    "error": by_part.get(c.id, ""),
                 }
                 for c in claims
             ]
@@ -130,6 +139,51 @@ def _question_views(definition, answers, rationales, errors, findings, claims=()
             view["spans_field"] = spans_field(q.key)
         views.append(view)
     return views
+
+
+def _keys_hint(definition, findings, claims) -> str:
+    """The keyboard hint under the buttons, true to this rubric: a scale's digits are its
+    own values (1–4 on the clinfo and claims rubrics, 1–5 on LitSumm's)."""
+    asked = [q for q in definition.questions if q.asked(has_findings=bool(findings), has_claims=bool(claims))]
+    bounds = {q.scale_bounds for q in asked if q.is_scale}
+    scale = ""
+    if len(bounds) == 1:
+        low, high = bounds.pop()
+        if 0 <= low and high <= 9:
+            scale = f" ({low}–{high} on {'the scale' if sum(q.is_scale for q in asked) == 1 else 'a scale'})"
+    return (
+        f"Keys: digits answer the question you are on{scale}, n goes to the next, ? lists every shortcut, "
+        "Ctrl+Enter submits."
+    )
+
+
+def _parts_error(q, count: int) -> str:
+    """The line at the top of a per-part question whose parts have problems."""
+    label = (q.finding_label or "finding") if q.per_finding else (q.claim_label or "claim")
+    return f"{count} {label.lower()}{'s' if count != 1 else ''} below need{'s' if count == 1 else ''} attention"
+
+
+def _error_summary(definition, errors, part_errors) -> list[dict]:
+    """A refused submit's list at the top of the page: every problem once, in the page's
+    words (the question as the rater reads it), each linked to where it is fixed; the
+    problems of a question asked per finding or claim one by one, linked to their part."""
+    rows = []
+    for q in definition.questions:
+        if q.key not in errors:
+            continue
+        if part_errors.get(q.key):
+            rows += [
+                {"label": q.prompt, "anchor": part_anchor(q.key, part), "message": message}
+                for part, message in part_errors[q.key]
+            ]
+        else:
+            rows.append({"label": q.prompt, "anchor": f"question-{q.key}", "message": errors[q.key]})
+    return rows
+
+
+def part_anchor(question_key: str, part_id: str) -> str:
+    """The id of one finding's or claim's block on the rating page."""
+    return f"q-{question_key}-part-{part_id}"
 
 
 def _sentences_html(sentences) -> str:
@@ -188,28 +242,38 @@ def _write_answers(write, request, assignment, data, answers, rationales) -> Non
     )
 
 
-def _submit(request, assignment, data, answers, rationales):
-    _write_answers(services.submit_rating, request, assignment, data, answers, rationales)
-    messages.success(request, "Rating submitted.")
-    if training_feedback(assignment) is not None:
-        return redirect("annotate:feedback", assignment_uuid=assignment.uuid)
+def _to_next_item(request, assignment):
+    """Where a finished item (submitted or skipped) leads: the next unfinished item of the
+    rater's queue for the study, else the queue."""
     following = next_assignment_for_rater(request.user, after=assignment)
     if following is not None:
         return redirect("annotate:rate", assignment_uuid=following.uuid)
     return redirect("annotate:queue")
 
 
+def _submit(request, assignment, data, answers, rationales):
+    _write_answers(services.submit_rating, request, assignment, data, answers, rationales)
+    messages.success(request, "Rating submitted.")
+    if training_feedback(assignment) is not None:
+        return redirect("annotate:feedback", assignment_uuid=assignment.uuid)
+    return _to_next_item(request, assignment)
+
+
 def _skip(request, assignment, data, answers, rationales):
     services.skip_assignment(
         assignment=assignment, rater=request.user, version=data["version"], reason=data["skip_reason"]
     )
-    messages.info(request, "Item skipped.")
-    return redirect("annotate:queue")
+    messages.info(request, "Item skipped. It stays in your queue, where you can rate it after all.")
+    return _to_next_item(request, assignment)
 
 
 def _reopen(request, assignment, data, answers, rationales):
+    was_skipped = assignment.state == Assignment.State.SKIPPED
     services.reopen_rating(assignment=assignment, rater=request.user, version=data["version"])
-    messages.info(request, "Rating reopened: your submitted answers are kept in the history.")
+    if was_skipped:
+        messages.info(request, "Item reopened: it is yours to rate again.")
+    else:
+        messages.info(request, "Rating reopened: your submitted answers are kept in the history.")
     return redirect("annotate:rate", assignment_uuid=assignment.uuid)
 
 
@@ -229,6 +293,7 @@ def rate(request, assignment_uuid):
     assignment = get_assignment_for_rater(request.user, assignment_uuid)
     definition = rubric_definition(assignment.study.rubric)
     errors: dict[str, str] = {}
+    part_errors: dict[str, list[tuple[str, str]]] = {}
     status = 200
     if request.method == "GET":
         services.open_assignment(assignment=assignment)
@@ -247,7 +312,7 @@ def rate(request, assignment_uuid):
             action = _RATE_ACTIONS[form.cleaned_data["action"]]
             return action(request, assignment, form.cleaned_data, answers, rationales)
         except AnswerValidationError as exc:
-            errors, status = exc.errors, 400
+            errors, part_errors, status = exc.errors, exc.parts, 400
         except StaleWriteError as exc:
             errors, status = {"__all__": exc.message}, 409
         except ApplicationError as exc:
@@ -274,7 +339,14 @@ def rate(request, assignment_uuid):
         "claims": list(assignment.summary.claims.order_by("index")) if assignment.study.assisted else [],
         "article_summaries": _article_summaries(assignment.summary, source),
         "questions": _question_views(
-            definition, answers, rationales, errors, findings, claims, show_answers=not editable
+            definition,
+            answers,
+            rationales,
+            errors,
+            findings,
+            claims,
+            show_answers=not editable,
+            part_errors=part_errors,
         ),
         "client_data": _client_data(assignment, definition, answers, sentences, findings),
         "place": queue_place(request.user, assignment=assignment),
@@ -283,17 +355,12 @@ def rate(request, assignment_uuid):
         "rerating": editable and phase == Revision.Phase.POST_DISCUSSION,
         "shared_notes": shared_notes(assignment) if editable and phase == Revision.Phase.POST_DISCUSSION else [],
         "form_error": errors.get("__all__", ""),
-        # A refused submit lists every problem once, in the page's words (the question
-        # as the rater reads it), each linked to its question.
-        "error_summary": [
-            {"label": q.prompt, "anchor": f"question-{q.key}", "message": errors[q.key]}
-            for q in definition.questions
-            if q.key in errors
-        ],
+        "error_summary": _error_summary(definition, errors, part_errors),
         "has_errors": bool(errors),
         "editable": editable,
         "api_url": reverse("api:assignment-rating", kwargs={"assignment_uuid": assignment.uuid}),
         "digit_question": next((q.key for q in definition.questions if q.shortcut_digits), ""),
+        "keys_hint": _keys_hint(definition, findings, claims),
     }
     return render(request, "annotate/rate.html", context, status=status)
 
@@ -390,7 +457,12 @@ def batch_create(request, slug):
     assignments, pairs skipped because the rater already has the summary) without
     keeping anything; "Create batch" creates it."""
     study = get_study_for_admin(request.user, slug)
-    form = BatchForm(request.POST or None, users=users_enrollable_by(request.user, study))
+    form = BatchForm(
+        request.POST or None,
+        users=users_enrollable_by(request.user, study),
+        flags_known=pipeline_flags_in(study),
+        metadata_example=source_metadata_example(study),
+    )
     preview = None
     if request.method == "POST" and form.is_valid():
         d = form.cleaned_data
@@ -433,8 +505,10 @@ def batch_create(request, slug):
                     form.add_error(None, exc.message)
             else:
                 if preview is None:
-                    skipped = batch.skipped_pairs
+                    skipped, held = batch.skipped_pairs, batch.held_summaries
                     note = f"; {skipped} pairs skipped: those raters already have those summaries" if skipped else ""
+                    if held:
+                        note += f"; {held} matching summar{'y' if held == 1 else 'ies'} left out: every rater has it"
                     messages.success(
                         request, f"Batch {batch.name!r} created with {batch.created_assignments} assignments{note}."
                     )

@@ -5,6 +5,7 @@ from annotate import accounts
 from annotate import views as annotate_views
 from annotate.api.schema import DocsView, SchemaView
 from annotate.urls import api_urlpatterns as annotate_api
+from config import docs
 from datasets.api_urls import urlpatterns as datasets_api
 
 # One "api" namespace for every app's endpoints (reverse("api:export-list"), ...).
@@ -29,4 +30,7 @@ urlpatterns = [
     path("api/", include((api_urlpatterns, "api"))),
     path("api/schema/", SchemaView.as_view(), name="schema"),
     path("api/docs/", DocsView.as_view(url_name="schema"), name="api-docs"),
+    # The project's docs/ as pages (relative links between them keep working).
+    path("docs/<str:name>.md", docs.doc_page, name="doc"),
+    path("docs/<str:name>.png", docs.doc_image, name="doc-image"),
 ]

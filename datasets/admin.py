@@ -2,7 +2,7 @@
 admin, so that annotate never imports datasets: the Study admin is registered by
 annotate and extended with this action once both apps are loaded."""
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.urls import reverse
 from django.utils.html import format_html
 
@@ -24,19 +24,39 @@ class PublishingStudyAdmin(StudyAdmin):
                 study=study, requested_by=request.user, formats=list(FORMATS), enqueue=run_api_export_task.delay
             )
             where = {"slug": study.slug, "export_id": run.id}
-            self.message_user(
-                request,
-                format_html(
-                    "Export {} of {} is {} (every format, restricted sources withheld) in {}: "
-                    '<a href="{}">status</a>, <a href="{}">download (zip)</a> once it has finished.',
+            status = reverse("api:export-detail", kwargs=where)
+            download = reverse("api:export-download", kwargs=where)
+            folder = export_folder(study_slug=study.slug, export_id=run.id)
+            # Without a broker the export has run by now; with one it has only started:
+            # the message says which, in the words of that state.
+            if run.status == "done":
+                text = format_html(
+                    "Export {} of {} is done (every format, restricted sources withheld), in {}: "
+                    '<a href="{}">download (zip)</a>, <a href="{}">status</a>.',
                     run.id,
                     study.slug,
-                    run.status,
-                    export_folder(study_slug=study.slug, export_id=run.id),
-                    reverse("api:export-detail", kwargs=where),
-                    reverse("api:export-download", kwargs=where),
-                ),
-            )
+                    folder,
+                    download,
+                    status,
+                )
+                level = messages.SUCCESS
+            elif run.status == "failed":
+                text = format_html(
+                    'Export {} of {} failed: {} (<a href="{}">status</a>).', run.id, study.slug, run.error, status
+                )
+                level = messages.ERROR
+            else:
+                text = format_html(
+                    "Export {} of {} has started (every format, restricted sources withheld), into {}: "
+                    '<a href="{}">its status</a>; <a href="{}">download (zip)</a> once it has finished.',
+                    run.id,
+                    study.slug,
+                    folder,
+                    status,
+                    download,
+                )
+                level = messages.INFO
+            self.message_user(request, text, level=level)
 
 
 admin.site.unregister(Study)

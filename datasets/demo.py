@@ -157,7 +157,54 @@ def litsumm_demo_answers(summary_key: str, rater_index: int) -> tuple[dict, dict
     if rater_index % 2 and (base // 5) % 3 == 0:
         overall = overall + 1 if overall < 5 else overall - 1
     modes = ["hallucination"] if overall <= 2 and seed % 2 else []
-    return {"overall": overall, "failure_modes": modes, "feedback": f"Feedback {seed} ✓"}, {}
+    notes = LITSUMM_FEEDBACK["hallucination" if modes else overall]
+    return {"overall": overall, "failure_modes": modes, "feedback": notes[seed % len(notes)]}, {}
+
+
+# The demo raters' feedback, written as the rubric asks (instructions to the writer of the
+# summary), by score: the adjudication page shows it beside the scores, so it must read
+# like a rater's note, not a placeholder.
+LITSUMM_FEEDBACK = {
+    1: (
+        "Start again from the abstract: the main result is reported the wrong way round.",
+        "Remove the figures that are not in the abstract and the reference that does not exist.",
+    ),
+    2: (
+        "Several sentences have no reference; cite the trial after each result.",
+        "The conclusion goes further than the trial: say it was one small study.",
+    ),
+    3: (
+        "Mostly right, but the sentence on long-term benefit is not supported by the context.",
+        "Give the number of participants and say how long they were followed.",
+    ),
+    4: (
+        "Good. Shorten the background sentence; it repeats the title.",
+        "Accurate; name the comparator in the first sentence.",
+    ),
+    5: (
+        "Accurate, referenced and easy to read; nothing to change.",
+        "Clear and complete. Keep it as it is.",
+    ),
+    "hallucination": (
+        "The second reference is not in the context: remove it and the claim it supports.",
+        "The dosage figure is made up; the abstract gives none. Delete it.",
+    ),
+}
+
+# FactPICO rationales by score (1 missing to 4 accurate; N/A).
+PICO_RATIONALES = {
+    1: "The summary does not say this at all.",
+    2: "Mentioned, but wrongly: it does not match the abstract.",
+    3: "Mentioned, but vaguely; the abstract is more specific.",
+    4: "Described as in the abstract.",
+    "na": "Not meaningful for this trial.",
+}
+EVIDENCE_RATIONALES = {
+    1: "The summary leaves this result out.",
+    2: "The summary reports a different direction of effect.",
+    3: "Reported, but without saying whether the difference was significant.",
+    4: "Reported as the abstract states it.",
+}
 
 
 def factpico_demo_answers(assignment: Assignment, rater_index: int) -> tuple[dict, dict]:
@@ -178,7 +225,8 @@ def factpico_demo_answers(assignment: Assignment, rater_index: int) -> tuple[dic
                 "end": len(first_word),
                 "text": first_word,
                 "answers": {"factual": "yes" if seed % 3 else "no"},
-                "rationale": "Added wording.",
+                "rationale": "Plain-language wording added for readers; "
+                + ("it is true to the abstract." if seed % 3 else "it claims more than the abstract says."),
             }
         ],
         "population": 1 + (base + step) % 4,
@@ -192,7 +240,7 @@ def factpico_demo_answers(assignment: Assignment, rater_index: int) -> tuple[dic
                 "start": 0,
                 "end": 4,
                 "text": summary.text[:4],
-                "rationale": "Contradicts the abstract.",
+                "rationale": "The summary says the opposite of the abstract here.",
                 "link": {"start": 0, "end": 5, "text": source.text[:5]},
             }
         ]
@@ -200,11 +248,6 @@ def factpico_demo_answers(assignment: Assignment, rater_index: int) -> tuple[dic
         else [],
         "comments": "",
     }
-    rationales = {
-        "population": "Pop.",
-        "intervention": "Int.",
-        "comparator": "Comp.",
-        "outcome": "Out.",
-        "evidence": {f: f"Finding {i}." for i, f in enumerate(findings)},
-    }
+    rationales = {key: PICO_RATIONALES[answers[key]] for key in ("population", "intervention", "comparator", "outcome")}
+    rationales["evidence"] = {f: EVIDENCE_RATIONALES[score] for f, score in answers["evidence"].items()}
     return answers, rationales

@@ -4,6 +4,8 @@ goes through the same service and task as POST /api/studies/<slug>/imports/
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -14,6 +16,17 @@ from annotate.selectors.access import get_study_for_admin
 from core.exceptions import ApplicationError
 from datasets import import_runs
 from datasets.tasks import run_api_import_task
+
+
+def _moment(iso: str | None) -> datetime | None:
+    """A run file's ISO time (written with its offset, in UTC) as an aware datetime."""
+    if not iso:
+        return None
+    try:
+        moment = datetime.fromisoformat(iso)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 class ImportForm(forms.Form):
@@ -50,9 +63,11 @@ def imports(request, slug):
             return redirect("datasets:imports", slug=study.slug)
     runs = import_runs.list_imports(study=study)[:20]
     waiting = any(run.status in ("pending", "running") for run in runs)
+    # The run files keep ISO text; the page shows a date and time with its zone.
+    rows = [{"run": run, "started": _moment(run.created_at), "finished": _moment(run.finished_at)} for run in runs]
     return render(
         request,
         "datasets/imports.html",
-        {"study": study, "form": form, "runs": runs, "waiting": waiting},
+        {"study": study, "form": form, "rows": rows, "waiting": waiting},
         status=400 if form.errors else 200,
     )

@@ -1,18 +1,30 @@
-"""Refresh the rater-page screenshots in docs/ from the demo, in real Chromium.
+"""Refresh the screenshots in docs/ from the demo, in real Chromium.
 
     .venv/bin/python docs/screenshots.py
 
-Builds the demo in a throwaway SQLite database (migrate + load_demo + load_question_demo), serves it with
-runserver on a free port, logs in as rater1 and captures:
-  docs/rating-page.png   a LitSumm item (Item k of N, previous/next, the rubric)
-  docs/factpico-page.png a FactPICO item after a refused submit (the error summary)
+Builds the demo as `make run` does (migrate + load_demo --with-answers +
+load_question_demo --with-answers, plus the claims example) in a throwaway SQLite
+database, serves it with runserver on a free port, and captures, as rater1:
+  docs/queue.png          the queue, every item's state
+  docs/rating-page.png    a LitSumm item still to rate (Item k of N, previous/next, the rubric)
+  docs/rating-page-800.png the same at 800x600: the context in its own scroll box
+  docs/factpico-page.png  a FactPICO item after a refused submit (every problem, per result too)
   docs/question-answer.png an answer to a clinical question, a citation hovered
-  docs/claims-page.png   claims judged by people (fixtures/claims-example.jsonl), two judged
+  docs/claims-page.png    claims judged by people (fixtures/claims-example.jsonl), two judged
+and as admin:
+  docs/study-page.png     a study: its batches, the report and its downloads
+  docs/batch-builder.png  the batch builder with a preview of a sample of 6
+  docs/batch-progress.png a batch's progress per rater
+  docs/adjudication.png   one item's answers side by side, from the disagreement list
+  docs/report.png         the FactPICO study's report (its header, downloads, agreement)
+  docs/imports.png        the import page after an import
+  docs/admin-assignment.png an assignment in the Django admin, found by its uuid
 Nothing outside docs/ and a temporary directory is written.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -29,6 +41,7 @@ DOCS = ROOT / "docs"
 PYTHON = sys.executable
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run"]
+PASSWORD = "rate-summaries-2026"
 
 
 def free_port() -> int:
@@ -51,11 +64,17 @@ def wait_for(url: str, timeout: float = 60) -> None:
 
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp}/demo.sqlite3", "DEBUG": "1"}
+        env = {
+            **os.environ,
+            "DATABASE_URL": f"sqlite:///{tmp}/demo.sqlite3",
+            "DEBUG": "1",
+            "DEMO_PASSWORD": PASSWORD,
+            "IMPORTS_DIR": f"{tmp}/imports",
+        }
         for command in (
             ["migrate", "-v0"],
-            ["load_demo"],
-            ["load_question_demo"],
+            ["load_demo", "--with-answers"],
+            ["load_question_demo", "--with-answers"],
             ["import_jsonl", "fixtures/claims-example.jsonl"],
             ["assign", "--study", "claims-example", "--raters", "rater1,rater2", "--per-item", "2"],
         ):
@@ -71,64 +90,140 @@ def main() -> None:
         try:
             base = f"http://127.0.0.1:{port}"
             wait_for(base + "/accounts/login/")
-            capture(base)
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+                capture_rater(browser, base)
+                capture_admin(browser, base, Path(tmp))
+                browser.close()
         finally:
             server.terminate()
             server.wait(timeout=30)
 
 
-def capture(base: str) -> None:
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        page = browser.new_page(viewport={"width": 1280, "height": 900}, base_url=base)
-        page.goto("/accounts/login/")
-        page.get_by_label("Username").fill("rater1")
-        page.get_by_label("Password").fill("rate-summaries-2026")
-        page.get_by_role("button", name="Log in").click()
-        page.wait_for_url("**/rate/")
-        items = page.locator("a[href^='/rate/']").filter(has_text="Item")
-        hrefs = [items.nth(i).get_attribute("href") for i in range(items.count())]
+def log_in(browser, base: str, username: str):
+    page = browser.new_page(viewport={"width": 1280, "height": 900}, base_url=base)
+    page.goto("/accounts/login/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(lambda url: "/accounts/login/" not in url)
+    return page
+
+
+def shoot(page, name: str, **options) -> None:
+    page.screenshot(path=str(DOCS / name), **options)
+    print("docs/" + name)
+
+
+def capture_rater(browser, base: str) -> None:
+    page = log_in(browser, base, "rater1")
+    page.goto("/rate/")
+    shoot(page, "queue.png", full_page=True)
+    # Items still to rate (the demo leaves the last three of each main queue open).
+    items = page.locator("li.state-pending a, li.state-in_progress a")
+    hrefs = [items.nth(i).get_attribute("href") for i in range(items.count())]
+
+    def first(test) -> str | None:
         for href in hrefs:
             page.goto(href)
             page.wait_for_load_state("load")
-            if page.locator("fieldset[data-question='overall']").count():  # a LitSumm item
-                page.screenshot(path=str(DOCS / "rating-page.png"))
-                break
-        for href in hrefs:
-            page.goto(href)
-            page.wait_for_load_state("load")
-            if page.locator("fieldset[data-question='population']").count():
-                page.locator("fieldset[data-question='population'] input[type=radio]").nth(3).check()
-                page.get_by_role("button", name="Submit").click()
-                page.locator("#error-summary").wait_for(timeout=30000)
-                page.screenshot(path=str(DOCS / "factpico-page.png"))
-                break
-        for href in hrefs:
-            page.goto(href)
-            page.wait_for_load_state("load")
-            cites = page.locator("#summary-text .cite")
-            if page.locator("#question-heading").count() and cites.count() and cites.first.inner_text() == "[1]":
-                cites.first.hover()  # article [1] comes first in the context, so it is in view
-                page.locator(".sentences li.ref-linked").first.wait_for(timeout=30000)
-                page.evaluate("window.scrollTo(0, 0)")
-                page.screenshot(path=str(DOCS / "question-answer.png"))
-                break
-        for href in hrefs:
-            page.goto(href)
-            page.wait_for_load_state("load")
-            items = page.locator("fieldset[data-question='claims_supported'] .claim-item")
-            if items.count() == 3:
-                judged = [
-                    ("supported", "Attacks fell from 4.1 to 2.0 a month."),
-                    ("not_supported", "Only adults took part."),
-                ]
-                for i, (value, reason) in enumerate(judged):
-                    items.nth(i).locator(f"input[value='{value}']").check()
-                    items.nth(i).locator("textarea").fill(reason)
-                items.nth(2).scroll_into_view_if_needed()
-                page.screenshot(path=str(DOCS / "claims-page.png"))
-                break
-        browser.close()
+            if test():
+                return href
+        return None
+
+    litsumm = first(lambda: page.locator("fieldset[data-question='failure_modes']").count() > 0)
+    shoot(page, "rating-page.png")
+    page.set_viewport_size({"width": 800, "height": 600})
+    page.goto(litsumm)
+    page.evaluate("window.scrollTo(0, document.querySelector('.source').getBoundingClientRect().top + scrollY - 8)")
+    shoot(page, "rating-page-800.png")
+    page.set_viewport_size({"width": 1280, "height": 900})
+
+    if first(lambda: page.locator("fieldset[data-question='population']").count() > 0):
+        page.locator(".finding").first.locator("input[type=radio]").nth(3).check()  # a score, no rationale
+        page.get_by_role("button", name="Submit").click()
+        page.locator("#error-summary").wait_for(timeout=30000)
+        page.evaluate("window.scrollTo(0, 0)")
+        shoot(page, "factpico-page.png")
+
+    def cited_answer() -> bool:
+        cites = page.locator("#summary-text .cite")
+        return bool(page.locator("#question-heading").count() and cites.count() and cites.first.inner_text() == "[1]")
+
+    if first(cited_answer):
+        page.locator("#summary-text .cite").first.hover()  # article [1] comes first in the context
+        page.locator(".sentences li.ref-linked").first.wait_for(timeout=30000)
+        page.evaluate("window.scrollTo(0, 0)")
+        shoot(page, "question-answer.png")
+
+    if first(lambda: page.locator("fieldset[data-question='claims_supported'] .claim-item").count() == 3):
+        claims = page.locator("fieldset[data-question='claims_supported'] .claim-item")
+        judged = [("supported", "Attacks fell from 4.1 to 2.0 a month."), ("not_supported", "Only adults took part.")]
+        for i, (value, reason) in enumerate(judged):
+            claims.nth(i).locator(f"input[value='{value}']").check()
+            claims.nth(i).locator("textarea").fill(reason)
+        claims.nth(2).scroll_into_view_if_needed()
+        shoot(page, "claims-page.png")
+    page.close()
+
+
+def capture_admin(browser, base: str, tmp: Path) -> None:
+    page = log_in(browser, base, "admin")
+    page.goto("/studies/demo-factpico/")
+    shoot(page, "study-page.png")
+
+    page.goto("/studies/demo-factpico/batches/new/")
+    page.get_by_label("Name").fill("second-round")
+    page.get_by_label("rater1").check()
+    page.get_by_label("rater2").check()
+    page.get_by_label("Sample size").fill("6")
+    page.get_by_role("button", name="Preview").click()
+    page.locator("#preview").wait_for()
+    shoot(page, "batch-builder.png", full_page=True)
+
+    page.goto("/studies/demo-litsumm/")
+    page.get_by_role("link", name="main", exact=True).click()
+    page.wait_for_load_state("load")
+    shoot(page, "batch-progress.png")
+    page.get_by_role("link", name="Disagreements").click()
+    page.locator("table a").first.click()
+    page.wait_for_load_state("load")
+    shoot(page, "adjudication.png")
+
+    page.set_default_timeout(600_000)  # the report is computed in the background
+    page.goto("/analysis/demo-factpico/")
+    page.get_by_role("heading", name="Agreement", exact=True).wait_for()
+    shoot(page, "report.png")
+
+    upload = tmp / "new-summaries.jsonl"
+    records = [
+        {"type": "source", "study": "demo-litsumm", "key": "screenshot-source", "text": "Adults took part. It ended."},
+        {
+            "type": "summary",
+            "study": "demo-litsumm",
+            "source": "screenshot-source",
+            "key": "screenshot-summary",
+            "text": "Adults took part.",
+            "generator": "demo-handwritten",
+        },
+    ]
+    upload.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    page.goto("/studies/demo-litsumm/imports/")
+    page.get_by_label("JSON Lines file").set_input_files(str(upload))
+    page.get_by_role("button", name="Import").click()
+    page.locator("table.data time").first.wait_for()
+    shoot(page, "imports.png")
+
+    # An assignment's uuid, as the batch page shows it, searched for in the admin.
+    page.goto("/studies/demo-litsumm/")
+    page.get_by_role("link", name="main", exact=True).click()
+    page.wait_for_load_state("load")
+    uuid = page.locator("input[name='assignment']").first.get_attribute("value")
+    page.goto(f"/admin/annotate/assignment/?q={uuid}")
+    page.locator("#result_list tbody a").first.click()
+    page.wait_for_load_state("load")
+    shoot(page, "admin-assignment.png")
+    page.close()
 
 
 if __name__ == "__main__":

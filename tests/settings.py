@@ -36,3 +36,8 @@ API_SCHEMA_PUBLIC = True
 # load_demo refuses the public default password with DEBUG off (as in tests): the tests
 # log in to the demo accounts with this one, whatever DEMO_PASSWORD the shell has.
 DEMO_PASSWORD = "rate-summaries-2026"
+# Django's live server serves MEDIA_ROOT under MEDIA_URL before the app sees a request;
+# unset, those are the working directory and "/", so every path that names a file of the
+# checkout (/docs/batches.md, /Makefile) got the file instead of the page. The app has no
+# media: a prefix nothing uses keeps every path for the app, as gunicorn serves it.
+MEDIA_URL = "/test-live-server-media/"

@@ -163,3 +163,20 @@ def filter_summaries(
         keep = [s.pk for s in summaries if wanted <= set(s.flags) and not unwanted & set(s.flags)]
         summaries = summaries.filter(pk__in=keep)
     return summaries
+
+
+def pipeline_flags_in(study: Study) -> list[str]:
+    """Every pipeline flag some summary of the study carries, sorted (the batch builder
+    offers them). The database returns each distinct flag list once."""
+    lists = Summary.objects.filter(study=study).order_by().values_list("flags", flat=True).distinct()
+    return sorted({str(flag) for flags in lists if isinstance(flags, list) for flag in flags})
+
+
+def source_metadata_example(study: Study) -> str:
+    """A `FIELD=VALUE` source filter that fits the study (its first source with text
+    metadata), for the batch builder's hint; "" when its sources have none."""
+    for metadata in Source.objects.filter(study=study).order_by("pk").values_list("metadata", flat=True)[:20]:
+        for field, value in (metadata or {}).items():
+            if isinstance(value, str) and value and re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", field):
+                return f"{field}={value}"
+    return ""

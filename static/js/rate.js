@@ -650,35 +650,65 @@
   }
 
   // ---------------------------------------------------------------- keyboard
-  // Shortcuts for every scale and choice question of any rubric: digits answer the
-  // question being worked on (the focused one, else the last one, else the first),
-  // n moves to the next question, ] and [ to the next and previous item, ? lists them.
-  // None is active while typing in a text field.
+  // Shortcuts for every scale, choice and tickbox question of any rubric: digits answer
+  // the question being worked on (the focused one, else the last one, else the first),
+  // n moves to the next one, ] and [ to the next and previous item, ? lists them.
+  // A question asked per finding or per claim is one stop per finding or claim, so n
+  // reaches each of them. None is active while typing in a text field.
   const questions = Array.prototype.slice.call(form.querySelectorAll("fieldset[data-question]"));
-  function currentQuestion() {
-    const active = document.activeElement;
-    const fs = active && active.closest && active.closest("fieldset[data-question]");
-    if (fs) return fs;
-    if (lastField) return lastField;
-    return form.querySelector("fieldset[data-question='" + CSS.escape(digitQuestion || "") + "']") || questions[0];
+  const PARTS = ".finding, .claim-item";
+  function stopsOf(fs) {
+    const parts = Array.prototype.slice.call(fs.querySelectorAll(PARTS));
+    return parts.length ? parts : [fs];
   }
-  function radioGroup(fs) {
-    const active = document.activeElement;
-    let name = active && active.type === "radio" && fs.contains(active) ? active.name : null;
-    if (!name) { const first = fs.querySelector("input[type=radio]"); name = first && first.name; }
-    return name ? Array.prototype.slice.call(fs.querySelectorAll("input[type=radio]")).filter(function (r) { return r.name === name; }) : [];
+  const stops = [];
+  questions.forEach(function (fs) { stopsOf(fs).forEach(function (s) { stops.push(s); }); });
+  let lastStop = null;
+  function stopOf(node) {
+    if (!node || !node.closest) return null;
+    const part = node.closest(PARTS);
+    if (part && stops.indexOf(part) >= 0) return part;
+    const fs = node.closest("fieldset[data-question]");
+    return fs ? stopsOf(fs)[0] : null;
   }
-  function pick(fs, digit) {
-    const key = fs.getAttribute("data-question");
-    const radios = radioGroup(fs);
-    // A scale's digit is its value; a choice's digit is its place in the list.
-    const radio = document.getElementById("q-" + key + "-" + digit) && radios.indexOf(document.getElementById("q-" + key + "-" + digit)) >= 0
-      ? document.getElementById("q-" + key + "-" + digit)
-      : (fs.getAttribute("data-kind") === "scale" ? null : radios[Number(digit) - 1]);
-    if (!radio) return false;
-    radio.checked = true;
-    radio.focus();
-    radio.dispatchEvent(new Event("change", { bubbles: true }));
+  form.addEventListener("focusin", function (event) {
+    const stop = stopOf(event.target);
+    if (stop) lastStop = stop;
+  });
+  function currentStop() {
+    const here = stopOf(document.activeElement);
+    if (here) return here;
+    if (lastStop) return lastStop;
+    const fs = form.querySelector("fieldset[data-question='" + CSS.escape(digitQuestion || "") + "']");
+    return fs ? stopsOf(fs)[0] : stops[0];
+  }
+  function firstControl(stop) {
+    return stop.querySelector("input[type=radio]:checked, input:not([type=hidden]), textarea, button");
+  }
+  function radioGroup(stop) {
+    const active = document.activeElement;
+    let name = active && active.type === "radio" && stop.contains(active) ? active.name : null;
+    if (!name) { const first = stop.querySelector("input[type=radio]"); name = first && first.name; }
+    return name ? Array.prototype.slice.call(stop.querySelectorAll("input[type=radio]")).filter(function (r) { return r.name === name; }) : [];
+  }
+  function pick(stop, digit) {
+    const fs = stop.closest("fieldset[data-question]");
+    const kind = fs ? fs.getAttribute("data-kind") : "";
+    const radios = radioGroup(stop);
+    let input = null;
+    if (radios.length) {
+      // A scale's digit is its value; a choice's digit is its place in the list.
+      input = radios.find(function (r) { return r.value === digit; }) ||
+        (kind === "scale" || kind === "per_finding" ? null : radios[Number(digit) - 1]);
+      if (input) input.checked = true;
+    } else {
+      // A tickbox question: the digit ticks (or unticks) the box in that place.
+      input = stop.querySelectorAll("input[type=checkbox]")[Number(digit) - 1] || null;
+      if (input) input.checked = !input.checked;
+    }
+    if (!input) return false;
+    input.focus();
+    input.dispatchEvent(new Event("change", { bubbles: true }));
     return true;
   }
   const help = el("div", "shortcut-help");
@@ -689,8 +719,8 @@
   help.hidden = true;
   help.appendChild(el("h2", "", "Keyboard shortcuts"));
   const helpList = el("ul");
-  [["1–9", "answer the current question (a scale's value, or a choice's place in the list)"],
-   ["n", "go to the next question"],
+  [["1–9", "answer the current question (a scale's value, a choice's place in the list, or tick the box in that place)"],
+   ["n", "go to the next question (each finding and claim is one)"],
    ["]", "next item"], ["[", "previous item"],
    ["Ctrl+Enter", "submit"], ["?", "show this list"], ["Esc", "close it"]].forEach(function (pair) {
     const li = el("li");
@@ -701,7 +731,22 @@
   help.appendChild(helpList);
   const closeHelp = el("button", "secondary", "Close");
   closeHelp.type = "button";
-  closeHelp.addEventListener("click", function () { help.hidden = true; });
+  // Closing the list gives the keyboard back where it was (or to the question being
+  // worked on), never to the page's <body>.
+  let helpReturn = null;
+  function openHelp() {
+    const active = document.activeElement;
+    helpReturn = active && active !== document.body && !help.contains(active) ? active : null;
+    help.hidden = false;
+    help.focus();
+  }
+  function hideHelp() {
+    help.hidden = true;
+    const back = helpReturn && document.contains(helpReturn) ? helpReturn : firstControl(currentStop());
+    helpReturn = null;
+    if (back) back.focus();
+  }
+  closeHelp.addEventListener("click", hideHelp);
   help.appendChild(closeHelp);
   document.body.appendChild(help);
 
@@ -711,31 +756,31 @@
       form.requestSubmit(document.getElementById("submit-button"));
       return;
     }
-    if (event.key === "Escape" && !help.hidden) { help.hidden = true; return; }
+    if (event.key === "Escape" && !help.hidden) { event.preventDefault(); hideHelp(); return; }
     if (event.ctrlKey || event.metaKey || event.altKey) return;
     const t = event.target;
     if (t && (t.tagName === "TEXTAREA" || t.isContentEditable ||
               (t.tagName === "INPUT" && !["radio", "checkbox", "button", "submit"].includes(t.type)))) return;
-    if (event.key === "?") { event.preventDefault(); help.hidden = false; help.focus(); return; }
+    if (event.key === "?") { event.preventDefault(); openHelp(); return; }
     if (event.key === "]" || event.key === "[") {
       const link = document.getElementById(event.key === "]" ? "next-item" : "previous-item");
       if (link) { event.preventDefault(); window.location.assign(link.href); }
       return;
     }
     if (event.key === "n") {
-      const fs = currentQuestion();
-      const next = questions[questions.indexOf(fs) + 1];
+      const next = stops[stops.indexOf(currentStop()) + 1];
       if (next) {
         event.preventDefault();
-        lastField = next;
-        const target = next.querySelector("input:checked, input, textarea, button");
+        lastStop = next;
+        const target = firstControl(next);
         if (target) target.focus(); else { next.tabIndex = -1; next.focus(); }
+        if (next.scrollIntoView) next.scrollIntoView({ block: "nearest" });
       }
       return;
     }
     if (editable && /^[0-9]$/.test(event.key)) {
-      const fs = currentQuestion();
-      if (fs && pick(fs, event.key)) event.preventDefault();
+      const stop = currentStop();
+      if (stop && pick(stop, event.key)) event.preventDefault();
     }
   });
 })();

@@ -66,6 +66,9 @@ def test_factpico_report_treats_findings_and_na_as_declared(settings):
     report = compute_study_report(study=study, n_resamples=10)
     by_question = {a["question"]: a for a in report["agreement"]}
     assert by_question["evidence"]["report"]["n_items"] == 2  # two findings, one summary
+    # ... but one summary rated, by each rater (the page read "3 of 1 summaries rated").
+    assert (report["n_items_rated"], report["n_summaries"]) == (1, 1)
+    assert [r["n_rated"] for r in report["raters"]] == [1, 1]
     population = by_question["population"]["report"]
     # N/A (code 5) against 4: a disagreement on the item, not a missing rating.
     assert population["n_items"] == 1 and population["percent_agreement"] == 0.0

@@ -245,3 +245,23 @@ def test_csv_downloads_quote_formula_text_and_keep_numbers(staff_client, rated_d
     # The JSON downloads keep the exact text.
     report = staff_client.get(reverse("analysis:download", args=[DEMO_STUDY, "report.json"])).json()
     assert "@SUM(1+1)*cmd\r=2+2" in {r["rater"] for h in report["histograms"] for r in h["raters"]}
+
+
+@pytest.mark.django_db
+def test_a_question_study_report_counts_answers_not_summaries(client, settings):
+    """Issue 34: the report of the questions demo said "summaries" of its rated answers."""
+    from django.contrib.auth import get_user_model
+
+    from literature.demo import QUESTION_STUDY
+
+    settings.DEBUG = True
+    call_command("load_question_demo", "--with-answers", stdout=io.StringIO())
+    study = Study.objects.get(slug=QUESTION_STUDY)
+    client.force_login(get_user_model().objects.get(username="admin"))
+    page = open_computed(client, reverse("analysis:report", args=[study.slug])).content.decode()
+    rated = Assignment.objects.filter(study=study, state="submitted").values("summary").distinct().count()
+    assert f"{rated} of {study.summaries.count()} answers rated by 2 raters" in page
+    assert "summaries rated" not in page
+    assert f"submitted ratings, {study.summaries.count()} answers, " in page  # the "computed from" line
+    # The report leads back to its study.
+    assert f'href="/studies/{study.slug}/" id="back-to-study"' in page

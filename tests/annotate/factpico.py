@@ -10,21 +10,27 @@ SOURCE_TEXT = "Adults with asthma got drug A or placebo. Drug A reduced attacks 
 def make_factpico_assignment(rater, summary_text="Grown-ups with asthma took drug A or a dummy pill. Attacks fell."):
     study = StudyFactory(rubric=load_builtin_rubric(key="factpico"))
     source = SourceFactory(study=study, text=SOURCE_TEXT)
-    evidence = "Drug A reduced attacks (p < .01)."
-    start = SOURCE_TEXT.index(evidence)
-    finding = Finding.objects.create(
+    finding = add_finding(
+        source, "Drug A reduced attacks (p < .01).", outcome="asthma attacks", label="significantly decreased"
+    )
+    summary = SummaryFactory(source=source, text=summary_text)
+    return AssignmentFactory(summary=summary, rater=rater, position=0), finding
+
+
+def add_finding(source, evidence: str, *, outcome: str, label: str = "") -> Finding:
+    """The source's next finding (drug A versus placebo), its evidence a passage of the source."""
+    start = source.text.index(evidence)
+    return Finding.objects.create(
         source=source,
-        index=0,
+        index=source.findings.count(),
         intervention="drug A",
         comparator="placebo",
-        outcome="asthma attacks",
-        label="significantly decreased",
+        outcome=outcome,
+        label=label,
         start=start,
         end=start + len(evidence),
         evidence=evidence,
     )
-    summary = SummaryFactory(source=source, text=summary_text)
-    return AssignmentFactory(summary=summary, rater=rater, position=0), finding
 
 
 def complete_answers(assignment, finding):

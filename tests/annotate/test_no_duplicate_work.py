@@ -50,7 +50,7 @@ def test_a_second_batch_skips_the_pairs_raters_already_have(study, rater_a, rate
 def test_a_batch_of_nothing_but_existing_pairs_is_refused_and_not_created(study, rater_a):
     SummaryFactory(source__study=study)
     create_batch(study=study, name="first", raters=[rater_a], design="k_raters", k=1, seed=1)
-    with pytest.raises(ApplicationError, match="nothing to create: each of the 1 chosen"):
+    with pytest.raises(ApplicationError, match="nothing to create: the chosen raters already have each of the 1 "):
         create_batch(study=study, name="again", raters=[rater_a], design="k_raters", k=1, seed=1)
     assert not Batch.objects.filter(name="again").exists()
 
@@ -64,9 +64,39 @@ def test_preview_counts_what_create_then_makes_and_keeps_nothing(study, rater_a,
     before = Assignment.objects.count()
     preview = preview_batch(**options)
     assert Assignment.objects.count() == before and not Batch.objects.filter(name="second").exists()
-    assert preview == {"items": 5, "assignments": 8, "skipped_pairs": 2, "per_rater": {"rater_a": 3, "rater_b": 5}}
+    assert preview == {
+        "items": 5,
+        "assignments": 8,
+        "skipped_pairs": 2,
+        "held_summaries": 0,
+        "per_rater": {"rater_a": 3, "rater_b": 5},
+    }
     batch = create_batch(**options)
     assert batch.assignments.count() == preview["assignments"] and batch.skipped_pairs == preview["skipped_pairs"]
+
+
+@pytest.mark.django_db
+def test_a_sample_is_drawn_from_the_summaries_the_raters_do_not_all_have(study, rater_a, rater_b):
+    """Issue 34: "Sample size 6" with "Assigned: Any" gave 2 summaries and 8 skipped pairs,
+    because the sample was drawn before the summaries both raters had were left out."""
+    summaries = [SummaryFactory(source__study=study) for _ in range(20)]
+    first = create_batch(study=study, name="first", raters=[rater_a, rater_b], design="k_raters", k=2, seed=1, n=10)
+    had = set(first.assignments.values_list("summary_id", flat=True))
+    for seed in range(5):  # whatever the seed: the sample never lands on work both raters have
+        options = dict(study=study, raters=[rater_a, rater_b], design="k_raters", k=2, seed=seed, n=6)
+        assert preview_batch(name=f"p{seed}", **options) == {
+            "items": 6,
+            "assignments": 12,
+            "skipped_pairs": 0,
+            "held_summaries": 10,
+            "per_rater": {"rater_a": 6, "rater_b": 6},
+        }
+    second = create_batch(name="second", **options)
+    assert set(second.assignments.values_list("summary_id", flat=True)).isdisjoint(had)
+    assert second.design["held_summaries"] == 10 and second.skipped_pairs == 0
+    assert len({s.pk for s in summaries} - had) == 10
+    with pytest.raises(ApplicationError, match="cannot sample 11 of 4 summaries: the other 16 that match"):
+        create_batch(name="third", **{**options, "n": 11})
 
 
 @pytest.mark.django_db
@@ -113,9 +143,13 @@ def test_the_default_form_never_duplicates_a_pair(client, admin_page, study, rat
     page = preview.content.decode()
     assert preview.status_code == 200 and not Batch.objects.filter(name="two").exists()
     assert "<strong>4 assignments</strong>" in page and "<strong>2 summaries</strong>" in page
-    assert "6 (summary, rater) pairs" in page and "Nothing has been created yet." in page
+    # The 3 summaries both raters have are left out before anything is assigned.
+    assert "No rater gets a summary they already have." in page and "Nothing has been created yet." in page
+    assert "3 matching summaries were left out before sampling: every chosen rater already has them." in " ".join(
+        page.split()
+    )
     created = client.post(admin_page, {**form, "name": "two", "action": "create"}, follow=True)
-    assert "created with 4 assignments; 6 pairs skipped" in created.content.decode()
+    assert "created with 4 assignments; 3 matching summaries left out: every rater has it" in created.content.decode()
     pairs = live_pairs(study)
     assert len(pairs) == len(set(pairs)) == 10
 

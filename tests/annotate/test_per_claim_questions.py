@@ -63,7 +63,7 @@ def test_every_claim_needs_an_allowed_answer_and_its_rationale_on_submit():
 
     assert problem({"c1": "supported"}, {"c1": "ok"}) == "Claim 2: an answer is required"
     assert problem({"c1": "supported", "c2": "supported"}, {"c1": "ok"}) == "Claim 2: a rationale is required"
-    assert problem({"c1": "maybe"}, {}, final=False) == "must be one of supported, not_supported, cannot_tell"
+    assert problem({"c1": "maybe"}, {}, final=False) == "Claim 1: must be one of supported, not_supported, cannot_tell"
     assert problem({"c9": "supported"}, {}, final=False) == "unknown claim(s): c9"
     # A draft may hold some claims only.
     assert rubric.validate({"claims_supported": {"c2": "supported"}}, None, final=False, context=context).values
@@ -92,11 +92,15 @@ def test_a_final_answer_to_some_questions_only_leaves_the_others_to_a_drafts_che
     assert rubric.validate({"overall": 2}, None, final=True, context=context, only={"overall"}).values == {"overall": 2}
     with pytest.raises(Exception) as caught:
         rubric.validate({"overall": 2}, None, final=True, context=context)
-    assert caught.value.errors == {"claims_supported": "Claim 1: an answer is required"}
+    # Every claim's problem at once, each naming its claim.
+    assert caught.value.errors == {"claims_supported": "Claim 1: an answer is required; Claim 2: an answer is required"}
+    assert caught.value.parts == {
+        "claims_supported": [("c1", "Claim 1: an answer is required"), ("c2", "Claim 2: an answer is required")]
+    }
     with pytest.raises(Exception) as caught:
         rubric.validate({"claims_supported": {"c1": "maybe"}}, None, final=True, context=context, only={"overall"})
     assert caught.value.errors == {
-        "claims_supported": "must be one of supported, not_supported, cannot_tell",
+        "claims_supported": "Claim 1: must be one of supported, not_supported, cannot_tell",
         "overall": "an answer is required",
     }
 
@@ -321,7 +325,7 @@ def test_the_example_claims_study_imports_with_its_recorded_claims():
     ("answer", "rationale", "message"),
     [
         (["supported"], None, "must be an object mapping claim ids to answers"),
-        ({"sentence-1": ["supported"]}, None, "must be one of supported, not_supported, cannot_tell"),
+        ({"sentence-1": ["supported"]}, None, "Claim 1: must be one of supported, not_supported, cannot_tell"),
         ({"sentence-1": "supported"}, {"sentence-1": 7}, "Claim 1: the rationale must be text"),
     ],
 )

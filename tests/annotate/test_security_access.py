@@ -97,7 +97,7 @@ def test_a_staff_members_role_comes_from_their_membership(study, rater_a):
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("model", ["revision", "rationale", "study", "assignment", "source"])
+@pytest.mark.parametrize("model", ["revision", "rationale", "study", "assignment", "source", "batch"])
 def test_the_admin_site_shows_staff_without_permissions_nothing(client, assignment_a, rater_a, model):
     submit_rating(assignment=assignment_a, rater=rater_a, answers=GOOD_ANSWERS, version=assignment_a.version)
     client.force_login(staff_user("staff"))

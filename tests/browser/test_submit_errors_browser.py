@@ -17,8 +17,10 @@ def test_a_refused_submit_lists_every_problem_once_with_focus_on_the_summary(pag
     hrefs = [links.nth(i).get_attribute("href") for i in range(links.count())]
     assert len(hrefs) == len(set(hrefs))  # each problem once
     # Every question still unanswered or incomplete is listed in one go.
-    for key in ("population", "intervention", "comparator", "outcome", "outcome_exhaustive", "evidence"):
+    for key in ("population", "intervention", "comparator", "outcome", "outcome_exhaustive"):
         assert f"#question-{key}" in hrefs
+    # A question asked per finding links each finding's problem to that finding.
+    assert f"#q-evidence-part-{factpico_item.summary.source.findings.get().uuid}" in hrefs
     texts = summary.inner_text()
     assert "Intervention" in texts
     assert "outcome_exhaustive" not in texts and "population:" not in texts  # no internal keys

@@ -1,3 +1,5 @@
+import re
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
@@ -135,3 +137,25 @@ def test_load_demo_exits_non_zero_in_production_without_demo_password(tmp_path):
     refused = subprocess.run([*manage, "load_demo"], env=env, capture_output=True, text=True, timeout=600)
     assert refused.returncode != 0 and "DEMO_PASSWORD is not set" in refused.stderr
     assert not (tmp_path / "db.sqlite3").exists() or (tmp_path / "db.sqlite3").stat().st_size == 0
+
+
+@pytest.mark.django_db
+def test_the_adjudication_page_shows_the_demo_raters_notes_in_words(client, settings):
+    """Issue 34: the seeded feedback read "Feedback 724 ✓" and the FactPICO rationales
+    "Pop.", "Int.", "Finding 0." on the adjudication page."""
+    from annotate.models import Batch, Rating, Rationale
+
+    settings.DEBUG = True
+    call_command("load_demo", "--with-answers")
+    client.force_login(get_user_model().objects.get(username="admin"))
+    placeholder = re.compile(r"Feedback \d+|✓|\b(Pop|Int|Comp|Out)\.|Finding \d+\.|Added wording")
+    for slug in ("demo-litsumm", "demo-factpico"):
+        batch = Batch.objects.get(study__slug=slug, name="main")
+        summary = Summary.objects.filter(assignments__batch=batch, assignments__state="submitted").first()
+        page = client.get(f"/studies/{slug}/batches/{batch.uuid}/items/{summary.uuid}/").content.decode()
+        assert not placeholder.search(page), placeholder.search(page)
+    feedback = list(Rating.objects.filter(question="feedback").values_list("value", flat=True))
+    rationales = list(Rationale.objects.values_list("text", flat=True))
+    for text in feedback + rationales:
+        assert not placeholder.search(text) and len(text.split()) >= 4, text
+    assert len(set(feedback)) >= 5  # not one sentence repeated

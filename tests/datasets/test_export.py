@@ -15,7 +15,13 @@ from django.core.management import call_command
 from annotate.batches import create_batch, open_rerating, record_consensus
 from annotate.models import Assignment, Batch, Rating, Revision, Source, Span, Study
 from annotate.services import reopen_rating, submit_rating
-from datasets.demo import DEMO_STUDY, FACTPICO_STUDY, factpico_demo_answers, litsumm_demo_answers
+from datasets.demo import (
+    DEMO_STUDY,
+    EVIDENCE_RATIONALES,
+    FACTPICO_STUDY,
+    factpico_demo_answers,
+    litsumm_demo_answers,
+)
 from datasets.exporting import (
     TABLES,
     DatasetImportError,
@@ -117,7 +123,8 @@ def test_ratings_table_holds_every_counting_answer_with_its_rationale(rated_demo
     )
     assert len(rows) == stored.count()
     evidence = [r for r in rows if r["question"] == "evidence"]
-    assert evidence and all(r["finding"] and r["rationale"].startswith("Finding ") for r in evidence)
+    # The demo's rationale for each evidence score (datasets.demo), with the finding it is about.
+    assert evidence and all(r["finding"] and r["rationale"] == EVIDENCE_RATIONALES[r["score"]] for r in evidence)
     na = [r for r in rows if r["value"] == '"na"']
     assert na and all(r["score"] is None and r["question"] == "comparator" for r in na)
     assert {r["rater"] for r in rows} == {"rater-01", "rater-02"}

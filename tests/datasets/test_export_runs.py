@@ -227,6 +227,10 @@ def test_a_superuser_exports_from_the_admin_into_exports_dir(rated_study, admin_
     # ... and links its download, which the admin's session may follow.
     download = f"/api/studies/{rated_study.slug}/exports/{run.id}/download/"
     assert f'<a href="{download}">download (zip)</a>' in response.content.decode()
+    # Done, and said so once (it read "is done ... download (zip) once it has finished").
+    (message,) = [str(m) for m in response.context["messages"]]
+    assert message.startswith(f"Export {run.id} of {rated_study.slug} is done")
+    assert "once it has finished" not in message
     archive = admin_browser(admin_user).get(download)
     assert archive.status_code == 200 and archive["Content-Type"] == "application/zip"
     folder = exports_dir / rated_study.slug / run.id

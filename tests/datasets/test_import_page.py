@@ -2,12 +2,15 @@
 same service as the API and follow the runs; the page escapes file names and errors."""
 
 import json
+import re
+from datetime import datetime
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from annotate.models import StudyMembership, Summary
 from annotate.services import add_study_member
+from datasets import import_runs
 from tests.factories import StudyFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -85,3 +88,20 @@ def test_raters_and_strangers_get_no_import_page(client, study_and_admin):
     upload = SimpleUploadedFile("two.jsonl", jsonl(study))
     assert client.post(f"/studies/{study.slug}/imports/", {"file": upload}).status_code == 404
     assert not Summary.objects.filter(study=study).exists()
+
+
+def test_run_times_read_as_a_date_and_time_with_their_zone(client, study_and_admin):
+    """Issue 34: the Started column showed raw ISO text (2026-11-26T00:40:14), no zone."""
+    study, admin = study_and_admin
+    client.force_login(admin)
+    url = f"/studies/{study.slug}/imports/"
+    client.post(url, {"file": SimpleUploadedFile("two.jsonl", jsonl(study), content_type="application/jsonl")})
+    (run,) = import_runs.list_imports(study=study)
+    started = datetime.fromisoformat(run.created_at)
+    page = client.get(url).content.decode()
+    # The run file's own time, as the page's words say it: "26 Nov 2026, 00:40:14 UTC".
+    shown = f"{started.day} {started:%b %Y, %H:%M:%S} UTC"
+    assert f'<time datetime="{started.isoformat()}">{shown}</time>' in page
+    text = re.sub(r"<[^>]+>", " ", page)  # what the reader sees
+    assert not re.search(r"\d{4}-\d\d-\d\dT\d\d:", text)
+    assert page.count("<time ") == 2  # started and finished
