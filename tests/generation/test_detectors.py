@@ -104,7 +104,7 @@ def test_refused_and_malformed_answers_are_failures_not_scores(serve, tmp_path, 
     (result,) = json.loads(captured.out)
     assert result["failures"] == 2  # both pairs of record 5 (line 6), wherever the split put them
     assert result["n_test_pairs"] in (14, 16)  # 14 when record 5 is a test record: never scored
-    assert "cot: line 6: no yes/no verdict" in captured.err
+    assert "cot: line 6: the answer had no yes/no verdict" in captured.err
 
 
 def test_few_shot_examples_come_from_calibration_and_are_not_scored(serve, tmp_path, capsys):
