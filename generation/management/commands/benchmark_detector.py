@@ -3,7 +3,9 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from core.commands import Progress, counted
 from core.exceptions import ApplicationError
+from core.logs import show_library_logs
 from generation.detectors import DETECTORS, benchmark, read_halueval
 from generation.llm import Gateway
 from generation.services import require_api_key
@@ -25,6 +27,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true")
 
     def handle(self, *args, file: Path, detector, calibration, seed: int, limit, **options):
+        show_library_logs(options["verbosity"])
         try:
             require_api_key()
             with file.open(encoding="utf-8-sig") as handle:  # a byte-order mark is dropped
@@ -43,7 +46,12 @@ class Command(BaseCommand):
         for name in detector or DETECTORS:
             try:
                 result = benchmark(
-                    records=records, detector_name=name, calibration=n_calibration, seed=seed, gateway=gateway
+                    records=records,
+                    detector_name=name,
+                    calibration=n_calibration,
+                    seed=seed,
+                    gateway=gateway,
+                    progress=Progress(self.stderr, "pair", f"scored by {name}"),
                 )
             except ApplicationError as exc:
                 raise CommandError(f"{name}: {exc.message}") from None
@@ -53,7 +61,7 @@ class Command(BaseCommand):
                     f"{name}: accuracy {result.accuracy:.3f} (95% CI {result.ci_low:.3f}-{result.ci_high:.3f}) on "
                     f"{result.n_test_pairs} test pairs ({result.test_records} records); threshold "
                     f"{result.threshold:.3f} from {result.calibration_records} records (calibration accuracy "
-                    f"{result.calibration_accuracy:.3f}); {result.failures} pair(s) failed"
+                    f"{result.calibration_accuracy:.3f}); {counted(result.failures, 'pair')} failed"
                 )
             for example in result.failure_examples:
                 self.stderr.write(f"{name}: {example}")
