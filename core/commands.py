@@ -20,8 +20,13 @@ def check_at_least_one(value: int | None, option: str) -> None:
 
 
 def counted(n: int, noun: str, plural: str | None = None) -> str:
-    """ "1 question", "2 questions", "0 pairs": a count with its noun in the right number."""
-    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+    """A count with its noun in the right number: "1 question", "2 questions", "3 summaries"
+    (`plural` for a noun that is not made plural with -s, or consonant + y -> -ies)."""
+    if n == 1:
+        return f"{n} {noun}"
+    if plural is None:
+        plural = noun[:-1] + "ies" if noun.endswith("y") and noun[-2:-1] not in "aeiou" else noun + "s"
+    return f"{n} {plural}"
 
 
 class Progress:

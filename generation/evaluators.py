@@ -399,7 +399,7 @@ def run_evaluation(
     if summary_keys:
         summaries = summaries.filter(key__in=summary_keys)
     summaries = list(summaries[:limit] if limit is not None else summaries)
-    for done, summary in enumerate(summaries, start=1):
+    for position, summary in enumerate(summaries, start=1):
         existing = {row.name: row for row in EvaluationScore.objects.filter(run=run, summary=summary)}
         done = {name for name, row in existing.items() if row.status != EvaluationScore.Status.FAILED}
         scores = evaluator.evaluate(summary, done)
@@ -407,7 +407,7 @@ def run_evaluation(
             _store_many(run, summary, scores, existing)
             _store_many(run, summary, evaluator.aggregate(run, summary), existing)
         if progress is not None:
-            progress(done, len(summaries))
+            progress(position, len(summaries))
     return run
 
 

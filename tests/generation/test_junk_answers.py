@@ -141,6 +141,10 @@ CATALOGUE = {
 
 @pytest.fixture
 def study_with_everything(study):
+    return add_everything(study)
+
+
+def add_everything(study):
     """A LitSumm-rubric study with a cited source, a finding, a cited summary and a question."""
     source = make_source(study, "drug-a", TRIAL, title="Drug A")
     evidence = TRIAL[1][0]
