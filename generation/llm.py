@@ -502,10 +502,12 @@ _FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*|\s*```\s*$")
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
 
 
-def _balanced_objects(text: str):
-    """Yield every top-level {...} substring, respecting JSON strings."""
-    depth, start, in_string, escaped = 0, None, False, False
-    for i, ch in enumerate(text):
+def _outside_strings(text: str, start: int = 0):
+    """Yield (index, character) of every character of `text` from `start` that is not
+    inside a JSON string (the quotes themselves are not yielded)."""
+    in_string = escaped = False
+    for i in range(start, len(text)):
+        ch = text[i]
         if in_string:
             if escaped:
                 escaped = False
@@ -513,10 +515,17 @@ def _balanced_objects(text: str):
                 escaped = True
             elif ch == '"':
                 in_string = False
-            continue
-        if ch == '"':
+        elif ch == '"':
             in_string = True
-        elif ch == "{":
+        else:
+            yield i, ch
+
+
+def _balanced_objects(text: str):
+    """Yield every top-level {...} substring, respecting JSON strings."""
+    depth, start = 0, None
+    for i, ch in _outside_strings(text):
+        if ch == "{":
             if depth == 0:
                 start = i
             depth += 1
@@ -572,20 +581,8 @@ def _close_truncated(text: str, tries: int = 50) -> dict | None:
         return None
     stack: list[str] = []
     cuts: list[tuple[int, str]] = []  # (end of the kept text, the brackets that close it)
-    in_string = escaped = False
-    for i in range(start, len(text)):
-        ch = text[i]
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-            continue
-        if ch == '"':
-            in_string = True
-        elif ch in "{[":
+    for i, ch in _outside_strings(text, start):
+        if ch in "{[":
             stack.append("}" if ch == "{" else "]")
             if len(stack) > 64:  # deeper than any answer we ask for
                 return None
