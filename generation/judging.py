@@ -132,7 +132,7 @@ def answer_schema(definition: RubricDefinition, parts: Parts) -> dict:
     """The JSON Schema of the judge's answer to this rubric about this summary: every
     judged question with its own allowed values (a list of them for checkboxes, one per
     listed finding or claim for the per-part questions), optional ones nullable, and a
-    rationale for each. Sent as structured output where the endpoint takes it, so that
+    rationale for each question that takes one. Sent as structured output where the endpoint takes it, so that
     even a small model answers in the rubric's shape; the rubric still checks the answer."""
     answers, rationales = {}, {}
     for q in judged_questions(definition):
@@ -145,12 +145,15 @@ def answer_schema(definition: RubricDefinition, parts: Parts) -> dict:
             if not labels:
                 continue
             answers[q.key] = _nullable(_closed_object({label: one for label in labels}), q.required)
-            rationales[q.key] = _nullable(_closed_object({label: {"type": "string"} for label in labels}), True)
+            if q.rationale != "none":
+                per_part = _closed_object({label: {"type": "string"} for label in labels})
+                rationales[q.key] = _nullable(per_part, q.rationale == "required")
             continue
         if q.several_options:
             one = {"type": "array", "items": {"enum": values}}
         answers[q.key] = _nullable(one, q.required)
-        rationales[q.key] = _nullable({"type": "string"}, q.rationale == "required")
+        if q.rationale != "none":  # the rubric refuses a rationale to a question that takes none
+            rationales[q.key] = _nullable({"type": "string"}, q.rationale == "required")
     return _closed_object({"answers": _closed_object(answers), "rationales": _closed_object(rationales)})
 
 

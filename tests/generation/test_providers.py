@@ -180,3 +180,47 @@ def test_the_judges_schema_keeps_them_for_every_builtin_rubric(rater_a, key):
     schema = answer_schema(definition, parts)
     assert schema_problem(schema) is None
     assert set(schema["properties"]["answers"]["properties"]) <= {q.key for q in definition.questions}
+    # A rationale only where the rubric takes one (it refuses the others).
+    takes = {q.key for q in definition.questions if q.rationale != "none"}
+    assert set(schema["properties"]["rationales"]["properties"]) <= takes
+
+
+def instance_of(schema: dict):
+    """The plainest answer a schema allows: null where it may be null, the first allowed
+    value, an empty list, a short text. What a model held to the schema may well write."""
+    if "anyOf" in schema:
+        options = schema["anyOf"]
+        return None if {"type": "null"} in options else instance_of(options[0])
+    if "enum" in schema:
+        return schema["enum"][0]
+    kind = schema.get("type")
+    if kind == "object":
+        return {key: instance_of(child) for key, child in schema["properties"].items()}
+    if kind == "array":
+        return []
+    if kind == "integer":
+        return 1
+    return "As the source says."
+
+
+@pytest.mark.django_db(transaction=True)
+# Not clinfo: its consistency rules (a wrong TL;DR needs the last question's "Yes") are not
+# something a schema can say; the rubric checks them.
+@pytest.mark.parametrize("key", ["litsumm", "factpico", "claims"])
+def test_an_answer_that_keeps_to_the_judges_schema_is_one_the_rubric_takes(serve, rater_a, key):
+    from annotate.services import load_builtin_rubric
+    from generation.judging import run_judge
+    from tests.annotate.factpico import make_factpico_assignment
+
+    assignment, _ = make_factpico_assignment(rater_a)
+    study = assignment.summary.study
+    study.rubric = load_builtin_rubric(key=key)
+    study.save()
+
+    def obeys(request):
+        schema = request.body["response_format"]["json_schema"]["schema"]
+        return Reply(content=json.dumps(instance_of(schema)))
+
+    serve(steps={"rubric_judge": [obeys]})
+    _, (answer,) = run_judge(study=study)
+    assert answer.error == "" and answer.status == "valid"
