@@ -21,6 +21,7 @@ import collections
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -34,21 +35,20 @@ LLM_PYTHON = ROOT / ".venv-llm" / "bin" / "python"
 
 def commands(limit: int) -> list[tuple[str, list[str]]]:
     n = str(limit)
+    halueval = str(ROOT / "fixtures" / "halueval" / "sample.jsonl")
     return [
         (
             "generate litsumm+factored",
             ["generate", "--study", "demo-litsumm", "--pipeline", "litsumm+factored", "--limit", n],
         ),
-        ("answer_questions", ["answer_questions", "--study", "demo-questions", "--limit", "1"]),
+        ("answer_questions", ["answer_questions", "--study", "demo-questions", "--limit", n]),
         *[
             (f"evaluate {name}", ["evaluate", "--study", "demo-factpico", "--evaluator", name, "--limit", n])
             for name in ("factpico_fulltext", "factpico_extraction", "factored_verification", "reference")
         ],
         ("judge_rubric", ["judge_rubric", "--study", "demo-factpico", "--limit", n]),
-        (
-            "benchmark_detector",
-            ["benchmark_detector", str(ROOT / "fixtures" / "halueval" / "sample.jsonl"), "--calibration", "2"],
-        ),
+        # 4 records: 2 fit the threshold (few-shot takes its two examples from them), 2 are tested.
+        ("benchmark_detector", ["benchmark_detector", halueval, "--limit", "4", "--calibration", "2"]),
     ]
 
 
@@ -60,9 +60,19 @@ def server_up(url: str) -> bool:
         return False
 
 
+def port_open(port: int) -> bool:
+    """Something listens on the port (a busy llama.cpp server answers nothing else until
+    its current request is done, so asking it for /models could time out)."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=3).close()
+        return True
+    except OSError:
+        return False
+
+
 def start_server(port: int) -> subprocess.Popen | None:
     url = f"http://127.0.0.1:{port}/v1"
-    if server_up(url):
+    if port_open(port):
         print(f"Using the server already answering on {url}", flush=True)
         return None
     if not LLM_PYTHON.exists():
@@ -145,7 +155,7 @@ def share(part: int, whole: int) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=int(os.environ.get("LLM_PORT", "8080")))
-    parser.add_argument("--limit", type=int, default=2, help="summaries per command (default 2)")
+    parser.add_argument("--limit", type=int, default=1, help="sources, questions or summaries per command (1)")
     parser.add_argument("--no-schema", action="store_true", help="GENERATION_JSON_SCHEMA=0, for comparison")
     parser.add_argument("--only", action="append", default=[], help="run only the commands whose label has this")
     options = parser.parse_args()
@@ -196,7 +206,7 @@ def main() -> None:
             (work / mode / f"{label.replace(' ', '_')}.log").write_text(f"$ manage.py {' '.join(args)}\n{out}\n{err}")
             print(f"  exit {code}, {figures['calls']} calls, {seconds:.0f} s", flush=True)
     finally:
-        if server is not None:
+        if server is not None and server.poll() is None:
             os.killpg(server.pid, signal.SIGTERM)
             server.wait(timeout=60)
 
