@@ -108,7 +108,10 @@ def summarise(first_id: int) -> dict:
     judged = [c for c in answered if c.well_formed is not None]
     reasons = collections.Counter()
     for c in calls:
-        if c.status_code != 200:
+        if c.status_code != 200 and "validation error" in c.error:
+            # llama-cpp-python's answer to json_schema, once per process: the gateway steps down.
+            reasons[f"json_schema refused (HTTP {c.status_code}), asked again with the schema in JSON mode"] += 1
+        elif c.status_code != 200:
             reasons[f"HTTP {c.status_code or 'error'}"] += 1
         elif c.usable is False:
             reasons[short(c.problem)] += 1
