@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 from core.commands import Progress, counted
 from core.exceptions import ApplicationError
 from core.logs import show_library_logs
-from generation.detectors import DETECTORS, benchmark, read_halueval
+from generation.detectors import DETECTORS, benchmark, read_halueval, split_records
 from generation.llm import Gateway
 from generation.services import require_api_key
 
@@ -41,7 +41,11 @@ class Command(BaseCommand):
                 raise CommandError("--limit must be at least 2")
             records = records[:limit]
         n_calibration = calibration if calibration is not None else max(1, round(len(records) * 0.2))
-        results = []
+        try:
+            split_records(records, calibration=n_calibration, seed=seed)  # the same for every detector
+        except ApplicationError as exc:
+            raise CommandError(exc.message) from None
+        results, unusable = [], []
         gateway = Gateway()
         for name in detector or DETECTORS:
             try:
@@ -53,8 +57,10 @@ class Command(BaseCommand):
                     gateway=gateway,
                     progress=Progress(self.stderr, "pair", f"scored by {name}"),
                 )
-            except ApplicationError as exc:
-                raise CommandError(f"{name}: {exc.message}") from None
+            except ApplicationError as exc:  # this detector could not be calibrated: say why, try the next
+                unusable.append(name)
+                self.stderr.write(f"{name}: {exc.message}")
+                continue
             results.append(result)
             if not options["json"]:
                 self.stdout.write(
@@ -67,3 +73,5 @@ class Command(BaseCommand):
                 self.stderr.write(f"{name}: {example}")
         if options["json"]:
             self.stdout.write(json.dumps([r.as_dict() for r in results], indent=2))
+        if unusable:
+            raise CommandError(f"no result for {', '.join(unusable)} (the reasons are above)")
