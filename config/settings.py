@@ -277,9 +277,12 @@ DEMO_PASSWORD = env_str("DEMO_PASSWORD")
 IMPORTS_DIR = env_str("IMPORTS_DIR") or None
 MAX_IMPORT_BYTES = env_int("MAX_IMPORT_BYTES", 200 * 1024 * 1024, minimum=1)
 
+# Libraries' routine chatter (an HTTP line per LLM call, axes' banner, ...) stays off the
+# console unless it is a warning; a command's -v 2 shows it (core/logs.py).
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"library_chatter": {"()": "core.logs.LibraryChatter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["library_chatter"]}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
 }

@@ -40,7 +40,7 @@ class LLMCallInline(ReadOnlyMixin, admin.TabularInline):
     extra = 0
     can_delete = False
     fields = ["step", "attempt", "prompt_id", "prompt_version", "model", "status_code", "tokens_in", "tokens_out"]
-    fields += ["latency", "cost", "error", "exchange"]
+    fields += ["latency", "cost", "error", "well_formed", "usable", "problem", "exchange"]
     readonly_fields = fields
     show_change_link = True
 
@@ -195,8 +195,8 @@ class GenerationRunAdmin(ReadOnlyMixin, admin.ModelAdmin):
 @admin.register(LLMCall)
 class LLMCallAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["created_at", "job", "step", "attempt", "model", "status_code", "tokens_in", "tokens_out"]
-    list_display += ["latency", "cost"]
-    list_filter = ["step", "model", "status_code"]
+    list_display += ["latency", "cost", "well_formed", "usable"]
+    list_filter = ["step", "model", "status_code", "well_formed", "usable"]
     list_select_related = ["job__source"]
     readonly_fields = [f.name for f in LLMCall._meta.fields]
 

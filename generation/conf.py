@@ -44,6 +44,8 @@ class LLMSettings:
     concurrency: int
     json_mode: bool
     logprobs: bool
+    json_schema: bool = True
+    api_version: str = ""
     prices: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
@@ -72,6 +74,9 @@ def llm_settings() -> LLMSettings:
         concurrency=env_int("GENERATION_CONCURRENCY", 4, minimum=1),
         json_mode=env_bool("GENERATION_JSON_MODE", True),
         logprobs=env_bool("GENERATION_LOGPROBS", True),
+        json_schema=env_bool("GENERATION_JSON_SCHEMA", True),
+        # Azure OpenAI's deployment API (the openai library's own variable name).
+        api_version=env_str("OPENAI_API_VERSION"),
         prices=_prices(),
     )
 

@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 from scipy import sparse
 
+from core.commands import counted
 from generation.llm import count_tokens
 
 MMR_LAMBDA = 0.5
@@ -198,7 +199,7 @@ def build_context(
             budget=budget,
             method="none",
             seed=seed,
-            skipped=f"only {len(lines)} sentence(s) in the source; at least {min_sentences} are needed",
+            skipped=f"only {counted(len(lines), 'sentence')} in the source; at least {min_sentences} are needed",
         )
     total = prompt_tokens + sum(line.tokens for line in lines)
     if total <= budget:
@@ -231,7 +232,7 @@ def build_context(
             method=method,
             seed=seed,
             skipped=(
-                f"only {len(selected)} sentence(s) fit the budget of {budget} tokens; "
+                f"only {counted(len(selected), 'sentence')} fit the budget of {budget} tokens; "
                 f"at least {min_sentences} are needed"
             ),
         )

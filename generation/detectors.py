@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from core.exceptions import ApplicationError
 from generation.conf import pipeline_settings
-from generation.llm import Gateway, LLMError
+from generation.llm import Gateway, LLMError, excerpt, parse_json_object
 from generation.pipelines import sentence_claims
 from generation.verdicts import UNVERIFIED, parse_claim_verdict, yes_probability
 
@@ -138,12 +138,13 @@ class Detector:
             variables=variables,
             model=self.settings.model,
             params={"temperature": 0, "max_tokens": self.settings.max_tokens},
-            json_output=True,
             logprobs=True,
         )
         verdict, _ = parse_claim_verdict(result.text)
         if verdict == UNVERIFIED:
-            raise ValueError(f"no yes/no verdict in {result.text[:200]!r}")
+            raise ValueError(result.record(f"the answer had no yes/no verdict ({excerpt(result.text)})"))
+        parsed = parse_json_object(result.text)
+        result.record(well_formed=isinstance(parsed, dict) and parsed.get("supported") in ("yes", "no"))
         return yes_probability(result.logprobs, verdict)
 
     def score(self, pair: Pair) -> float:
@@ -204,7 +205,7 @@ def benchmark(
     calibration: int,
     seed: int,
     gateway: Gateway,
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> BenchmarkResult:
     calibration_records, test_records = split_records(records, calibration=calibration, seed=seed)
     calibration_pairs = pairs_of(calibration_records)
@@ -212,12 +213,14 @@ def benchmark(
     detector = Detector(detector_name, gateway=gateway, examples=examples)
     # The few-shot examples are not scored: a detector is never calibrated on its own examples.
     fit_pairs = [p for p in calibration_pairs if p not in examples]
-    fitted = score_pairs(detector, fit_pairs, progress)
+    test_pairs = pairs_of(test_records)
+    total = len(fit_pairs) + len(test_pairs)
+    fitted = score_pairs(detector, fit_pairs, progress and (lambda done: progress(done, total)))
     usable = [s for s in fitted if s.score is not None]
     if not usable:
         raise ApplicationError("no calibration pair could be scored: " + (fitted[0].error if fitted else "no pairs"))
     threshold, calibration_accuracy = fit_threshold([s.score for s in usable], [s.pair.faithful for s in usable])
-    tested = score_pairs(detector, pairs_of(test_records), progress)
+    tested = score_pairs(detector, test_pairs, progress and (lambda done: progress(len(fit_pairs) + done, total)))
     measured = [s for s in tested if s.score is not None]
     correct = sum((s.score >= threshold) == s.pair.faithful for s in measured)
     low, high = wilson_interval(correct, len(measured))

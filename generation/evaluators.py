@@ -36,7 +36,7 @@ from django.utils import timezone
 from annotate.models import Study, Summary
 from core.exceptions import ApplicationError
 from generation.conf import pipeline_settings
-from generation.llm import Gateway, LLMError
+from generation.llm import Gateway, LLMError, as_text, excerpt, parse_json_object
 from generation.models import EvaluationRun, EvaluationScore, JudgeRun
 from generation.prompting import prompt_versions
 
@@ -67,12 +67,30 @@ class Score:
     call_id: int | None = None
 
 
-def read_rating(text: str, highest: int) -> int:
-    """The last "Rating: n" of an answer, 1..highest, or ValueError."""
+# An extraction longer than this goes into the rating prompts cut (a passage's quotes are
+# a few hundred words; a model that does not stop would otherwise fill the next prompt).
+MAX_EXTRACTION_CHARS = 8000
+
+
+def read_rating(text: str, highest: int) -> tuple[int, str]:
+    """(rating, rationale) from an answer: the JSON the schema asks for ({"rating": n,
+    "rationale": "..."}), else the last "Rating: n" of the text (FactPICO's own form). A
+    missing rating or one outside 1..highest is a ValueError saying so in words."""
+    parsed = parse_json_object(text)
+    raw = parsed.get("rating") if parsed else None
+    if isinstance(raw, str) and raw.strip().isdigit():
+        raw = int(raw.strip())
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        if not 1 <= raw <= highest:
+            raise ValueError(f"the rating {raw} is outside 1 to {highest}")
+        return raw, as_text(parsed.get("rationale")) or text.strip()
     found = RATING.findall(text)
-    if not found or not 1 <= int(found[-1]) <= highest:
-        raise ValueError(f"no rating from 1 to {highest} in {text[:200]!r}")
-    return int(found[-1])
+    if not found:
+        raise ValueError(f"the answer had no rating from 1 to {highest} ({excerpt(text)})")
+    rating = int(found[-1][:6])
+    if not 1 <= rating <= highest:
+        raise ValueError(f"the rating {rating} is outside 1 to {highest}")
+    return rating, text.strip()
 
 
 class FactPicoFullText:
@@ -105,10 +123,14 @@ class FactPicoFullText:
         except LLMError as exc:
             return Score(name, None, EvaluationScore.Status.FAILED, error=exc.message)
         try:
-            rating = read_rating(result.text, highest)
+            rating, rationale = read_rating(result.text, highest)
         except ValueError as exc:
-            return Score(name, None, EvaluationScore.Status.FAILED, error=str(exc), call_id=result.call.pk)
-        rationale = result.text.strip()[:4000]
+            return Score(
+                name, None, EvaluationScore.Status.FAILED, error=result.record(str(exc)), call_id=result.call.pk
+            )
+        parsed = parse_json_object(result.text)
+        result.record(well_formed=isinstance(parsed, dict) and isinstance(parsed.get("rating"), int))
+        rationale = rationale[:4000]
         if highest == 5 and rating == 5:
             return Score(name, None, EvaluationScore.Status.NOT_APPLICABLE, rationale=rationale, call_id=result.call.pk)
         return Score(name, float(5 - rating), EvaluationScore.Status.OK, rationale=rationale, call_id=result.call.pk)
@@ -178,7 +200,10 @@ class FactPicoExtraction(FactPicoFullText):
         except LLMError as exc:
             return None, exc.message
         text = result.text.strip()
-        return (text, "") if text else (None, f"the {name} extraction came back empty")
+        if not text:
+            return None, result.record(f"the {name} extraction came back empty")
+        result.record(well_formed=len(text) <= MAX_EXTRACTION_CHARS)
+        return text[:MAX_EXTRACTION_CHARS], ""
 
     def evaluate(self, summary: Summary, done: set[str]) -> list[Score]:
         source = summary.source
@@ -357,23 +382,32 @@ def start_evaluation(*, study: Study, evaluator) -> EvaluationRun:
 
 
 def run_evaluation(
-    *, study: Study, evaluator_name: str, summary_keys: Sequence[str] = (), limit: int | None = None, gateway=None
+    *,
+    study: Study,
+    evaluator_name: str,
+    summary_keys: Sequence[str] = (),
+    limit: int | None = None,
+    gateway=None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> EvaluationRun:
     """Score the study's summaries (all, `summary_keys`, at most `limit`), skipping the
     scores the run already has (a resumed run asks only for what is missing; a failed
-    score is asked again)."""
+    score is asked again). `progress(done, total)` is called after each summary."""
     evaluator = evaluator_for(evaluator_name, gateway or (Gateway() if needs_llm(evaluator_name) else None))
     run = start_evaluation(study=study, evaluator=evaluator)
     summaries = Summary.objects.filter(study=study).select_related("source", "study").order_by("key")
     if summary_keys:
         summaries = summaries.filter(key__in=summary_keys)
-    for summary in summaries[:limit] if limit is not None else summaries:
+    summaries = list(summaries[:limit] if limit is not None else summaries)
+    for position, summary in enumerate(summaries, start=1):
         existing = {row.name: row for row in EvaluationScore.objects.filter(run=run, summary=summary)}
         done = {name for name, row in existing.items() if row.status != EvaluationScore.Status.FAILED}
         scores = evaluator.evaluate(summary, done)
         with transaction.atomic():
             _store_many(run, summary, scores, existing)
             _store_many(run, summary, evaluator.aggregate(run, summary), existing)
+        if progress is not None:
+            progress(position, len(summaries))
     return run
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from django.db import transaction
@@ -33,7 +33,7 @@ from annotate.rubrics import AnswerContext, RubricDefinition
 from annotate.selectors.contents import rubric_definition
 from core.exceptions import ApplicationError
 from generation.conf import pipeline_settings
-from generation.llm import Gateway, LLMError, parse_json_object
+from generation.llm import Gateway, LLMError, excerpt, parse_json_object
 from generation.models import JudgeAnswer, JudgeRun
 from generation.prompting import prompt_versions
 
@@ -120,6 +120,43 @@ def summary_parts(definition: RubricDefinition, summary: Summary, findings: list
     return Parts(text="\n".join(lines), findings=by_finding, claims=by_claim)
 
 
+def _nullable(schema: dict, required: bool) -> dict:
+    return schema if required else {"anyOf": [schema, {"type": "null"}]}
+
+
+def _closed_object(properties: dict) -> dict:
+    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
+
+
+def answer_schema(definition: RubricDefinition, parts: Parts) -> dict:
+    """The JSON Schema of the judge's answer to this rubric about this summary: every
+    judged question with its own allowed values (a list of them for checkboxes, one per
+    listed finding or claim for the per-part questions), optional ones nullable, and a
+    rationale for each question that takes one. Sent as structured output where the endpoint takes it, so that
+    even a small model answers in the rubric's shape; the rubric still checks the answer."""
+    answers, rationales = {}, {}
+    for q in judged_questions(definition):
+        values = list(q.allowed_values)
+        one = {"enum": values} if values else {"type": "string"}
+        if q.free_text:
+            one = {"type": "string"}
+        labels = parts.findings if q.per_finding else parts.claims if q.per_claim else None
+        if labels is not None:
+            if not labels:
+                continue
+            answers[q.key] = _nullable(_closed_object({label: one for label in labels}), q.required)
+            if q.rationale != "none":
+                per_part = _closed_object({label: {"type": "string"} for label in labels})
+                rationales[q.key] = _nullable(per_part, q.rationale == "required")
+            continue
+        if q.several_options:
+            one = {"type": "array", "items": {"enum": values}}
+        answers[q.key] = _nullable(one, q.required)
+        if q.rationale != "none":  # the rubric refuses a rationale to a question that takes none
+            rationales[q.key] = _nullable({"type": "string"}, q.rationale == "required")
+    return _closed_object({"answers": _closed_object(answers), "rationales": _closed_object(rationales)})
+
+
 def judge_version(study: Study, model: str, params: dict) -> tuple[str, dict]:
     config = {
         "model": model,
@@ -164,6 +201,7 @@ def judge_summary(*, run: JudgeRun, summary: Summary, gateway: Gateway) -> Judge
     )
     fields: dict = {"answers": {}, "rationales": {}, "raw": "", "error": "", "call": None}
     parsed = None
+    result = None
     try:
         result = gateway.complete(
             step="rubric_judge",
@@ -177,26 +215,31 @@ def judge_summary(*, run: JudgeRun, summary: Summary, gateway: Gateway) -> Judge
             },
             model=run.model,
             params=run.config["params"],
-            json_output=True,
+            schema=answer_schema(definition, parts),
         )
         fields.update(raw=result.text, call=result.call)
         parsed = parse_json_object(result.text)
         if not isinstance(parsed, dict) or not isinstance(parsed.get("answers"), dict):
-            raise ValueError("no JSON object with answers in the reply")
-        answers, rationales = parsed["answers"], parsed.get("rationales") or {}
-        if isinstance(rationales, dict):  # otherwise the rubric says what is wrong with them
-            answers, rationales = parts.to_ids(definition, answers, rationales)
-            parsed = {**parsed, "answers": answers, "rationales": rationales}
+            shape = "no JSON object" if not isinstance(parsed, dict) else 'no object under "answers"'
+            raise ValueError(f"the answer held {shape} ({excerpt(result.text)})")
+        # A null is the model's "not answered" (the schema lets optional questions be null).
+        answers = {k: v for k, v in parsed["answers"].items() if v is not None}
+        rationales = parsed.get("rationales")
+        rationales = {k: v for k, v in rationales.items() if v is not None} if isinstance(rationales, dict) else {}
+        answers, rationales = parts.to_ids(definition, answers, rationales)
+        parsed = {**parsed, "answers": answers, "rationales": rationales}
         answers, rationales = check_answer(definition, answers, rationales, context)
         fields.update(status=JudgeAnswer.Status.VALID, answers=answers, rationales=rationales)
+        result.record()
     except LLMError as exc:
         fields.update(status=JudgeAnswer.Status.FAILED, error=exc.message)
     except ValueError as exc:
-        fields.update(status=JudgeAnswer.Status.FAILED, error=str(exc))
+        fields.update(status=JudgeAnswer.Status.FAILED, error=result.record(str(exc)) if result else str(exc))
     except ApplicationError as exc:  # the rubric refused it (AnswerValidationError)
         details = exc.extra.get("fields") if isinstance(exc.extra, dict) else None
         message = "; ".join(f"{k}: {v}" for k, v in sorted(details.items())) if details else exc.message
-        fields.update(status=JudgeAnswer.Status.INVALID, error=message)
+        message = f"the rubric refused the answer: {message}"
+        fields.update(status=JudgeAnswer.Status.INVALID, error=result.record(message, well_formed=True))
         if isinstance(parsed, dict):
             fields.update(answers=parsed.get("answers") or {}, rationales=parsed.get("rationales") or {})
     with transaction.atomic():
@@ -205,7 +248,12 @@ def judge_summary(*, run: JudgeRun, summary: Summary, gateway: Gateway) -> Judge
 
 
 def run_judge(
-    *, study: Study, summary_keys: Sequence[str] = (), limit: int | None = None, gateway: Gateway | None = None
+    *,
+    study: Study,
+    summary_keys: Sequence[str] = (),
+    limit: int | None = None,
+    gateway: Gateway | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> tuple[JudgeRun, list[JudgeAnswer]]:
     run = start_judge_run(study=study)
     summaries = Summary.objects.filter(study=study).select_related("source").order_by("key")
@@ -213,4 +261,9 @@ def run_judge(
         summaries = summaries.filter(key__in=summary_keys)
     summaries = list(summaries[:limit] if limit is not None else summaries)
     gateway = gateway or Gateway()
-    return run, [judge_summary(run=run, summary=s, gateway=gateway) for s in summaries]
+    answers = []
+    for summary in summaries:
+        answers.append(judge_summary(run=run, summary=summary, gateway=gateway))
+        if progress is not None:
+            progress(len(answers), len(summaries))
+    return run, answers

@@ -5,8 +5,20 @@ What it adds to the `openai` client:
   and jitter, honouring Retry-After; the client's own retries are off
   (max_retries=0) so that every attempt is recorded as its own LLMCall row;
 - a concurrency limit per endpoint, shared by all threads of the process;
-- JSON mode where the endpoint accepts `response_format`, and plain text with
-  tolerant parsing (`parse_json_object`) where it does not; token logprobs likewise;
+- structured output where the endpoint offers it: a prompt that declares the JSON
+  Schema of its answer (generation.prompting) is sent with `response_format`
+  `json_schema` (OpenAI, Azure, vLLM, llama.cpp's llama-server, Ollama); an endpoint
+  that refuses it is asked with `json_object` plus the schema (llama-cpp-python's
+  server, which `make local-llm` runs), then with plain JSON mode (`json_object`, only
+  for a prompt whose words ask for JSON, as OpenAI requires), then in plain text.
+  Each refusal (a 400/422 naming the feature) is remembered per endpoint for the life
+  of the process, as are refusals of token logprobs. Parsing stays tolerant
+  (`parse_json_object`): a schema is a request, not a guarantee;
+- model text made storable on arrival: NUL characters and bidirectional overrides
+  removed, lone surrogates replaced (`clean_model_text`); what was changed is noted on
+  the call;
+- a verdict on every answer from the step that used it (`LLMResult.record`): whether it
+  was well-formed, and why it could not be used, in words;
 - a record of each attempt: step, prompt id and version, messages, parameters,
   response, tokens, latency, cost (from GENERATION_PRICES) and error; the API key
   and the endpoint's credentials are never stored (`Gateway.redact`).
@@ -40,12 +52,18 @@ _lock = threading.Lock()
 _semaphores: dict[tuple[str, int], threading.BoundedSemaphore] = {}
 _clients: dict[tuple[str, str, float], openai.OpenAI] = {}
 # Endpoints that refused an optional feature once; not asked again in this process.
+# The features: the structured-output levels below, and "logprobs".
 _refused: dict[str, set[str]] = {}
 # How a 400/422 names an optional feature it refuses (request field → pattern).
 _OPTIONAL_FEATURES = {
-    "response_format": re.compile(r"response_format|json[ _-]?mode|json_object", re.IGNORECASE),
+    "response_format": re.compile(r"response_format|json[ _-]?(?:mode|schema|object)|\bschema\b", re.IGNORECASE),
     "logprobs": re.compile(r"logprob", re.IGNORECASE),
 }
+# Structured output, most to least precise. `json_schema` is OpenAI's form; `json_object_schema`
+# is {"type": "json_object", "schema": ...}, the form of llama-cpp-python's server (and
+# Anyscale's); `json_object` is plain JSON mode.
+JSON_SCHEMA, JSON_OBJECT_SCHEMA, JSON_OBJECT = "json_schema", "json_object_schema", "json_object"
+STRUCTURED_LEVELS = (JSON_SCHEMA, JSON_OBJECT_SCHEMA, JSON_OBJECT)
 
 
 class LLMError(ApplicationError):
@@ -55,12 +73,47 @@ class LLMError(ApplicationError):
     http_status = 502
 
 
+class ModelAnswerError(ApplicationError):
+    """The model answered, but nothing usable (after whatever re-asking the step does)."""
+
+    code = "model_answer"
+    http_status = 502
+
+
 @dataclass(frozen=True)
 class LLMResult:
     text: str
     call: LLMCall
     logprobs: list[dict] | None
-    json_mode: bool
+    structured: str  # the structured-output level the answer was asked with, or ""
+
+    @property
+    def json_mode(self) -> bool:
+        return bool(self.structured)
+
+    @property
+    def truncated(self) -> bool:
+        """The answer was cut off at max_tokens."""
+        return self.call.finish_reason == "length"
+
+    def record(self, problem: str = "", *, well_formed: bool | None = None) -> str:
+        """Store the using step's verdict on this answer: `problem` says in words why it
+        could not be used ("" when it was), `well_formed` whether it had the shape asked
+        for (by default: when there is no problem). Returns `problem`, so a step can
+        record and report the same words."""
+        problem = problem.strip()
+        if problem and self.truncated and "max_tokens" not in problem:
+            problem = f"{problem} (the answer was cut off at max_tokens)"
+        if well_formed is None:  # an answer cut off at max_tokens is not well-formed, even if it was of use
+            well_formed = not problem and not self.truncated
+        fields = {"well_formed": well_formed, "usable": not problem}
+        if problem:
+            notes = self.call.problem
+            fields["problem"] = f"{problem}; {notes}" if notes else problem
+        for name, value in fields.items():
+            setattr(self.call, name, value)
+        LLMCall.objects.filter(pk=self.call.pk).update(**fields)
+        return problem
 
 
 def count_tokens(text: str) -> int:
@@ -78,12 +131,24 @@ def _semaphore(endpoint: str, size: int) -> threading.BoundedSemaphore:
 
 
 def _client(conf: LLMSettings) -> openai.OpenAI:
-    key = (conf.base_url, conf.api_key, conf.timeout)
+    key = (conf.base_url, conf.api_key, conf.timeout, conf.api_version)
     with _lock:
         if key not in _clients:
-            _clients[key] = openai.OpenAI(
-                base_url=conf.base_url, api_key=conf.api_key, timeout=conf.timeout, max_retries=0
-            )
+            if conf.api_version:
+                # Azure OpenAI's deployment API: OPENAI_BASE_URL is the resource
+                # (https://NAME.openai.azure.com), the model is the deployment name, the key
+                # goes in an api-key header and every request carries ?api-version=.
+                _clients[key] = openai.AzureOpenAI(
+                    azure_endpoint=conf.base_url,
+                    api_version=conf.api_version,
+                    api_key=conf.api_key,
+                    timeout=conf.timeout,
+                    max_retries=0,
+                )
+            else:
+                _clients[key] = openai.OpenAI(
+                    base_url=conf.base_url, api_key=conf.api_key, timeout=conf.timeout, max_retries=0
+                )
         return _clients[key]
 
 
@@ -136,17 +201,34 @@ def _cost(conf: LLMSettings, model: str, tokens_in: int, tokens_out: int) -> Dec
 
 
 def _compact_logprobs(choice: Any) -> list[dict] | None:
+    """The answer's token logprobs as [{"token", "logprob", "top": [[token, logprob]]}];
+    entries a server got wrong (no token text, a logprob that is not a finite number)
+    are left out."""
     content = getattr(getattr(choice, "logprobs", None), "content", None)
-    if not content:
+    if not isinstance(content, list) or not content:
         return None
-    return [
+
+    def usable(token, logprob) -> bool:
+        return isinstance(token, str) and _finite(logprob)
+
+    items = [
         {
-            "token": item.token,
-            "logprob": item.logprob,
-            "top": [[alt.token, alt.logprob] for alt in (item.top_logprobs or [])],
+            "token": clean_model_text(item.token)[0],
+            "logprob": float(item.logprob),
+            "top": [
+                [clean_model_text(alt.token)[0], float(alt.logprob)]
+                for alt in (getattr(item, "top_logprobs", None) or [])
+                if usable(getattr(alt, "token", None), getattr(alt, "logprob", None))
+            ],
         }
         for item in content
+        if usable(getattr(item, "token", None), getattr(item, "logprob", None))
     ]
+    return items or None
+
+
+def _finite(value) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def public_endpoint(url: str) -> str:
@@ -176,6 +258,19 @@ class Gateway:
         self.secrets = _secrets(self.conf)
         self.semaphore = _semaphore(self.conf.base_url, self.conf.concurrency)
 
+    def structured_levels(self, prompt: Prompt, schema: dict | None) -> list[str]:
+        """The structured-output levels to try for this prompt, best first, less those
+        the endpoint refused or the settings turn off."""
+        if not self.conf.json_mode or (schema is None and not prompt.asks_for_json):
+            return []
+        levels = []
+        if schema is not None and self.conf.json_schema:
+            levels += [JSON_SCHEMA, JSON_OBJECT_SCHEMA]
+        if prompt.asks_for_json:
+            levels.append(JSON_OBJECT)
+        refused = _refused.get(self.conf.base_url, set())
+        return [level for level in levels if level not in refused]
+
     def complete(
         self,
         *,
@@ -186,13 +281,16 @@ class Gateway:
         params: dict[str, Any] | None = None,
         job: GenerationJob | None = None,
         answer_job: AnswerJob | None = None,
-        json_output: bool = False,
+        schema: dict | None = None,
         logprobs: bool = False,
     ) -> LLMResult:
         """One chat completion of `prompt` rendered with `variables`, retried on
-        transient errors. Raises LLMError when every attempt failed."""
+        transient errors. The answer is asked for in the prompt's schema (or `schema`,
+        which overrides it) where the endpoint takes one. Raises LLMError when every
+        attempt failed."""
         if isinstance(prompt, str):
             prompt = get_prompt(prompt)
+        schema = schema if schema is not None else prompt.schema
         system = get_prompt("system")
         messages = [
             {"role": "system", "content": system.text.strip()},
@@ -200,8 +298,9 @@ class Gateway:
         ]
         request: dict[str, Any] = dict(params or {})
         refused = _refused.setdefault(self.conf.base_url, set())
-        if json_output and self.conf.json_mode and "response_format" not in refused:
-            request["response_format"] = {"type": "json_object"}
+        levels = self.structured_levels(prompt, schema)
+        if levels:
+            request["response_format"] = _response_format(levels[0], schema, prompt.id)
         if logprobs and self.conf.logprobs and "logprobs" not in refused:
             request.update(logprobs=True, top_logprobs=5)
 
@@ -213,22 +312,23 @@ class Gateway:
             with self.semaphore:
                 try:
                     response = self.client.chat.completions.create(model=model, messages=messages, **request)
+                    outcome = self._answer(response, model, messages)
                     failure = None
                 except openai.APIError as exc:
                     failure = exc
+                    outcome = self._error(exc)
                 latency = time.monotonic() - started
-                outcome = self._answer(response, model, messages) if failure is None else self._error(failure)
                 # One row per attempt, failed or not; `request` is copied because a later
                 # attempt may drop an optional feature from it.
                 call = LLMCall.objects.create(
                     job=job,
                     answer_job=answer_job,
-                    step=step,
+                    step=step[:64],
                     attempt=attempt,
                     prompt_id=prompt.id,
                     prompt_version=prompt.version,
-                    endpoint=self.endpoint,
-                    model=model,
+                    endpoint=self.endpoint[:500],
+                    model=model[:200],
                     messages=messages,
                     params=dict(request),
                     latency=latency,
@@ -236,17 +336,15 @@ class Gateway:
                 )
             if failure is None:
                 return LLMResult(
-                    text=call.response_text, call=call, logprobs=call.logprobs, json_mode="response_format" in request
+                    text=call.response_text, call=call, logprobs=call.logprobs, structured=levels[0] if levels else ""
                 )
-            if isinstance(failure, openai.BadRequestError | openai.UnprocessableEntityError):
-                # An endpoint that does not know JSON mode or logprobs answers 400/422:
-                # drop the optional feature and ask again (not counted as a retry).
-                dropped = self._drop_optional(request, refused, str(failure))
-                if dropped:
-                    continue
+            if _refusal(failure) and self._drop_optional(request, refused, str(failure), levels, schema, prompt.id):
+                # An endpoint that does not know a structured-output level or logprobs says
+                # so: ask again without it (not counted as a retry).
+                continue
             if not isinstance(failure, RETRYABLE) or retries >= self.conf.max_retries:
                 raise LLMError(
-                    self.redact(f"{step}: the LLM endpoint failed after {attempt} attempt(s): {failure}"),
+                    self.redact(f"{step}: the LLM endpoint failed after {attempt} attempt(s): {_describe(failure)}"),
                     extra={"step": step, "attempts": attempt},
                 ) from failure
             retries += 1
@@ -260,44 +358,142 @@ class Gateway:
         return text
 
     @staticmethod
-    def _drop_optional(request: dict, refused: set[str], message: str) -> bool:
-        """Drop the optional feature that a 400/422 `message` names, and remember
-        the refusal. An error that names no feature we asked for (a context
-        overflow, a bad parameter) drops nothing: guessing would switch JSON mode
-        or logprobs off for the whole process because of an unrelated request."""
+    def _drop_optional(
+        request: dict, refused: set[str], message: str, levels: list[str], schema: dict | None, prompt_id: str
+    ) -> bool:
+        """Step down from the optional feature that a 400/422 `message` names, and
+        remember the refusal: the next structured-output level, or none; no logprobs.
+        An error that names no feature we asked for (a context overflow, a bad
+        parameter) drops nothing: guessing would switch structured output or logprobs
+        off for the whole process because of an unrelated request."""
         named = [f for f, pattern in _OPTIONAL_FEATURES.items() if f in request and pattern.search(message)]
         if not named:
             return False
         feature = named[0]
-        request.pop(feature)
-        if feature == "logprobs":
-            request.pop("top_logprobs", None)
+        if feature == "response_format":
+            refused.add(levels.pop(0))
+            if levels:
+                request["response_format"] = _response_format(levels[0], schema, prompt_id)
+            else:
+                request.pop("response_format")
+            return True
+        request.pop("logprobs")
+        request.pop("top_logprobs", None)
         refused.add(feature)
         return True
 
     def _answer(self, response, model: str, messages: list[dict]) -> dict[str, Any]:
-        """The LLMCall fields of an answer."""
-        choice = response.choices[0] if response.choices else None
-        text = (choice.message.content or "") if choice is not None else ""
+        """The LLMCall fields of an answer, whatever the server sent: a missing choice,
+        content that is not a string, NUL characters, lone surrogates and direction
+        overrides, impossible token counts all become something storable, and what was
+        changed is noted in `problem`."""
+        choices = getattr(response, "choices", None)
+        choice = choices[0] if isinstance(choices, list) and choices else None
+        message = getattr(choice, "message", None)
+        text, notes = clean_model_text(_content_text(getattr(message, "content", None)))
+        if choice is None:
+            notes.insert(0, "the server's answer held no choice")
         usage = getattr(response, "usage", None)
-        tokens_in = getattr(usage, "prompt_tokens", None) or sum(count_tokens(m["content"]) for m in messages)
-        tokens_out = getattr(usage, "completion_tokens", None) or count_tokens(text)
+        tokens_in = _count(getattr(usage, "prompt_tokens", None)) or sum(count_tokens(m["content"]) for m in messages)
+        tokens_out = _count(getattr(usage, "completion_tokens", None)) or count_tokens(text)
+        finish = getattr(choice, "finish_reason", None)
         return {
             "response_text": text,
             "logprobs": _compact_logprobs(choice) if choice is not None else None,
-            "finish_reason": (choice.finish_reason or "") if choice is not None else "",
+            "finish_reason": clean_model_text(finish)[0][:32] if isinstance(finish, str) else "",
             "tokens_in": tokens_in,
             "tokens_out": tokens_out,
             "cost": _cost(self.conf, model, tokens_in, tokens_out),
             "status_code": 200,
+            "problem": "; ".join(notes),
         }
 
     def _error(self, exc: openai.APIError) -> dict[str, Any]:
         """The LLMCall fields of a failed attempt (the message without secrets)."""
         return {
             "status_code": getattr(exc, "status_code", None),
-            "error": self.redact(f"{type(exc).__name__}: {exc}")[:5000],
+            "error": clean_model_text(self.redact(f"{type(exc).__name__}: {exc}"))[0][:5000],
         }
+
+
+# A server error that is really a refusal of the request's shape: llama-cpp-python's server
+# answers an unknown response_format type with a 500 holding pydantic's validation error.
+_VALIDATION = re.compile(r"validation error|literal_error|input should be|not supported|unsupported", re.IGNORECASE)
+
+
+def _refusal(exc: openai.APIError) -> bool:
+    """Whether a failure may be the endpoint refusing an optional feature: a 400 or 422,
+    or a 500 whose message is a validation error."""
+    if isinstance(exc, openai.BadRequestError | openai.UnprocessableEntityError):
+        return True
+    return isinstance(exc, openai.InternalServerError) and bool(_VALIDATION.search(str(exc)))
+
+
+def _response_format(level: str, schema: dict | None, name: str) -> dict:
+    if level == JSON_SCHEMA:
+        return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
+    if level == JSON_OBJECT_SCHEMA:
+        return {"type": "json_object", "schema": schema}
+    return {"type": "json_object"}
+
+
+def _describe(exc: openai.APIError) -> str:
+    """An endpoint's failure in words: the status and the server's own message."""
+    status = getattr(exc, "status_code", None)
+    if isinstance(exc, openai.APITimeoutError):
+        return "no answer within GENERATION_TIMEOUT"
+    if isinstance(exc, openai.APIConnectionError):
+        return "could not connect to the endpoint (is the server running, and OPENAI_BASE_URL right?)"
+    if isinstance(exc, openai.APIResponseValidationError):
+        return "the server's answer was not an OpenAI chat completion"
+    return f"HTTP {status}: {exc.message}" if status else str(exc.message)
+
+
+def _count(value) -> int:
+    """A token count as a non-negative int (0 for anything else a server may send)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return 0
+    return max(0, min(int(value), 2**31 - 1))
+
+
+def _content_text(content) -> str:
+    """A message's content as text: a string, a list of content parts (their texts
+    joined), nothing (""), or anything else written out."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [p.get("text") if isinstance(p, dict) else getattr(p, "text", p) for p in content]
+        return "".join(p for p in parts if isinstance(p, str))
+    return json.dumps(content, default=str)
+
+
+# Characters that reorder how text is displayed (Trojan Source): embeddings, overrides, isolates.
+_BIDI_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069]")
+NUL = "\x00"
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def clean_model_text(text: str) -> tuple[str, list[str]]:
+    """(text that can be stored and shown, what was changed). Model output is hostile
+    text: NUL characters (which PostgreSQL refuses) and bidirectional overrides (which
+    make a page show text other than what is stored) are removed, and lone surrogates
+    (which are not Unicode and break every page that reads them) become U+FFFD."""
+    notes = []
+    if "\x00" in text:
+        notes.append(f"{text.count(NUL)} NUL character(s) removed")
+        text = text.replace("\x00", "")
+    if not text.isascii():
+        surrogates = len(_SURROGATE.findall(text))
+        if surrogates:
+            notes.append(f"{surrogates} lone surrogate(s) replaced by U+FFFD")
+            text = _SURROGATE.sub("\ufffd", text)
+        controls = len(_BIDI_CONTROLS.findall(text))
+        if controls:
+            notes.append(f"{controls} bidirectional control character(s) removed")
+            text = _BIDI_CONTROLS.sub("", text)
+    return text, notes
 
 
 # --- tolerant parsing --------------------------------------------------------------
@@ -306,10 +502,12 @@ _FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*|\s*```\s*$")
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
 
 
-def _balanced_objects(text: str):
-    """Yield every top-level {...} substring, respecting JSON strings."""
-    depth, start, in_string, escaped = 0, None, False, False
-    for i, ch in enumerate(text):
+def _outside_strings(text: str, start: int = 0):
+    """Yield (index, character) of every character of `text` from `start` that is not
+    inside a JSON string (the quotes themselves are not yielded)."""
+    in_string = escaped = False
+    for i in range(start, len(text)):
+        ch = text[i]
         if in_string:
             if escaped:
                 escaped = False
@@ -317,10 +515,17 @@ def _balanced_objects(text: str):
                 escaped = True
             elif ch == '"':
                 in_string = False
-            continue
-        if ch == '"':
+        elif ch == '"':
             in_string = True
-        elif ch == "{":
+        else:
+            yield i, ch
+
+
+def _balanced_objects(text: str):
+    """Yield every top-level {...} substring, respecting JSON strings."""
+    depth, start = 0, None
+    for i, ch in _outside_strings(text):
+        if ch == "{":
             if depth == 0:
                 start = i
             depth += 1
@@ -332,15 +537,89 @@ def _balanced_objects(text: str):
 
 def parse_json_object(text: str) -> dict | None:
     """The JSON object in an LLM answer: plain, fenced in ```json, surrounded by
-    prose, or with trailing commas. None when there is no readable object."""
+    prose, with trailing commas, or cut off (at max_tokens) after some complete members,
+    which are kept. None when there is no readable object."""
     cleaned = _FENCE.sub("", text.strip())
     candidates = [cleaned, *_balanced_objects(cleaned)]
     for candidate in candidates:
         for attempt in (candidate, _TRAILING_COMMA.sub(r"\1", candidate)):
             try:
                 value = json.loads(attempt)
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue
             if isinstance(value, dict):
-                return value
+                return _clean_strings(value)
+    value = _close_truncated(cleaned)
+    return _clean_strings(value) if value is not None else None
+
+
+def _clean_strings(value: dict) -> dict:
+    """`value` with every string and key made storable (clean_model_text): a JSON escape
+    (\\u0000, \\ud800) decodes to what the raw text's cleaning could not see."""
+
+    def clean(item):
+        if isinstance(item, str):
+            return clean_model_text(item)[0]
+        if isinstance(item, list):
+            return [clean(child) for child in item]
+        if isinstance(item, dict):
+            return {clean_model_text(str(k))[0]: clean(v) for k, v in item.items()}
+        return item
+
+    try:
+        return clean(value)
+    except RecursionError:  # nested deeper than any answer we ask for
+        return {}
+
+
+def _close_truncated(text: str, tries: int = 50) -> dict | None:
+    """The object of a JSON answer that stops before its end, closed after its last
+    complete member (a cut-off string is dropped with its member): `{"queries": ["a",
+    "b` gives {"queries": ["a"]}. None for text that is not an unfinished object."""
+    start = text.find("{")
+    if start < 0:
+        return None
+    stack: list[str] = []
+    cuts: list[tuple[int, str]] = []  # (end of the kept text, the brackets that close it)
+    for i, ch in _outside_strings(text, start):
+        if ch in "{[":
+            stack.append("}" if ch == "{" else "]")
+            if len(stack) > 64:  # deeper than any answer we ask for
+                return None
+        elif ch in "}]":
+            if not stack or stack.pop() != ch:
+                return None
+            if not stack:
+                return None  # a complete object: not cut off (and not readable as JSON)
+            cuts.append((i + 1, "".join(reversed(stack))))
+        elif ch == ",":
+            cuts.append((i, "".join(reversed(stack))))
+    if not stack:
+        return None
+    for end, closers in reversed(cuts[-tries:]):
+        try:
+            value = json.loads(_TRAILING_COMMA.sub(r"\1", text[start:end] + closers))
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(value, dict):
+            return value
     return None
+
+
+def as_text(value) -> str:
+    """A JSON value a model gave where text was asked for, as text: a string as it is,
+    a list of strings joined by spaces (models often answer a list); nothing for null, a
+    number, an object or anything else."""
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, list):
+        return " ".join(part.strip() for part in value if isinstance(part, str) and part.strip())
+    return ""
+
+
+def excerpt(text: str, limit: int = 80) -> str:
+    """The start of a model's answer for a message: whitespace collapsed, quoted, cut."""
+    flat = " ".join(text.split())
+    if not flat:
+        return "an empty answer"
+    return repr(flat if len(flat) <= limit else flat[: limit - 1] + "…")

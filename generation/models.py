@@ -241,6 +241,13 @@ class LLMCall(TimeStamped):
     cost = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True, help_text="USD")
     status_code = models.PositiveIntegerField(null=True, blank=True)
     error = models.TextField(blank=True)
+    well_formed = models.BooleanField(
+        null=True, blank=True, help_text="The answer had the shape asked for (empty: not judged, or no answer)."
+    )
+    usable = models.BooleanField(null=True, blank=True, help_text="The step that asked could use the answer.")
+    problem = models.TextField(
+        blank=True, help_text="Why the answer could not be used, and what was cleaned out of it, in words."
+    )
 
     class Meta:
         ordering = ["created_at", "id"]

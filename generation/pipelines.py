@@ -26,9 +26,10 @@ from dataclasses import dataclass, field
 
 from annotate.models import Source
 from core.sentences import split_spans
+from core.text_validation import MAX_SUMMARY_CHARS
 from generation.conf import PipelineSettings, pipeline_settings
 from generation.context import Context, build_context, context_line, embedding_method
-from generation.llm import Gateway, count_tokens
+from generation.llm import Gateway, ModelAnswerError, count_tokens, excerpt, parse_json_object
 from generation.models import GenerationJob
 from generation.prompting import get_prompt, prompt_versions
 from generation.reference_checks import ReferenceReport, check_references, cited_refs
@@ -124,6 +125,15 @@ class Outcome:
     skip_reason: str = ""
 
 
+def summary_problem(text: str) -> str | None:
+    """Why a model's answer cannot be a summary, or None."""
+    if not text.strip():
+        return "the model's answer was empty"
+    if len(text) > MAX_SUMMARY_CHARS:
+        return f"the model's answer is {len(text):,} characters long; a summary may have at most {MAX_SUMMARY_CHARS:,}"
+    return None
+
+
 def clean_summary(text: str) -> str:
     """The summary out of a generation answer (no code fence, no "Summary:" label)."""
     return _LABEL.sub("", _FENCE.sub("", text.strip())).strip()
@@ -193,11 +203,22 @@ class Runner:
         )
         return self.text_of(result)
 
-    def text_of(self, result) -> str:
+    def text_of(self, result, previous: str | None = None) -> str:
         """The summary in a generation answer. An answer cut off at max_tokens is
-        remembered: the final text must not silently be a truncated one."""
-        self.truncated = result.call.finish_reason == "length"
-        return clean_summary(result.text)
+        remembered: the final text must not silently be a truncated one. An empty or
+        oversized answer is unusable: a rescue or revision keeps the `previous` text (and
+        says so in the trace), a first draft fails the job with the reason."""
+        text = clean_summary(result.text)
+        problem = summary_problem(text)
+        if problem:
+            result.record(problem)
+            if previous is None:
+                raise ModelAnswerError(f"{result.call.step}: {problem}")
+            self.note(result.call.step, problem=f"{problem}; the text before it was kept")
+            return previous
+        self.truncated = result.truncated
+        result.record()
+        return text
 
     def check(self, step: str, text: str, context: Context) -> ReferenceReport:
         report = check_references(text, context.refs)
@@ -226,7 +247,7 @@ class Runner:
             s.model,
             _generation_params(s),
         )
-        revised = self.text_of(result)
+        revised = self.text_of(result, previous=text)
         report = self.check("references:final", revised, context)
         return revised, report, reverify(revised)
 
@@ -247,7 +268,7 @@ class Runner:
                 s.model,
                 _generation_params(s),
             )
-            text = self.text_of(result)
+            text = self.text_of(result, previous=text)
             attempts += 1
             report = self.check(f"references:after-rescue:{kind}", text, context)
         if not report.passed:
@@ -297,9 +318,14 @@ class Runner:
             {"context": context.text, "statements": statements},
             s.model,
             _verify_params(s),
-            json_output=True,
         )
         verdicts = parse_statement_verdicts(result.text, len(claims))
+        parsed = parse_json_object(result.text)
+        given = sum(v.verdict != UNVERIFIED for v in verdicts)
+        result.record(
+            "" if given or not claims else f"the checker gave no verdict for any statement ({excerpt(result.text)})",
+            well_formed=isinstance(parsed, dict) and isinstance(parsed.get("verdicts"), list) and given == len(claims),
+        )
         for claim, verdict in zip(claims, verdicts, strict=True):
             claim.update(verdict=verdict.verdict, explanation=verdict.explanation, probability=None)
         self.note(
@@ -375,10 +401,16 @@ class Runner:
                 {"sources": self.sources_for(refs), "claim": claim["text"]},
                 s.model,
                 _verify_params(s),
-                json_output=True,
                 logprobs=True,
             )
             verdict, critique = parse_claim_verdict(result.text)
+            parsed = parse_json_object(result.text)
+            result.record(
+                "" if verdict != UNVERIFIED else f"the answer had no yes/no verdict ({excerpt(result.text)})",
+                well_formed=isinstance(parsed, dict) and parsed.get("supported") in ("yes", "no"),
+            )
+            if verdict == UNVERIFIED:
+                critique = "The checker's answer had no yes/no verdict."
             probability = yes_probability(result.logprobs, verdict) if verdict != UNVERIFIED else None
             claim.update(verdict=verdict, explanation=critique, probability=probability)
         self.note(

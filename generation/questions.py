@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 
 from core.env import env_bool, env_float, env_int, env_str
+from core.text_validation import MAX_SUMMARY_CHARS
 from generation.conf import DEFAULT_MODEL
-from generation.llm import Gateway, LLMError, parse_json_object
+from generation.llm import Gateway, LLMError, LLMResult, as_text, excerpt, parse_json_object
 from generation.models import AnswerJob
 from generation.prompting import prompt_versions
 from literature.answers import AnswerError, Citation, check_citations, number_citations
@@ -34,6 +36,12 @@ from literature.models import Question, Retrieval, RetrievedArticle
 from literature.services import combine_results, record_relevance, save_retrieval, search_question
 
 PROMPTS = ["system", "question_queries", "question_relevance", "question_article", "question_synthesis"]
+# A search query longer than this is not a query (PubMed refuses long URLs); an article
+# summary longer than this is cut (it goes into the synthesis prompt with all the others).
+MAX_QUERY_CHARS = 300
+MAX_ARTICLE_SUMMARY_CHARS = 4000
+_LIST_ITEM = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+(.+?)\s*$")
+_YES_NO = re.compile(r"\brelevant\W{0,4}(yes|no|true|false)\b", re.IGNORECASE)
 ENGINE_HINTS = {
     "pubmed": "PubMed (field tags such as [tiab] and [mh], Boolean operators)",
     "local": "a plain keyword search engine (a few key terms, no operators)",
@@ -99,16 +107,10 @@ class QuestionRunner:
         self.gateway: Gateway = gateway
         self.trace: dict = {"steps": []}
 
-    def call(self, step: str, prompt_id: str, variables: dict, *, json_output: bool = False):
+    def call(self, step: str, prompt_id: str, variables: dict) -> LLMResult:
         params = {"temperature": self.s.temperature, "max_tokens": self.s.max_tokens}
         return self.gateway.complete(
-            step=step,
-            prompt=prompt_id,
-            variables=variables,
-            model=self.s.model,
-            params=params,
-            answer_job=self.job,
-            json_output=json_output,
+            step=step, prompt=prompt_id, variables=variables, model=self.s.model, params=params, answer_job=self.job
         )
 
     # --- 1. queries and retrieval ----------------------------------------------------------
@@ -117,6 +119,7 @@ class QuestionRunner:
         tried: list[str] = []
         results: dict[str, list] = {}
         feedback = ""
+        self.search_problem = ""
         for attempt in range(1, self.s.query_attempts + 1):
             result = self.call(
                 f"queries:{attempt}",
@@ -127,16 +130,33 @@ class QuestionRunner:
                     "question": self.question.text,
                     "feedback": feedback,
                 },
-                json_output=True,
             )
-            parsed = parse_json_object(result.text) or {}
-            raw = parsed.get("queries", [])
-            queries = [q.strip() for q in raw if isinstance(q, str) and q.strip()] if isinstance(raw, list) else []
-            new = [q for q in dict.fromkeys(queries) if q not in results][: self.s.queries]
+            written, well_formed = read_queries(result.text)
+            fresh = [q for q in dict.fromkeys(written) if q not in results]
+            too_long = [q for q in fresh if len(q) > MAX_QUERY_CHARS]
+            wordless = [q for q in fresh if len(q) <= MAX_QUERY_CHARS and not self.engine.searchable(q)]
+            new = [q for q in fresh if q not in too_long and q not in wordless][: self.s.queries]
             if not new:
-                self.trace["steps"].append({"step": f"queries:{attempt}", "problem": "no usable queries"})
-                feedback = "\nYour last answer held no usable new queries. Answer with the JSON shape shown.\n"
+                if not written:
+                    problem = "the model wrote no usable queries: " + (
+                        "its list of queries was empty"
+                        if well_formed
+                        else f"no list of queries in {excerpt(result.text)}"
+                    )
+                    feedback = "\nYour last answer held no usable queries. Answer with the JSON shape shown.\n"
+                elif wordless and not too_long:
+                    problem = "the model's queries had no searchable words (only stop words or punctuation)"
+                    feedback = "\nYour last queries had no search terms; use the question's key medical terms.\n"
+                elif too_long:
+                    problem = f"the model's queries were longer than {MAX_QUERY_CHARS} characters"
+                    feedback = "\nYour last queries were far too long; write a few key terms each.\n"
+                else:
+                    problem = "the model repeated queries it had already written"
+                    feedback = "\nYour last answer repeated earlier queries; write new ones.\n"
+                self.search_problem = result.record(problem, well_formed=well_formed)
+                self.trace["steps"].append({"step": f"queries:{attempt}", "problem": problem})
                 continue
+            result.record(well_formed=well_formed)
             search = search_question(
                 question=self.question,
                 engine=self.engine,
@@ -148,9 +168,13 @@ class QuestionRunner:
                 results[query] = hits
             tried += search.queries
             empty = [q for q in search.queries if not results[q]]
-            self.trace["steps"].append({"step": f"queries:{attempt}", "queries": search.queries, "zero_hits": empty})
+            step = {"step": f"queries:{attempt}", "queries": search.queries, "zero_hits": empty}
+            if wordless or too_long:
+                step["left_out"] = [q[:MAX_QUERY_CHARS] for q in wordless + too_long]
+            self.trace["steps"].append(step)
             if any(results[q] for q in tried):
                 break
+            self.search_problem = "the model's queries found no article"
             feedback = (
                 "\nThese queries found nothing; write broader ones with other terms:\n"
                 + "\n".join(f"- {q}" for q in empty)
@@ -190,21 +214,17 @@ class QuestionRunner:
                     step,
                     "question_relevance",
                     {"question": self.question.text, "article": self.article_text(article)},
-                    json_output=True,
                 )
-                parsed = parse_json_object(result.text) or {}
-                verdict = str(parsed.get("relevant", "")).strip().lower()
-                reason = str(parsed.get("reason", "")).strip()
-                if verdict not in ("yes", "no"):
-                    raise ValueError(f"no yes/no verdict in {result.text[:200]!r}")
-                decisions[article.identifier] = (verdict == "yes", reason[:2000])
-            except (LLMError, ValueError) as exc:
-                message = exc.message if isinstance(exc, LLMError) else str(exc)
-                open_ = self.s.relevance_fail_open
-                decisions[article.identifier] = (
-                    open_,
-                    f"no usable answer ({'kept' if open_ else 'left out'}): {message}",
-                )
+            except LLMError as exc:
+                problem = exc.message
+            else:
+                relevant, reason, problem = read_relevance(result.text)
+                result.record(problem)
+                if not problem:
+                    decisions[article.identifier] = (relevant, reason[:2000])
+                    continue
+            open_ = self.s.relevance_fail_open
+            decisions[article.identifier] = (open_, f"no usable answer ({'kept' if open_ else 'left out'}): {problem}")
         record_relevance(retrieval=retrieval, decisions=decisions)
         self.trace["relevance"] = {k: {"relevant": v[0], "reason": v[1]} for k, v in decisions.items()}
         return [a for a in articles if decisions[a.identifier][0]]
@@ -219,7 +239,16 @@ class QuestionRunner:
                 "question_article",
                 {"question": self.question.text, "article": self.article_text(articles[c.identifier])},
             )
-            summaries[c.number] = result.text.strip()
+            text = result.text.strip()
+            if not text:
+                result.record("the model's summary of the article was empty")
+                text = "(no summary: the model's answer was empty)"
+            elif len(text) > MAX_ARTICLE_SUMMARY_CHARS:
+                result.record(well_formed=False)
+                text = text[:MAX_ARTICLE_SUMMARY_CHARS].rstrip() + " …"
+            else:
+                result.record()
+            summaries[c.number] = text
         self.trace["article_summaries"] = {str(n): text for n, text in summaries.items()}
         return summaries
 
@@ -232,17 +261,25 @@ class QuestionRunner:
                 f"synthesis:{attempt}",
                 "question_synthesis",
                 {"question": self.question.text, "articles": articles, "feedback": feedback},
-                json_output=True,
             )
-            parsed = parse_json_object(result.text) or {}
-            synthesis, tldr = str(parsed.get("synthesis", "")).strip(), str(parsed.get("tldr", "")).strip()
+            parsed = parse_json_object(result.text)
+            synthesis = as_text(parsed.get("synthesis")) if parsed else ""
+            tldr = as_text(parsed.get("tldr")) if parsed else ""
+            well_formed = bool(parsed) and all(isinstance(parsed.get(k), str) for k in ("synthesis", "tldr"))
             try:
                 if not synthesis or not tldr:
-                    raise AnswerError("the answer needs a synthesis and a TL;DR in the JSON shape shown")
+                    raise AnswerError(
+                        "the answer needs a synthesis and a TL;DR in the JSON shape shown"
+                        + ("" if parsed else f" (it was {excerpt(result.text)})")
+                    )
+                length = len(synthesis) + len(tldr)
+                if length > MAX_SUMMARY_CHARS - 1000:
+                    raise AnswerError(f"the synthesis is {length:,} characters long; at most 250 words were asked for")
                 check_citations(f"{synthesis}\n{tldr}", len(citations))
+                result.record(well_formed=well_formed)
                 return synthesis, tldr
             except AnswerError as exc:
-                problem = exc.message
+                problem = result.record(exc.message, well_formed=well_formed)
                 self.trace["steps"].append({"step": f"synthesis:{attempt}", "problem": problem})
                 feedback = f"\nYour last answer was not usable: {problem}. Use only the numbers shown.\n"
         raise AnswerError(f"no usable synthesis after {self.s.synthesis_attempts} attempt(s): {problem}")
@@ -250,7 +287,8 @@ class QuestionRunner:
     def run(self) -> AnswerOutcome:
         retrieval = self.search()
         if not retrieval.articles.exists():
-            return AnswerOutcome("skipped", retrieval, skip_reason="the searches found no article", trace=self.trace)
+            reason = self.search_problem or "the searches found no article"
+            return AnswerOutcome("skipped", retrieval, skip_reason=reason, trace=self.trace)
         relevant = self.judge(retrieval)
         if not relevant:
             return AnswerOutcome(
@@ -260,6 +298,43 @@ class QuestionRunner:
         summaries = self.summarise(citations, {a.identifier: a for a in relevant})
         synthesis, tldr = self.synthesise(citations, summaries)
         return AnswerOutcome("ok", retrieval, synthesis, tldr, citations, trace=self.trace)
+
+
+def read_queries(text: str) -> tuple[list[str], bool]:
+    """(the queries in a query-writing answer, whether it had the JSON shape asked for).
+    Tolerant: a single string is one query, a list inside the list is one query of its
+    words, numbers and nulls are left out; an answer in prose gives the lines it wrote as
+    a list ("1. aspirin stroke", "- warfarin")."""
+    parsed = parse_json_object(text)
+    raw = parsed.get("queries") if parsed else None
+    well_formed = isinstance(raw, list) and all(isinstance(q, str) for q in raw)
+    if isinstance(raw, str):
+        raw = [raw]
+    if isinstance(raw, list):
+        queries = [" ".join(as_text(q).split()) for q in raw]
+    elif parsed is None:
+        queries = [m.group(1) for m in map(_LIST_ITEM.match, text.splitlines()) if m]
+    else:
+        queries = []
+    return [q for q in queries if q], well_formed
+
+
+def read_relevance(text: str) -> tuple[bool, str, str]:
+    """(relevant, reason, problem) from a relevance answer; `problem` is "" when the
+    answer held a yes/no verdict."""
+    parsed = parse_json_object(text)
+    if parsed is not None:
+        raw = parsed.get("relevant")
+        verdict = ("yes" if raw else "no") if isinstance(raw, bool) else as_text(raw).lower().strip(" .!")
+        reason = as_text(parsed.get("reason"))
+    else:
+        match = list(_YES_NO.finditer(text))
+        verdict = match[-1].group(1).lower() if match else ""
+        reason = text.strip()
+    verdict = {"true": "yes", "false": "no"}.get(verdict, verdict)
+    if verdict not in ("yes", "no"):
+        return False, "", f"the answer had no yes/no relevance verdict ({excerpt(text)})"
+    return verdict == "yes", reason, ""
 
 
 class _OnJob:

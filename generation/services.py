@@ -215,14 +215,19 @@ def run_generation_job(*, job_id: int) -> GenerationJob:
         return job
     try:
         outcome = Runner(spec=spec, source=job.source, job=job, gateway=Gateway()).run()
-    except LLMError as exc:
+        return store_outcome(job=job, claimed_at=claimed_at, spec=spec, outcome=outcome)
+    except ApplicationError as exc:  # the endpoint failed after its retries, or the model's answer was unusable
         _finish(job, claimed_at, status=Status.FAILED, error=exc.message)
         return job
     except Exception as exc:
         # Not ours to handle: mark the job so the run shows it, then let it propagate.
-        _finish(job, claimed_at, status=Status.FAILED, error=f"{type(exc).__name__}: {exc}")
+        _finish(job, claimed_at, status=Status.FAILED, error=internal_error(exc))
         raise
-    return store_outcome(job=job, claimed_at=claimed_at, spec=spec, outcome=outcome)
+
+
+def internal_error(exc: Exception) -> str:
+    """A job's reason for an error that is a bug of ours, not the model's or the endpoint's."""
+    return f"an internal error stopped the job ({type(exc).__name__}: {exc}); the worker's log has the details"
 
 
 def _finish(job: GenerationJob | AnswerJob, claimed_at, **fields) -> bool:
@@ -405,13 +410,13 @@ def run_answer_job(*, job_id: int) -> AnswerJob:
         outcome = QuestionRunner(
             question=job.question, engine=engine, regime=job.regime, settings=conf, job=job, gateway=Gateway()
         ).run()
+        job = store_answer_outcome(job=job, claimed_at=claimed_at, conf=conf, outcome=outcome)
     except ApplicationError as exc:  # the LLM or NCBI failed after their retries, an unusable answer
         _finish(job, claimed_at, status=Status.FAILED, error=exc.message)
         return job
     except Exception as exc:
-        _finish(job, claimed_at, status=Status.FAILED, error=f"{type(exc).__name__}: {exc}")
+        _finish(job, claimed_at, status=Status.FAILED, error=internal_error(exc))
         raise
-    job = store_answer_outcome(job=job, claimed_at=claimed_at, conf=conf, outcome=outcome)
     if conf.verify and job.summary_id:
         verify_stored_answer(job=job)
     return job

@@ -1,5 +1,6 @@
 """Celery tasks: thin, by id; the work is in generation.services."""
 
+import logging
 from concurrent.futures import Future
 
 from celery import shared_task
@@ -8,9 +9,25 @@ from core.background import run_in_background
 from generation import services
 from generation.models import AnswerJob, GenerationJob
 
+logger = logging.getLogger(__name__)
 
-@shared_task(bind=True, acks_late=True, max_retries=None)
-def generate_summary_task(self, job_id: int) -> str:
+
+def _report(task, kind: str, job) -> None:
+    """One line on the worker's log for a finished job, with its reason (in-process, the
+    command that ran it reports instead). The task itself returns nothing: Celery's
+    "Task ... succeeded in 2.1s: 'failed'" read as a contradiction."""
+    if task.request.is_eager:
+        return
+    if job.status == "failed":
+        logger.warning("%s job %s failed: %s", kind, job.pk, job.error)
+    elif job.status == "skipped":
+        logger.info("%s job %s skipped: %s", kind, job.pk, job.skip_reason)
+    elif job.status != "running":
+        logger.info("%s job %s: %s", kind, job.pk, job.get_status_display().lower())
+
+
+@shared_task(bind=True, acks_late=True, max_retries=None, ignore_result=True)
+def generate_summary_task(self, job_id: int) -> None:
     # No automatic retries on errors: the gateway already retries transient LLM
     # errors, and a failed job is resumed by the next run.
     job = services.run_generation_job(job_id=job_id)
@@ -20,16 +37,16 @@ def generate_summary_task(self, job_id: int) -> str:
         # again once its lease can have run out. A live holder will have finished by
         # then, and this delivery does nothing.
         raise self.retry(countdown=services.job_lease().total_seconds())
-    return job.status
+    _report(self, "summary", job)
 
 
-@shared_task(bind=True, acks_late=True, max_retries=None)
-def answer_question_task(self, job_id: int) -> str:
+@shared_task(bind=True, acks_late=True, max_retries=None, ignore_result=True)
+def answer_question_task(self, job_id: int) -> None:
     """One clinical question (generation.services.run_answer_job), resumed like a summary job."""
     job = services.run_answer_job(job_id=job_id)
     if job.status == AnswerJob.Status.RUNNING and not self.request.is_eager:
         raise self.retry(countdown=services.job_lease().total_seconds())
-    return job.status
+    _report(self, "question", job)
 
 
 # --- evaluators (generation.evaluators) and the rubric judge (generation.judging) -----------

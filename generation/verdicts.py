@@ -11,7 +11,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from generation.llm import parse_json_object
+from generation.llm import as_text, parse_json_object
 
 SUPPORTED = "supported"
 NOT_SUPPORTED = "not_supported"
@@ -55,10 +55,10 @@ def parse_statement_verdicts(text: str, count: int) -> list[Verdict]:
             number = item.get("statement", item.get("index", item.get("id", position)))
             try:
                 number = int(number)
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):  # a list, null, "one", Infinity, NaN
                 number = position
             raw = item.get("supported", item.get("verdict"))
-            found[number] = Verdict(_word_verdict(raw), str(item.get("explanation", "")).strip())
+            found[number] = Verdict(_word_verdict(raw), as_text(item.get("explanation")))
     else:
         for line in text.splitlines():
             match = _NUMBERED.match(line.strip())
@@ -128,8 +128,8 @@ def parse_claim_verdict(text: str) -> tuple[str, str]:
     """(verdict, critique) from a factored verification answer."""
     data = parse_json_object(text)
     if isinstance(data, dict) and "supported" in data:
-        critique = str(data.get("critique", "")).strip()
-        revised = str(data.get("revised_claim", "")).strip()
+        critique = as_text(data.get("critique"))
+        revised = as_text(data.get("revised_claim"))
         if revised and revised.upper() != "N/A":
             critique = f"{critique} Suggested revision: {revised}".strip()
         return _word_verdict(data["supported"]), critique

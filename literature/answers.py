@@ -89,13 +89,16 @@ def cited_numbers(text: str) -> list[int]:
     return [int(n) for m in CITATION.finditer(text) for n in re.split(r"\s*[,;]\s*", m.group(1))]
 
 
+_NEGATIVE_CITATION = re.compile(r"\[\s*-\s*\d+(?:\s*[,;]\s*-?\s*\d+)*\]")
+
+
 def check_citations(text: str, count: int) -> None:
-    """Every [n] must name one of the `count` evidence articles."""
-    bad = sorted({n for n in cited_numbers(text) if not 1 <= n <= count})
+    """Every [n] must name one of the `count` evidence articles ([0], [-1] and [99] do not)."""
+    bad = [f"[{n}]" for n in sorted({n for n in cited_numbers(text) if not 1 <= n <= count})]
+    bad += sorted({"".join(m.group().split()) for m in _NEGATIVE_CITATION.finditer(text)})
     if bad:
-        raise AnswerError(
-            f"citation {', '.join(f'[{n}]' for n in bad)} does not resolve: the evidence has {count} article(s)"
-        )
+        articles = "1 article" if count == 1 else f"{count} articles"
+        raise AnswerError(f"citation {', '.join(bad)} does not resolve: the evidence has {articles}")
 
 
 def _evidence_text(citations: Sequence[Citation], sources: dict[str, Source]) -> tuple[str, list[tuple]]:

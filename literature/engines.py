@@ -14,7 +14,9 @@ Two engines:
 - `PubMedEngine` (literature.pubmed): NCBI's esearch, same interface.
 
 Ranks are deterministic: by score, ties by identifier. Articles that score 0 (no query
-term in them) are not hits.
+term in them) are not hits. A query with no searchable words (empty, only stop words or
+punctuation: what a weak model writes) finds nothing, and `engine.searchable(query)` says
+so beforehand, so the caller can say why.
 
 Publication dates for restricted search: a source's `metadata["published"]` (an ISO day)
 or else `metadata["year"]`. With only a year, an article is kept when its year is before
@@ -56,6 +58,8 @@ class Engine(Protocol):
         self, query: str, *, limit: int = 20, published_before: date | None = None, exclude: Iterable[str] = ()
     ) -> list[Hit]: ...
 
+    def searchable(self, query: str) -> bool: ...
+
 
 def source_date(metadata: dict) -> tuple[date | None, int | None]:
     """(publication day, publication year) from a source's metadata, either may be None."""
@@ -82,9 +86,15 @@ def is_published_before(metadata: dict, cutoff: date) -> bool:
 
 
 def tokenize(texts: list[str]) -> list[list[str]]:
-    return bm25s.tokenize(
+    """Each text's terms: lower-cased words, English stop words out, Snowball-stemmed. A
+    text of only stop words or punctuation has none. (bm25s leaves such a text out of its
+    answer altogether when every text is empty; each text here gets its list.)"""
+    if not texts:
+        return []
+    tokens = bm25s.tokenize(
         texts, stopwords=STOPWORDS, stemmer=Stemmer.Stemmer("english"), show_progress=False, return_ids=False
     )
+    return [list(terms) for terms in tokens] if len(tokens) == len(texts) else [[] for _ in texts]
 
 
 class LocalEngine:
@@ -107,8 +117,11 @@ class LocalEngine:
         self.metadata = [meta for *_, meta in rows]
         self._position = {key: i for i, key in enumerate(self.keys)}
         self.index = bm25s.BM25(k1=1.5, b=0.75)
-        if rows:
-            self.index.index(tokenize([f"{title}\n{text}" for _, _, title, text, _, _ in rows]), show_progress=False)
+        corpus = tokenize([f"{title}\n{text}" for _, _, title, text, _, _ in rows])
+        # bm25s cannot index a corpus without a single term (sources of only stop words).
+        self.indexed = any(corpus)
+        if self.indexed:
+            self.index.index(corpus, show_progress=False)
 
     def names_of(self, hit: Hit) -> frozenset[str]:
         """Every identifier of a hit's source (key, PMID, PMCID, DOI)."""
@@ -118,12 +131,17 @@ class LocalEngine:
     def __len__(self) -> int:
         return len(self.ids)
 
+    def searchable(self, query: str) -> bool:
+        """Whether the query has a term to search for (not only stop words or punctuation)."""
+        return bool(tokenize([query])[0])
+
     def search(
         self, query: str, *, limit: int = 20, published_before: date | None = None, exclude: Iterable[str] = ()
     ) -> list[Hit]:
-        if not self.ids or limit < 1:
+        terms = tokenize([query])[0]
+        if not self.indexed or not terms or limit < 1:
             return []
-        scores = np.asarray(self.index.get_scores(tokenize([query])[0]), dtype=float)
+        scores = np.asarray(self.index.get_scores(terms), dtype=float)
         excluded = set(exclude)
         keep = [
             i

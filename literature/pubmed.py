@@ -101,6 +101,8 @@ class PubMedEngine:
     def search(
         self, query: str, *, limit: int = 20, published_before: date | None = None, exclude: Iterable[str] = ()
     ) -> list[Hit]:
+        if not self.searchable(query):
+            return []
         excluded = set(exclude)
         # "Up to one day before the publication date": PubMed's maxdate is inclusive.
         maxdate = published_before - timedelta(days=1) if published_before else None
@@ -123,3 +125,9 @@ class PubMedEngine:
 
     def names_of(self, hit: Hit) -> frozenset[str]:
         return self._names.get(hit.identifier, frozenset({hit.identifier}))
+
+    @staticmethod
+    def searchable(query: str) -> bool:
+        """Whether the query has a word for PubMed to search (PubMed drops its own stop
+        words; a query of only punctuation or blanks is refused by esearch)."""
+        return any(ch.isalnum() for ch in query)

@@ -24,6 +24,7 @@ import functools
 import importlib.util
 import math
 import os
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from importlib import resources
@@ -101,7 +102,9 @@ def _rouge_scorer():
 
 @functools.cache
 def _textstat():
-    from textstat.textstat import textstatistics
+    with warnings.catch_warnings():  # textstat 0.7.4 imports pkg_resources, which warns on import
+        warnings.filterwarnings("ignore", message="pkg_resources is deprecated", category=UserWarning)
+        from textstat.textstat import textstatistics
 
     # Our own instance, unrounded: textstat 0.7.4 rounds with floor(x + copysign(0.5, x)),
     # which pushes a negative grade a further 0.1 down (-1.06 becomes -1.2), and it rounds

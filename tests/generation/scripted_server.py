@@ -13,7 +13,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
@@ -50,6 +50,7 @@ class Request:
     body: dict
     headers: dict[str, str]
     received_at: float
+    path: str = ""
 
     @property
     def prompt(self) -> str:
@@ -78,12 +79,18 @@ class ScriptedServer(LocalServer):
         latency: float = 0.0,
         json_mode: bool = True,
         logprobs: bool = True,
+        json_schema: bool = True,
+        json_object_schema: bool = True,
+        fence: bool = False,
     ):
         self.script = script
         self.steps = {k: list(v) for k, v in (steps or {}).items()}
         self.latency = latency
         self.json_mode = json_mode
         self.logprobs = logprobs
+        self.json_schema = json_schema
+        self.json_object_schema = json_object_schema
+        self.fence = fence
         self.requests: list[Request] = []
         self.in_flight = 0
         self.max_in_flight = 0
@@ -125,7 +132,11 @@ class ScriptedServer(LocalServer):
                 length = int(self.headers.get("content-length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
                 request = Request(
-                    step=server.step_of(body), body=body, headers=dict(self.headers), received_at=time.monotonic()
+                    step=server.step_of(body),
+                    body=body,
+                    headers=dict(self.headers),
+                    received_at=time.monotonic(),
+                    path=self.path,
                 )
                 with server._lock:
                     server.requests.append(request)
@@ -138,8 +149,15 @@ class ScriptedServer(LocalServer):
                         server.in_flight -= 1
 
             def _answer(self, request: Request, body: dict) -> None:
-                if "response_format" in body and not server.json_mode:
+                response_format = body.get("response_format")
+                if response_format is not None and not server.json_mode:
                     return self._send(400, _error("response_format is not supported by this server"), {})
+                if isinstance(response_format, dict):
+                    if response_format.get("type") == "json_schema" and not server.json_schema:
+                        return self._send(500, _literal_error(), {})
+                    if "schema" in response_format and not server.json_object_schema:
+                        message = "Unrecognized request argument supplied: response_format.schema"
+                        return self._send(400, _error(message), {})
                 if body.get("logprobs") and not server.logprobs:
                     return self._send(400, _error("logprobs are not supported by this server"), {})
                 reply = server.choose(request)
@@ -148,6 +166,8 @@ class ScriptedServer(LocalServer):
                     return self._send(reply.status, reply.raw_body, reply.headers)
                 if reply.status != 200:
                     return self._send(reply.status, _error(reply.content or "scripted error"), reply.headers)
+                if server.fence:
+                    reply = replace(reply, content=f"```json\n{reply.content}\n```")
                 payload = _completion(body, reply, with_logprobs=bool(body.get("logprobs")))
                 return self._send(200, json.dumps(payload), reply.headers)
 
@@ -165,6 +185,16 @@ class ScriptedServer(LocalServer):
                     pass  # the client gave up (a timeout test)
 
         return Handler
+
+
+def _literal_error() -> str:
+    """llama-cpp-python's server's answer (HTTP 500) to a response_format type it does not know."""
+    message = (
+        "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+        "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
+        "'ctx': {'expected': \"'text' or 'json_object'\"}}\n"
+    )
+    return json.dumps({"error": {"message": message, "type": "internal_server_error", "param": None, "code": None}})
 
 
 def _error(message: str) -> str:

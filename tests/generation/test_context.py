@@ -38,7 +38,7 @@ def test_the_reference_goes_before_the_final_stop():
 
 def test_fewer_than_five_sentences_are_skipped_with_a_reason():
     context = build_context(sentences=DISTINCT[:4], prompt_tokens=50, budget=2560, min_sentences=5, seed=0)
-    assert context.skipped == "only 4 sentence(s) in the source; at least 5 are needed"
+    assert context.skipped == "only 4 sentences in the source; at least 5 are needed"
     assert context.lines == ()
 
 

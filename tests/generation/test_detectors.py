@@ -104,7 +104,7 @@ def test_refused_and_malformed_answers_are_failures_not_scores(serve, tmp_path, 
     (result,) = json.loads(captured.out)
     assert result["failures"] == 2  # both pairs of record 5 (line 6), wherever the split put them
     assert result["n_test_pairs"] in (14, 16)  # 14 when record 5 is a test record: never scored
-    assert "cot: line 6: no yes/no verdict" in captured.err
+    assert "cot: line 6: the answer had no yes/no verdict" in captured.err
 
 
 def test_few_shot_examples_come_from_calibration_and_are_not_scored(serve, tmp_path, capsys):
@@ -125,3 +125,15 @@ def test_bad_files_are_refused_naming_the_line(serve, tmp_path):
         call_command("benchmark_detector", str(write(tmp_path, bad)), "--detector", "judge")
     with pytest.raises(CommandError, match="calibration split"):
         call_command("benchmark_detector", str(write(tmp_path, records(3))), "--calibration", "3")
+
+
+def test_a_detector_that_cannot_be_calibrated_does_not_stop_the_others(serve, tmp_path, capsys):
+    # A weak model answers the judge prompts but never the factored one in a usable way.
+    serve(steps={"factored_verify": [Reply(content="I cannot say.")], "detect_judge": [judge]})
+    with pytest.raises(CommandError, match="no result for factored"):
+        call_command(
+            "benchmark_detector", str(write(tmp_path, records())), "--detector", "factored", "--detector", "judge"
+        )
+    captured = capsys.readouterr()
+    assert "factored: no calibration pair could be scored: the answer had no yes/no verdict" in captured.err
+    assert captured.out.startswith("judge: accuracy ")

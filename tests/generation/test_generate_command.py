@@ -101,7 +101,9 @@ def test_a_redelivered_task_does_no_harm(serve, sources, capsys):
     generate(capsys, "--pipeline", "litsumm", "--source", "a-trial")
     job = GenerationJob.objects.get()
     seen = len(server.requests)
-    assert generate_summary_task.apply(args=[job.pk]).result == "ok"
+    assert generate_summary_task.apply(args=[job.pk]).successful()
+    job.refresh_from_db()
+    assert job.status == "ok"
     assert len(server.requests) == seen
     assert Summary.objects.count() == 1
 
@@ -132,7 +134,7 @@ def test_two_deliveries_at_once_write_one_summary(serve, sources):
 def test_a_failed_run_is_resumed_by_the_next(serve, sources, capsys, monkeypatch):
     monkeypatch.setenv("GENERATION_MAX_RETRIES", "1")
     serve(steps={"generate": [Reply(status=500)]})
-    with pytest.raises(CommandError, match="2 job\\(s\\) failed"):
+    with pytest.raises(CommandError, match="2 jobs failed"):
         call_command("generate", "--study", "trials", "--pipeline", "litsumm")
     capsys.readouterr()
     assert set(GenerationJob.objects.values_list("status", flat=True)) == {"failed", "skipped"}
@@ -215,10 +217,39 @@ def test_a_changed_prompt_parameter_is_a_new_pipeline_version(serve, sources, ca
     assert Summary.objects.filter(source__key="a-trial").count() == 2
 
 
-def test_the_one_line_summary(serve, sources, capsys):
+@pytest.fixture
+def console():
+    """What the console handler of config/settings.py LOGGING would print, as text."""
+    import io
+    import logging
+
+    from core.logs import LibraryChatter, show_library_logs
+
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.addFilter(LibraryChatter())
+    root = logging.getLogger()
+    root.addHandler(handler)
+    yield stream
+    root.removeHandler(handler)
+    show_library_logs(1)
+
+
+def test_the_summary_line_and_the_reason_for_each_skip(serve, sources, capsys, console):
     serve(honest_model)
     call_command("generate", "--study", "trials", "--pipeline", "litsumm")
-    assert capsys.readouterr().out.strip().endswith("2 ok, 1 skipped")
+    captured = capsys.readouterr()
+    first, *rest = captured.out.strip().splitlines()
+    assert first.endswith("2 ok, 1 skipped")
+    assert rest == ["  c-short: skipped: only 3 sentences in the source; at least 5 are needed"]
+    # Quiet: no line per HTTP request, no Celery task line ("succeeded ... None"), no library chatter.
+    assert console.getvalue() == ""
+
+
+def test_verbosity_2_shows_the_libraries_lines(serve, sources, console):
+    serve(honest_model)
+    call_command("generate", "--study", "trials", "--pipeline", "litsumm", "--source", "a-trial", verbosity=2)
+    assert "HTTP Request: POST" in console.getvalue()
 
 
 def test_abandoned_jobs_of_a_run_are_queued_again(serve, sources):

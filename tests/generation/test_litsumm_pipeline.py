@@ -177,7 +177,7 @@ def test_sloppy_verdicts_without_json_are_read_per_statement(serve, trial_source
     server = serve(honest_model, steps={"self_consistency": [sloppy]})
     job = run_job(trial_source)
     assert job.status == "ok"
-    assert server.requests[1].body["response_format"] == {"type": "json_object"}
+    assert server.requests[1].body["response_format"]["type"] == "json_schema"
 
 
 def test_malformed_json_with_no_verdicts_leaves_statements_unverified(serve, trial_source):
@@ -193,7 +193,7 @@ def test_a_source_with_too_few_sentences_is_skipped_with_a_reason(serve, study):
     server = serve(honest_model)
     job = run_job(source)
     assert job.status == "skipped"
-    assert job.skip_reason == "only 2 sentence(s) in the source; at least 5 are needed"
+    assert job.skip_reason == "only 2 sentences in the source; at least 5 are needed"
     assert job.summary is None
     assert server.requests == []
     assert not Summary.objects.filter(source=source).exists()

@@ -173,28 +173,40 @@ def test_the_api_key_and_endpoint_credentials_are_never_stored(serve, monkeypatc
     assert job.status == "failed"
 
 
-def test_json_mode_is_dropped_for_an_endpoint_that_refuses_it(serve):
-    server = serve(steps={"generate": [Reply(content='{"a": 1}')]}, json_mode=False)
-    result = complete(json_output=True)
+def complete_json(**options):
+    """A call of a prompt that declares the JSON Schema of its answer."""
+    return Gateway().complete(
+        step="relevance:1",
+        prompt="question_relevance",
+        variables={"question": "Does drug A lower pressure?", "article": "Drug A lowered pressure."},
+        model="scripted-model",
+        params={"temperature": 0},
+        **options,
+    )
+
+
+def test_structured_output_is_dropped_for_an_endpoint_that_refuses_it(serve):
+    server = serve(steps={"question_relevance": [Reply(content='{"a": 1}')]}, json_mode=False)
+    result = complete_json()
     assert result.text == '{"a": 1}' and not result.json_mode
-    assert "response_format" in server.requests[0].body
-    assert "response_format" not in server.requests[1].body
+    asked = [r.body.get("response_format", {}).get("type") for r in server.requests]
+    assert asked == ["json_schema", "json_object", "json_object", None]
     # Remembered: the next call does not ask again.
-    complete(json_output=True)
-    assert "response_format" not in server.requests[2].body
+    complete_json()
+    assert "response_format" not in server.requests[4].body
 
 
 @pytest.mark.parametrize("status", [400, 422])
 def test_an_error_that_does_not_name_a_feature_drops_nothing(serve, status):
     overflow = "This model's maximum context length is 4096 tokens; your messages resulted in 5000 tokens."
-    server = serve(steps={"generate": [Reply(status=status, content=overflow), Reply(content="{}")]})
+    server = serve(steps={"question_relevance": [Reply(status=status, content=overflow), Reply(content="{}")]})
     with pytest.raises(LLMError, match="maximum context length"):
-        complete(json_output=True, logprobs=True)
+        complete_json(logprobs=True)
     assert len(server.requests) == 1
     # Nothing was remembered as refused: the next call asks for both again.
-    complete(json_output=True, logprobs=True)
+    complete_json(logprobs=True)
     body = server.requests[1].body
-    assert body["response_format"] == {"type": "json_object"}
+    assert body["response_format"]["type"] == "json_schema"
     assert body["logprobs"] is True and body["top_logprobs"] == 5
 
 
@@ -202,27 +214,46 @@ def test_an_error_that_does_not_name_a_feature_drops_nothing(serve, status):
     "message,dropped,kept",
     [
         ("This model does not support JSON mode.", "response_format", "logprobs"),
-        ("Invalid value for 'json_object'.", "response_format", "logprobs"),
+        ("Invalid value for 'json_schema'.", "response_format", "logprobs"),
         ("Top_LOGPROBS is not allowed for this model.", "logprobs", "response_format"),
     ],
 )
 def test_the_feature_an_error_names_is_dropped_and_the_other_kept(serve, message, dropped, kept):
-    server = serve(steps={"generate": [Reply(status=400, content=message), Reply(content="{}")]})
-    complete(json_output=True, logprobs=True)
+    server = serve(steps={"question_relevance": [Reply(status=400, content=message), Reply(content="{}")]})
+    complete_json(logprobs=True)
     first, second = (r.body for r in server.requests)
-    assert dropped in first and dropped not in second
+    if dropped == "response_format":  # one step down: the schema inside JSON mode
+        assert first[dropped]["type"] == "json_schema"
+        assert second[dropped] == {"type": "json_object", "schema": get_prompt("question_relevance").schema}
+    else:
+        assert dropped in first and dropped not in second
     assert kept in first and kept in second
     assert [c.status_code for c in LLMCall.objects.order_by("attempt")] == [400, 200]
 
 
-def test_json_mode_and_logprobs_are_requested_where_supported(serve):
-    server = serve(steps={"generate": [Reply(content="{}", logprobs=[("yes", -0.1, [("yes", -0.1), ("no", -2.4)])])]})
-    result = complete(json_output=True, logprobs=True)
+def test_structured_output_and_logprobs_are_requested_where_supported(serve):
+    server = serve(
+        steps={"question_relevance": [Reply(content="{}", logprobs=[("yes", -0.1, [("yes", -0.1), ("no", -2.4)])])]}
+    )
+    result = complete_json(logprobs=True)
     body = server.requests[0].body
-    assert body["response_format"] == {"type": "json_object"}
+    assert body["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {
+            "name": "question_relevance",
+            "schema": get_prompt("question_relevance").schema,
+            "strict": True,
+        },
+    }
     assert body["logprobs"] is True and body["top_logprobs"] == 5
     assert result.logprobs == [{"token": "yes", "logprob": -0.1, "top": [["yes", -0.1], ["no", -2.4]]}]
     assert LLMCall.objects.get().logprobs == result.logprobs
+
+
+def test_a_prompt_answered_in_prose_asks_for_no_structured_output(serve):
+    server = serve(steps={"generate": [Reply(content="Drug A lowered pressure [PMC100].")]})
+    complete()
+    assert "response_format" not in server.requests[0].body
 
 
 @pytest.mark.django_db(transaction=True)
@@ -271,5 +302,24 @@ def test_tolerant_json_parsing(text):
 
 
 def test_unreadable_json_gives_none():
-    assert parse_json_object('{"verdicts": [1, 2') is None
     assert parse_json_object("All statements are true.") is None
+    assert parse_json_object('{"verdicts": ') is None
+    assert parse_json_object("{") is None
+    assert parse_json_object('{"a": 1}}}') == {"a": 1}
+
+
+@pytest.mark.parametrize(
+    "text,kept",
+    [
+        # Cut off at max_tokens: the complete members are kept, the cut one dropped.
+        ('{"verdicts": [1, 2', {"verdicts": [1]}),
+        ('{"queries": ["aspirin stroke", "warfarin bleed', {"queries": ["aspirin stroke"]}),
+        (
+            '{"verdicts": [{"statement": 1, "supported": true}, {"statement": 2, "expl',
+            {"verdicts": [{"statement": 1, "supported": True}, {"statement": 2}]},
+        ),
+        ('```json\n{"a": {"b": [1, 2], "c": "cut', {"a": {"b": [1, 2]}}),
+    ],
+)
+def test_an_answer_cut_off_keeps_its_complete_members(text, kept):
+    assert parse_json_object(text) == kept

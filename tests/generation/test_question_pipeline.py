@@ -91,7 +91,7 @@ def test_a_question_is_answered_end_to_end(serve, question, capsys):
         }
     )
     run()
-    assert "1 question(s), local engine, unrestricted: 1 ok" in capsys.readouterr().out
+    assert "1 question, local engine, unrestricted: 1 ok" in capsys.readouterr().out
     job = AnswerJob.objects.get()
     assert job.status == "ok" and job.summary is not None
     # Retrieval: both queries recorded, the aspirin trials ranked first, relevance with reasons.
@@ -207,7 +207,7 @@ def test_a_synthesis_that_never_resolves_fails_and_the_next_run_resumes(serve, q
             "question_synthesis": [synthesis("Aspirin helps [9].", "Yes [9].")],
         }
     )
-    with pytest.raises(CommandError, match="1 question\\(s\\) failed"):
+    with pytest.raises(CommandError, match="1 question failed"):
         run()
     job = AnswerJob.objects.get()
     assert job.status == "failed" and "[9]" in job.error

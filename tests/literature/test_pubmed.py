@@ -112,3 +112,12 @@ def test_import_pubmed_command_and_a_failure_that_changes_nothing(monkeypatch):
         call_command("import_pubmed", "--study", "pm-cmd", "--pmid", "12a")
     with pytest.raises(CommandError, match="not both"):
         call_command("import_pubmed", "--study", "pm-cmd")
+
+
+@pytest.mark.parametrize("query", ["", "?!", " -- "])
+def test_pubmed_is_not_asked_a_query_without_a_word(query):
+    study = StudyFactory(slug="pm-empty")
+    with NcbiServer(**library()) as server:
+        engine = PubMedEngine(study, client=client(server))
+        assert not engine.searchable(query) and engine.search(query) == []
+        assert server.requests == []

@@ -114,6 +114,27 @@ def test_local_engine_scores_are_bm25_and_ties_go_by_key():
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize("query", ["", "   ", "the of and", "?!", "...", "the? of!", "\x00", "a"])
+def test_a_query_without_a_searchable_word_finds_nothing(query):
+    # What weak models write; bm25s raised IndexError on these (its tokenizer returns no
+    # list at all when every text is empty).
+    study = StudyFactory(slug="bm25-empty")
+    add_source(study, "a", "aspirin stroke trial")
+    engine = LocalEngine(study)
+    assert not engine.searchable(query)
+    assert engine.search(query) == []
+    assert engine.searchable("the aspirin") and [h.identifier for h in engine.search("the aspirin?")] == ["a"]
+
+
+@pytest.mark.django_db
+def test_sources_of_only_stop_words_make_an_engine_that_finds_nothing():
+    study = StudyFactory(slug="bm25-stop")
+    add_source(study, "a", "The of and.")
+    add_source(study, "b", "?!")
+    assert LocalEngine(study).search("aspirin") == []
+
+
+@pytest.mark.django_db
 def test_local_engine_applies_dates_and_exclusions():
     study = StudyFactory(slug="dates")
     add_source(study, "old", "aspirin stroke", metadata={"year": 2015})

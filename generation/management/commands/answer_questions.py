@@ -4,8 +4,9 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from annotate.management.common import study_named
-from core.commands import check_at_least_one
+from core.commands import check_at_least_one, counted
 from core.exceptions import ApplicationError
+from core.logs import show_library_logs
 from generation.models import AnswerJob
 from generation.services import start_answer_run
 from generation.tasks import answer_question_task
@@ -30,6 +31,7 @@ class Command(BaseCommand):
         parser.add_argument("--timeout", type=float, default=None, help="with a broker: stop waiting after N s")
 
     def handle(self, *args, study: str, engine: str, regime: str, questions: list[str], limit, timeout, **options):
+        show_library_logs(options["verbosity"])
         check_at_least_one(limit, "--limit")
         study_obj = study_named(study)
         try:
@@ -54,11 +56,13 @@ class Command(BaseCommand):
         for job in AnswerJob.objects.filter(pk__in=ids):
             counts[job.status] = counts.get(job.status, 0) + 1
         self.stdout.write(
-            f"{len(ids)} question(s), {engine} engine, {regime}: "
+            f"{counted(len(ids), 'question')}, {engine} engine, {regime}: "
             + ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
         )
+        for job in AnswerJob.objects.filter(pk__in=ids, status="skipped").order_by("question__key"):
+            self.stdout.write(f"  {job.question.key}: skipped: {job.skip_reason}")
         failed = AnswerJob.objects.filter(pk__in=ids, status="failed").order_by("question__key")
         for job in failed:
             self.stderr.write(f"{job.question.key}: {job.error}")
         if failed:
-            raise CommandError(f"{len(failed)} question(s) failed; run the command again to resume them.")
+            raise CommandError(f"{counted(len(failed), 'question')} failed; run the command again to resume them.")

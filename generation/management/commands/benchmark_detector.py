@@ -3,8 +3,10 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from core.commands import Progress, counted
 from core.exceptions import ApplicationError
-from generation.detectors import DETECTORS, benchmark, read_halueval
+from core.logs import show_library_logs
+from generation.detectors import DETECTORS, benchmark, read_halueval, split_records
 from generation.llm import Gateway
 from generation.services import require_api_key
 
@@ -25,6 +27,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true")
 
     def handle(self, *args, file: Path, detector, calibration, seed: int, limit, **options):
+        show_library_logs(options["verbosity"])
         try:
             require_api_key()
             with file.open(encoding="utf-8-sig") as handle:  # a byte-order mark is dropped
@@ -38,24 +41,37 @@ class Command(BaseCommand):
                 raise CommandError("--limit must be at least 2")
             records = records[:limit]
         n_calibration = calibration if calibration is not None else max(1, round(len(records) * 0.2))
-        results = []
+        try:
+            split_records(records, calibration=n_calibration, seed=seed)  # the same for every detector
+        except ApplicationError as exc:
+            raise CommandError(exc.message) from None
+        results, unusable = [], []
         gateway = Gateway()
         for name in detector or DETECTORS:
             try:
                 result = benchmark(
-                    records=records, detector_name=name, calibration=n_calibration, seed=seed, gateway=gateway
+                    records=records,
+                    detector_name=name,
+                    calibration=n_calibration,
+                    seed=seed,
+                    gateway=gateway,
+                    progress=Progress(self.stderr, "pair", f"scored by {name}"),
                 )
-            except ApplicationError as exc:
-                raise CommandError(f"{name}: {exc.message}") from None
+            except ApplicationError as exc:  # this detector could not be calibrated: say why, try the next
+                unusable.append(name)
+                self.stderr.write(f"{name}: {exc.message}")
+                continue
             results.append(result)
             if not options["json"]:
                 self.stdout.write(
                     f"{name}: accuracy {result.accuracy:.3f} (95% CI {result.ci_low:.3f}-{result.ci_high:.3f}) on "
                     f"{result.n_test_pairs} test pairs ({result.test_records} records); threshold "
                     f"{result.threshold:.3f} from {result.calibration_records} records (calibration accuracy "
-                    f"{result.calibration_accuracy:.3f}); {result.failures} pair(s) failed"
+                    f"{result.calibration_accuracy:.3f}); {counted(result.failures, 'pair')} failed"
                 )
             for example in result.failure_examples:
                 self.stderr.write(f"{name}: {example}")
         if options["json"]:
             self.stdout.write(json.dumps([r.as_dict() for r in results], indent=2))
+        if unusable:
+            raise CommandError(f"no result for {', '.join(unusable)} (the reasons are above)")

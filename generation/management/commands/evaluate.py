@@ -1,8 +1,9 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from annotate.management.common import study_named
-from core.commands import check_at_least_one
+from core.commands import Progress, check_at_least_one, counted
 from core.exceptions import ApplicationError
+from core.logs import show_library_logs
 from generation.evaluators import EVALUATORS, needs_llm, run_evaluation
 from generation.models import EvaluationScore
 from generation.services import require_api_key
@@ -22,12 +23,19 @@ class Command(BaseCommand):
         parser.add_argument("--limit", type=int, default=None)
 
     def handle(self, *args, study: str, evaluator: str, summaries: list[str], limit, **options):
+        show_library_logs(options["verbosity"])
         study_obj = study_named(study)
         check_at_least_one(limit, "--limit")
         try:
             if needs_llm(evaluator):
                 require_api_key()
-            run = run_evaluation(study=study_obj, evaluator_name=evaluator, summary_keys=summaries, limit=limit)
+            run = run_evaluation(
+                study=study_obj,
+                evaluator_name=evaluator,
+                summary_keys=summaries,
+                limit=limit,
+                progress=Progress(self.stderr, "summary", "scored", total=0),
+            )
         except ApplicationError as exc:
             raise CommandError(exc.message) from None
         counts: dict[tuple[str, str], int] = {}
@@ -45,6 +53,8 @@ class Command(BaseCommand):
             for name in names
         ]
         self.stdout.write(f"{run}: " + "; ".join(parts))
-        failed = run.scores.filter(status=EvaluationScore.Status.FAILED).select_related("summary")[:5]
-        for score in failed:
+        failed = run.scores.filter(status=EvaluationScore.Status.FAILED).select_related("summary")
+        for score in failed[:5]:
             self.stderr.write(f"{score.summary.key} {score.name}: {score.error}")
+        if failed.count() > 5:
+            self.stderr.write(f"… and {counted(failed.count() - 5, 'other failed score')} (the admin lists them all)")

@@ -1,17 +1,22 @@
 import argparse
 import json
 import time
+from contextlib import nullcontext
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from annotate.management.common import study_named
-from core.commands import check_at_least_one
+from core.commands import check_at_least_one, counted, reporting_progress
 from core.exceptions import ApplicationError
+from core.logs import show_library_logs
+from generation.models import GenerationJob
 from generation.pipelines import PIPELINE_CHOICES
 from generation.selectors import run_progress, run_report
 from generation.services import requeue_abandoned_jobs, start_generation_run
 from generation.tasks import generate_summary_task
+
+FINISHED = ("ok", "flagged", "skipped", "failed")
 
 
 class Command(BaseCommand):
@@ -37,16 +42,31 @@ class Command(BaseCommand):
         parser.add_argument("--poll", type=float, default=2.0, help=argparse.SUPPRESS)
 
     def handle(self, *args, study: str, pipeline: str, sources: list[str], limit: int | None, **options):
+        show_library_logs(options["verbosity"])
         check_at_least_one(limit, "--limit")
         study_obj = study_named(study)
+        started = time.monotonic()
+
+        def so_far():
+            # Without a broker the jobs run in this process's threads: say how far they got.
+            done = GenerationJob.objects.filter(
+                runs__study=study_obj, runs__created_at__gte=started_at, status__in=FINISHED
+            ).count()
+            return f"{done} of {counted(expected, 'source')} done after {time.monotonic() - started:.0f} s …"
+
+        from django.utils import timezone
+
+        started_at = timezone.now()
+        expected = len(sources) or limit or study_obj.sources.count()
         try:
-            run = start_generation_run(
-                study=study_obj,
-                pipeline=pipeline,
-                source_keys=sources,
-                limit=limit,
-                enqueue=generate_summary_task.delay,
-            )
+            with reporting_progress(so_far, self.stderr) if settings.CELERY_TASK_ALWAYS_EAGER else nullcontext():
+                run = start_generation_run(
+                    study=study_obj,
+                    pipeline=pipeline,
+                    source_keys=sources,
+                    limit=limit,
+                    enqueue=generate_summary_task.delay,
+                )
         except ApplicationError as exc:
             raise CommandError(exc.message) from None
         if not settings.CELERY_TASK_ALWAYS_EAGER and not options["no_wait"]:
@@ -57,9 +77,14 @@ class Command(BaseCommand):
         else:
             done = ", ".join(f"{n} {status}" for status, n in progress.items() if n)
             self.stdout.write(f"run {run.uuid}: {done or 'no sources'}")
+            # Why, for each source that was skipped or failed (the whole trace is in the admin).
+            for job in run.jobs.filter(status__in=["skipped", "failed"]).select_related("source"):
+                reason = job.skip_reason if job.status == "skipped" else job.error
+                self.stdout.write(f"  {job.source.key}: {job.status}: {reason}")
         if progress["failed"]:
             raise CommandError(
-                f"{progress['failed']} job(s) failed (the errors are in the admin); run the command again to resume."
+                f"{counted(progress['failed'], 'job')} failed; run the command again to resume "
+                "(the trace of each is in the admin, under Generation jobs)."
             )
 
     def wait(self, run, *, poll: float, timeout: float | None) -> None:
@@ -70,7 +95,8 @@ class Command(BaseCommand):
             if time.monotonic() - looked > 30:
                 requeued = requeue_abandoned_jobs(run=run, enqueue=generate_summary_task.delay)
                 if requeued:
-                    self.stderr.write(f"{len(requeued)} job(s) had lost their worker; queued again")
+                    lost = counted(len(requeued), "job")
+                    self.stderr.write(f"{lost} had lost their worker; queued again")
                 looked = time.monotonic()
             progress = run_progress(run)
             left = progress["pending"] + progress["running"]
@@ -78,7 +104,7 @@ class Command(BaseCommand):
                 return
             if timeout is not None and time.monotonic() - started > timeout:
                 raise CommandError(
-                    f"gave up waiting after {timeout:g} s: {progress['pending']} job(s) pending and "
+                    f"gave up waiting after {timeout:g} s: {counted(progress['pending'], 'job')} pending and "
                     f"{progress['running']} running stay queued; run the command again to see them finish."
                 )
             if time.monotonic() - said > 30:

@@ -5,8 +5,9 @@ from django.core.management.base import BaseCommand, CommandError
 from annotate.management.common import study_named
 from annotate.selectors.contents import rubric_definition
 from annotate.selectors.frames import ratings_frame
-from core.commands import check_at_least_one
+from core.commands import Progress, check_at_least_one
 from core.exceptions import ApplicationError
+from core.logs import show_library_logs
 from generation.judging import run_judge
 from generation.models import JudgeAnswer
 from generation.services import require_api_key
@@ -31,11 +32,17 @@ class Command(BaseCommand):
         from stats.frames import prepare_ratings
         from stats.judges import judge_agreement_on
 
+        show_library_logs(options["verbosity"])
         study_obj = study_named(study)
         check_at_least_one(limit, "--limit")
         try:
             require_api_key()
-            run, answers = run_judge(study=study_obj, summary_keys=summaries, limit=limit)
+            run, answers = run_judge(
+                study=study_obj,
+                summary_keys=summaries,
+                limit=limit,
+                progress=Progress(self.stderr, "summary", "judged"),
+            )
         except ApplicationError as exc:
             raise CommandError(exc.message) from None
         counts = {status: sum(1 for a in answers if a.status == status) for status in JudgeAnswer.Status.values}
