@@ -5,7 +5,6 @@ Defaults work on a fresh machine with nothing running: SQLite under var/, Celery
 tasks executed in-process, no API keys.
 """
 
-from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -57,7 +56,6 @@ INSTALLED_APPS = [
     "analysis",
     "datasets",
     "literature",
-    "axes",
 ]
 
 MIDDLEWARE = [
@@ -72,8 +70,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    # Last, as django-axes asks: it turns a locked-out login into the lockout answer.
-    "axes.middleware.AxesMiddleware",
+    # A login refused by the throttle answers the lockout page (annotate/throttling.py).
+    "annotate.throttling.LoginLockMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -120,12 +118,9 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
 
-# django-axes checks every login (the login page, the admin's, POST /api/auth/token/)
-# before the password is; Django's ModelBackend then checks the password.
-AUTHENTICATION_BACKENDS = [
-    "axes.backends.AxesStandaloneBackend",
-    "django.contrib.auth.backends.ModelBackend",
-]
+# Every login (the login page, the admin's, POST /api/auth/token/) passes the throttle
+# before Django's password check (annotate/throttling.py, docs/security.md).
+AUTHENTICATION_BACKENDS = ["annotate.throttling.ThrottledModelBackend"]
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"  # study admins and viewers: Studies; raters: their queue
@@ -180,16 +175,17 @@ CONTENT_SECURITY_POLICY = {
 # Login throttling counts failures per address from this.
 TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0, minimum=0)
 
-# Login throttling (django-axes): after LOGIN_FAILURE_LIMIT failed logins for one
-# username, or from one address (counted apart), further logins of that username or
-# from that address are refused for LOGIN_COOLOFF_MINUTES. A success resets the count.
-AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
-AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_COOLOFF_MINUTES", 15, minimum=1))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
-AXES_RESET_ON_SUCCESS = True
-AXES_CLIENT_IP_CALLABLE = "annotate.accounts.client_ip"
-AXES_USERNAME_CALLABLE = "annotate.accounts.client_username"
-AXES_LOCKOUT_CALLABLE = "annotate.accounts.lockout_response"
+# Login throttling (annotate/throttling.py, docs/security.md): LOGIN_FAILURE_LIMIT failures
+# of one username from one address, or LOGIN_ADDRESS_FAILURE_LIMIT from one address, within
+# LOGIN_COOLOFF_MINUTES lock that pair or address for LOGIN_COOLOFF_MINUTES; from
+# LOGIN_USERNAME_FAILURE_LIMIT failures of one username within LOGIN_USERNAME_WINDOW_HOURS,
+# each try waits 1 s, doubling, at most LOGIN_USERNAME_MAX_DELAY_SECONDS.
+LOGIN_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
+LOGIN_COOLOFF_MINUTES = env_int("LOGIN_COOLOFF_MINUTES", 15, minimum=1)
+LOGIN_ADDRESS_FAILURE_LIMIT = env_int("LOGIN_ADDRESS_FAILURE_LIMIT", 20, minimum=1)
+LOGIN_USERNAME_FAILURE_LIMIT = env_int("LOGIN_USERNAME_FAILURE_LIMIT", 10, minimum=1)
+LOGIN_USERNAME_WINDOW_HOURS = env_int("LOGIN_USERNAME_WINDOW_HOURS", 24, minimum=1)
+LOGIN_USERNAME_MAX_DELAY_SECONDS = env_int("LOGIN_USERNAME_MAX_DELAY_SECONDS", 60, minimum=1)
 
 # API tokens (POST /api/auth/token/) stop working this many hours after they were made.
 API_TOKEN_TTL_HOURS = env_int("API_TOKEN_TTL_HOURS", 720, minimum=1)
@@ -217,7 +213,7 @@ SERVER_EMAIL = DEFAULT_FROM_EMAIL
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "annotate.authentication.ExpiringTokenAuthentication",
+        "annotate.authentication.HashedTokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "annotate.api.pagination.PageOrCursorPagination",

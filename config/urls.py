@@ -19,6 +19,7 @@ urlpatterns = [
     path("", annotate_views.home, name="home"),
     # Before Django's own: a reset whose e-mail could not be sent says so.
     path("accounts/password_reset/", accounts.PasswordResetView.as_view(), name="password_reset"),
+    path("accounts/", accounts.account_page, name="account"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("rate/", include("annotate.urls")),

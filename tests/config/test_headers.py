@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from django.conf import settings as django_settings
 from django.test import Client
-from rest_framework.authtoken.models import Token
 
+from annotate.accounts import create_token
 from tests.factories import AssignmentFactory, StudyFactory, SummaryFactory, UserFactory
 
 TEMPLATES = Path(django_settings.BASE_DIR) / "templates"
@@ -141,8 +141,8 @@ def test_in_production_the_schema_and_docs_are_for_signed_in_users(settings, rat
     assert docs.status_code == 302 and docs["Location"] == "/accounts/login/?next=/api/docs/"
     script = anonymous.get("/api/docs/?script=")
     assert script.status_code == 403
-    token = Token.objects.create(user=rater_a)
-    assert Client().get("/api/schema/", HTTP_AUTHORIZATION=f"Token {token.key}").status_code == 200
+    secret = create_token(user=rater_a).secret
+    assert Client().get("/api/schema/", HTTP_AUTHORIZATION=f"Token {secret}").status_code == 200
     signed_in = Client()
     signed_in.force_login(rater_a)
     assert signed_in.get("/api/docs/").status_code == 200
