@@ -162,7 +162,7 @@ READ = (
     "import json, django; django.setup(); from django.conf import settings as s; print(json.dumps({k: "
     "getattr(s, k, None) for k in ('DEBUG', 'EMAIL_BACKEND', 'API_SCHEMA_PUBLIC', 'SECURE_SSL_REDIRECT', "
     "'SECURE_HSTS_SECONDS', 'SESSION_COOKIE_SECURE', 'CSRF_COOKIE_SECURE', 'SECURE_PROXY_SSL_HEADER', "
-    "'AXES_FAILURE_LIMIT', 'API_TOKEN_TTL_HOURS', 'TRUSTED_PROXY_COUNT', 'EMAIL_TIMEOUT')}))"
+    "'LOGIN_FAILURE_LIMIT', 'LOGIN_ADDRESS_FAILURE_LIMIT', 'LOGIN_USERNAME_MAX_DELAY_SECONDS', 'API_TOKEN_TTL_HOURS', 'TRUSTED_PROXY_COUNT', 'EMAIL_TIMEOUT')}))"
 )
 
 
@@ -187,7 +187,8 @@ def test_development_defaults():
     assert values["EMAIL_BACKEND"] == "django.core.mail.backends.console.EmailBackend"
     assert values["API_SCHEMA_PUBLIC"] is True
     assert values["SECURE_SSL_REDIRECT"] is False and values["SECURE_HSTS_SECONDS"] == 0
-    assert values["AXES_FAILURE_LIMIT"] == 5 and values["API_TOKEN_TTL_HOURS"] == 720
+    assert values["LOGIN_FAILURE_LIMIT"] == 5 and values["API_TOKEN_TTL_HOURS"] == 720
+    assert values["LOGIN_ADDRESS_FAILURE_LIMIT"] == 20 and values["LOGIN_USERNAME_MAX_DELAY_SECONDS"] == 60
 
 
 def test_production_defaults_and_secure_cookies():
@@ -202,7 +203,7 @@ def test_production_defaults_and_secure_cookies():
     assert secure["SECURE_PROXY_SSL_HEADER"] == ["HTTP_X_FORWARDED_PROTO", "https"]
     assert secure["TRUSTED_PROXY_COUNT"] == 1
     tuned = read_settings(DEBUG="0", LOGIN_FAILURE_LIMIT="3", API_TOKEN_TTL_HOURS="24", API_SCHEMA_PUBLIC="1")
-    assert tuned["AXES_FAILURE_LIMIT"] == 3 and tuned["API_TOKEN_TTL_HOURS"] == 24
+    assert tuned["LOGIN_FAILURE_LIMIT"] == 3 and tuned["API_TOKEN_TTL_HOURS"] == 24
     assert tuned["API_SCHEMA_PUBLIC"] is True
 
 
