@@ -68,7 +68,8 @@ def answers_from_post(
             answers[q.key] = data.get(q.key)
         if q.rationale != "none" or q.na:
             rationales[q.key] = data.get(rationale_field(q.key), "")
-    return answers, rationales
+    # A form posts text; the rubric takes numbers for scale answers.
+    return definition.numbers_from_text(answers), rationales
 
 
 class CheckedJSONField(forms.JSONField):
