@@ -60,8 +60,12 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    # Outside ApiErrorMiddleware, so the JSON errors it makes carry the header too.
+    # These two outside every middleware that makes a response of its own (the JSON errors
+    # of ApiErrorMiddleware, the body limits), so every response carries their headers.
     "config.middleware.ContentSecurityPolicyMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Bodies over DATA_UPLOAD_MAX_MEMORY_SIZE (413) and chunked bodies (411), named.
+    "config.middleware.RequestBodyLimitMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "core.exceptions.ApiErrorMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -69,7 +73,6 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # A login refused by the throttle answers the lockout page (annotate/throttling.py).
     "annotate.throttling.LoginLockMiddleware",
 ]
@@ -271,6 +274,9 @@ DEMO_PASSWORD = env_str("DEMO_PASSWORD")
 # when unset; shared with the Celery workers when they run elsewhere) and the largest
 # file accepted, in bytes.
 IMPORTS_DIR = env_str("IMPORTS_DIR") or None
+# The largest request body that is not a file upload (JSON, a form), in bytes: larger is
+# a 413 naming this limit (config.middleware.RequestBodyLimitMiddleware). Django's default.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 2_621_440, minimum=1024)
 MAX_IMPORT_BYTES = env_int("MAX_IMPORT_BYTES", 200 * 1024 * 1024, minimum=1)
 
 # Libraries' routine chatter (an HTTP line per LLM call, axes' banner, ...) stays off the

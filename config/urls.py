@@ -8,6 +8,9 @@ from annotate.urls import api_urlpatterns as annotate_api
 from config import docs
 from datasets.api_urls import urlpatterns as datasets_api
 
+# A body too large to read is a 413 naming the limit; other 400s are Django's.
+handler400 = "config.middleware.bad_request"
+
 # One "api" namespace for every app's endpoints (reverse("api:export-list"), ...).
 api_urlpatterns = [
     *annotate_api,
