@@ -23,6 +23,7 @@ from django.contrib import messages
 from django.contrib.auth import forms as auth_forms
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ImproperlyConfigured
 from django.core.mail import EmailMultiAlternatives, get_connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
@@ -135,6 +136,13 @@ def live_tokens(user) -> list[ApiToken]:
 # --- password reset ------------------------------------------------------------------------------
 
 
+# What a mail backend raises when it cannot send: a refused or timed-out connection, a
+# refusal by the server (smtplib.SMTPException is an OSError), a file that cannot be
+# written (OSError), a backend that cannot start with its settings (ImproperlyConfigured:
+# the file backend's unwritable EMAIL_FILE_PATH), and text the server cannot encode.
+MAIL_ERRORS = (OSError, ImproperlyConfigured, UnicodeError)
+
+
 class MailNotSent(Exception):
     """The mail server could not be reached or refused the message."""
 
@@ -148,15 +156,19 @@ class ReportingPasswordResetForm(auth_forms.PasswordResetForm):
     _connection = None
 
     def save(self, **kwargs) -> None:
-        self._connection = get_connection()
+        self._connection = None
         try:
+            # Inside the try: the file backend checks its folder when it is made
+            # (ImproperlyConfigured for a folder it cannot write: a 500 before, issue 27 F11).
+            self._connection = get_connection()
             self._connection.open()
             super().save(**kwargs)
-        except OSError as exc:  # a refused or timed-out connection; smtplib.SMTPException is one too
+        except MAIL_ERRORS as exc:
             logger.error("Password reset e-mail not sent: %s: %s", type(exc).__name__, exc)
             raise MailNotSent(str(exc)) from exc
         finally:
-            self._connection.close()
+            if self._connection is not None:
+                self._connection.close()
 
     def send_mail(
         self,

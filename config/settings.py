@@ -211,7 +211,13 @@ EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
 # Seconds before a silent mail server counts as down (Django's default waits forever).
 EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10, minimum=1)
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "webmaster@localhost")
-SERVER_EMAIL = DEFAULT_FROM_EMAIL
+SERVER_EMAIL = env_str("SERVER_EMAIL", DEFAULT_FROM_EMAIL)
+# SMTP over TLS with a client certificate (rare): the PEM files.
+EMAIL_SSL_CERTFILE = env_str("EMAIL_SSL_CERTFILE") or None
+EMAIL_SSL_KEYFILE = env_str("EMAIL_SSL_KEYFILE") or None
+# The file backend (EMAIL_BACKEND=django.core.mail.backends.filebased.EmailBackend) writes
+# each message to a file in this folder.
+EMAIL_FILE_PATH = env_str("EMAIL_FILE_PATH") or None
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
