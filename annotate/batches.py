@@ -36,7 +36,6 @@ from core.text_validation import (
     MAX_BATCH_NAME_CHARS,
     MAX_EXPLANATION_CHARS,
     MAX_NOTE_CHARS,
-    MAX_QUESTION_KEY_CHARS,
     MAX_RATIONALE_CHARS,
     check_limit,
     check_text,
@@ -402,7 +401,6 @@ def add_discussion_note(
     check_text(text, "text")
     check_text(question, "question")
     check_limit(text, "text", MAX_NOTE_CHARS)
-    check_limit(question, "question", MAX_QUESTION_KEY_CHARS)
     text = (text or "").strip()
     if not text:
         raise ApplicationError("The note is empty.", extra={"fields": {"text": "required"}})

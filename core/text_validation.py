@@ -66,8 +66,8 @@ MAX_RATIONALE_CHARS = 20_000  # rationales, span rationales, text answers (annot
 MAX_SKIP_REASON_CHARS = 5_000
 MAX_NOTE_CHARS = 20_000
 MAX_EXPLANATION_CHARS = 20_000
+MAX_ADMIN_TEXT_CHARS = 50_000  # the Django admin's free text: a study's description, guidelines, …
 MAX_BATCH_NAME_CHARS = 200  # the column's length (annotate.models.Batch.name)
-MAX_QUESTION_KEY_CHARS = 100  # a rubric question's key, as the columns that name one hold it
 
 
 def limit_problem(text: str, limit: int) -> str | None:

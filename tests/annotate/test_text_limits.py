@@ -160,3 +160,27 @@ def test_the_rating_page_still_takes_the_number_its_form_posts_as_text(client, a
     )
     assert response.status_code in (200, 302), response.content[:500]
     assert Revision.objects.get().ratings.get(question="overall").score == 3
+
+
+@pytest.mark.django_db
+def test_the_admins_free_text_has_its_limit_too(client, admin_user, study):
+    before = study.guidelines
+    client.force_login(admin_user)
+    url = f"/admin/annotate/study/{study.pk}/change/"
+    form = client.get(url)
+    assert 'maxlength="50000"' in form.content.decode()
+    response = client.post(
+        url,
+        {
+            "slug": study.slug,
+            "title": study.title,
+            "rubric": study.rubric_id,
+            "guidelines": "g" * 50_001,
+            "memberships-TOTAL_FORMS": "0",
+            "memberships-INITIAL_FORMS": "0",
+        },
+    )
+    assert response.status_code == 200  # the form again, with the error at the field
+    assert "at most 50000 characters" in response.content.decode()
+    study.refresh_from_db()
+    assert study.guidelines == before
