@@ -27,11 +27,11 @@ from annotate.services import builtin_rubric_path, load_builtin_rubric, store_se
 from core.exceptions import ApplicationError
 from core.sentences import split_spans
 from core.text_validation import MAX_ADMIN_TEXT_CHARS, InvalidTextError, length_problem, loads
+from datasets.exporting.licences import licence_allows_text
 
 # A summary's pipeline flags (docs/import-format.md, docs/security.md "Limits").
 MAX_FLAGS = 100
 MAX_FLAG_CHARS = 100
-from datasets.exporting.licences import licence_allows_text
 
 RECORD_TYPES = ("study", "source", "summary", "claim")
 SLUG_RE = re.compile(r"^[-a-zA-Z0-9_]+$")
