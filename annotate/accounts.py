@@ -1,12 +1,11 @@
-"""Accounts: what login throttling answers, API tokens that expire and can be revoked,
-and a password reset that says when its e-mail could not be sent (docs/security.md).
+"""Accounts: API tokens that are hashed, listed, revoked and end with the password, the
+account page, and a password reset that says when its e-mail could not be sent (docs/security.md).
 
-annotate/throttling.py counts failed logins; this module gives the answer to a locked-out
-login (`lockout_response`). Tokens are stored as SHA-256 digests and die with the password
-they were made under, when they expire, or when revoked; the token endpoints are in
-annotate/api/tokens.py, the account page listing them in annotate/views.py, and the token
-authentication in annotate/authentication.py; the password reset page is wired in
-config/urls.py.
+annotate/throttling.py counts failed logins and answers a locked-out one. Tokens are
+stored as SHA-256 digests and die with the password they were made under, when they
+expire, or when revoked; the token endpoints are in annotate/api/tokens.py, the account
+page listing them below, and the token authentication in annotate/authentication.py; the
+password reset page is wired in config/urls.py.
 """
 
 from __future__ import annotations
@@ -25,7 +24,7 @@ from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ImproperlyConfigured
 from django.core.mail import EmailMultiAlternatives, get_connection
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.template import loader
 from django.utils import timezone
@@ -33,26 +32,10 @@ from django.utils.crypto import constant_time_compare
 from django.views.decorators.http import require_http_methods
 
 from annotate.models import ApiToken
-from annotate.throttling import Lock
-from core.exceptions import API_PREFIX, ApplicationError, error_body
+from core.exceptions import ApplicationError
 from core.text_validation import check_limit, check_text
 
 logger = logging.getLogger(__name__)
-
-
-# --- login throttling (annotate/throttling.py) -----------------------------------------------
-
-
-def lockout_response(request: HttpRequest, lock: Lock) -> HttpResponse:
-    """The answer to a login while its pair or address is locked or its username delayed:
-    429 with Retry-After, as the one JSON error shape under /api/ and as a page elsewhere
-    (the login page and the admin's)."""
-    if request.path_info.startswith(API_PREFIX):
-        response: HttpResponse = JsonResponse(error_body("locked_out", lock.message()), status=429)
-    else:
-        response = render(request, "registration/locked_out.html", {"message": lock.message()}, status=429)
-    response["Retry-After"] = str(lock.seconds_left())
-    return response
 
 
 # --- API tokens ----------------------------------------------------------------------------------

@@ -31,10 +31,12 @@ from django.contrib.auth.backends import ModelBackend
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 from django.db.models import Q
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
 from django.utils import timezone
 
 from annotate.models import LoginThrottle
+from core.exceptions import API_PREFIX, error_body
 
 Scope = LoginThrottle.Scope
 
@@ -220,6 +222,16 @@ class LoginLockMiddleware:
         lock = getattr(request, "login_lock", None)
         if lock is None:
             return response
-        from annotate.accounts import lockout_response
-
         return lockout_response(request, lock)
+
+
+def lockout_response(request: HttpRequest, lock: Lock) -> HttpResponse:
+    """The answer to a login while its pair or address is locked or its username delayed:
+    429 with Retry-After, as the one JSON error shape under /api/ and as a page elsewhere
+    (the login page and the admin's)."""
+    if request.path_info.startswith(API_PREFIX):
+        response: HttpResponse = JsonResponse(error_body("locked_out", lock.message()), status=429)
+    else:
+        response = render(request, "registration/locked_out.html", {"message": lock.message()}, status=429)
+    response["Retry-After"] = str(lock.seconds_left())
+    return response

@@ -12,7 +12,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotate import accounts
+from annotate import accounts, throttling
 from annotate.models import ApiToken
 
 
@@ -59,7 +59,7 @@ class AuthToken(APIView):
         lock = getattr(django_request, "login_lock", None)
         if lock is not None:
             django_request.login_lock = None  # answered here, not again by the middleware
-            return accounts.lockout_response(django_request, lock)
+            return throttling.lockout_response(django_request, lock)
         if user is None:
             raise accounts.InvalidCredentials("The username or password is not correct.")
         made = accounts.create_token(user=user, name=body.validated_data.get("name", ""))
