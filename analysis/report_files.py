@@ -42,7 +42,13 @@ GROUP_COLUMNS = ["field", "question", "group", "n", "mean", "ci_low", "ci_high",
 PAIR_COLUMNS = ["field", "question", "a", "b", "n_sources", "mean_a", "mean_b", "mean_difference", "ci_low", "ci_high"]
 PAIR_COLUMNS += ["n_nonzero", "wilcoxon_statistic", "p_value", "p_holm"]
 ADJUDICATED_COLUMNS = ["question", "generator", "n_decided", "raters_n", "raters_mean", "raters_ci_low"]
-ADJUDICATED_COLUMNS += ["raters_ci_high", "adjudicated_n", "adjudicated_mean", "adjudicated_ci_low", "adjudicated_ci_high"]
+ADJUDICATED_COLUMNS += [
+    "raters_ci_high",
+    "adjudicated_n",
+    "adjudicated_mean",
+    "adjudicated_ci_low",
+    "adjudicated_ci_high",
+]
 ADJUDICATED_ITEM_COLUMNS = ["key", "generator", "question", "raters", "raters_mean", "consensus", "batch", "item"]
 
 _AGREEMENT_STATISTICS = (
@@ -197,13 +203,17 @@ def system_rows(report: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]
 def compare_group_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per (field, question, group): stats.compare.describe of its summaries' scores."""
     section = report.get("compare") or {}
-    return [{"field": g["field"], "question": g["question"], **row} for g in section.get("groups", []) for row in g["rows"]]
+    return [
+        {"field": g["field"], "question": g["question"], **row} for g in section.get("groups", []) for row in g["rows"]
+    ]
 
 
 def compare_pair_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per (field, question, pair of systems): stats.compare.paired_comparisons."""
     section = report.get("compare") or {}
-    return [{"field": p["field"], "question": p["question"], **row} for p in section.get("pairs", []) for row in p["rows"]]
+    return [
+        {"field": p["field"], "question": p["question"], **row} for p in section.get("pairs", []) for row in p["rows"]
+    ]
 
 
 def report_files(report: dict[str, Any]) -> dict[str, str]:

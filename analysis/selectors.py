@@ -30,10 +30,11 @@ if TYPE_CHECKING:
 class ReportInputs:
     """Everything a study report is computed from, as (number of rows, newest change) per
     kind: the submitted ratings of the phase, the study's summaries, sources, claims (and
-    their verdicts), consensus answers recorded after adjudication, batches (a batch turned into calibration leaves the analysis), the
-    evaluators' runs and scores, the rubric judge's runs and answers, the questions (and
-    their gold answers); and the rubric version. Its fingerprint, with the report version,
-    is the cache key of the report: change any of them and the report is computed anew."""
+    their verdicts), consensus answers recorded after adjudication, batches (a batch turned
+    into calibration leaves the analysis), the evaluators' runs and scores, the rubric
+    judge's runs and answers, the questions (and their gold answers); and the rubric
+    version. Its fingerprint, with the report version, is the cache key of the report:
+    change any of them and the report is computed anew."""
 
     rubric: int
     ratings: tuple[int, str]

@@ -383,7 +383,8 @@ def agreement_report(frame: pd.DataFrame, scale: Sequence[float], *, pairwise: b
     tuple), which is most of the cost when there are many raters and items.
 
     ``n_items`` and ``n_raters`` count items and raters with at least one non-missing
-    rating, ``n_items_shared`` the items with two non-missing ratings or more. Each statistic uses its own subset of items as documented on its function.
+    rating, ``n_items_shared`` the items with two non-missing ratings or more. Each
+    statistic uses its own subset of items as documented on its function.
     The frame is validated and reshaped once, then every statistic reads those shapes.
     """
     prepared = _prepare(frame, scale)

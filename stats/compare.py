@@ -60,7 +60,9 @@ def _finite(value: float) -> float | None:
     return float(value) if value is not None and math.isfinite(value) else None
 
 
-def _bootstrap_mean(values: np.ndarray, n_resamples: int, rng: np.random.Generator) -> tuple[float | None, float | None]:
+def _bootstrap_mean(
+    values: np.ndarray, n_resamples: int, rng: np.random.Generator
+) -> tuple[float | None, float | None]:
     """Percentile interval of the mean of `values` from `n_resamples` resamples."""
     if len(values) < 2 or n_resamples < 1:
         return None, None

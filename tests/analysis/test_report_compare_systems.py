@@ -84,7 +84,11 @@ def test_systems_compared_with_intervals_and_paired_tests(client, monkeypatch, s
     pairs = {(r["a"], r["b"]): r for r in csv_rows(client, study, "system_pairs.csv") if r["field"] == "generator"}
     assert list(pairs) == [("alpha", "beta"), ("alpha", "gamma"), ("beta", "gamma")]
     a, b, c = (np.array(SCORES[s], dtype=float) for s in ("alpha", "beta", "gamma"))
-    theirs = {("alpha", "beta"): wilcoxon(a - b), ("alpha", "gamma"): wilcoxon(a - c), ("beta", "gamma"): wilcoxon(b - c)}
+    theirs = {
+        ("alpha", "beta"): wilcoxon(a - b),
+        ("alpha", "gamma"): wilcoxon(a - c),
+        ("beta", "gamma"): wilcoxon(b - c),
+    }
     holm = dict(zip(theirs, multipletests([t.pvalue for t in theirs.values()], method="holm")[1], strict=True))
     for pair, result in theirs.items():
         row = pairs[pair]
