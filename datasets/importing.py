@@ -679,7 +679,6 @@ class _BulkWriter(_Writer):
         if created:
             Claim.objects.bulk_create(created)
 
-
     # --- findings ---
 
     def _write_findings(self, queue: list[tuple[int, dict]]) -> None:
@@ -709,9 +708,7 @@ class _BulkWriter(_Writer):
             else:
                 self.count("finding", False, False)
         if changed:
-            rated = set(
-                Rating.objects.filter(finding__in=[f for _, f in changed]).values_list("finding_id", flat=True)
-            )
+            rated = set(Rating.objects.filter(finding__in=[f for _, f in changed]).values_list("finding_id", flat=True))
             for line, finding in changed:
                 if finding.pk in rated:
                     raise ImportLineError(line, "index", "this finding has ratings; it cannot change")

@@ -2,9 +2,10 @@
 
 Each change below is made through the code path a user's action takes (a rating submitted,
 a summary generated or imported, an evaluator or the rubric judge run, claims verified, a
-question's gold answer imported again, a consensus answer recorded after adjudication, the study moved to a new rubric version, a batch
-made a calibration batch, a new report version). After each, the report page must queue a
-new report, and the new report must be computed from the changed data."""
+question's gold answer imported again, a consensus answer recorded after adjudication, the
+study moved to a new rubric version, a batch made a calibration batch, a new report version).
+After each, the report page must queue a new report, and the new report must be computed
+from the changed data."""
 
 from __future__ import annotations
 
@@ -144,9 +145,12 @@ def a_consensus_answer(study, serve):
     admin = study.memberships.filter(role="admin").first().user
     record_consensus(batch=batch, summary=summary, question="overall", value=1, rationale="", decided_by=admin)
     return lambda before, after: (
-        before["after_adjudication"]["n_decisions"],
-        after["after_adjudication"]["n_decisions"],
-    ) == (0, 1)
+        (
+            before["after_adjudication"]["n_decisions"],
+            after["after_adjudication"]["n_decisions"],
+        )
+        == (0, 1)
+    )
 
 
 CHANGES = [
