@@ -97,9 +97,7 @@ def summaries_frame(*, study: Study):
             "flags": list(summary.flags),
         }
         row.update({f"source.{k}": v for k, v in sorted(summary.source.metadata.items())})
-        row.update(
-            {f"summary.{k}": v for k, v in sorted(summary.metadata.items()) if not isinstance(v, dict | list)}
-        )
+        row.update({f"summary.{k}": v for k, v in sorted(summary.metadata.items()) if not isinstance(v, dict | list)})
         rows.append(row)
     counts = dict(SourceSentence.objects.filter(source__study=study).values_list("source__key").annotate(n=Count("id")))
     for row in rows:
