@@ -397,11 +397,13 @@ def compare_section(
     by_item = summaries.set_index(ITEM)
     for field in _comparison_fields(fields):
         for question, rows in describe_groups(scores, by_item[field], n_resamples=n_resamples, seed=seed).items():
-            section["groups"].append({"field": field, "question": question, "rows": rows})
+            if rows:
+                section["groups"].append({"field": field, "question": question, "rows": rows})
         if field == "generator" or field.startswith("summary."):
             pairs = paired_comparisons(scores, by_item[field], by_item["source"], n_resamples=n_resamples, seed=seed)
             for question, rows in pairs.items():
-                section["pairs"].append({"field": field, "question": question, "rows": rows})
+                if rows:
+                    section["pairs"].append({"field": field, "question": question, "rows": rows})
     return section
 
 
