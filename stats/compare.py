@@ -19,8 +19,9 @@ Statistical choices:
   95% percentile bootstrap interval that resamples sources (each source's pair kept
   together: a paired bootstrap, seeded), and Wilcoxon's signed-rank test (scipy.stats.wilcoxon,
   two-sided; zero differences dropped as in Wilcoxon's original procedure, the scipy
-  default; scipy's exact distribution for up to 50 non-zero differences without ties, its
-  normal approximation otherwise). A pair whose differences are all zero has no test (p None).
+  default; scipy's default method: the exact distribution for up to 50 differences with no
+  ties or zeros; with ties or zeros, an exact permutation test up to 13 differences and the
+  normal approximation beyond). A pair whose differences are all zero has no test (p None).
 - **Holm's correction** (statsmodels.stats.multitest.multipletests, "holm") of the Wilcoxon
   p-values across the pairs of systems, one family per question: with three systems, three
   tests per question.
