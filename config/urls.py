@@ -8,6 +8,9 @@ from annotate.urls import api_urlpatterns as annotate_api
 from config import docs
 from datasets.api_urls import urlpatterns as datasets_api
 
+# A body too large to read is a 413 naming the limit; other 400s are Django's.
+handler400 = "config.middleware.bad_request"
+
 # One "api" namespace for every app's endpoints (reverse("api:export-list"), ...).
 api_urlpatterns = [
     *annotate_api,
@@ -19,6 +22,7 @@ urlpatterns = [
     path("", annotate_views.home, name="home"),
     # Before Django's own: a reset whose e-mail could not be sent says so.
     path("accounts/password_reset/", accounts.PasswordResetView.as_view(), name="password_reset"),
+    path("accounts/", accounts.account_page, name="account"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("rate/", include("annotate.urls")),
