@@ -32,7 +32,20 @@ FILE_NAMES = (
     "correlation.csv",
     "meta_evaluation.csv",
     "by_system.csv",
+    "retrieval.csv",
 )
+
+RETRIEVAL_COLUMNS = [
+    "engine",
+    "regime",
+    "n_questions",
+    "n_reranked",
+    *(
+        f"{name}{suffix}"
+        for name in ("precision", "recall", "f1", "retrieved_recall", "source_included")
+        for suffix in ("", "_sd", "_n")
+    ),
+]
 
 _AGREEMENT_STATISTICS = (
     "percent_agreement",
@@ -266,4 +279,5 @@ def report_files(report: dict[str, Any]) -> dict[str, str]:
         ),  # fmt: skip
         "meta_evaluation.csv": _csv(meta_evaluation_rows(report), META_COLUMNS),
         "by_system.csv": _csv(*system_rows(report)),
+        "retrieval.csv": _csv(report.get("retrieval") or [], RETRIEVAL_COLUMNS),
     }

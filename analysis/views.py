@@ -180,6 +180,7 @@ def _report_context(
         "meta_tables": _meta_tables(report),
         "meta_better": _meta_better(report),
         "systems": _systems(report),
+        "retrieval": report.get("retrieval") or [],
         "plots": plots,
         "plots_pending": sum(not p["drawn"] for p in plots),
         "downloads": [
