@@ -128,7 +128,8 @@ def retrieval_figures(study: Study) -> list[dict]:
     """The study report's retrieval section: per engine and regime, each figure's mean,
     sample SD and number of questions over the newest retrieval of each question
     (stats.retrieval; Clinfo.ai Table 3), and the relevance rule the retrievals were
-    judged under. Three queries."""
+    judged under. Questions without references are left out: with nothing to score
+    against, their precision would read 0 (an asked question has none). Three queries."""
     from stats.retrieval import study_scores
 
     newest: dict[tuple[int, str, str], Retrieval] = {}
@@ -142,6 +143,8 @@ def retrieval_figures(study: Study) -> list[dict]:
     by_setting: dict[tuple[str, str], list] = {}
     reranked: dict[tuple[str, str], int] = {}
     for (_, engine, regime), retrieval in newest.items():
+        if not retrieval.question.reference_ids:
+            continue
         articles = list(retrieval.articles.all())
         names = [
             source_identifiers(a.source.key, a.source.external_ids) if a.source else frozenset({a.identifier})

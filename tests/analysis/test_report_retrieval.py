@@ -43,6 +43,9 @@ def test_retrieval_figures_per_regime_by_hand(client, monkeypatch):
     retrieval(q1, "unrestricted", [(s1, True), (s3, True), (s4, False)])
     # q2: S3 and S1 relevant: precision 1/2, recall 1/1, F1 2·(1/2)·1/(3/2) = 2/3; retrieved 1/1.
     later = retrieval(q2, "unrestricted", [(s3, True), (s1, True)])
+    # A question without references (an asked one) is left out: its precision would read 0.
+    asked = Question.objects.create(study=study, key="ask-1", text="Asked?")
+    retrieval(asked, "unrestricted", [(s4, True)])
     # Restricted: only q1, S2 relevant: precision 1, recall 1/2, F1 2/3.
     retrieval(q1, "restricted", [(s2, True)])
     client.force_login(admin)
