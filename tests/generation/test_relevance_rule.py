@@ -58,7 +58,7 @@ def answer():
     return AnswerJob.objects.get()
 
 
-def test_every_article_is_judged_and_above_35_relevant_bm25_keeps_the_best_35(serve, monkeypatch):
+def test_every_article_is_judged_and_above_35_relevant_bm25_keeps_the_best_35(serve, monkeypatch, client):
     monkeypatch.setenv("QUESTIONS_RESULTS_PER_QUERY", "100")
     study = StudyFactory(slug="clinq")
     corpus(study, strong=37, weak=4)  # 41 relevant: 6 above the threshold of 35
@@ -82,6 +82,16 @@ def test_every_article_is_judged_and_above_35_relevant_bm25_keeps_the_best_35(se
     assert len([r for r in server.requests if r.step == "question_article"]) == 35
     assert job.result["rerank"]["dropped"] == rerank["dropped"]
     assert job.config["relevance"] == "all" and job.config["rerank_above"] == 35
+    # The questions page says so.
+    from annotate.models import Study, StudyMembership
+    from annotate.services import add_study_member
+    from tests.factories import UserFactory
+
+    admin = UserFactory(username="pi")
+    add_study_member(study=Study.objects.get(slug="clinq"), user=admin, role=StudyMembership.Role.ADMIN)
+    client.force_login(admin)
+    page = client.get("/studies/clinq/questions/").content.decode()
+    assert "41 articles relevant: re-ranked by BM25 against the question, the 35 best kept; left out: " in page
 
 
 def test_35_relevant_are_not_reranked(serve, monkeypatch):
