@@ -305,3 +305,18 @@ def test_a_refused_file_leaves_no_created_study_behind(tmp_path):
     assert not Study.objects.exists() and not Question.objects.exists()
     with pytest.raises(CommandError, match="create it with --create"):
         call_command("import_questions", str(good), "--study", "pubmedrs")
+
+
+def test_a_pandas_index_column_and_a_byte_order_mark_are_ignored(study, tmp_path):
+    """A benchmark CSV saved by pandas starts with an unnamed index column; one saved by a
+    spreadsheet may start with a byte-order mark."""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=["", *PUBMEDRS_HEADER], lineterminator="\n")
+    writer.writeheader()
+    for i, row in enumerate(published_style_rows()):
+        writer.writerow({"": str(i), **row})
+    path = tmp_path / "indexed.csv"
+    path.write_bytes(b"\xef\xbb\xbf" + out.getvalue().encode("utf-8"))
+    message = run(path)
+    assert "question: 3 created" in message and "dates read as month/day/year (3)" in message
+    assert Question.objects.get(key="pmid-32100002").published_on == date(2020, 3, 15)
