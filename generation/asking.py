@@ -141,7 +141,9 @@ def add_asked_answer(*, job: AnswerJob) -> Summary:
     from generation.questions import question_settings
     from literature.answers import Citation, store_answer
 
-    locked = AnswerJob.objects.select_for_update().select_related("question", "retrieval").get(pk=job.pk)
+    # Only the job's row is locked: PostgreSQL refuses FOR UPDATE on the nullable side of
+    # an outer join (the retrieval), so the related rows are read after the lock.
+    locked = AnswerJob.objects.select_for_update(of=("self",)).select_related("question").get(pk=job.pk)
     if locked.summary_id is not None:
         raise InvalidStateError("This answer is already in the study.")
     if locked.status != Status.OK or not (locked.result or {}).get("answer"):
