@@ -109,8 +109,13 @@ def test_the_trace_is_written_while_the_job_runs(serve, client, study, admin):
     seen = {}
 
     def synthesis_after_looking(request):
-        job = AnswerJob.objects.get()
-        seen["status"] = status(client, study, job)
+        from django.db import connection
+
+        try:
+            job = AnswerJob.objects.get()
+            seen["status"] = status(client, study, job)
+        finally:
+            connection.close()  # this is the scripted server's thread: leave no session open
         return Reply(json.dumps({"synthesis": "Aspirin helps [1].", "tldr": "Yes [1]."}))
 
     serve(steps={**steps(), "question_synthesis": [synthesis_after_looking]})
