@@ -96,7 +96,7 @@ def ask_status(job: AnswerJob) -> dict:
             problems.append(step["problem"])
     relevance = [
         {"identifier": k, "title": v.get("title", ""), "relevant": v["relevant"], "reason": v["reason"]}
-        for k, v in (trace.get("relevance") or {}).items()
+        for k, v in sorted((trace.get("relevance") or {}).items(), key=lambda kv: kv[1].get("rank", 0))
     ]
     references = {str(c["number"]): c["reference"] for c in trace.get("citations", [])}
     summaries = [

@@ -138,7 +138,12 @@ class QuestionRunner:
 
     def decided(self, article: RetrievedArticle, decision: tuple[bool, str]) -> None:
         title = article.source.title if article.source is not None else ""
-        self.trace["relevance"][article.identifier] = {"relevant": decision[0], "reason": decision[1], "title": title}
+        self.trace["relevance"][article.identifier] = {
+            "relevant": decision[0],
+            "reason": decision[1],
+            "title": title,
+            "rank": article.rank,  # PostgreSQL's jsonb keeps no key order: the rank gives it back
+        }
         self.publish()
 
     # --- 1. queries and retrieval ----------------------------------------------------------
