@@ -36,6 +36,7 @@ FILE_NAMES = (
     "system_pairs.csv",
     "after_adjudication.csv",
     "after_adjudication_items.csv",
+    "retrieval.csv",
 )
 
 GROUP_COLUMNS = ["field", "question", "group", "n", "mean", "ci_low", "ci_high", "sd", "median", "q1", "q3", "iqr"]
@@ -50,6 +51,18 @@ ADJUDICATED_COLUMNS += [
     "adjudicated_ci_high",
 ]
 ADJUDICATED_ITEM_COLUMNS = ["key", "generator", "question", "raters", "raters_mean", "consensus", "batch", "item"]
+
+RETRIEVAL_COLUMNS = [
+    "engine",
+    "regime",
+    "n_questions",
+    "n_reranked",
+    *(
+        f"{name}{suffix}"
+        for name in ("precision", "recall", "f1", "retrieved_recall", "source_included")
+        for suffix in ("", "_sd", "_n")
+    ),
+]
 
 _AGREEMENT_STATISTICS = (
     "percent_agreement",
@@ -309,4 +322,5 @@ def report_files(report: dict[str, Any]) -> dict[str, str]:
         "after_adjudication_items.csv": _csv(
             (report.get("after_adjudication") or {}).get("items", []), ADJUDICATED_ITEM_COLUMNS
         ),
+        "retrieval.csv": _csv(report.get("retrieval") or [], RETRIEVAL_COLUMNS),
     }

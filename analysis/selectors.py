@@ -32,9 +32,10 @@ class ReportInputs:
     kind: the submitted ratings of the phase, the study's summaries, sources, claims (and
     their verdicts), consensus answers recorded after adjudication, batches (a batch turned
     into calibration leaves the analysis), the evaluators' runs and scores, the rubric
-    judge's runs and answers, the questions (and their gold answers); and the rubric
-    version. Its fingerprint, with the report version, is the cache key of the report:
-    change any of them and the report is computed anew."""
+    judge's runs and answers, the questions (and their gold answers), the retrievals (and
+    their relevance decisions); and the rubric version. Its fingerprint, with the report
+    version, is the cache key of the report: change any of them and the report is computed
+    anew."""
 
     rubric: int
     ratings: tuple[int, str]
@@ -48,6 +49,7 @@ class ReportInputs:
     judge_runs: tuple[int, str]
     judge_answers: tuple[int, str]
     questions: tuple[int, str]
+    retrievals: tuple[int, str]
 
     @property
     def fingerprint(self) -> str:
@@ -79,9 +81,15 @@ def report_inputs(*, study: Study, phase: str) -> ReportInputs:
             "batches": Batch.objects.filter(study=study),
             **generation_selectors.evaluation_rows(study=study),
             "questions": literature_selectors.question_rows(study=study),
+            "retrievals": literature_selectors.retrieval_rows(study=study),
         }
     )
     return ReportInputs(rubric=study.rubric_id, **states)
+
+
+def retrieval_figures(*, study: Study) -> list[dict]:
+    """Retrieval precision, recall and F1 per engine and regime (literature.selectors)."""
+    return literature_selectors.retrieval_figures(study)
 
 
 def reference_texts(*, study: Study) -> dict[str, str]:

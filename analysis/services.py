@@ -141,6 +141,7 @@ def compute_study_report(
     # Where the reference metrics came from: the `reference` evaluator's stored run, or computed now.
     report["reference_metrics"] = {"stored": n_stored, "computed": int(len(texts)) - n_stored}
     report["pipeline_checks"] = check_pass_rates(summaries)
+    report["retrieval"] = selectors.retrieval_figures(study=study)
     report["study"] = study.slug
     report["phase"] = phase
     return report

@@ -183,6 +183,7 @@ def _report_context(
         "compare_groups": (report.get("compare") or {}).get("groups", []),
         "compare_pairs": (report.get("compare") or {}).get("pairs", []),
         "adjudication": report.get("after_adjudication") or {},
+        "retrieval": report.get("retrieval") or [],
         "plots": plots,
         "plots_pending": sum(not p["drawn"] for p in plots),
         "downloads": [

@@ -7,6 +7,7 @@ an older version is refused with StaleWriteError (HTTP 409) instead of overwriti
 
 from __future__ import annotations
 
+import re
 import secrets
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -46,6 +47,8 @@ from annotate.selectors.contents import rubric_definition
 from annotate.selectors.queue import latest_revision, revision_answers
 from core.exceptions import ApplicationError, InvalidStateError, StaleWriteError
 from core.text_validation import MAX_SKIP_REASON_CHARS, check_length, check_limit, check_text
+
+SLUG_RE = re.compile(r"[-a-zA-Z0-9_]+")
 
 # One write may add at most this much active time; the browser reports increments.
 MAX_ACTIVE_SECONDS_PER_WRITE = 3600
@@ -88,6 +91,29 @@ def load_rubric(*, definition: dict) -> Rubric:
 def load_builtin_rubric(*, key: str) -> Rubric:
     """The newest stored version of a built-in rubric, loading the file if needed."""
     return load_rubric(definition=read_rubric_file(builtin_rubric_path(key)))
+
+
+# --- studies ---------------------------------------------------------------------
+
+
+@transaction.atomic
+def ensure_study(*, slug: str, title: str, rubric_key: str) -> tuple[Study, bool]:
+    """The study with this slug, created with a built-in rubric when there is none; an
+    existing study must already use that rubric. Returns (study, created)."""
+    rubric = load_builtin_rubric(key=rubric_key)
+    study = Study.objects.select_related("rubric").filter(slug=slug).first()
+    if study is not None:
+        if study.rubric.key != rubric.key:
+            raise InvalidStateError(f"study {slug!r} already uses rubric {study.rubric.key!r}, not {rubric.key!r}")
+        return study, False
+    title = title.strip()
+    if not title:
+        raise ApplicationError(f'field "title": a new study {slug!r} needs a title')
+    if len(title) > 300:
+        raise ApplicationError('field "title": at most 300 characters')
+    if not SLUG_RE.fullmatch(slug) or len(slug) > 100:
+        raise ApplicationError(f'field "slug": {slug!r} is not a slug (letters, digits, "-" and "_", at most 100)')
+    return Study.objects.create(slug=slug, title=title, rubric=rubric), True
 
 
 # --- memberships and assignments -------------------------------------------------

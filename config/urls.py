@@ -16,6 +16,7 @@ api_urlpatterns = [
     *annotate_api,
     *datasets_api,
     path("studies/<slug:slug>/analysis/", include("analysis.api_urls")),
+    path("studies/<slug:slug>/ask/", include("generation.api_urls")),
 ]
 
 urlpatterns = [

@@ -16,7 +16,10 @@ from django.core.exceptions import ImproperlyConfigured
 from core.env import env_bool, env_float, env_int, env_str
 
 DEFAULT_MODEL = "gpt-4o-mini"
-PIPELINES = ("litsumm", "factored")
+PIPELINES = ("litsumm", "factored", "selfcorrect")
+# Factored Verification's claims: the summary's sentences (the default), or the claims an
+# LLM decomposes each cited sentence into (the paper's appendix A.1.1).
+CLAIM_MODES = ("sentences", "decomposed")
 
 
 def _prices() -> dict[str, tuple[float, float]]:
@@ -107,3 +110,21 @@ def pipeline_settings(pipeline: str) -> PipelineSettings:
         # model that does not stop would otherwise write until its context is full.
         max_tokens=env_int("GENERATION_MAX_TOKENS", 1024, minimum=1),
     )
+
+
+def factored_models(s: PipelineSettings) -> tuple[str, str]:
+    """(judge, critique) models of Factored Verification (the paper's Table 3 sets them
+    apart): the judge gives each claim's verdict and P(supported), the hallucinations
+    counted and P(summary); the critique model writes the claim-wise critiques a revision
+    is made from. GENERATION_MODEL_FACTORED_JUDGE defaults to the factored pipeline's model,
+    GENERATION_MODEL_FACTORED_CRITIQUE to the judge."""
+    judge = env_str("GENERATION_MODEL_FACTORED_JUDGE", s.model)
+    return judge, env_str("GENERATION_MODEL_FACTORED_CRITIQUE", judge)
+
+
+def claim_mode(value: str | None = None) -> str:
+    """`value`, else GENERATION_FACTORED_CLAIMS (default "sentences"), checked."""
+    mode = (value or env_str("GENERATION_FACTORED_CLAIMS", "sentences")).strip().lower()
+    if mode not in CLAIM_MODES:
+        raise ImproperlyConfigured(f"claims must be one of {', '.join(CLAIM_MODES)}, not {mode!r}")
+    return mode

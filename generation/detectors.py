@@ -8,7 +8,13 @@ A detector gives P(faithful) for a (document, summary) pair:
 - `judge`: one prompt asks whether the whole summary is supported;
 - `few_shot`: the same with worked examples (one faithful and one hallucinated pair from
   the calibration split, never from the pairs it is tested on);
-- `cot`: the judge asked to reason statement by statement before concluding.
+- `cot`: the judge asked to reason statement by statement before concluding;
+- `self_correction`: the self-correction baseline's critique (the paper's A.4.1): the model
+  writes a harsh feedback on the whole summary's factual accuracy, then says whether every
+  claim is supported.
+`factored` takes its claims from the summary's sentences, or (`claims="decomposed"`) from
+an LLM's decomposition of the summary (appendix A.1.1, prompt `factored_decompose`). Every
+detector asks the judge model (GENERATION_MODEL_FACTORED_JUDGE).
 P(supported) comes from the yes/no token's logprobs when the endpoint gives them, else 1
 or 0 from the verdict (generation.verdicts.yes_probability).
 
@@ -32,13 +38,18 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from core.exceptions import ApplicationError
-from generation.conf import pipeline_settings
+from generation.conf import claim_mode, factored_models, pipeline_settings
 from generation.llm import Gateway, LLMError, excerpt, parse_json_object
-from generation.pipelines import sentence_claims
+from generation.pipelines import read_claims, sentence_claims
 from generation.verdicts import UNVERIFIED, parse_claim_verdict, yes_probability
 
-DETECTORS = ("factored", "judge", "few_shot", "cot")
-PROMPTS = {"judge": "detect_judge", "few_shot": "detect_few_shot", "cot": "detect_cot"}
+DETECTORS = ("factored", "judge", "few_shot", "cot", "self_correction")
+PROMPTS = {
+    "judge": "detect_judge",
+    "few_shot": "detect_few_shot",
+    "cot": "detect_cot",
+    "self_correction": "self_correction_feedback",
+}
 MAX_DOCUMENT_CHARS = 20_000
 
 
@@ -125,18 +136,38 @@ def wilson_interval(successes: int, n: int, z: float = 1.959963984540054) -> tup
 
 
 class Detector:
-    def __init__(self, name: str, *, gateway: Gateway, examples: Sequence[Pair] = ()):
+    def __init__(self, name: str, *, gateway: Gateway, examples: Sequence[Pair] = (), claims: str = "sentences"):
         if name not in DETECTORS:
             raise ApplicationError(f"unknown detector {name!r}; use one of {', '.join(DETECTORS)}")
         self.name, self.gateway, self.examples = name, gateway, list(examples)
         self.settings = pipeline_settings("factored")
+        self.model = factored_models(self.settings)[0]  # the judge
+        self.claims = claim_mode(claims)
+
+    def claim_texts(self, summary: str) -> list[str]:
+        """The summary's claims: its sentences, or the claims an LLM decomposes it into
+        (appendix A.1.1); an unusable decomposition makes the pair a failure."""
+        if self.claims == "sentences":
+            return [c["text"] for c in sentence_claims(summary)]
+        result = self.gateway.complete(
+            step="detect:factored:decompose",
+            prompt="factored_decompose",
+            variables={"text": summary},
+            model=self.model,
+            params={"temperature": 0, "max_tokens": self.settings.max_tokens},
+        )
+        found, well_formed = read_claims(result.text)
+        if not found:
+            raise ValueError(result.record(f"the answer held no list of claims ({excerpt(result.text)})"))
+        result.record(well_formed=well_formed)
+        return found
 
     def _ask(self, step: str, prompt: str, variables: dict) -> float:
         result = self.gateway.complete(
             step=step,
             prompt=prompt,
             variables=variables,
-            model=self.settings.model,
+            model=self.model,
             params={"temperature": 0, "max_tokens": self.settings.max_tokens},
             logprobs=True,
         )
@@ -150,10 +181,9 @@ class Detector:
     def score(self, pair: Pair) -> float:
         document = pair.document[:MAX_DOCUMENT_CHARS]
         if self.name == "factored":
-            claims = sentence_claims(pair.summary)
             probabilities = [
-                self._ask(f"detect:factored:{c['index']}", "factored_verify", {"sources": document, "claim": c["text"]})
-                for c in claims
+                self._ask(f"detect:factored:{i}", "factored_verify", {"sources": document, "claim": claim})
+                for i, claim in enumerate(self.claim_texts(pair.summary))
             ]
             return math.prod(probabilities) if probabilities else 1.0
         variables = {"document": document, "summary": pair.summary}
@@ -206,11 +236,12 @@ def benchmark(
     seed: int,
     gateway: Gateway,
     progress: Callable[[int, int], None] | None = None,
+    claims: str = "sentences",
 ) -> BenchmarkResult:
     calibration_records, test_records = split_records(records, calibration=calibration, seed=seed)
     calibration_pairs = pairs_of(calibration_records)
     examples = [calibration_pairs[0], calibration_pairs[1]] if detector_name == "few_shot" else []
-    detector = Detector(detector_name, gateway=gateway, examples=examples)
+    detector = Detector(detector_name, gateway=gateway, examples=examples, claims=claims)
     # The few-shot examples are not scored: a detector is never calibrated on its own examples.
     fit_pairs = [p for p in calibration_pairs if p not in examples]
     test_pairs = pairs_of(test_records)

@@ -248,12 +248,15 @@ class FactoredVerification:
     `unsupported` (claims judged not supported) and `supported_share`."""
 
     name = "factored_verification"
-    prompts = ("system", "factored_verify")
 
-    def __init__(self, gateway: Gateway):
+    def __init__(self, gateway: Gateway, *, claims: str | None = None):
+        from generation.conf import claim_mode, factored_models
+
         self.gateway = gateway
         self.settings = pipeline_settings("factored")
-        self.model = self.settings.model
+        self.model = factored_models(self.settings)[0]  # the judge
+        self.claims = claim_mode(claims)
+        self.prompts = ("system", "factored_verify") + (("factored_decompose",) if self.claims == "decomposed" else ())
 
     def config(self) -> dict:
         from generation.pipelines import _verify_params
@@ -263,6 +266,8 @@ class FactoredVerification:
             "model": self.model,
             "params": _verify_params(self.settings),
             "prompts": prompt_versions(list(self.prompts)),
+            # Only when not the default, so runs made before the option keep their version.
+            **({"claims": self.claims} if self.claims != "sentences" else {}),
         }
 
     def evaluate(self, summary: Summary, done: set[str]) -> list[Score]:
@@ -273,7 +278,9 @@ class FactoredVerification:
             return []
         runner = Runner(spec=pipeline_spec("factored"), source=summary.source, job=None, gateway=self.gateway)
         try:
-            claims = runner.verify_claims(f"evaluate:{self.name}", summary.text, self.settings)
+            claims = runner.verify_claims(
+                f"evaluate:{self.name}", summary.text, self.settings, model=self.model, claims_mode=self.claims
+            )
         except LLMError as exc:
             return [
                 Score(n, None, EvaluationScore.Status.FAILED, error=exc.message)
@@ -362,9 +369,14 @@ def needs_llm(name: str) -> bool:
     return getattr(EVALUATORS[name], "needs_llm", True)
 
 
-def evaluator_for(name: str, gateway: Gateway):
+def evaluator_for(name: str, gateway: Gateway, *, claims: str | None = None):
+    """The evaluator; `claims` (sentences or decomposed) is an option of factored_verification only."""
     if name not in EVALUATORS:
         raise ApplicationError(f"unknown evaluator {name!r}; use one of {', '.join(EVALUATORS)}")
+    if claims is not None:
+        if name != "factored_verification":
+            raise ApplicationError("--claims is an option of the factored_verification evaluator only")
+        return EVALUATORS[name](gateway, claims=claims)
     return EVALUATORS[name](gateway)
 
 
@@ -389,11 +401,14 @@ def run_evaluation(
     limit: int | None = None,
     gateway=None,
     progress: Callable[[int, int], None] | None = None,
+    claims: str | None = None,
 ) -> EvaluationRun:
     """Score the study's summaries (all, `summary_keys`, at most `limit`), skipping the
     scores the run already has (a resumed run asks only for what is missing; a failed
     score is asked again). `progress(done, total)` is called after each summary."""
-    evaluator = evaluator_for(evaluator_name, gateway or (Gateway() if needs_llm(evaluator_name) else None))
+    evaluator = evaluator_for(
+        evaluator_name, gateway or (Gateway() if needs_llm(evaluator_name) else None), claims=claims
+    )
     run = start_evaluation(study=study, evaluator=evaluator)
     summaries = Summary.objects.filter(study=study).select_related("source", "study").order_by("key")
     if summary_keys:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from annotate.models import Source
 from core.sentences import split_spans
 from core.text_validation import MAX_SUMMARY_CHARS
-from generation.conf import PipelineSettings, pipeline_settings
+from generation.conf import PipelineSettings, factored_models, pipeline_settings
 from generation.context import Context, build_context, context_line, embedding_method
 from generation.llm import Gateway, ModelAnswerError, count_tokens, excerpt, parse_json_object
 from generation.models import GenerationJob
@@ -41,11 +41,14 @@ from generation.verdicts import (
     yes_probability,
 )
 
-PIPELINE_CHOICES = ("litsumm", "factored", "litsumm+factored")
+PIPELINE_CHOICES = ("litsumm", "factored", "litsumm+factored", "selfcorrect")
 RESCUE_PROMPTS = {kind: f"rescue_{kind}" for kind in ("adequate", "format", "real", "location", "max_share")}
 PROMPTS = {
     "litsumm": ["system", "generate", *RESCUE_PROMPTS.values(), "self_consistency", "revise_consistency"],
-    "factored": ["system", "generate", "factored_verify", "factored_revise"],
+    "factored": ["system", "generate", "factored_verify", "factored_revise", "factored_decompose"],
+    # Factored Verification's self-correction baseline (§4.1, A.4, A.5): the generation model
+    # critiques its whole draft itself and revises from that; the judge counts hallucinations.
+    "selfcorrect": ["system", "generate", "self_correction_feedback", "self_correction_revise", "factored_verify"],
 }
 
 _LABEL = re.compile(r"^\s*(?:\*\*)?(?:revised |corrected )?summary(?:\*\*)?\s*:\s*", re.IGNORECASE)
@@ -90,6 +93,7 @@ def pipeline_spec(name: str) -> PipelineSpec:
                 "factored_threshold": s.factored_threshold,
                 "seed": s.seed,
                 "prompts": prompt_versions(PROMPTS[stage]),
+                **_verification_models(stage, s),
             }
             for stage, s in settings.items()
         },
@@ -97,6 +101,15 @@ def pipeline_spec(name: str) -> PipelineSpec:
     }
     digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:12]
     return PipelineSpec(name=name, stages=stages, settings=settings, config=config, version=digest)
+
+
+def _verification_models(stage: str, s: PipelineSettings) -> dict:
+    """The judge and critique models a stage verifies with (part of the pipeline version)."""
+    if stage == "litsumm":
+        return {}
+    judge, critique = factored_models(s)
+    # Self-correction's critique is the generation model's own (that is the baseline).
+    return {"judge_model": judge, "critique_model": critique if stage == "factored" else s.model}
 
 
 def _generation_params(s: PipelineSettings) -> dict:
@@ -336,11 +349,21 @@ class Runner:
     # --- factored verification -----------------------------------------------------
 
     def factored(self, text: str, context: Context, references: ReferenceReport | None) -> Outcome:
+        """Verify (the judge), revise from the critique model's claim-wise critiques when a
+        claim is unsupported, verify the revision (the judge). With one model for both (the
+        default) the judge's verification is the critique; with two, the critique model
+        verifies the draft too and its critiques drive the revision (the paper's Table 3)."""
         s = self.spec.settings["factored"]
-        claims = self.verify_claims("factored:verify", text, s)
+        judge, critique_model = factored_models(s)
+        claims = self.verify_claims("factored:verify", text, s, model=judge)
+        critiqued = (
+            claims
+            if critique_model == judge
+            else self.verify_claims("factored:critique", text, s, model=critique_model)
+        )
         before = sum(c["verdict"] == NOT_SUPPORTED for c in claims)
         p_before = summary_probability(claims)
-        unsupported = [c for c in claims if c["verdict"] == NOT_SUPPORTED]
+        unsupported = [c for c in critiqued if c["verdict"] == NOT_SUPPORTED]
         if unsupported:
             # The draft before revision is kept (store_outcome makes it a rateable summary,
             # the revision's parent), so people can rate hallucinations before and after
@@ -353,8 +376,11 @@ class Runner:
                 text=text,
                 context=context,
                 s=s,
-                reverify=lambda revised: self.verify_claims("factored:reverify", revised, s),
+                reverify=lambda revised: self.verify_claims("factored:reverify", revised, s, model=judge),
             )
+        return self.judged(s, text, references, claims, before, p_before, judge, critique_model)
+
+    def judged(self, s, text, references, claims, before, p_before, judge, critique_model) -> Outcome:
         after = sum(c["verdict"] == NOT_SUPPORTED for c in claims)
         p_after = summary_probability(claims)
         self.trace["factored"] = {
@@ -363,6 +389,8 @@ class Runner:
             "p_summary_before": p_before,
             "p_summary": p_after,
             "threshold": s.factored_threshold,
+            "judge_model": judge,
+            "critique_model": critique_model,
         }
         flags = []
         if references is not None and not references.passed:
@@ -375,11 +403,82 @@ class Runner:
             status="flagged" if flags else "ok", text=text, flags=flags, references=references, claims=claims
         )
 
+    # --- the self-correction baseline (Factored Verification §4.1, A.4, A.5) -------------
+
+    def selfcorrect(self, context: Context) -> Outcome:
+        """Draft, then the generation model's own harsh feedback on the whole draft (not
+        claim by claim), then its revision from that feedback, whatever the feedback
+        says, as the paper's baseline does. The judge verifies draft and revision claim by
+        claim, so hallucinations before and after compare with Factored Verification's."""
+        s = self.spec.settings["selfcorrect"]
+        judge, _ = factored_models(s)
+        text = self.generate(s, context)
+        claims = self.verify_claims("selfcorrect:judge", text, s, model=judge)
+        before, p_before = sum(c["verdict"] == NOT_SUPPORTED for c in claims), summary_probability(claims)
+        result = self.call(
+            "selfcorrect:feedback",
+            "self_correction_feedback",
+            {"document": context.text, "summary": text},
+            s.model,
+            _verify_params(s),
+        )
+        parsed = parse_json_object(result.text)
+        feedback = str(parsed.get("feedback") or "").strip() if isinstance(parsed, dict) else result.text.strip()
+        if not feedback:
+            result.record(f"the answer held no feedback ({excerpt(result.text)})")
+            self.note("selfcorrect:feedback", problem="no feedback: the draft is the summary")
+            return self.judged(
+                s, text, self.check("references", text, context), claims, before, p_before, judge, s.model
+            )
+        result.record(well_formed=isinstance(parsed, dict))
+        self.note("selfcorrect:feedback", feedback=feedback)
+        self.trace["draft"] = {"text": text, "claims": [dict(c) for c in claims]}
+        revision = self.call(
+            "selfcorrect:revise",
+            "self_correction_revise",
+            {"context": context.text, "summary": text, "feedback": feedback},
+            s.model,
+            _generation_params(s),
+        )
+        revised = self.text_of(revision, previous=text)
+        report = self.check("references:final", revised, context)
+        claims = self.verify_claims("selfcorrect:rejudge", revised, s, model=judge)
+        return self.judged(s, revised, report, claims, before, p_before, judge, s.model)
+
     def sources_for(self, refs: list[str]) -> str:
         return "\n".join(context_line(text, ref) for text, ref in self.sentences if ref in refs)
 
-    def verify_claims(self, step: str, text: str, s: PipelineSettings) -> list[dict]:
+    def decompose(self, step: str, sentence: str, model: str, params: dict) -> list[str]:
+        """The claims an LLM finds in one cited sentence (the paper's appendix A.1.1). An
+        unusable answer leaves the sentence as its one claim, and says so on the call."""
+        result = self.call(step, "factored_decompose", {"text": sentence}, model, params)
+        found, well_formed = read_claims(result.text)
+        if not found:
+            result.record(f"no list of claims ({excerpt(result.text)}); the sentence was checked whole")
+            return [sentence]
+        result.record(well_formed=well_formed)
+        return found
+
+    def verify_claims(
+        self, step: str, text: str, s: PipelineSettings, *, model: str | None = None, claims_mode: str = "sentences"
+    ) -> list[dict]:
+        """Each claim of `text` checked against the sources it cites only. Claims are the
+        sentences, or (`claims_mode="decomposed"`) the claims an LLM splits each cited
+        sentence into, each keeping its sentence's span and references."""
+        model = model or s.model
         claims = sentence_claims(text, self.refs)
+        if claims_mode == "decomposed":
+            claims = [
+                {**c, "text": part}
+                for c in claims
+                for part in (
+                    self.decompose(f"{step}:decompose", c["text"], model, _verify_params(s))
+                    if c["refs"]
+                    else [c["text"]]
+                )
+            ]
+            for index, claim in enumerate(claims):
+                claim["index"] = index
         known = {ref for _, ref in self.sentences}
         for claim in claims:
             refs = claim["refs"]
@@ -399,7 +498,7 @@ class Runner:
                 step,
                 "factored_verify",
                 {"sources": self.sources_for(refs), "claim": claim["text"]},
-                s.model,
+                model,
                 _verify_params(s),
                 logprobs=True,
             )
@@ -432,6 +531,8 @@ class Runner:
             return Outcome(status="skipped", flags=["too_few_sentences"], skip_reason=context.skipped, trace=self.trace)
         if self.spec.stages[0] == "litsumm":
             outcome = self.litsumm(context)
+        elif self.spec.stages[0] == "selfcorrect":
+            outcome = self.selfcorrect(context)
         else:
             text = self.generate(first, context)
             outcome = Outcome(status="ok", text=text, attempts=1, references=self.check("references", text, context))
@@ -446,6 +547,24 @@ class Runner:
             outcome.status = "flagged"
         outcome.trace = self.trace
         return outcome
+
+
+_CLAIM_LINE = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+(.+?)\s*$")
+
+
+def read_claims(text: str) -> tuple[list[str], bool]:
+    """(the claims of a decomposition answer, whether it had the JSON shape asked for).
+    Tolerant: the paper's own layout ("The claims are:" then "- claim" lines) is read too."""
+    parsed = parse_json_object(text)
+    raw = parsed.get("claims") if isinstance(parsed, dict) else None
+    well_formed = isinstance(raw, list) and all(isinstance(c, str) for c in raw)
+    if isinstance(raw, list):
+        found = [" ".join(str(c).split()) for c in raw if isinstance(c, str)]
+    elif parsed is None:
+        found = [m.group(1) for m in map(_CLAIM_LINE.match, text.splitlines()) if m]
+    else:
+        found = []
+    return [c for c in found if c], well_formed
 
 
 def summary_probability(claims: list[dict]) -> float | None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from core.env import env_bool, env_float, env_int, env_str
 from core.text_validation import MAX_SUMMARY_CHARS
@@ -31,9 +31,9 @@ from generation.llm import Gateway, LLMError, LLMResult, as_text, excerpt, parse
 from generation.models import AnswerJob
 from generation.prompting import prompt_versions
 from literature.answers import AnswerError, Citation, check_citations, number_citations
-from literature.engines import Engine
+from literature.engines import Engine, bm25_scores
 from literature.models import Question, Retrieval, RetrievedArticle
-from literature.services import combine_results, record_relevance, save_retrieval, search_question
+from literature.services import combine_results, record_relevance, record_rerank, save_retrieval, search_question
 
 PROMPTS = ["system", "question_queries", "question_relevance", "question_article", "question_synthesis"]
 # A search query longer than this is not a query (PubMed refuses long URLs); an article
@@ -56,7 +56,9 @@ class QuestionSettings:
     queries: int
     query_attempts: int
     results_per_query: int
+    relevance: str  # "all" (Clinfo.ai: every article judged) or "top" (the best max_articles)
     max_articles: int
+    rerank_above: int
     article_chars: int
     relevance_fail_open: bool
     synthesis_attempts: int
@@ -79,12 +81,26 @@ def question_settings() -> QuestionSettings:
         queries=env_int("QUESTIONS_QUERIES", 3, minimum=1),
         query_attempts=env_int("QUESTIONS_QUERY_ATTEMPTS", 3, minimum=1),
         results_per_query=env_int("QUESTIONS_RESULTS_PER_QUERY", 10, minimum=1),
+        relevance=relevance_rule(),
         max_articles=env_int("QUESTIONS_MAX_ARTICLES", 10, minimum=1),
+        rerank_above=env_int("QUESTIONS_RERANK_ABOVE", 35, minimum=1),
         article_chars=env_int("QUESTIONS_ARTICLE_CHARS", 6000, minimum=200),
         relevance_fail_open=env_bool("QUESTIONS_RELEVANCE_FAIL_OPEN", False),
         synthesis_attempts=env_int("QUESTIONS_SYNTHESIS_ATTEMPTS", 2, minimum=1),
         verify=env_bool("QUESTIONS_VERIFY", True),
     )
+
+
+RELEVANCE_RULES = ("all", "top")
+
+
+def relevance_rule() -> str:
+    rule = env_str("QUESTIONS_RELEVANCE", "all").strip().lower()
+    if rule not in RELEVANCE_RULES:
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured(f"QUESTIONS_RELEVANCE must be one of {', '.join(RELEVANCE_RULES)}, not {rule!r}")
+    return rule
 
 
 @dataclass
@@ -112,6 +128,23 @@ class QuestionRunner:
         return self.gateway.complete(
             step=step, prompt=prompt_id, variables=variables, model=self.s.model, params=params, answer_job=self.job
         )
+
+    def publish(self) -> None:
+        """Write the trace so far on the job, for a page that shows the steps as they run
+        (the ask page polls it). Only while the job is running: a finished job's trace is
+        written by store_answer_outcome."""
+        if self.job is not None:
+            AnswerJob.objects.filter(pk=self.job.pk, status=AnswerJob.Status.RUNNING).update(result=self.trace)
+
+    def decided(self, article: RetrievedArticle, decision: tuple[bool, str]) -> None:
+        title = article.source.title if article.source is not None else ""
+        self.trace["relevance"][article.identifier] = {
+            "relevant": decision[0],
+            "reason": decision[1],
+            "title": title,
+            "rank": article.rank,  # PostgreSQL's jsonb keeps no key order: the rank gives it back
+        }
+        self.publish()
 
     # --- 1. queries and retrieval ----------------------------------------------------------
 
@@ -169,9 +202,11 @@ class QuestionRunner:
             tried += search.queries
             empty = [q for q in search.queries if not results[q]]
             step = {"step": f"queries:{attempt}", "queries": search.queries, "zero_hits": empty}
+            step["hits"] = [len(results[q]) for q in search.queries]
             if wordless or too_long:
                 step["left_out"] = [q[:MAX_QUERY_CHARS] for q in wordless + too_long]
             self.trace["steps"].append(step)
+            self.publish()
             if any(results[q] for q in tried):
                 break
             self.search_problem = "the model's queries found no article"
@@ -189,13 +224,16 @@ class QuestionRunner:
             results=[results[q] for q in tried],
             limit=self.s.results_per_query * max(len(tried), 1),
         )
-        return save_retrieval(
+        retrieval = save_retrieval(
             question=self.question,
             engine_name=self.engine.name,
             regime=self.regime,
             search=final,
             settings={"pipeline": "clinfo", "results_per_query": self.s.results_per_query},
         )
+        self.trace["retrieved"] = len(final.hits)
+        self.publish()
+        return retrieval
 
     # --- 2. relevance ------------------------------------------------------------------------
 
@@ -205,8 +243,15 @@ class QuestionRunner:
         return f"{source.title if source else article.identifier}\n{text[: self.s.article_chars]}"
 
     def judge(self, retrieval: Retrieval) -> list[RetrievedArticle]:
-        articles = list(retrieval.articles.select_related("source").order_by("rank")[: self.s.max_articles])
+        """The relevant articles. Clinfo.ai's rule (QUESTIONS_RELEVANCE=all, the default):
+        every retrieved article is judged; QUESTIONS_RELEVANCE=top judges only the best
+        QUESTIONS_MAX_ARTICLES by retrieval rank (the others stay unjudged)."""
+        articles = list(retrieval.articles.select_related("source").order_by("rank"))
+        if self.s.relevance == "top":
+            articles = articles[: self.s.max_articles]
         decisions: dict[str, tuple[bool, str]] = {}
+        self.trace["relevance"] = {}
+        self.trace["to_judge"] = len(articles)
         for article in articles:
             step = f"relevance:{article.rank}"
             try:
@@ -222,12 +267,37 @@ class QuestionRunner:
                 result.record(problem)
                 if not problem:
                     decisions[article.identifier] = (relevant, reason[:2000])
+                    self.decided(article, decisions[article.identifier])
                     continue
             open_ = self.s.relevance_fail_open
             decisions[article.identifier] = (open_, f"no usable answer ({'kept' if open_ else 'left out'}): {problem}")
+            self.decided(article, decisions[article.identifier])
         record_relevance(retrieval=retrieval, decisions=decisions)
-        self.trace["relevance"] = {k: {"relevant": v[0], "reason": v[1]} for k, v in decisions.items()}
-        return [a for a in articles if decisions[a.identifier][0]]
+        return self.rerank([a for a in articles if decisions[a.identifier][0]])
+
+    def rerank(self, relevant: list[RetrievedArticle]) -> list[RetrievedArticle]:
+        """Clinfo.ai §3.2.3: when more than QUESTIONS_RERANK_ABOVE articles are relevant,
+        re-rank them with BM25 against the question and keep that many. The paper gives
+        the threshold but not how many to keep; keeping the threshold's number bounds the
+        summaries and the synthesis prompt. (Clinfo.ai's code instead keeps 20 above 21, in
+        its synthesis step.) The relevance decisions stay as the model made them; the
+        articles left out are recorded in the trace and on the retrieval."""
+        if self.s.relevance != "all" or len(relevant) <= self.s.rerank_above:
+            return relevant
+        scores = bm25_scores(self.question.text, [self.article_text(a) for a in relevant])
+        order = sorted(range(len(relevant)), key=lambda i: (-round(scores[i], 9), relevant[i].rank))
+        kept = [relevant[i] for i in order[: self.s.rerank_above]]
+        dropped = [relevant[i] for i in order[self.s.rerank_above :]]
+        rerank = {
+            "relevant": len(relevant),
+            "kept": len(kept),
+            "dropped": [a.identifier for a in dropped],
+            "scores": {a.identifier: round(scores[i], 6) for i, a in enumerate(relevant)},
+        }
+        record_rerank(retrieval=relevant[0].retrieval, rerank=rerank)
+        self.trace["rerank"] = rerank
+        self.trace["steps"].append({"step": "rerank", "relevant": len(relevant), "kept": len(kept)})
+        return kept
 
     # --- 3. article summaries and 4. synthesis -----------------------------------------------
 
@@ -249,6 +319,8 @@ class QuestionRunner:
             else:
                 result.record()
             summaries[c.number] = text
+            self.trace["article_summaries"] = {str(n): t for n, t in summaries.items()}
+            self.publish()
         self.trace["article_summaries"] = {str(n): text for n, text in summaries.items()}
         return summaries
 
@@ -295,8 +367,11 @@ class QuestionRunner:
                 "skipped", retrieval, skip_reason="no retrieved article was relevant", trace=self.trace
             )
         citations = number_citations(relevant)
+        self.trace["citations"] = [asdict(c) for c in citations]
+        self.publish()
         summaries = self.summarise(citations, {a.identifier: a for a in relevant})
         synthesis, tldr = self.synthesise(citations, summaries)
+        self.trace["answer"] = {"synthesis": synthesis, "tldr": tldr}
         return AnswerOutcome("ok", retrieval, synthesis, tldr, citations, trace=self.trace)
 
 

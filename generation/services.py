@@ -467,7 +467,9 @@ def store_answer_outcome(*, job: AnswerJob, claimed_at, conf, outcome) -> Answer
         logger.warning("answer job %s was taken over by another worker; discarding this result", job.pk)
         return AnswerJob.objects.get(pk=job.pk)
     summary = None
-    if outcome.status == "ok":
+    # An answer asked for on the ask page stays in the job's trace until a study admin adds
+    # it to the study for rating (generation.asking.add_asked_answer).
+    if outcome.status == "ok" and not job.config.get("ask"):
         summary = store_answer(
             question=job.question,
             retrieval=outcome.retrieval,

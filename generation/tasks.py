@@ -67,3 +67,26 @@ def automatic_run_task(study_id: int, name: str) -> None:
 
 def enqueue_automatic_run(study_id: int, name: str) -> Future | None:
     return run_in_background(automatic_run_task, study_id, name, pool=POOL)
+
+
+# --- asked questions (generation.asking) ---------------------------------------------------
+
+# Without a broker, asked questions run on this process's "ask" thread, one at a time, never
+# in the request that asked (core.background).
+ASK_POOL = "ask"
+
+
+def enqueue_asked_question(job_id: int) -> Future | None:
+    return run_in_background(answer_question_task, job_id, pool=ASK_POOL)
+
+
+@shared_task(acks_late=True, ignore_result=True)
+def verify_answer_task(job_id: int) -> None:
+    """Factored Verification of an answer once it is stored (an asked answer once added)."""
+    job = AnswerJob.objects.select_related("summary").get(pk=job_id)
+    if job.summary_id:
+        services.verify_stored_answer(job=job)
+
+
+def enqueue_answer_verification(job_id: int) -> Future | None:
+    return run_in_background(verify_answer_task, job_id, pool=ASK_POOL)

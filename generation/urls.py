@@ -8,4 +8,7 @@ app_name = "generation"
 
 urlpatterns = [
     path("<slug:slug>/evaluators/", views.evaluators, name="evaluators"),
+    path("<slug:slug>/ask/", views.ask, name="ask"),
+    path("<slug:slug>/ask/<uuid:uuid>/", views.asked, name="asked"),
+    path("<slug:slug>/ask/<uuid:uuid>/add/", views.add_asked, name="add-asked"),
 ]

@@ -1,12 +1,14 @@
-"""Study admins' page of automatic evaluators: start a run, follow its progress."""
+"""Study admins' pages: automatic evaluators (start a run, follow its progress) and Ask a
+question (generation.asking)."""
 
 from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.db import transaction
 from django.shortcuts import redirect, render
 from django.utils import timezone
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotate.selectors.access import get_study_for_admin
 from core.exceptions import ApplicationError
@@ -40,3 +42,76 @@ def evaluators(request, slug):
             **evaluator_runs(study, now=timezone.now()),
         },
     )
+
+
+# --- Ask a question (generation.asking) ----------------------------------------------------
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def ask(request, slug):
+    """A question in: it becomes a question of the study and an answer job, run off the
+    request; the page of the job then shows its steps as they run."""
+    from generation.asking import ask_question, asked_jobs
+    from generation.tasks import enqueue_asked_question
+    from literature.models import Retrieval
+
+    study = get_study_for_admin(request.user, slug)
+    form = {"question": "", "engine": "local", "regime": "unrestricted"}
+    if request.method == "POST":
+        form = {name: request.POST.get(name, default) for name, default in form.items()}
+        try:
+            job = ask_question(
+                study=study,
+                text=form["question"],
+                engine=form["engine"],
+                regime=form["regime"],
+                asked_by=request.user.get_username(),
+            )
+        except ApplicationError as exc:
+            messages.error(request, exc.message)
+        else:
+            transaction.on_commit(lambda: enqueue_asked_question(job.pk))
+            return redirect("generation:asked", slug=study.slug, uuid=job.uuid)
+    return render(
+        request,
+        "generation/ask.html",
+        {
+            "study": study,
+            "form": form,
+            "engines": Retrieval.Engine.choices,
+            "regimes": Retrieval.Regime.choices,
+            "asked": asked_jobs(study),
+        },
+        status=400 if request.method == "POST" else 200,
+    )
+
+
+@login_required
+@require_GET
+def asked(request, slug, uuid):
+    from generation.asking import ask_status, get_asked_job
+
+    study = get_study_for_admin(request.user, slug)
+    job = get_asked_job(study, uuid)
+    return render(request, "generation/asked.html", {"study": study, "job": job, "s": ask_status(job)})
+
+
+@login_required
+@require_POST
+def add_asked(request, slug, uuid):
+    """The button under a finished answer: question and answer join the study for rating."""
+    from generation.asking import add_asked_answer, get_asked_job
+    from generation.tasks import enqueue_answer_verification
+
+    study = get_study_for_admin(request.user, slug)
+    job = get_asked_job(study, uuid)
+    try:
+        add_asked_answer(job=job)
+    except ApplicationError as exc:
+        messages.error(request, exc.message)
+    else:
+        if job.config.get("verify"):
+            transaction.on_commit(lambda: enqueue_answer_verification(job.pk))
+        messages.info(request, "The question and its answer are in the study: put the answer in a batch to rate it.")
+    return redirect("generation:asked", slug=study.slug, uuid=job.uuid)

@@ -155,3 +155,17 @@ class LocalEngine:
             Hit(identifier=self.keys[i], rank=n, score=round(float(scores[i]), 6), source_id=self.ids[i])
             for n, i in enumerate(keep[:limit], start=1)
         ]
+
+
+def bm25_scores(query: str, documents: list[str]) -> list[float]:
+    """BM25 score of each document against the query, the documents themselves the corpus
+    (their own IDF), as Clinfo.ai re-ranks its relevant articles: the same tokenizer and
+    Lucene variant as LocalEngine (k1=1.5, b=0.75). 0 for every document when the query or
+    the documents have no searchable term."""
+    terms = tokenize([query])[0]
+    corpus = tokenize(documents)
+    if not terms or not any(corpus):
+        return [0.0] * len(documents)
+    index = bm25s.BM25(k1=1.5, b=0.75)
+    index.index(corpus, show_progress=False)
+    return [float(x) for x in index.get_scores(terms)]

@@ -57,7 +57,19 @@ PUBMEDRS_COLUMNS = (
 OUR_FIELDS = ("key", "question", "gold_answer", "references", "exclude", "published", "metadata")
 KEY_RE = re.compile(r"^[A-Za-z0-9._:-]+$")
 IDENTIFIER_MAX = 200
-DATE_FORMATS = ("%Y-%m-%d", "%Y/%m/%d", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%d %B %Y", "%B %d, %Y")
+# The day layouts accepted, each with the name the import's summary gives it. PubMedRS-200
+# as published writes every PublishedDate month/day/year without leading zeros
+# (`11/1/2021`, `3/15/2020`); a slash date with the year last is always read that way,
+# never day/month/year (a day/month/year file fails on its first day above 12, naming it).
+DATE_LAYOUTS = (
+    ("ISO (year-month-day)", re.compile(r"^\d{4}-\d{1,2}-\d{1,2}$"), "%Y-%m-%d"),
+    ("ISO (year-month-day)", re.compile(r"^\d{4}-\d{1,2}-\d{1,2}[T ]\d{1,2}:\d{2}:\d{2}$"), None),
+    ("year/month/day", re.compile(r"^\d{4}/\d{1,2}/\d{1,2}$"), "%Y/%m/%d"),
+    ("month/day/year", re.compile(r"^\d{1,2}/\d{1,2}/\d{4}$"), "%m/%d/%Y"),
+    ("month/day/year", re.compile(r"^\d{1,2}/\d{1,2}/\d{4} \d{1,2}:\d{2}(:\d{2})?$"), None),
+    ("day month year", re.compile(r"^\d{1,2} [A-Za-z]+ \d{4}$"), "%d %B %Y"),
+    ("month day, year", re.compile(r"^[A-Za-z]+ \d{1,2}, \d{4}$"), "%B %d, %Y"),
+)
 
 
 @dataclass(frozen=True)
@@ -71,6 +83,7 @@ class QuestionRow:
     published_on: date | None
     metadata: dict
     key_field: str = "key"  # the column the key came from, for error messages
+    date_layout: str = ""  # the layout its date was written in (DATE_LAYOUTS), "" without one
 
 
 # --- reading ---------------------------------------------------------------------------
@@ -160,6 +173,7 @@ def _literal_list(line: int, name: str, cell: str) -> list[str]:
 def _our_row(f: _Fields) -> QuestionRow:
     f.unknown_fields(set(OUR_FIELDS))
     key = f.string("key", max_length=200, pattern=KEY_RE)
+    published_on, layout = _dated(f.line, "published", f.data.get("published"))
     return QuestionRow(
         line=f.line,
         key=key,
@@ -167,8 +181,9 @@ def _our_row(f: _Fields) -> QuestionRow:
         gold_answer=f.string("gold_answer", required=False),
         reference_ids=_identifiers(f, "references", f.data.get("references", [])),
         exclude_ids=_identifiers(f, "exclude", f.data.get("exclude", [])),
-        published_on=_date(f.line, "published", f.data.get("published")),
+        published_on=published_on,
         metadata=f.mapping("metadata"),
+        date_layout=layout,
     )
 
 
@@ -191,16 +206,34 @@ def _checked_ids(line: int, name: str, values: list[str]) -> list[str]:
     return out
 
 
-def _date(line: int, name: str, value) -> date | None:
+def _dated(line: int, name: str, value) -> tuple[date | None, str]:
+    """The day a cell holds and the name of the layout it was written in (DATE_LAYOUTS)."""
     if value is None or (isinstance(value, str) and not value.strip()):
-        return None
+        return None, ""
     if isinstance(value, str):
-        for fmt in DATE_FORMATS:
-            try:
-                return datetime.strptime(value.strip(), fmt).date()  # noqa: DTZ007 (a calendar day, no time)
-            except ValueError:
+        text = value.strip()
+        for layout, pattern, fmt in DATE_LAYOUTS:
+            if not pattern.match(text):
                 continue
-    raise ImportLineError(line, name, f"must be a date such as 2021-03-15, got {value!r}")
+            day_part = text.split("T")[0].split(" ")[0] if fmt is None else text
+            day_fmt = fmt or ("%m/%d/%Y" if "/" in day_part else "%Y-%m-%d")
+            try:
+                return datetime.strptime(day_part, day_fmt).date(), layout  # noqa: DTZ007 (a calendar day)
+            except ValueError:
+                raise ImportLineError(line, name, f"{text!r} is not a day in the {layout} layout") from None
+    raise ImportLineError(line, name, f"must be a date such as 2021-03-15 or 3/15/2021 (month/day/year), got {value!r}")
+
+
+def date_layouts(rows: Iterable[QuestionRow]) -> str:
+    """How the file's dates were read, for the import's summary: "dates read as
+    month/day/year (209)", or "no dates"."""
+    counts: dict[str, int] = {}
+    for row in rows:
+        if row.date_layout:
+            counts[row.date_layout] = counts.get(row.date_layout, 0) + 1
+    if not counts:
+        return "no dates"
+    return "dates read as " + ", ".join(f"{layout} ({n})" for layout, n in counts.items())
 
 
 def _pubmedrs_row(line: int, cells: dict[str, str]) -> QuestionRow:
@@ -212,6 +245,7 @@ def _pubmedrs_row(line: int, cells: dict[str, str]) -> QuestionRow:
         raise ImportLineError(line, "questions", "is empty (and so is HumanQuestions)")
     references = cells.get("Ref_PMIDs", "").strip()
     dois = cells.get("Ref_DOIs", "").strip()
+    published_on, layout = _dated(line, "PublishedDate", cells.get("PublishedDate"))
     return QuestionRow(
         line=line,
         key=f"pmid-{pmid}",
@@ -221,7 +255,7 @@ def _pubmedrs_row(line: int, cells: dict[str, str]) -> QuestionRow:
         if references
         else [],
         exclude_ids=[pmid],
-        published_on=_date(line, "PublishedDate", cells.get("PublishedDate")),
+        published_on=published_on,
         metadata={
             k: v
             for k, v in (
@@ -236,6 +270,7 @@ def _pubmedrs_row(line: int, cells: dict[str, str]) -> QuestionRow:
             if v
         },
         key_field="PMID",
+        date_layout=layout,
     )
 
 

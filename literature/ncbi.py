@@ -131,6 +131,26 @@ class FullText:
     licence: str
     licence_url: str
     open_access: bool
+    # The article's own record in its JATS front matter (never its reference list).
+    pmid: str = ""
+    doi: str = ""
+    abstract: str = ""
+    journal: str = ""
+    year: int | None = None
+    authors: tuple[str, ...] = ()
+
+    def citation(self) -> str:
+        return Article(
+            pmid=self.pmid,
+            title=self.title,
+            abstract="",
+            authors=self.authors,
+            journal=self.journal,
+            year=self.year,
+            doi=self.doi,
+            pmcid=self.pmcid,
+            publication_types=(),
+        ).citation()
 
 
 class RateLimiter:
@@ -417,6 +437,25 @@ def _full_text(record: Element) -> FullText:
     ids = {e.get("pub-id-type"): _text(e) for e in meta.findall("article-id")} if meta is not None else {}
     licence, url = _licence(meta.find("permissions/license") if meta is not None else None)
     body = record.find("body")
+    journal = record.find("front/journal-meta")
+    year = None
+    if meta is not None:
+        for date in meta.findall("pub-date"):
+            found = re.search(r"\b\d{4}\b", _text(date.find("year")))
+            if found:
+                year = int(found.group())
+                break
+    authors = []
+    for contrib in meta.findall("contrib-group/contrib") if meta is not None else []:
+        if contrib.get("contrib-type", "author") != "author":
+            continue
+        name = contrib.find("name")
+        if name is not None:
+            initials = "".join(w[0] for w in _text(name.find("given-names")).replace("-", " ").split())
+            authors.append(" ".join(filter(None, (_text(name.find("surname")), initials))))
+        elif _text(contrib.find("collab")):
+            authors.append(_text(contrib.find("collab")))
+    abstract = meta.find("abstract") if meta is not None else None
     return FullText(
         pmcid=_pmcid(ids.get("pmcid") or ids.get("pmc") or ""),
         title=_text(meta.find("title-group/article-title")) if meta is not None else "",
@@ -424,6 +463,14 @@ def _full_text(record: Element) -> FullText:
         licence=licence,
         licence_url=url,
         open_access=licence.startswith("CC") or licence == "Public Domain",
+        pmid=ids.get("pmid", ""),
+        doi=ids.get("doi", ""),
+        abstract="\n\n".join(_body_lines(abstract)) if abstract is not None else "",
+        journal=_text(journal.find("journal-title-group/journal-title")) or _text(journal.find("journal-title"))
+        if journal is not None
+        else "",
+        year=year,
+        authors=tuple(authors),
     )
 
 

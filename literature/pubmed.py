@@ -20,7 +20,7 @@ from annotate.models import Source, Study
 from datasets.importing import ImportResult, import_records
 from literature.engines import Hit
 from literature.identifiers import source_identifiers
-from literature.ncbi import Article, EutilsClient
+from literature.ncbi import Article, EutilsClient, FullText
 
 
 @dataclass
@@ -84,6 +84,68 @@ def import_articles(*, study: Study, pmids: Iterable[str], client: EutilsClient)
         result=result,
         without_abstract=[a.pmid for a in articles if not a.abstract.strip()],
         open_access=[a.pmid for a in articles if a.pmcid in licences and licences[a.pmcid].open_access],
+    )
+
+
+# A source's text is at most 20,000 characters (core.text_validation).
+MAX_FULL_TEXT_CHARS = 19_000
+
+
+def full_text_record(study: Study, text: FullText, *, full_text: bool) -> dict:
+    """The JSON Lines source record of a PMC article, from its JATS record: keyed by its
+    PMID when it has one (the same source `--pmid` makes), else its PMCID. Title and
+    abstract; with `full_text` and an open licence, the body too (cut at
+    MAX_FULL_TEXT_CHARS, said so in the metadata). The licence only when it is open."""
+    key = text.pmid or text.pmcid
+    parts = [text.title.strip(), text.abstract.strip()]
+    body = text.text.strip() if full_text and text.open_access else ""
+    cut = False
+    if body:
+        room = MAX_FULL_TEXT_CHARS - sum(len(p) + 1 for p in parts)
+        cut = len(body) > room
+        parts.append(body[: max(room, 0)].rsplit(" ", 1)[0] if cut else body)
+    return {
+        "type": "source",
+        "study": study.slug,
+        "key": key,
+        "title": text.title[:1000],
+        "text": "\n".join(p for p in parts if p) or f"{text.pmcid} (no title or abstract)",
+        "licence": text.licence if text.open_access else "",
+        "licence_url": text.licence_url if text.open_access else "",
+        "external_ids": {k: v for k, v in (("pmid", text.pmid), ("pmcid", text.pmcid), ("doi", text.doi)) if v},
+        "metadata": {
+            "origin": "PMC",
+            "journal": text.journal,
+            "year": text.year,
+            "authors": list(text.authors),
+            "citation": text.citation(),
+            "full_text": bool(body),
+            **({"full_text_cut": True} if cut else {}),
+            **({"no_abstract": True} if not text.abstract.strip() else {}),
+        },
+        "ref": key,
+    }
+
+
+def import_by_pmcid(*, study: Study, pmcids: Iterable[str], client: EutilsClient, full_text: bool = False):
+    """Fetch PMC articles (efetch db=pmc) and import them as sources of the study, all or
+    nothing (full_text_record). Returns (the sources by PMCID in the order asked, the
+    import's result, the PMCIDs PMC did not return)."""
+    wanted = [p.strip().upper() if p.strip().upper().startswith("PMC") else f"PMC{p.strip()}" for p in pmcids]
+    texts = client.fetch_full_texts(wanted)
+    records = [full_text_record(study, t, full_text=full_text) for t in texts]
+    result = (
+        import_records(lines=[json.dumps(r) + "\n" for r in records], only_study=study.slug)
+        if records
+        else ImportResult()
+    )
+    stored = {s.key: s for s in Source.objects.filter(study=study, key__in=[r["key"] for r in records])}
+    by_pmcid = {t.pmcid: stored[t.pmid or t.pmcid] for t in texts}
+    return (
+        {p: by_pmcid[p] for p in wanted if p in by_pmcid},
+        result,
+        [p for p in wanted if p not in by_pmcid],
+        texts,
     )
 
 

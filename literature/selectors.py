@@ -115,6 +115,62 @@ def questions_overview(study: Study) -> tuple[list[QuestionOverview], list[tuple
     return overview, figures
 
 
+RETRIEVAL_FIGURES = ("precision", "recall", "f1", "retrieved_recall", "source_included")
+
+
+def retrieval_rows(*, study: Study) -> QuerySet[Retrieval]:
+    """The study's retrievals: a new retrieval or relevance decision changes the study
+    report (its cache key counts these rows and their newest change)."""
+    return Retrieval.objects.filter(question__study=study)
+
+
+def retrieval_figures(study: Study) -> list[dict]:
+    """The study report's retrieval section: per engine and regime, each figure's mean,
+    sample SD and number of questions over the newest retrieval of each question
+    (stats.retrieval; Clinfo.ai Table 3), and the relevance rule the retrievals were
+    judged under. Questions without references are left out: with nothing to score
+    against, their precision would read 0 (an asked question has none). Three queries."""
+    from stats.retrieval import study_scores
+
+    newest: dict[tuple[int, str, str], Retrieval] = {}
+    for retrieval in (
+        Retrieval.objects.filter(question__study=study)
+        .select_related("question")
+        .order_by("question_id", "engine", "regime", "-created_at", "-pk")
+        .prefetch_related("articles__source")
+    ):
+        newest.setdefault((retrieval.question_id, retrieval.engine, retrieval.regime), retrieval)
+    by_setting: dict[tuple[str, str], list] = {}
+    reranked: dict[tuple[str, str], int] = {}
+    for (_, engine, regime), retrieval in newest.items():
+        if not retrieval.question.reference_ids:
+            continue
+        articles = list(retrieval.articles.all())
+        names = [
+            source_identifiers(a.source.key, a.source.external_ids) if a.source else frozenset({a.identifier})
+            for a in articles
+        ]
+        scores = retrieval_scores(
+            retrieved=names,
+            relevant=[a.relevant for a in articles],
+            references=retrieval.question.reference_ids,
+            excluded_hits=retrieval.excluded_hits,
+            exclude=retrieval.question.exclude_ids,
+        )
+        by_setting.setdefault((engine, regime), []).append(scores)
+        reranked[(engine, regime)] = reranked.get((engine, regime), 0) + ("rerank" in retrieval.settings)
+    rows = []
+    for (engine, regime), scores in sorted(by_setting.items()):
+        figures = study_scores(scores)
+        row = {"engine": engine, "regime": regime, "n_questions": len(scores), "n_reranked": reranked[(engine, regime)]}
+        for name in RETRIEVAL_FIGURES:
+            row[name] = figures[name].mean
+            row[f"{name}_sd"] = figures[name].sd
+            row[f"{name}_n"] = figures[name].n
+        rows.append(row)
+    return rows
+
+
 def question_rows(*, study: Study) -> QuerySet[Question]:
     """The study's questions: a changed gold answer changes the study report (its cache key,
     analysis.selectors.report_inputs, counts these rows)."""

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.db import transaction
+from django.utils import timezone
 
 from literature.engines import Engine, Hit
 from literature.models import Question, Retrieval, RetrievedArticle
@@ -127,6 +128,16 @@ def record_relevance(*, retrieval: Retrieval, decisions: dict[str, tuple[bool, s
     for article in articles:
         article.relevant, article.reason = decisions[article.identifier]
     RetrievedArticle.objects.bulk_update(articles, ["relevant", "reason"])
+    # The study report's retrieval figures are cached by the retrievals' newest change.
+    Retrieval.objects.filter(pk=retrieval.pk).update(updated_at=timezone.now())
+
+
+def record_rerank(*, retrieval: Retrieval, rerank: dict) -> None:
+    """Record on the retrieval which relevant articles a BM25 re-ranking kept out
+    (generation.questions: Clinfo.ai's rule above QUESTIONS_RERANK_ABOVE relevant)."""
+    settings = {**retrieval.settings, "rerank": rerank}
+    Retrieval.objects.filter(pk=retrieval.pk).update(settings=settings, updated_at=timezone.now())
+    retrieval.settings = settings
 
 
 def _names(engine: Engine, hit: Hit) -> frozenset[str]:

@@ -70,6 +70,17 @@ def world(study, rater_a, rater_b, outsider, settings, tmp_path):
     open_item = AssignmentFactory(summary=SummaryFactory(source__study=study), rater=rater_a, position=99)
     # A member with no items yet, whom a study admin may move an item to.
     add_study_member(study=study, user=UserFactory(username="rater_c"), role=StudyMembership.Role.RATER)
+    # A question asked on the ask page (generation.asking), its job not yet run.
+    from generation.models import AnswerJob
+    from literature.models import Question
+
+    asked = AnswerJob.objects.create(
+        question=Question.objects.create(study=study, key="ask-matrix", text="Q?", metadata={"asked_by": "x"}),
+        engine="local",
+        regime="unrestricted",
+        pipeline_version="v",
+        config={"ask": True},
+    )
     users = {"rater_a": rater_a, "rater_b": rater_b, "study_admin": study_admin, "viewer": viewer}
     users["outsider"] = outsider
     users["staff"] = staff_user(username="staff")
@@ -84,6 +95,7 @@ def world(study, rater_a, rater_b, outsider, settings, tmp_path):
         "a_open": open_item,
         "export": export.id,
         "import": imported.id,
+        "asked": asked.uuid,
         "users": users,
     }
 
@@ -113,6 +125,7 @@ def _urls(w) -> dict[str, str]:
         "b_in_batch": f"{batch}assignments/{w['b_submitted'].uuid}/",
         "export": f"{study}exports/{w['export']}/",
         "import": f"{study}imports/{w['import']}/",
+        "asked": f"{study}ask/{w['asked']}/",
     }
 
 
@@ -186,6 +199,7 @@ MATRIX = [
     ("import-list", "get", "{study}imports/", None, ADMINS),
     ("import-list upload", "post", "{study}imports/", "import_upload", ADMINS_ACCEPTED),
     ("import-detail", "get", "{import}", None, ADMINS),
+    ("ask-status", "get", "{asked}", None, ADMINS),
 ]
 
 

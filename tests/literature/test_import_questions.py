@@ -199,6 +199,124 @@ def test_an_unknown_csv_column_and_an_unknown_study_are_refused(study, tmp_path)
     )
     with pytest.raises(CommandError, match='line 1: field "answer": is not a column of either layout'):
         run(path)
-    with pytest.raises(CommandError, match="no study 'nope'"):
+    with pytest.raises(CommandError, match="no study .nope."):
         call_command("import_questions", str(path), "--study", "nope")
     assert not Question.objects.exists()
+
+
+def published_style_rows():
+    """Rows as PubMedRS-200 is published: every PublishedDate month/day/year without
+    leading zeros, the review's text columns filled (values written here in that style)."""
+    return [
+        pubmedrs_row(PMID="34700001", PublishedDate="11/1/2021", Abstract="Background: ...", Results="..."),
+        pubmedrs_row(PMID="32100002", PublishedDate="3/15/2020", Methods="We searched MEDLINE."),
+        pubmedrs_row(PMID="31800003", PublishedDate="12/31/2019"),
+    ]
+
+
+def test_month_day_year_dates_as_pubmedrs_200_writes_them(study, tmp_path):
+    message = run(write_csv(tmp_path / "PubMedRS-200.csv", published_style_rows()))
+    assert "question: 3 created" in message
+    assert "dates read as month/day/year (3)" in message
+    days = dict(Question.objects.values_list("key", "published_on"))
+    assert days == {
+        "pmid-34700001": date(2021, 11, 1),
+        "pmid-32100002": date(2020, 3, 15),
+        "pmid-31800003": date(2019, 12, 31),
+    }
+
+
+def test_the_summary_names_each_date_layout_it_read(study, tmp_path):
+    rows = [
+        pubmedrs_row(PMID="1", PublishedDate="2022-06-15"),
+        pubmedrs_row(PMID="2", PublishedDate="6/15/2022"),
+        pubmedrs_row(PMID="3", PublishedDate="1/2/2022"),
+        pubmedrs_row(PMID="4", PublishedDate=""),
+    ]
+    message = run(write_csv(tmp_path / "mixed.csv", rows))
+    assert "dates read as ISO (year-month-day) (1), month/day/year (2)" in message
+    days = dict(Question.objects.values_list("key", "published_on"))
+    # 1/2/2022 is the second of January (month first), never the first of February.
+    assert days == {
+        "pmid-1": date(2022, 6, 15),
+        "pmid-2": date(2022, 6, 15),
+        "pmid-3": date(2022, 1, 2),
+        "pmid-4": None,
+    }
+    path = tmp_path / "none.jsonl"
+    path.write_text(json.dumps({"key": "q9", "question": "Q?"}) + "\n", encoding="utf-8")
+    assert "no dates" in run(path)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        # Day first is not month/day/year: the 31st month does not exist.
+        ("31/12/2021", "'31/12/2021' is not a day in the month/day/year layout"),
+        ("2/30/2021", "'2/30/2021' is not a day in the month/day/year layout"),
+        ("11/1/21", "must be a date such as 2021-03-15 or 3/15/2021"),
+        ("2021-02-30", "is not a day in the ISO (year-month-day) layout"),
+    ],
+)
+def test_a_date_in_no_accepted_layout_is_named(study, tmp_path, value, expected):
+    rows = [pubmedrs_row(PMID="1", PublishedDate="11/1/2021"), pubmedrs_row(PMID="2", PublishedDate=value)]
+    with pytest.raises(CommandError) as caught:
+        run(write_csv(tmp_path / "bad.csv", rows))
+    assert 'line 3: field "PublishedDate"' in str(caught.value) and expected in str(caught.value)
+    assert not Question.objects.exists()
+
+
+def create(path, *extra):
+    out = io.StringIO()
+    call_command("import_questions", str(path), "--study", "pubmedrs", "--create", *extra, stdout=out)
+    return out.getvalue()
+
+
+@pytest.mark.django_db
+def test_create_makes_the_study_it_imports_into(tmp_path):
+    from annotate.models import Study
+
+    path = write_csv(tmp_path / "PubMedRS-200.csv", published_style_rows())
+    message = create(path, "--rubric", "clinfo", "--title", "PubMedRS-200")
+    assert "created study 'pubmedrs' (rubric clinfo); question: 3 created" in message
+    study = Study.objects.get(slug="pubmedrs")
+    assert (study.title, study.rubric.key) == ("PubMedRS-200", "clinfo")
+    assert Question.objects.filter(study=study).count() == 3
+    # Again: the study is there, nothing new.
+    again = create(path, "--rubric", "clinfo", "--title", "PubMedRS-200")
+    assert "created study" not in again and "0 created, 0 updated, 3 unchanged" in again
+    # The same slug with another rubric is refused.
+    with pytest.raises(CommandError, match="already uses rubric 'clinfo'"):
+        create(path, "--rubric", "factpico", "--title", "x")
+
+
+@pytest.mark.django_db
+def test_a_refused_file_leaves_no_created_study_behind(tmp_path):
+    from annotate.models import Study
+
+    rows = [pubmedrs_row(PMID="1"), pubmedrs_row(PMID="2", PublishedDate="someday")]
+    with pytest.raises(CommandError, match='line 3: field "PublishedDate"'):
+        create(write_csv(tmp_path / "bad.csv", rows), "--title", "T")
+    good = write_csv(tmp_path / "good.csv", [pubmedrs_row(PMID="1")])
+    with pytest.raises(CommandError, match="needs a title"):
+        create(good)
+    with pytest.raises(CommandError, match="no such file|no rubric|nope"):
+        create(good, "--rubric", "nope", "--title", "T")
+    assert not Study.objects.exists() and not Question.objects.exists()
+    with pytest.raises(CommandError, match="create it with --create"):
+        call_command("import_questions", str(good), "--study", "pubmedrs")
+
+
+def test_a_pandas_index_column_and_a_byte_order_mark_are_ignored(study, tmp_path):
+    """A benchmark CSV saved by pandas starts with an unnamed index column; one saved by a
+    spreadsheet may start with a byte-order mark."""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=["", *PUBMEDRS_HEADER], lineterminator="\n")
+    writer.writeheader()
+    for i, row in enumerate(published_style_rows()):
+        writer.writerow({"": str(i), **row})
+    path = tmp_path / "indexed.csv"
+    path.write_bytes(b"\xef\xbb\xbf" + out.getvalue().encode("utf-8"))
+    message = run(path)
+    assert "question: 3 created" in message and "dates read as month/day/year (3)" in message
+    assert Question.objects.get(key="pmid-32100002").published_on == date(2020, 3, 15)

@@ -121,3 +121,88 @@ def test_pubmed_is_not_asked_a_query_without_a_word(query):
         engine = PubMedEngine(study, client=client(server))
         assert not engine.searchable(query) and engine.search(query) == []
         assert server.requests == []
+
+
+# --- by PMCID -------------------------------------------------------------------------------
+
+
+def pmc_library():
+    body = (("Results", ("Aspirin reduced recurrence by a third.", "Bleeding was rare.")),)
+    return {
+        "pmc": {
+            "9101": pmc_article("PMC9101", title="Aspirin after stroke", licence=CC_BY, sections=body),
+            "9102": pmc_article("PMC9102", title="A closed article", licence="", sections=body).replace(
+                'pub-id-type="pmid">12345', 'pub-id-type="pmid">12346'
+            ),
+        }
+    }
+
+
+def run_pmcid(*args):
+    out = StringIO()
+    call_command("import_pubmed", "--study", "pm", *args, stdout=out)
+    return out.getvalue()
+
+
+def test_articles_by_pmcid_with_their_full_text_when_open(monkeypatch):
+    study = StudyFactory(slug="pm")
+    with NcbiServer(**pmc_library()) as server:
+        monkeypatch.setenv("NCBI_EUTILS_URL", server.base_url)
+        message = run_pmcid("--pmcid", "PMC9101", "--pmcid", "9102", "--pmcid", "PMC404", "--full-text")
+        requests = list(server.requests)
+    assert "Imported 2 article(s) into pm" in message and "not found in PMC: PMC404" in message
+    assert (
+        "2 with an open-access licence" not in message
+        and "1 with an open-access licence, 1 with their full text" in message
+    )
+    assert [(r.utility, r.params["db"]) for r in requests] == [("efetch.fcgi", "pmc")]
+    # Keyed by the PMID in the article's JATS record (the same source --pmid makes).
+    open_one = Source.objects.get(study=study, key="12345", external_ids__pmcid="PMC9101")
+    body = "Results\n\nAspirin reduced recurrence by a third.\n\nBleeding was rare."
+    assert open_one.text == f"Aspirin after stroke\nThe abstract.\n{body}"
+    assert open_one.licence == "CC BY 4.0" and open_one.metadata["full_text"] is True
+    assert open_one.metadata["origin"] == "PMC"
+
+
+def test_without_full_text_or_an_open_licence_only_title_and_abstract(monkeypatch):
+    study = StudyFactory(slug="pm")
+    library = pmc_library()
+    library["pmc"]["9101"] = library["pmc"]["9101"].replace('pub-id-type="pmid">12345', 'pub-id-type="pmid">777')
+    with NcbiServer(**library) as server:
+        monkeypatch.setenv("NCBI_EUTILS_URL", server.base_url)
+        run_pmcid("--pmcid", "PMC9101", "--pmcid", "PMC9102", "--full-text")
+    closed = Source.objects.get(study=study, external_ids__pmcid="PMC9102")
+    assert closed.text == "A closed article\nThe abstract." and closed.licence == ""  # exports withhold it
+    assert closed.metadata["full_text"] is False
+    opened = Source.objects.get(study=study, key="777")
+    assert "Bleeding was rare." in opened.text
+    StudyFactory(slug="pm2")
+    with NcbiServer(**pmc_library()) as server:
+        monkeypatch.setenv("NCBI_EUTILS_URL", server.base_url)
+        call_command("import_pubmed", "--study", "pm2", "--pmcid", "PMC9101", stdout=StringIO())
+    assert Source.objects.get(study__slug="pm2").text == "Aspirin after stroke\nThe abstract."
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--pmcid", "PMCx1"], "not a PubMed id or PMCID: PMCx1"),
+        (["--pmcid", "PMC1", "--pmid", "1"], "give one of --pmid"),
+        (["--pmid", "1", "--full-text"], "--full-text goes with --pmcid"),
+    ],
+)
+def test_bad_pmcid_options_are_refused(args, message):
+    StudyFactory(slug="pm")
+    with pytest.raises(CommandError, match=message):
+        call_command("import_pubmed", "--study", "pm", *args)
+    assert not Source.objects.exists()
+
+
+def test_a_pmc_outage_imports_nothing(monkeypatch):
+    StudyFactory(slug="pm")
+    with NcbiServer(replies={"efetch.fcgi": [Reply(status=503)]}, **pmc_library()) as server:
+        monkeypatch.setenv("NCBI_EUTILS_URL", server.base_url)
+        monkeypatch.setenv("NCBI_MAX_RETRIES", "1")
+        with pytest.raises(CommandError, match="HTTP 503.*Nothing was imported"):
+            run_pmcid("--pmcid", "PMC9101")
+    assert not Source.objects.exists()

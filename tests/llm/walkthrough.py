@@ -179,6 +179,7 @@ def main() -> None:
         "GENERATION_CONCURRENCY": "1",
         "GENERATION_TIMEOUT": "600",
         "GENERATION_MAX_TOKENS": "384",
+        "QUESTIONS_RELEVANCE": "top",  # a small local model: judge only the best three
         "QUESTIONS_MAX_ARTICLES": "3",
         "GENERATION_JSON_SCHEMA": "0" if options.no_schema else "1",
     }

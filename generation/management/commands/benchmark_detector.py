@@ -25,6 +25,12 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--limit", type=int, default=None, help="use only the first N records")
         parser.add_argument("--json", action="store_true")
+        parser.add_argument(
+            "--claims",
+            choices=("sentences", "decomposed"),
+            default="sentences",
+            help="the factored detector's claims: the summary's sentences, or an LLM's decomposition (A.1.1)",
+        )
 
     def handle(self, *args, file: Path, detector, calibration, seed: int, limit, **options):
         show_library_logs(options["verbosity"])
@@ -55,6 +61,7 @@ class Command(BaseCommand):
                     calibration=n_calibration,
                     seed=seed,
                     gateway=gateway,
+                    claims=options["claims"],
                     progress=Progress(self.stderr, "pair", f"scored by {name}"),
                 )
             except ApplicationError as exc:  # this detector could not be calibrated: say why, try the next

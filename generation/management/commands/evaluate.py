@@ -21,8 +21,15 @@ class Command(BaseCommand):
         parser.add_argument("--evaluator", required=True, choices=sorted(EVALUATORS))
         parser.add_argument("--summary", action="append", default=[], dest="summaries", help="summary key")
         parser.add_argument("--limit", type=int, default=None)
+        parser.add_argument(
+            "--claims",
+            choices=("sentences", "decomposed"),
+            default=None,
+            help="factored_verification: the claims checked are the sentences (default, or "
+            "GENERATION_FACTORED_CLAIMS) or those an LLM decomposes each cited sentence into",
+        )
 
-    def handle(self, *args, study: str, evaluator: str, summaries: list[str], limit, **options):
+    def handle(self, *args, study: str, evaluator: str, summaries: list[str], limit, claims, **options):
         show_library_logs(options["verbosity"])
         study_obj = study_named(study)
         check_at_least_one(limit, "--limit")
@@ -34,6 +41,7 @@ class Command(BaseCommand):
                 evaluator_name=evaluator,
                 summary_keys=summaries,
                 limit=limit,
+                claims=claims,
                 progress=Progress(self.stderr, "summary", "scored", total=0),
             )
         except ApplicationError as exc:
