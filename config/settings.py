@@ -71,6 +71,8 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # After sessions, auth and messages, so its 503 page has the signed-in user's header.
+    "core.exceptions.UnavailablePageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Last, as django-axes asks: it turns a locked-out login into the lockout answer.
     "axes.middleware.AxesMiddleware",
@@ -267,6 +269,17 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
+# The periodic work of `celery -A config beat` (Procfile): every minute, runs that no worker
+# took within RUN_CLAIM_TIMEOUT are queued again once, then failed, and runs whose worker's
+# heartbeat stopped are failed; every day, uploads and export archives older than
+# FILE_RETENTION_DAYS are removed. Without beat: the management commands `sweep_runs` and
+# `remove_expired_files`, from cron (docs/deployment.md). Study reports need neither: every
+# request for a report looks at its run.
+CELERY_BEAT_SCHEDULE = {
+    "sweep-dataset-runs": {"task": "datasets.tasks.sweep_dataset_runs_task", "schedule": 60.0},
+    "sweep-generation-runs": {"task": "generation.tasks.sweep_generation_runs_task", "schedule": 60.0},
+    "remove-expired-files": {"task": "datasets.tasks.remove_expired_files_task", "schedule": 24 * 3600.0},
+}
 
 # Demo accounts (`manage.py load_demo`).
 DEMO_PASSWORD = env_str("DEMO_PASSWORD")
