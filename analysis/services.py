@@ -405,6 +405,8 @@ def request_study_report(*, study: Study, phase: str, enqueue: Callable[[int], o
     elif result.status == AnalysisResult.Status.RUNNING:
         return fail_abandoned_report(result=result)
     elif result.status == AnalysisResult.Status.FAILED:
+        if result.error == ABANDONED_ERROR:
+            return result  # "stopped: the worker died" stays shown until someone resumes it
         restarted = restart_study_report(result=result)
         result.refresh_from_db()
         if not restarted:
@@ -441,9 +443,20 @@ def recompute_study_report(*, study: Study, phase: str, enqueue: Callable[[int],
     computed is handled as request_study_report handles it (queued once, never twice), so
     asking twice does no harm."""
     result = request_study_report(study=study, phase=phase, enqueue=enqueue)
-    if result.status == AnalysisResult.Status.DONE and restart_study_report(
-        result=result, statuses=(AnalysisResult.Status.DONE,)
-    ):
+    restartable = (AnalysisResult.Status.DONE, AnalysisResult.Status.FAILED)
+    if result.status in restartable and restart_study_report(result=result, statuses=restartable):
+        result.refresh_from_db()
+        transaction.on_commit(lambda: enqueue_report(result=result, enqueue=enqueue))
+    return result
+
+
+def resume_study_report(*, study: Study, phase: str, enqueue: Callable[[int], object]) -> AnalysisResult:
+    """ "Compute it again" on a report that failed (its worker died: ABANDONED_ERROR, which a
+    request does not restart by itself, so that the page and API can say so): queued anew.
+    Any viewer of the report may ask; a report in any other state is handled as
+    request_study_report handles it."""
+    result = request_study_report(study=study, phase=phase, enqueue=enqueue)
+    if result.status == AnalysisResult.Status.FAILED and restart_study_report(result=result):
         result.refresh_from_db()
         transaction.on_commit(lambda: enqueue_report(result=result, enqueue=enqueue))
     return result

@@ -288,6 +288,8 @@ DEMO_PASSWORD = env_str("DEMO_PASSWORD")
 # when unset; shared with the Celery workers when they run elsewhere) and the largest
 # file accepted, in bytes.
 IMPORTS_DIR = env_str("IMPORTS_DIR") or None
+# Where dataset exports are written (var/exports when unset; shared with the workers, as IMPORTS_DIR).
+EXPORTS_DIR = env_str("EXPORTS_DIR") or None
 MAX_IMPORT_BYTES = env_int("MAX_IMPORT_BYTES", 200 * 1024 * 1024, minimum=1)
 
 # Libraries' routine chatter (an HTTP line per LLM call, axes' banner, ...) stays off the
