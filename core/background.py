@@ -16,6 +16,7 @@ by a kernel file lock instead (datasets.run_files).
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -114,11 +115,36 @@ def worker_lost(exception: BaseException | None) -> bool:
     return isinstance(exception, WorkerLostError)
 
 
+# How much lower than the web process's own threads a background thread runs (nice).
+BACKGROUND_NICENESS = 10
+
+
+def lower_thread_priority(increment: int = BACKGROUND_NICENESS) -> None:
+    """Lower the CPU priority of the calling thread only. On Linux every thread is a task of
+    its own with its own nice value, which setpriority() sets by the thread's id; os.nice()
+    would lower the whole web process (its request threads too). Elsewhere, or if the
+    kernel refuses, the thread keeps its priority: a best effort, never an error.
+
+    Why a thread and not a process of its own: a process per report (spawned, niced) would
+    import Django, pandas and the statistics again and hold a second copy of them, on the
+    small machine that runs without a broker; the production shape has no such thread at
+    all (a broker and a Celery worker, docs/deployment.md). The limit of a niced thread:
+    it shares its process's GIL with the request threads, so it yields the cores to other
+    processes (the other gunicorn workers, the database) rather than to its own process's
+    requests; the heavy parts (numpy's bootstrap, scipy) release the GIL while they run."""
+    try:
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + increment))
+    except (AttributeError, OSError) as exc:
+        logger.debug("background thread keeps its priority: %s", exc)
+
+
 def _pool(name: str) -> ThreadPoolExecutor:
     with _pools_lock:
         if name not in _pools:
-            # One thread per pool: a burst of requests cannot take every core of a small machine.
-            _pools[name] = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+            # One thread per pool: a burst of requests cannot take every core of a small machine;
+            # and it runs at a lower priority than the requests' threads.
+            _pools[name] = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name, initializer=lower_thread_priority)
         return _pools[name]
 
 
