@@ -237,8 +237,14 @@ def fail_lost_job(*, job_id: int, model=GenerationJob) -> int:
 
 def sweep_jobs(*, model=GenerationJob, enqueue: Enqueue) -> dict[str, int]:
     """The periodic sweep: a pending job that no worker claimed within RUN_CLAIM_TIMEOUT is
-    queued again once (`requeued`), and failed the second time (UNCLAIMED_ERROR)."""
+    queued again once (`requeued`), and failed the second time (UNCLAIMED_ERROR).
+
+    A job waits in line behind the others of a large run, for longer than the timeout: while
+    the workers claimed any job of its kind within the timeout, they are alive and taking
+    work, and no pending job is touched."""
     before = timezone.now() - claim_timeout()
+    if model.objects.filter(claimed_at__gte=before).exists():
+        return {"requeued": 0, "failed": 0}
     stale = model.objects.filter(status=Status.PENDING, updated_at__lt=before)
     failed = fail_jobs(
         job_ids=list(stale.filter(requeued=True).values_list("pk", flat=True)), model=model, error=UNCLAIMED_ERROR

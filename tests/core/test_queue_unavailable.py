@@ -265,8 +265,8 @@ def test_pending_evaluator_runs_and_generation_jobs_are_queued_again_once_then_f
     serve()
     monkeypatch.setenv("RUN_CLAIM_TIMEOUT", "60")
     run = EvaluationRun.objects.create(study=demo, evaluator="reference", version="v", config={})
-    services.start_generation_run(study=demo, pipeline="litsumm", limit=1, enqueue=lambda job_id: None)
-    job = GenerationJob.objects.get()
+    services.start_generation_run(study=demo, pipeline="litsumm", limit=2, enqueue=lambda job_id: None)
+    job, other = GenerationJob.objects.order_by("pk")
     # Eager settings would run the work when queued again: these stand for the broker.
     sent = []
     monkeypatch.setattr(generation_tasks, "enqueue_automatic_run", lambda *args: sent.append(args))
@@ -279,6 +279,13 @@ def test_pending_evaluator_runs_and_generation_jobs_are_queued_again_once_then_f
         GenerationJob.objects.filter(pk=job.pk).update(updated_at=old)
 
     assert generation_tasks.sweep_generation_runs_task() == 0
+    # A worker took another job of the run a moment ago: the job is waiting in line, not lost.
+    GenerationJob.objects.filter(pk=other.pk).update(status="running", claimed_at=timezone.now())
+    age()
+    assert generation_tasks.sweep_generation_runs_task() == 1 and sent == [(demo.pk, "reference")]
+    sent.clear()
+    EvaluationRun.objects.filter(pk=run.pk).update(requeued=False)
+    GenerationJob.objects.filter(pk=other.pk).update(status="ok", claimed_at=old)
     age()
     assert generation_tasks.sweep_generation_runs_task() == 2
     assert sorted(map(str, sent)) == sorted([str((demo.pk, "reference")), str(job.pk)])
