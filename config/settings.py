@@ -269,6 +269,10 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
+# How long a worker waits for the result of a pool process that died before it reports
+# WorkerLostError (Celery's default 10 s): our runs keep no result in Celery, and the
+# task_failure handlers mark the run "stopped: the worker died" as soon as it is reported.
+CELERY_WORKER_LOST_WAIT = 1.0
 # The periodic work of `celery -A config beat` (Procfile): every minute, runs that no worker
 # took within RUN_CLAIM_TIMEOUT are queued again once, then failed, and runs whose worker's
 # heartbeat stopped are failed; every day, uploads and export archives older than
