@@ -273,6 +273,10 @@ CELERY_ACCEPT_CONTENT = ["json"]
 # WorkerLostError (Celery's default 10 s): our runs keep no result in Celery, and the
 # task_failure handlers mark the run "stopped: the worker died" as soon as it is reported.
 CELERY_WORKER_LOST_WAIT = 1.0
+# How long a new pool process may take to say it is up before the worker kills it and
+# starts another (Celery's default 4 s): on a small, loaded machine a fork that replaces a
+# killed pool process took longer, and the worker then killed every new one in a loop.
+CELERY_WORKER_PROC_ALIVE_TIMEOUT = 30.0
 # The periodic work of `celery -A config beat` (Procfile): every minute, runs that no worker
 # took within RUN_CLAIM_TIMEOUT are queued again once, then failed, and runs whose worker's
 # heartbeat stopped are failed; every day, uploads and export archives older than
