@@ -118,6 +118,11 @@ def fail_if_abandoned(
     status = read()
     if status.status == "pending":
         return _unclaimed(folder, status, read, write, requeue)
+    if status.status == "failed" and (folder / "dataset.partial").exists():
+        with claim_run(folder) as claimed:
+            if claimed:  # nobody is writing it: what a dead worker left
+                clear_partial(folder)
+        return status
     if status.status != "running":
         return status
     return fail_run(folder, read, write, error)

@@ -223,7 +223,7 @@ def _export(study, worker) -> None:
     report_death("export", worker.name, time.monotonic() - killed, "pool process")
     assert dead["status"] == "failed" and dead["error"].startswith(DIED), dead
     folder = export_runs.export_folder(study_slug=study.slug, export_id=export_id)
-    assert not (folder / "dataset.partial").exists()
+    wait_for(lambda: api.get(url) and not (folder / "dataset.partial").exists(), "the partial folder to go")
     Source.objects.filter(study=study, key__startswith="bulk-").delete()
 
 
