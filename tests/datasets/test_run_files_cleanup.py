@@ -57,6 +57,10 @@ def test_an_abandoned_export_is_failed_and_its_partial_folder_removed(dirs, stud
     polled = api_client_for(admin_user).get(f"/api/studies/{study.slug}/exports/{run.id}/").json()
     assert polled["status"] == "failed" and polled["error"].startswith("Stopped: the worker died")
     assert not (folder / "dataset.partial").exists() and not (folder / "dataset.zip.tmp").exists()
+    # Left by a worker that died after its run was recorded failed: removed when next looked at.
+    (folder / "dataset.partial").mkdir()
+    assert export_runs.list_exports(study=study)[0].status == "failed"
+    assert not (folder / "dataset.partial").exists()
 
 
 def test_an_export_that_fails_mid_way_removes_its_partial_folder(dirs, study, admin_user, monkeypatch):
