@@ -46,7 +46,9 @@ class StudyAnalysis(APIView):
         parameters=[AnalysisQuery],
         responses={200: AnalysisResultSerializer, 202: AnalysisResultSerializer},
         description="Study admins and viewers. 200 with the report when it is done (or with `error` when it "
-        "failed: asking again computes it anew); 202 while the report is still being computed "
+        "failed: asking again computes it anew, except after its worker died: `error` then starts with "
+        "'Stopped: the worker died' and a POST resumes it); 503 when the task queue is unavailable; "
+        "202 while the report is still being computed "
         "(always the case on the first request for its inputs as they are): poll again. "
         "A report whose worker stopped is answered as failed, not as running for ever.",
     )
@@ -63,7 +65,8 @@ class StudyAnalysis(APIView):
         request=AnalysisQuery,
         responses={202: AnalysisResultSerializer},
         description="Study admins. Compute the report again even though it is cached (as the report page's "
-        "Recompute button); a report already waiting or being computed is left to finish. 202: poll GET.",
+        "Recompute button), or resume one whose worker died; a report already waiting or being computed is "
+        "left to finish. 202: poll GET.",
     )
     def post(self, request, slug):
         study = permissions.study_for_admin(request, slug)

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from core.background import run_lease
 from core.env import env_float
-
-DEFAULT_REPORT_LEASE_SECONDS = 600
 
 
 def report_lease() -> timedelta:
-    """ANALYSIS_REPORT_LEASE (seconds, default 600): how long a running report may show no
-    sign of life before it counts as abandoned. The worker renews the lease as the
-    bootstrap progresses and between the report's stages, so the lease must outlast the
-    longest stage without progress: the text metrics (and embeddings) of the largest study."""
-    return timedelta(seconds=env_float("ANALYSIS_REPORT_LEASE", DEFAULT_REPORT_LEASE_SECONDS, positive=True))
+    """ANALYSIS_REPORT_LEASE (seconds; unset: RUN_LEASE, 30 by default): how long a running
+    report may show no sign of life before it counts as abandoned ("stopped: the worker
+    died"). The worker renews it from a heartbeat thread every third of it, whatever stage
+    the report is in, so a short lease is safe: a killed worker shows within seconds."""
+    default = run_lease().total_seconds()
+    return timedelta(seconds=env_float("ANALYSIS_REPORT_LEASE", default, positive=True))

@@ -59,6 +59,9 @@ class AnalysisResult(TimeStamped):
     lease_expires_at = models.DateTimeField(
         null=True, blank=True, help_text="While running: the worker counts as gone if it has not renewed by then."
     )
+    requeued = models.BooleanField(
+        default=False, help_text="Queued a second time because no worker took it (RUN_CLAIM_TIMEOUT)."
+    )
 
     class Meta:
         constraints = [

@@ -26,7 +26,14 @@ from analysis.report_files import report_files
 from annotate.models import Study
 from annotate.selectors.contents import rubric_definition
 from annotate.selectors.frames import consensus_frame, raters_by_item, ratings_frame, spans_frame, summaries_frame
-from core.background import running_without_worker
+from core.background import (
+    QUEUE_UNAVAILABLE,
+    WORKER_DIED,
+    claim_timeout,
+    enqueue_or_fail,
+    heartbeat,
+    running_without_worker,
+)
 from core.exceptions import ApplicationError
 
 if TYPE_CHECKING:
@@ -46,7 +53,13 @@ PHASES = tuple(AnalysisResult.Phase.values)
 # Recorded on a report whose worker stopped without finishing it (killed, out of memory,
 # its machine gone): nothing else would ever finish it.
 ABANDONED_ERROR = (
-    "The worker running this report stopped before it finished. Ask for the report again to compute it anew."
+    f"{WORKER_DIED.capitalize()}: the worker running this report stopped before it finished. "
+    "Ask for the report again to compute it anew."
+)
+# Recorded on a report that no worker took, even once queued again (RUN_CLAIM_TIMEOUT).
+UNCLAIMED_ERROR = (
+    f"{QUEUE_UNAVAILABLE.capitalize()}: no worker took this report, even after it was queued again. "
+    "Ask for the report again once the workers run."
 )
 
 logger = logging.getLogger(__name__)
@@ -394,6 +407,8 @@ def request_study_report(*, study: Study, phase: str, enqueue: Callable[[int], o
     elif result.status == AnalysisResult.Status.RUNNING:
         return fail_abandoned_report(result=result)
     elif result.status == AnalysisResult.Status.FAILED:
+        if result.error == ABANDONED_ERROR:
+            return result  # "stopped: the worker died" stays shown until someone resumes it
         restarted = restart_study_report(result=result)
         result.refresh_from_db()
         if not restarted:
@@ -404,8 +419,23 @@ def request_study_report(*, study: Study, phase: str, enqueue: Callable[[int], o
         result.refresh_from_db()
     else:
         return result
-    transaction.on_commit(lambda: enqueue(result.pk))
+    transaction.on_commit(lambda: enqueue_report(result=result, enqueue=enqueue))
     return result
+
+
+def enqueue_report(*, result: AnalysisResult, enqueue: Callable[[int], object]) -> None:
+    """Hand the report to `enqueue`; when the broker cannot be reached the report is marked
+    failed with "the task queue is unavailable" and the caller gets QueueUnavailableError
+    (503). The next request queues it anew, as for any failed report."""
+
+    def fail(message: str) -> None:
+        AnalysisResult.objects.filter(pk=result.pk, status=AnalysisResult.Status.PENDING).update(
+            status=AnalysisResult.Status.FAILED,
+            error=f"{message.capitalize()}: the report was not queued. Ask for it again later.",
+            updated_at=timezone.now(),
+        )
+
+    enqueue_or_fail(enqueue, result.pk, fail=fail)
 
 
 def recompute_study_report(*, study: Study, phase: str, enqueue: Callable[[int], object]) -> AnalysisResult:
@@ -415,27 +445,43 @@ def recompute_study_report(*, study: Study, phase: str, enqueue: Callable[[int],
     computed is handled as request_study_report handles it (queued once, never twice), so
     asking twice does no harm."""
     result = request_study_report(study=study, phase=phase, enqueue=enqueue)
-    if result.status == AnalysisResult.Status.DONE and restart_study_report(
-        result=result, statuses=(AnalysisResult.Status.DONE,)
-    ):
+    restartable = (AnalysisResult.Status.DONE, AnalysisResult.Status.FAILED)
+    if result.status in restartable and restart_study_report(result=result, statuses=restartable):
         result.refresh_from_db()
-        transaction.on_commit(lambda: enqueue(result.pk))
+        transaction.on_commit(lambda: enqueue_report(result=result, enqueue=enqueue))
+    return result
+
+
+def resume_study_report(*, study: Study, phase: str, enqueue: Callable[[int], object]) -> AnalysisResult:
+    """ "Compute it again" on a report that failed (its worker died: ABANDONED_ERROR, which a
+    request does not restart by itself, so that the page and API can say so): queued anew.
+    Any viewer of the report may ask; a report in any other state is handled as
+    request_study_report handles it."""
+    result = request_study_report(study=study, phase=phase, enqueue=enqueue)
+    if result.status == AnalysisResult.Status.FAILED and restart_study_report(result=result):
+        result.refresh_from_db()
+        transaction.on_commit(lambda: enqueue_report(result=result, enqueue=enqueue))
     return result
 
 
 def requeue_forgotten_report(*, result: AnalysisResult) -> bool:
     """True when ``result`` (pending, or finished with plots still to draw) has shown no
-    sign of life for more than one lease: no worker took it, or the one drawing its plots
-    went away. Its timestamp is renewed (one conditional UPDATE, so one request re-queues
-    it) and the caller queues it again."""
+    sign of life for more than RUN_CLAIM_TIMEOUT: no worker took it, or the one drawing its
+    plots went away. Its timestamp is renewed (one conditional UPDATE, so one request
+    re-queues it) and the caller queues it again. A pending report is queued again once:
+    the second time no worker took it, it is marked failed (UNCLAIMED_ERROR), which the
+    next request queues anew like any failed report."""
     now = timezone.now()
-    if result.updated_at >= now - report_lease():
+    if result.updated_at >= now - claim_timeout():
         return False
-    return bool(
-        AnalysisResult.objects.filter(pk=result.pk, status=result.status, updated_at=result.updated_at).update(
-            updated_at=now
-        )
-    )
+    same = AnalysisResult.objects.filter(pk=result.pk, status=result.status, updated_at=result.updated_at)
+    if result.status == AnalysisResult.Status.PENDING and result.requeued:
+        if same.update(status=AnalysisResult.Status.FAILED, error=UNCLAIMED_ERROR, updated_at=now):
+            logger.warning("study report %s: no worker took it, even queued again; marked failed", result.pk)
+            result.status, result.error, result.updated_at = AnalysisResult.Status.FAILED, UNCLAIMED_ERROR, now
+        return False
+    fields = {"requeued": True} if result.status == AnalysisResult.Status.PENDING else {}
+    return bool(same.update(updated_at=now, **fields))
 
 
 def _abandoned(results, *, now):
@@ -473,6 +519,7 @@ def restart_study_report(*, result: AnalysisResult, statuses: Sequence[str] = (A
         plots_done_at=None,
         claimed_at=None,
         lease_expires_at=None,
+        requeued=False,
         updated_at=timezone.now(),
     )
     if restarted:
@@ -524,9 +571,14 @@ def run_study_report(*, result_id: int) -> AnalysisResult | None:
         if not held.update(progress=last_percent, lease_expires_at=at + lease, updated_at=at):
             raise _LeaseLost
 
+    def renew() -> None:
+        at = timezone.now()
+        held.update(lease_expires_at=at + report_lease(), updated_at=at)
+
     try:
-        inputs = selectors.report_inputs(study=result.study, phase=result.phase).counts
-        report = compute_study_report(study=result.study, phase=result.phase, progress=progress)
+        with heartbeat(renew, every=report_lease().total_seconds() / 3):
+            inputs = selectors.report_inputs(study=result.study, phase=result.phase).counts
+            report = compute_study_report(study=result.study, phase=result.phase, progress=progress)
         done = held.update(
             status=AnalysisResult.Status.DONE,
             result=report,
@@ -553,3 +605,15 @@ def run_study_report(*, result_id: int) -> AnalysisResult | None:
         )
         raise
     return AnalysisResult.objects.get(pk=result_id)
+
+
+def fail_lost_report(*, result_id: int) -> bool:
+    """The worker process computing the report died (Celery's WorkerLostError, seen by the
+    parent worker process at once): mark it failed with ABANDONED_ERROR now, rather than
+    one lease later. A report already finished is left alone."""
+    unfinished = (AnalysisResult.Status.PENDING, AnalysisResult.Status.RUNNING)
+    return bool(
+        AnalysisResult.objects.filter(pk=result_id, status__in=unfinished).update(
+            status=AnalysisResult.Status.FAILED, error=ABANDONED_ERROR, updated_at=timezone.now()
+        )
+    )

@@ -11,9 +11,10 @@ from __future__ import annotations
 from concurrent.futures import Future
 
 from celery import shared_task
+from celery.signals import task_failure
 
 from analysis import services
-from core.background import run_in_background
+from core.background import run_in_background, worker_lost
 
 POOL = "study-report"
 
@@ -30,3 +31,11 @@ def enqueue_study_report(result_id: int) -> Future | None:
     tests and the benchmark), None when a broker has it. A run lost with its process (a
     restart) is picked up again by the next request after one lease (services)."""
     return run_in_background(run_study_report_task, result_id, pool=POOL)
+
+
+@task_failure.connect
+def _report_worker_lost(sender=None, exception=None, args=None, **kwargs) -> None:
+    """The pool process computing a report died: the worker's main process says so at
+    once (WorkerLostError), and the report is marked "stopped: the worker died"."""
+    if getattr(sender, "name", None) == run_study_report_task.name and worker_lost(exception) and args:
+        services.fail_lost_report(result_id=int(args[0]))

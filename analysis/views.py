@@ -92,6 +92,18 @@ def study_report_recompute(request, slug: str):
     return redirect(reverse("analysis:report", args=[study.slug]) + f"?phase={phase}")
 
 
+@login_required
+@require_POST
+def study_report_resume(request, slug: str):
+    """ "Compute it again" after a report failed (its worker died): any viewer may ask."""
+    study = get_study_for_viewer(request.user, slug)
+    phase = request.POST.get("phase", "all")
+    if phase not in services.PHASES:
+        raise Http404("Unknown phase.")
+    services.resume_study_report(study=study, phase=phase, enqueue=tasks.enqueue_study_report)
+    return redirect(reverse("analysis:report", args=[study.slug]) + f"?phase={phase}")
+
+
 # What the report page names among its inputs (analysis.selectors.ReportInputs.counts),
 # singular and plural; kinds with none are left out of the line.
 _INPUT_NAMES = {

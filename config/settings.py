@@ -73,6 +73,8 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # After sessions, auth and messages, so its 503 page has the signed-in user's header.
+    "core.exceptions.UnavailablePageMiddleware",
     # A login refused by the throttle answers the lockout page (annotate/throttling.py).
     "annotate.throttling.LoginLockMiddleware",
 ]
@@ -272,6 +274,25 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
+# How long a worker waits for the result of a pool process that died before it reports
+# WorkerLostError (Celery's default 10 s): our runs keep no result in Celery, and the
+# task_failure handlers mark the run "stopped: the worker died" as soon as it is reported.
+CELERY_WORKER_LOST_WAIT = 1.0
+# How long a new pool process may take to say it is up before the worker kills it and
+# starts another (Celery's default 4 s): on a small, loaded machine a fork that replaces a
+# killed pool process took longer, and the worker then killed every new one in a loop.
+CELERY_WORKER_PROC_ALIVE_TIMEOUT = 30.0
+# The periodic work of `celery -A config beat` (Procfile): every minute, runs that no worker
+# took within RUN_CLAIM_TIMEOUT are queued again once, then failed, and runs whose worker's
+# heartbeat stopped are failed; every day, uploads and export archives older than
+# FILE_RETENTION_DAYS are removed. Without beat: the management commands `sweep_runs` and
+# `remove_expired_files`, from cron (docs/deployment.md). Study reports need neither: every
+# request for a report looks at its run.
+CELERY_BEAT_SCHEDULE = {
+    "sweep-dataset-runs": {"task": "datasets.tasks.sweep_dataset_runs_task", "schedule": 60.0},
+    "sweep-generation-runs": {"task": "generation.tasks.sweep_generation_runs_task", "schedule": 60.0},
+    "remove-expired-files": {"task": "datasets.tasks.remove_expired_files_task", "schedule": 24 * 3600.0},
+}
 
 # Demo accounts (`manage.py load_demo`).
 DEMO_PASSWORD = env_str("DEMO_PASSWORD")
@@ -283,6 +304,8 @@ IMPORTS_DIR = env_str("IMPORTS_DIR") or None
 # The largest request body that is not a file upload (JSON, a form), in bytes: larger is
 # a 413 naming this limit (config.middleware.RequestBodyLimitMiddleware). Django's default.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 2_621_440, minimum=1024)
+# Where dataset exports are written (var/exports when unset; shared with the workers, as IMPORTS_DIR).
+EXPORTS_DIR = env_str("EXPORTS_DIR") or None
 MAX_IMPORT_BYTES = env_int("MAX_IMPORT_BYTES", 200 * 1024 * 1024, minimum=1)
 
 # Libraries' routine chatter (an HTTP line per LLM call, axes' banner, ...) stays off the

@@ -102,6 +102,30 @@ class ApiErrorMiddleware:
         return json_response
 
 
+class UnavailablePageMiddleware:
+    """A page (outside /api/) whose view raised an ApplicationError of a 5xx status (the
+    task queue is unavailable: core.background.QueueUnavailableError) is answered with
+    that status and the error's message on a page of its own, instead of Django's 500.
+    Under /api/ the DRF handler below answers the same error as JSON."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if not isinstance(exception, ApplicationError) or exception.http_status < 500:
+            return None
+        if request.path_info.startswith(API_PREFIX):
+            return JsonResponse(error_body(exception.code, exception.message), status=exception.http_status)
+        from django.shortcuts import render
+
+        response = render(request, "unavailable.html", {"message": exception.message}, status=exception.http_status)
+        response["Retry-After"] = "60"
+        return response
+
+
 def _flatten(detail: Any) -> Any:
     if isinstance(detail, dict):
         return {str(k): _flatten(v) for k, v in detail.items()}
@@ -113,7 +137,10 @@ def _flatten(detail: Any) -> Any:
 
 def api_exception_handler(exc: Exception, context: dict) -> Response | None:
     if isinstance(exc, ApplicationError):
-        return Response(error_body(exc.code, exc.message, exc.extra), status=exc.http_status)
+        response = Response(error_body(exc.code, exc.message, exc.extra), status=exc.http_status)
+        if exc.http_status == status.HTTP_503_SERVICE_UNAVAILABLE:
+            response["Retry-After"] = "60"
+        return response
     if isinstance(exc, Http404):
         exc = drf_exceptions.NotFound()
     elif isinstance(exc, PermissionDenied):

@@ -96,6 +96,23 @@ class ExportDetail(APIView):
         return Response(ExportSerializer(status, context={"request": request}).data)
 
 
+class ExportRetry(APIView):
+    @extend_schema(
+        request=None,
+        responses={202: ExportSerializer},
+        description="Study admins: start a new export with the options of a failed one (its worker died, "
+        "the task queue was unavailable). 409 unless the export failed.",
+    )
+    def post(self, request, slug, export_id):
+        study = permissions.study_for_admin(request, slug)
+        status = export_runs.retry_export(
+            study=study, export_id=export_id, requested_by=request.user, enqueue=run_api_export_task.delay
+        )
+        location = reverse("api:export-detail", kwargs={"slug": study.slug, "export_id": status.id})
+        data = ExportSerializer(status, context={"request": request}).data
+        return Response(data, status=202, headers={"Location": request.build_absolute_uri(location)})
+
+
 class ZipRenderer(BaseRenderer):
     """Lets clients ask for application/zip; errors still go out as JSON text."""
 
@@ -195,3 +212,19 @@ class ImportDetail(APIView):
     def get(self, request, slug, import_id):
         study = permissions.study_for_admin(request, slug)
         return Response(ImportSerializer(import_runs.get_import(study=study, import_id=import_id)).data)
+
+
+class ImportRetry(APIView):
+    @extend_schema(
+        request=None,
+        responses={202: ImportSerializer},
+        description="Study admins: run a failed import again from the file as uploaded (kept for "
+        "FILE_RETENTION_DAYS). 409 unless the import failed.",
+    )
+    def post(self, request, slug, import_id):
+        study = permissions.study_for_admin(request, slug)
+        status = import_runs.retry_import(study=study, import_id=import_id, enqueue=run_api_import_task.delay)
+        location = reverse("api:import-detail", kwargs={"slug": study.slug, "import_id": status.id})
+        return Response(
+            ImportSerializer(status).data, status=202, headers={"Location": request.build_absolute_uri(location)}
+        )

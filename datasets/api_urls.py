@@ -12,6 +12,8 @@ urlpatterns = [
         api.ExportDownload.as_view(),
         name="export-download",
     ),
+    path("studies/<slug:slug>/exports/<uuid:export_id>/retry/", api.ExportRetry.as_view(), name="export-retry"),
     path("studies/<slug:slug>/imports/", api.ImportList.as_view(), name="import-list"),
+    path("studies/<slug:slug>/imports/<uuid:import_id>/retry/", api.ImportRetry.as_view(), name="import-retry"),
     path("studies/<slug:slug>/imports/<uuid:import_id>/", api.ImportDetail.as_view(), name="import-detail"),
 ]

@@ -37,13 +37,18 @@ from django.http import Http404
 from django.utils import timezone
 
 from annotate.models import Study
+from core.background import enqueue_or_fail
 from core.exceptions import ApplicationError, InvalidStateError
 from datasets.run_files import (
+    NOT_QUEUED_ERROR,
     claim_run,
+    clear_partial,
     fail_if_abandoned,
+    fail_run,
     read_status_file,
     run_folder,
     statuses_under,
+    worker_died_error,
     write_status_file,
 )
 
@@ -69,6 +74,8 @@ class ExportStatus:
     error: str = ""
     counts: dict[str, int] = field(default_factory=dict)
     withheld_sources: list[str] = field(default_factory=list)
+    queued_at: str | None = None  # when it was last handed to the broker
+    requeued: bool = False  # queued a second time: no worker took it (RUN_CLAIM_TIMEOUT)
 
 
 def exports_root() -> Path:
@@ -118,11 +125,37 @@ def start_export(
         created_at=timezone.now().isoformat(),
     )
     _write_status(status)
+    folder = export_folder(study_slug=study.slug, export_id=status.id)
     # Runs in-process when no broker is configured (the returned status is then final);
     # with a broker a worker runs it and clients poll. The state lives in status.json,
-    # not in a database row, so there is no transaction to wait for.
-    enqueue(study_slug=study.slug, export_id=status.id)
-    return _read_status(export_folder(study_slug=study.slug, export_id=status.id))
+    # not in a database row, so there is no transaction to wait for. A broker that cannot
+    # be reached fails the run and answers 503 (core.background.enqueue_or_fail).
+    enqueue_or_fail(
+        enqueue,
+        study_slug=study.slug,
+        export_id=status.id,
+        fail=lambda message: fail_run(
+            folder, lambda: _read_status(folder), _write_status, NOT_QUEUED_ERROR, only=("pending",)
+        ),
+    )
+    return _read_status(folder)
+
+
+def retry_export(*, study: Study, export_id, requested_by, enqueue: Callable[..., Any]) -> ExportStatus:
+    """Start a new export with the options of a failed one (its worker died, the queue was
+    down): the "retry" the page and API offer. An export that is not failed is a 409."""
+    old = get_export(study=study, export_id=export_id)
+    if old.status != "failed":
+        raise InvalidStateError(f"The export is {old.status}; only a failed export can be retried.")
+    return start_export(
+        study=study,
+        requested_by=requested_by,
+        formats=old.formats,
+        phase=old.phase,
+        include_calibration=old.include_calibration,
+        include_restricted=old.include_restricted,
+        enqueue=enqueue,
+    )
 
 
 def _clear_unfinished(folder: Path) -> None:
@@ -166,11 +199,13 @@ def run_export(*, study_slug: str, export_id: str) -> ExportStatus:
             os.replace(partial, folder / "dataset")
         except ApplicationError as exc:
             status.status, status.error = "failed", exc.message
+            clear_partial(folder)
         except Exception:
             # Recorded so a poll does not wait forever, then raised: a bug must be seen.
             status.status, status.error = "failed", "The export failed unexpectedly."
             status.finished_at = timezone.now().isoformat()
             _write_status(status)
+            clear_partial(folder)
             raise
         else:
             status.status = "done"
@@ -193,13 +228,34 @@ def _zip(folder: Path, archive: Path) -> None:
     os.replace(temporary, archive)
 
 
-def _status_now(folder: Path) -> ExportStatus:
-    return fail_if_abandoned(
-        folder,
-        lambda: _read_status(folder),
-        _write_status,
-        "The worker running this export stopped before it finished; start a new export.",
-    )
+WORKER_DIED_ERROR = worker_died_error("export", "Retry it to start a new export with the same options.")
+
+
+def _status_now(folder: Path, requeue: Callable[[ExportStatus], object] | None = None) -> ExportStatus:
+    return fail_if_abandoned(folder, lambda: _read_status(folder), _write_status, WORKER_DIED_ERROR, requeue=requeue)
+
+
+def fail_lost_export(*, study_slug: str, export_id: str) -> ExportStatus:
+    """The worker process running the export died (WorkerLostError, seen at once by the
+    worker's main process): record it as failed now and remove its partial folder."""
+    folder = export_folder(study_slug=study_slug, export_id=export_id)
+    return fail_run(folder, lambda: _read_status(folder), _write_status, WORKER_DIED_ERROR, only=("pending", "running"))
+
+
+def sweep_exports(*, enqueue: Callable[..., Any]) -> list[ExportStatus]:
+    """Look at every unfinished export (the periodic sweep): fail those whose worker died,
+    queue again once those that no worker claimed within RUN_CLAIM_TIMEOUT, and fail them
+    the second time. Returns the statuses that changed."""
+    changed = []
+    root = exports_root()
+    for path in sorted(root.glob("*/*/status.json")) if root.is_dir() else []:
+        before = _read_status(path.parent)
+        if before.status not in ("pending", "running"):
+            continue
+        after = _status_now(path.parent, requeue=lambda s: enqueue(study_slug=s.study, export_id=s.id))
+        if (after.status, after.requeued) != (before.status, before.requeued):
+            changed.append(after)
+    return changed
 
 
 def get_export(*, study: Study, export_id) -> ExportStatus:

@@ -29,13 +29,17 @@ from django.http import Http404
 from django.utils import timezone
 
 from annotate.models import Study
-from core.exceptions import ApplicationError
+from core.background import enqueue_or_fail
+from core.exceptions import ApplicationError, InvalidStateError
 from datasets.run_files import (
+    NOT_QUEUED_ERROR,
     claim_run,
     fail_if_abandoned,
+    fail_run,
     read_status_file,
     run_folder,
     statuses_under,
+    worker_died_error,
     write_status_file,
 )
 
@@ -58,6 +62,8 @@ class ImportStatus:
     error_field: str | None = None
     # {"source": {"created": 3, "updated": 0, "unchanged": 1}, ...}
     counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    queued_at: str | None = None  # when it was last handed to the broker
+    requeued: bool = False  # queued a second time: no worker took it (RUN_CLAIM_TIMEOUT)
 
 
 class ImportTooLargeError(ApplicationError):
@@ -123,7 +129,38 @@ def start_import(
         created_at=timezone.now().isoformat(),
     )
     _write_status(status)
-    enqueue(study_slug=study.slug, import_id=import_id)
+    _enqueue(status, enqueue)
+    return _read_status(folder)
+
+
+def _enqueue(status: ImportStatus, enqueue: Callable[..., Any]) -> None:
+    """Hand the run to the broker; one that cannot be reached fails it (503)."""
+    folder = import_folder(study_slug=status.study, import_id=status.id)
+    enqueue_or_fail(
+        enqueue,
+        study_slug=status.study,
+        import_id=status.id,
+        fail=lambda message: fail_run(
+            folder, lambda: _read_status(folder), _write_status, NOT_QUEUED_ERROR, only=("pending",)
+        ),
+    )
+
+
+def retry_import(*, study: Study, import_id, enqueue: Callable[..., Any]) -> ImportStatus:
+    """Run a failed import again from the file as uploaded (kept for FILE_RETENTION_DAYS):
+    the "retry" the page and API offer after a worker died or the queue was down. The
+    import is all or nothing, so a failed run left nothing to undo. 409 unless failed."""
+    folder = import_folder(study_slug=study.slug, import_id=import_id)
+    with claim_run(folder) as claimed:
+        status = get_import(study=study, import_id=import_id)
+        if not claimed or status.status != "failed":
+            raise InvalidStateError(f"The import is {status.status}; only a failed import can be retried.")
+        if not (folder / "upload.jsonl").is_file():
+            raise InvalidStateError("The uploaded file is no longer kept (FILE_RETENTION_DAYS); upload it again.")
+        status.status, status.error, status.error_line, status.error_field = "pending", "", None, None
+        status.finished_at, status.requeued, status.queued_at = None, False, timezone.now().isoformat()
+        _write_status(status)
+    _enqueue(status, enqueue)
     return _read_status(folder)
 
 
@@ -175,13 +212,31 @@ def run_import(*, study_slug: str, import_id: str) -> ImportStatus:
         return status
 
 
-def _status_now(folder: Path) -> ImportStatus:
-    return fail_if_abandoned(
-        folder,
-        lambda: _read_status(folder),
-        _write_status,
-        "The worker running this import stopped before it finished; nothing was imported. Upload the file again.",
-    )
+WORKER_DIED_ERROR = worker_died_error("import", "Nothing was imported; retry it to import the file again.")
+
+
+def _status_now(folder: Path, requeue: Callable[[ImportStatus], object] | None = None) -> ImportStatus:
+    return fail_if_abandoned(folder, lambda: _read_status(folder), _write_status, WORKER_DIED_ERROR, requeue=requeue)
+
+
+def fail_lost_import(*, study_slug: str, import_id: str) -> ImportStatus:
+    """The worker process running the import died (WorkerLostError): record it now."""
+    folder = import_folder(study_slug=study_slug, import_id=import_id)
+    return fail_run(folder, lambda: _read_status(folder), _write_status, WORKER_DIED_ERROR, only=("pending", "running"))
+
+
+def sweep_imports(*, enqueue: Callable[..., Any]) -> list[ImportStatus]:
+    """As datasets.export_runs.sweep_exports, for imports."""
+    changed = []
+    root = imports_root()
+    for path in sorted(root.glob("*/*/status.json")) if root.is_dir() else []:
+        before = _read_status(path.parent)
+        if before.status not in ("pending", "running"):
+            continue
+        after = _status_now(path.parent, requeue=lambda s: enqueue(study_slug=s.study, import_id=s.id))
+        if (after.status, after.requeued) != (before.status, before.requeued):
+            changed.append(after)
+    return changed
 
 
 def get_import(*, study: Study, import_id) -> ImportStatus:

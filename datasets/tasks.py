@@ -1,9 +1,13 @@
 """Celery tasks of the datasets app: thin wrappers around its services."""
 
 from celery import shared_task
+from celery.signals import task_failure
 
+from core.background import worker_lost
+from datasets import export_runs, import_runs
 from datasets.export_runs import run_export
 from datasets.import_runs import run_import
+from datasets.retention import remove_expired_files
 
 
 @shared_task
@@ -17,3 +21,32 @@ def run_api_export_task(*, study_slug: str, export_id: str) -> str:
 def run_api_import_task(*, study_slug: str, import_id: str) -> str:
     """Run an import uploaded through the API or the study pages (datasets.import_runs)."""
     return run_import(study_slug=study_slug, import_id=import_id).status
+
+
+@shared_task
+def sweep_dataset_runs_task() -> int:
+    """Periodic (Celery beat): fail runs whose worker died, queue again once the runs no
+    worker claimed within RUN_CLAIM_TIMEOUT, and fail them the second time."""
+    changed = export_runs.sweep_exports(enqueue=run_api_export_task.delay)
+    changed += import_runs.sweep_imports(enqueue=run_api_import_task.delay)
+    return len(changed)
+
+
+@shared_task
+def remove_expired_files_task() -> int:
+    """Periodic (Celery beat, daily): remove uploads and export archives past FILE_RETENTION_DAYS."""
+    removed = remove_expired_files()
+    return removed.exports + removed.imports
+
+
+@task_failure.connect
+def _dataset_worker_lost(sender=None, exception=None, kwargs=None, **_) -> None:
+    """The pool process running an export or import died (WorkerLostError): the worker's
+    main process records it at once as "stopped: the worker died"."""
+    if not worker_lost(exception) or not kwargs:
+        return
+    name = getattr(sender, "name", None)
+    if name == run_api_export_task.name:
+        export_runs.fail_lost_export(study_slug=kwargs["study_slug"], export_id=kwargs["export_id"])
+    elif name == run_api_import_task.name:
+        import_runs.fail_lost_import(study_slug=kwargs["study_slug"], import_id=kwargs["import_id"])

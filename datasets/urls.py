@@ -8,4 +8,5 @@ app_name = "datasets"
 
 urlpatterns = [
     path("<slug:slug>/imports/", views.imports, name="imports"),
+    path("<slug:slug>/imports/<uuid:import_id>/retry/", views.import_retry, name="import-retry"),
 ]

@@ -10,7 +10,7 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_http_methods, require_POST
 
 from annotate.selectors.access import get_study_for_admin
 from core.exceptions import ApplicationError
@@ -52,6 +52,8 @@ def imports(request, slug):
                 enqueue=run_api_import_task.delay,
             )
         except ApplicationError as exc:
+            if exc.http_status >= 500:
+                raise  # the queue is unavailable: the 503 page (core.exceptions)
             form.add_error("file", exc.message)
         else:
             if run.status == "done":
@@ -71,3 +73,19 @@ def imports(request, slug):
         {"study": study, "form": form, "rows": rows, "waiting": waiting},
         status=400 if form.errors else 200,
     )
+
+
+@login_required
+@require_POST
+def import_retry(request, slug, import_id):
+    """Run a failed import again from its kept upload (its worker died, the queue was down)."""
+    study = get_study_for_admin(request.user, slug)
+    try:
+        run = import_runs.retry_import(study=study, import_id=import_id, enqueue=run_api_import_task.delay)
+    except ApplicationError as exc:
+        if exc.http_status >= 500:
+            raise
+        messages.error(request, exc.message)
+    else:
+        messages.info(request, f"{run.file_name}: {run.status}.")
+    return redirect("datasets:imports", slug=study.slug)

@@ -39,6 +39,7 @@ from generation.conf import pipeline_settings
 from generation.llm import Gateway, LLMError, as_text, excerpt, parse_json_object
 from generation.models import EvaluationRun, EvaluationScore, JudgeRun
 from generation.prompting import prompt_versions
+from generation.run_records import recording
 
 RATING = re.compile(r"rating\s*[:=]\s*\**\s*(\d+)", re.IGNORECASE)
 PICO_INFO = {
@@ -410,6 +411,13 @@ def run_evaluation(
         evaluator_name, gateway or (Gateway() if needs_llm(evaluator_name) else None), claims=claims
     )
     run = start_evaluation(study=study, evaluator=evaluator)
+    with recording(run):
+        _score_summaries(run, evaluator, study, summary_keys, limit, progress)
+    run.refresh_from_db()
+    return run
+
+
+def _score_summaries(run, evaluator, study, summary_keys, limit, progress) -> None:
     summaries = Summary.objects.filter(study=study).select_related("source", "study").order_by("key")
     if summary_keys:
         summaries = summaries.filter(key__in=summary_keys)
@@ -423,7 +431,6 @@ def run_evaluation(
             _store_many(run, summary, evaluator.aggregate(run, summary), existing)
         if progress is not None:
             progress(position, len(summaries))
-    return run
 
 
 _SCORE_FIELDS = ("value", "status", "rationale", "error", "call_id")

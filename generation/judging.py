@@ -36,6 +36,7 @@ from generation.conf import pipeline_settings
 from generation.llm import Gateway, LLMError, excerpt, parse_json_object
 from generation.models import JudgeAnswer, JudgeRun
 from generation.prompting import prompt_versions
+from generation.run_records import recording
 
 PROMPT = "rubric_judge"
 JUDGE_NAME = "rubric_judge"  # as the evaluators page and the report's columns name it
@@ -264,8 +265,10 @@ def run_judge(
     summaries = list(summaries[:limit] if limit is not None else summaries)
     gateway = gateway or Gateway()
     answers = []
-    for summary in summaries:
-        answers.append(judge_summary(run=run, summary=summary, gateway=gateway))
-        if progress is not None:
-            progress(len(answers), len(summaries))
+    with recording(run):
+        for summary in summaries:
+            answers.append(judge_summary(run=run, summary=summary, gateway=gateway))
+            if progress is not None:
+                progress(len(answers), len(summaries))
+    run.refresh_from_db()
     return run, answers

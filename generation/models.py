@@ -38,6 +38,9 @@ class GenerationJob(TimeStamped):
     claimed_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     tries = models.PositiveIntegerField(default=0, help_text="How many times a worker claimed this job.")
+    requeued = models.BooleanField(
+        default=False, help_text="Queued a second time because no worker took it (RUN_CLAIM_TIMEOUT)."
+    )
     summary = models.ForeignKey(
         Summary, on_delete=models.PROTECT, null=True, blank=True, related_name="generation_jobs"
     )
@@ -93,6 +96,9 @@ class AnswerJob(TimeStamped):
     claimed_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     tries = models.PositiveIntegerField(default=0)
+    requeued = models.BooleanField(
+        default=False, help_text="Queued a second time because no worker took it (RUN_CLAIM_TIMEOUT)."
+    )
     retrieval = models.ForeignKey(
         "literature.Retrieval", on_delete=models.PROTECT, null=True, blank=True, related_name="answer_jobs"
     )
@@ -113,7 +119,31 @@ class AnswerJob(TimeStamped):
         return f"{self.question.key} · {self.engine}/{self.regime}@{self.pipeline_version[:10]}"
 
 
-class JudgeRun(TimeStamped):
+class QueuedRun(TimeStamped):
+    """What an evaluator run and a rubric-judge run record of their worker: whether the
+    work is queued, running, done or failed (and why), the worker's heartbeat while it
+    runs, and whether it was queued a second time because no worker took it."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Waiting for a worker"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    error = models.TextField(blank=True)
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True, help_text="While running: renewed every third of RUN_LEASE by the worker."
+    )
+    requeued = models.BooleanField(
+        default=False, help_text="Queued a second time because no worker took it (RUN_CLAIM_TIMEOUT)."
+    )
+
+    class Meta:
+        abstract = True
+
+
+class JudgeRun(QueuedRun):
     """An LLM answering a study's own rubric (generation.judging): one model, prompt and
     settings. Unique per (study, version): running again with the same settings resumes
     this run; other settings make a new run, and old answers stay."""
@@ -164,7 +194,7 @@ class JudgeAnswer(TimeStamped):
         return f"{self.run} · {self.summary.key}: {self.status}"
 
 
-class EvaluationRun(TimeStamped):
+class EvaluationRun(QueuedRun):
     """One automatic evaluator (generation.evaluators) over a study's summaries, with one
     version of its settings. Unique per (study, evaluator, version): running again with
     the same settings resumes it; other settings make a new run (scores are never

@@ -74,14 +74,28 @@ def evaluation_rows(*, study) -> dict[str, QuerySet]:
     }
 
 
-def run_state(*, done: int, total: int, last_activity, now, lease_seconds: int) -> str:
+def run_state(
+    *, done: int, total: int, last_activity, now, lease_seconds: int, status: str = "", heartbeat_at=None
+) -> str:
     """How the evaluators page names a run's progress: "done" once every summary has its
-    scores (or answer); "running" while the run wrote something (or was started) within the
-    job lease (GENERATION_JOB_LEASE); otherwise "stopped": its worker went away before the
-    end, and starting the evaluator again resumes it."""
+    scores (or answer). Otherwise by the run's recorded `status` (generation.run_records):
+    "waiting" for a worker, "running" while its heartbeat is fresher than RUN_LEASE, "died"
+    when it is not (the worker was killed: "stopped: the worker died"), "failed" with its
+    error; a run that ended before the end of the study's summaries (a command's --limit),
+    or one recorded before runs had a status, is "stopped" when it wrote nothing within the
+    job lease (GENERATION_JOB_LEASE). Starting the evaluator again resumes it."""
+    from core.background import run_lease
+
     if done >= total:
         return "done"
-    if last_activity is not None and (now - last_activity).total_seconds() <= lease_seconds:
+    if status == "pending":
+        return "waiting"
+    if status == "failed":
+        return "failed"
+    if status == "running":
+        fresh = heartbeat_at is not None and heartbeat_at >= now - run_lease()
+        return "running" if fresh else "died"
+    if status == "" and last_activity is not None and (now - last_activity).total_seconds() <= lease_seconds:
         return "running"
     return "stopped"
 
@@ -120,8 +134,16 @@ def evaluator_runs(study, *, now) -> dict:
     progress += [(run, run.judged, run.last_answer) for run in judge_runs]
     for run, done, last in progress:
         activity = last or run.created_at
-        run.state = run_state(done=done, total=total, last_activity=activity, now=now, lease_seconds=lease)
-    active = any(run.state == "running" for run in [*runs, *judge_runs])
+        run.state = run_state(
+            done=done,
+            total=total,
+            last_activity=activity,
+            now=now,
+            lease_seconds=lease,
+            status=run.status,
+            heartbeat_at=run.heartbeat_at,
+        )
+    active = any(run.state in ("running", "waiting") for run in [*runs, *judge_runs])
     return {"runs": runs, "judge_runs": judge_runs, "n_summaries": total, "active": active}
 
 

@@ -21,7 +21,15 @@ from django.utils import timezone
 
 from annotate.models import Source, Study
 from annotate.services import create_summary, record_claims
-from core.background import running_without_worker
+from core.background import (
+    QUEUE_UNAVAILABLE,
+    WORKER_DIED,
+    claim_timeout,
+    enqueue_or_fail,
+    heartbeat,
+    run_lease,
+    running_without_worker,
+)
 from core.exceptions import ApplicationError
 from generation.conf import job_lease_seconds, llm_settings, pipeline_settings
 from generation.llm import Gateway, LLMError
@@ -96,14 +104,21 @@ def start_generation_run(
         )
         run.jobs.set(jobs)
         GenerationJob.objects.filter(pk__in=[j.pk for j in jobs], status=Status.FAILED).update(
-            status=Status.PENDING, updated_at=timezone.now()
+            status=Status.PENDING, requeued=False, updated_at=timezone.now()
         )
         todo = [j.pk for j in jobs if j.status not in (Status.OK, Status.FLAGGED, Status.SKIPPED)]
         transaction.on_commit(lambda: dispatch_jobs(job_ids=todo, enqueue=enqueue))
     return run
 
 
-def dispatch_jobs(*, job_ids: Sequence[int], enqueue: Enqueue) -> None:
+# Why a job failed when its task could not be queued, when its worker process died, and
+# when no worker took it even once queued again (RUN_CLAIM_TIMEOUT).
+NOT_QUEUED_ERROR = f"{QUEUE_UNAVAILABLE}: the job was not queued; run the command again to resume it"
+WORKER_DIED_ERROR = f"{WORKER_DIED} while running this job; run the command again to resume it"
+UNCLAIMED_ERROR = f"{QUEUE_UNAVAILABLE}: no worker took this job, even after it was queued again"
+
+
+def dispatch_jobs(*, job_ids: Sequence[int], enqueue: Enqueue, model=GenerationJob) -> None:
     """Hand the jobs to Celery, one task per job (`enqueue(job_id)`).
 
     With a broker, workers run them (their own concurrency plus the gateway's limit
@@ -114,8 +129,17 @@ def dispatch_jobs(*, job_ids: Sequence[int], enqueue: Enqueue) -> None:
     the job's own queries); the first error is raised once every job has run.
     """
     if not settings.CELERY_TASK_ALWAYS_EAGER:
-        for job_id in job_ids:
-            enqueue(job_id)
+        for position, job_id in enumerate(job_ids):
+            # A broker that cannot be reached fails this job and those not queued yet
+            # (QueueUnavailableError: the command says so and exits non-zero).
+            left = list(job_ids[position:])
+            enqueue_or_fail(
+                enqueue,
+                job_id,
+                fail=lambda message, left=left: fail_jobs(
+                    job_ids=left, model=model, error=NOT_QUEUED_ERROR, statuses=(Status.PENDING, Status.RUNNING)
+                ),
+            )
         return
 
     pending: queue.SimpleQueue[int] = queue.SimpleQueue()
@@ -174,11 +198,66 @@ def claim_job(*, job_id: int, model=GenerationJob) -> GenerationJob | AnswerJob 
 
 
 def _abandoned(jobs, *, now):
-    """Those of `jobs` running without a live worker: claimed longer ago than the lease
+    """Those of `jobs` running without a live worker: their heartbeat (`updated_at`,
+    renewed every third of RUN_LEASE while the job runs) is older than RUN_LEASE; or,
+    for a job claimed by a worker without a heartbeat, claimed longer ago than the lease
     and with no LLM call since."""
     link = "job" if jobs.model is GenerationJob else "answer_job"
     calls = LLMCall.objects.filter(**{link: OuterRef("pk")})
-    return running_without_worker(jobs, field="claimed_at", before=now - job_lease(), activity=calls)
+    silent = running_without_worker(jobs, field="updated_at", before=now - run_lease())
+    old = running_without_worker(jobs, field="claimed_at", before=now - job_lease(), activity=calls)
+    return silent | old
+
+
+def job_heartbeat(job: GenerationJob | AnswerJob, claimed_at):
+    """The heartbeat of a running job: its `updated_at` renewed every third of RUN_LEASE
+    while this worker holds the claim (core.background.heartbeat)."""
+
+    def renew() -> None:
+        type(job).objects.filter(pk=job.pk, status=Status.RUNNING, claimed_at=claimed_at).update(
+            updated_at=timezone.now()
+        )
+
+    return heartbeat(renew)
+
+
+def fail_jobs(*, job_ids: Sequence[int], model=GenerationJob, error: str, statuses=(Status.PENDING,)) -> int:
+    """Mark the jobs of `job_ids` that are in one of `statuses` failed with `error`."""
+    now = timezone.now()
+    return model.objects.filter(pk__in=job_ids, status__in=statuses).update(
+        status=Status.FAILED, error=error, finished_at=now, updated_at=now
+    )
+
+
+def fail_lost_job(*, job_id: int, model=GenerationJob) -> int:
+    """The worker process running the job died (Celery's WorkerLostError, seen at once by
+    the worker's main process): mark it failed now; the next run of the command resumes it."""
+    return fail_jobs(job_ids=[job_id], model=model, error=WORKER_DIED_ERROR, statuses=(Status.PENDING, Status.RUNNING))
+
+
+def sweep_jobs(*, model=GenerationJob, enqueue: Enqueue) -> dict[str, int]:
+    """The periodic sweep: a pending job that no worker claimed within RUN_CLAIM_TIMEOUT is
+    queued again once (`requeued`), and failed the second time (UNCLAIMED_ERROR).
+
+    A job waits in line behind the others of a large run, for longer than the timeout: while
+    the workers claimed any job of its kind within the timeout, they are alive and taking
+    work, and no pending job is touched."""
+    before = timezone.now() - claim_timeout()
+    if model.objects.filter(claimed_at__gte=before).exists():
+        return {"requeued": 0, "failed": 0}
+    stale = model.objects.filter(status=Status.PENDING, updated_at__lt=before)
+    failed = fail_jobs(
+        job_ids=list(stale.filter(requeued=True).values_list("pk", flat=True)), model=model, error=UNCLAIMED_ERROR
+    )
+    again = []
+    for job_id in stale.filter(requeued=False).values_list("pk", flat=True):
+        if model.objects.filter(pk=job_id, status=Status.PENDING, requeued=False).update(
+            requeued=True, updated_at=timezone.now()
+        ):
+            again.append(job_id)
+    if again:
+        dispatch_jobs(job_ids=again, enqueue=enqueue, model=model)
+    return {"requeued": len(again), "failed": failed}
 
 
 def abandoned_jobs(*, run: GenerationRun) -> list[int]:
@@ -214,8 +293,9 @@ def run_generation_job(*, job_id: int) -> GenerationJob:
         )
         return job
     try:
-        outcome = Runner(spec=spec, source=job.source, job=job, gateway=Gateway()).run()
-        return store_outcome(job=job, claimed_at=claimed_at, spec=spec, outcome=outcome)
+        with job_heartbeat(job, claimed_at):
+            outcome = Runner(spec=spec, source=job.source, job=job, gateway=Gateway()).run()
+            return store_outcome(job=job, claimed_at=claimed_at, spec=spec, outcome=outcome)
     except ApplicationError as exc:  # the endpoint failed after its retries, or the model's answer was unusable
         _finish(job, claimed_at, status=Status.FAILED, error=exc.message)
         return job
@@ -385,10 +465,10 @@ def start_answer_run(
             )
         }
         AnswerJob.objects.filter(pk__in=[j.pk for j in jobs.values()], status=Status.FAILED).update(
-            status=Status.PENDING, updated_at=timezone.now()
+            status=Status.PENDING, requeued=False, updated_at=timezone.now()
         )
         todo = [j.pk for j in jobs.values() if j.status not in (Status.OK, Status.FLAGGED, Status.SKIPPED)]
-        transaction.on_commit(lambda: dispatch_jobs(job_ids=todo, enqueue=enqueue))
+        transaction.on_commit(lambda: dispatch_jobs(job_ids=todo, enqueue=enqueue, model=AnswerJob))
     return [jobs[q.pk] for q in questions]
 
 
@@ -406,11 +486,12 @@ def run_answer_job(*, job_id: int) -> AnswerJob:
         _finish(job, claimed_at, status=Status.FAILED, error="The settings changed since this job was created.")
         return job
     try:
-        engine = question_engine(job.question.study, job.engine)
-        outcome = QuestionRunner(
-            question=job.question, engine=engine, regime=job.regime, settings=conf, job=job, gateway=Gateway()
-        ).run()
-        job = store_answer_outcome(job=job, claimed_at=claimed_at, conf=conf, outcome=outcome)
+        with job_heartbeat(job, claimed_at):
+            engine = question_engine(job.question.study, job.engine)
+            outcome = QuestionRunner(
+                question=job.question, engine=engine, regime=job.regime, settings=conf, job=job, gateway=Gateway()
+            ).run()
+            job = store_answer_outcome(job=job, claimed_at=claimed_at, conf=conf, outcome=outcome)
     except ApplicationError as exc:  # the LLM or NCBI failed after their retries, an unusable answer
         _finish(job, claimed_at, status=Status.FAILED, error=exc.message)
         return job

@@ -4,10 +4,11 @@ import logging
 from concurrent.futures import Future
 
 from celery import shared_task
+from celery.signals import task_failure
 
-from core.background import run_in_background
-from generation import services
-from generation.models import AnswerJob, GenerationJob
+from core.background import enqueue_or_fail, run_in_background, worker_lost
+from generation import run_records, services
+from generation.models import AnswerJob, EvaluationRun, GenerationJob, JudgeRun
 
 logger = logging.getLogger(__name__)
 
@@ -90,3 +91,60 @@ def verify_answer_task(job_id: int) -> None:
 
 def enqueue_answer_verification(job_id: int) -> Future | None:
     return run_in_background(verify_answer_task, job_id, pool=ASK_POOL)
+
+
+def queue_automatic_run(run: EvaluationRun | JudgeRun, name: str) -> Future | None:
+    """Record the run as waiting for a worker and queue it; a broker that cannot be reached
+    fails it with "the task queue is unavailable" (QueueUnavailableError: the page's 503).
+    A run that a live worker is running is not queued twice."""
+    if not run_records.mark_queued(run):
+        return None
+    return enqueue_or_fail(
+        enqueue_automatic_run,
+        run.study_id,
+        name,
+        fail=lambda message: run_records.fail_run(run, run_records.NOT_QUEUED_ERROR),
+    )
+
+
+def _automatic_run_name(run: EvaluationRun | JudgeRun) -> str:
+    from generation.judging import JUDGE_NAME
+
+    return JUDGE_NAME if isinstance(run, JudgeRun) else run.evaluator
+
+
+def _lost_automatic_run(study_id: int, name: str) -> None:
+    """The newest pending or running run of that evaluator (or the judge) in the study."""
+    from generation.judging import JUDGE_NAME
+
+    rows = JudgeRun.objects.all() if name == JUDGE_NAME else EvaluationRun.objects.filter(evaluator=name)
+    run = rows.filter(study_id=study_id, status__in=["pending", "running"]).order_by("-updated_at").first()
+    if run is not None:
+        run_records.fail_run(run, run_records.WORKER_DIED_ERROR)
+
+
+@shared_task
+def sweep_generation_runs_task() -> int:
+    """Periodic (Celery beat): runs and jobs that no worker took within RUN_CLAIM_TIMEOUT
+    are queued again once, then failed; evaluator and judge runs whose heartbeat stopped
+    are failed ("stopped: the worker died")."""
+    changed = run_records.sweep_automatic_runs(enqueue=enqueue_automatic_run, name_of=_automatic_run_name)
+    for model, task in ((GenerationJob, generate_summary_task), (AnswerJob, answer_question_task)):
+        counts = services.sweep_jobs(model=model, enqueue=task.delay)
+        changed += counts["requeued"] + counts["failed"]
+    return changed
+
+
+@task_failure.connect
+def _generation_worker_lost(sender=None, exception=None, args=None, **_) -> None:
+    """The pool process running a job or a run died (WorkerLostError): the worker's main
+    process records it at once as "stopped: the worker died"."""
+    if not worker_lost(exception) or not args:
+        return
+    name = getattr(sender, "name", None)
+    if name == generate_summary_task.name:
+        services.fail_lost_job(job_id=int(args[0]))
+    elif name == answer_question_task.name:
+        services.fail_lost_job(job_id=int(args[0]), model=AnswerJob)
+    elif name == automatic_run_task.name:
+        _lost_automatic_run(int(args[0]), str(args[1]))

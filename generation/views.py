@@ -19,7 +19,7 @@ from generation.selectors import evaluator_runs
 @require_http_methods(["GET", "POST"])
 def evaluators(request, slug):
     from generation.evaluators import automatic_runs, start_automatic_run
-    from generation.tasks import enqueue_automatic_run
+    from generation.tasks import queue_automatic_run
 
     study = get_study_for_admin(request.user, slug)
     if request.method == "POST":
@@ -29,7 +29,9 @@ def evaluators(request, slug):
         except ApplicationError as exc:
             messages.error(request, exc.message)
         else:
-            enqueue_automatic_run(study.pk, name)
+            # A broker that cannot be reached: the run is marked failed and the 503 page says
+            # so (QueueUnavailableError, core.exceptions.UnavailablePageMiddleware).
+            queue_automatic_run(run, name)
             messages.info(request, f"{name} is running (version {run.version[:12]}); this page follows its progress.")
         return redirect("generation:evaluators", slug=study.slug)
     evaluators = [{"name": r.name, "needs_llm": r.needs_llm} for r in automatic_runs().values()]

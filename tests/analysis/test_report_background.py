@@ -73,10 +73,10 @@ def test_the_api_answers_202_at_once_then_the_report(study_and_client, monkeypat
     assert done.json()["status"] == "done" and done.json()["result"]["agreement"][0]["question"] == "overall"
 
 
-def test_a_pending_report_no_worker_took_is_queued_again_after_one_lease(study_and_client, monkeypatch):
+def test_a_pending_report_no_worker_took_is_queued_again_after_the_claim_timeout(study_and_client, monkeypatch):
     """As after a restart: the row is pending, but the process that was to compute it is gone."""
     monkeypatch.setattr(services, "BOOTSTRAP_RESAMPLES", 100)
-    monkeypatch.setenv("ANALYSIS_REPORT_LEASE", "30")
+    monkeypatch.setenv("RUN_CLAIM_TIMEOUT", "30")
     study, client = study_and_client
     inputs = services.selectors.report_inputs(study=study, phase="all")
     fingerprint, n = inputs.fingerprint, inputs.ratings[0]

@@ -26,7 +26,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from analysis import services, tasks
-from analysis.conf import DEFAULT_REPORT_LEASE_SECONDS, report_lease
+from analysis.conf import report_lease
 from analysis.models import AnalysisResult
 from analysis.selectors import report_inputs
 from annotate.models import Study
@@ -118,7 +118,7 @@ def test_a_report_whose_worker_is_killed_fails_with_the_reason_and_is_computed_a
     # lease, so that its death shows soon. The second holds the default lease: with a short
     # one, a loaded machine can spend longer than the lease in a stage that does not renew
     # it (the text metrics) and a poll would rightly take it for dead.
-    runs = [(1_000_000, LEASE_SECONDS), (30, DEFAULT_REPORT_LEASE_SECONDS)]
+    runs = [(1_000_000, LEASE_SECONDS), (30, 600)]
 
     def deliver(result_id: int) -> None:
         # The broker's part: each delivery goes to a worker process of its own.
@@ -154,17 +154,19 @@ def test_a_report_whose_worker_is_killed_fails_with_the_reason_and_is_computed_a
         assert dead.status_code == 200
         assert dead.data["status"] == Status.FAILED and dead.data["result"] is None
         assert dead.data["error"] == services.ABANDONED_ERROR
-        assert "worker running this report stopped" in dead.data["error"]
+        assert dead.data["error"].startswith("Stopped: the worker died")
 
-        # Asking again starts it anew, on a new worker, and it completes.
-        again = client.get(API_URL)
+        # It stays failed, with the reason, until someone resumes it (a POST), then it is
+        # computed anew, on a new worker, and completes.
+        assert client.get(API_URL).data["status"] == Status.FAILED and len(workers) == 1
+        again = client.post(API_URL, {"phase": "all"}, format="json")
         assert again.status_code == 202 and again.data["status"] == Status.PENDING
         assert again.data["uuid"] == first.data["uuid"] and len(workers) == 2
         done = wait_for(lambda: (r := client.get(API_URL)).status_code != 202 and r, "the report to be done")
         assert done.data["status"] == Status.DONE, done.data["error"]
         assert done.data["progress"] == 100 and done.data["result"]["agreement"][0]["question"] == "overall"
         assert done.data["result"]["agreement"][0]["n_resamples"] == 30  # computed by the second worker
-        assert workers[1].wait(timeout=60) == 0
+        assert workers[1].wait(timeout=600) == 0  # it draws the plots after the numbers
         assert AnalysisResult.objects.count() == 1
     finally:
         for worker in workers:
@@ -221,7 +223,9 @@ def test_a_report_whose_lease_ran_out_is_failed_then_computed_by_the_next_reques
     response = admin_api.get(API_URL)
     assert response.status_code == 200
     assert (response.data["status"], response.data["error"]) == ("failed", services.ABANDONED_ERROR)
-    response = admin_api.get(API_URL)  # queued anew, never computed in the request
+    response = admin_api.get(API_URL)  # still failed: the API says the worker died until resumed
+    assert response.status_code == 200 and response.data["status"] == "failed"
+    response = admin_api.post(API_URL, {"phase": "all"}, format="json")  # queued anew, never computed here
     assert response.status_code == 202 and response.data["status"] == "pending"
     assert compute_queued_reports() == 1  # the worker's part
     response = admin_api.get(API_URL)
@@ -233,10 +237,21 @@ def test_the_report_page_shows_why_a_report_stopped_and_offers_to_compute_it_aga
     running_report(rated_demo, lease_expires_at=timezone.now() - timedelta(seconds=1))
     client.force_login(get_user_model().objects.get(username="admin"))
     html = client.get(PAGE_URL).content.decode()
-    assert "The worker running this report stopped before it finished" in html
+    assert "Stopped: the worker died: the worker running this report stopped before it finished" in html
     assert "Compute it again" in html and "location.reload" not in html
     assert "Computing the report" not in html
-    assert "Computing the report" in client.get(PAGE_URL).content.decode()  # queued anew
+    assert "Computing the report" not in client.get(PAGE_URL).content.decode()  # still says why
+    # Any viewer may resume it (the button), not only an admin.
+    from annotate.models import StudyMembership
+    from annotate.services import add_study_member
+    from tests.factories import UserFactory
+
+    viewer = UserFactory(username="viewer")
+
+    add_study_member(study=rated_demo, user=viewer, role=StudyMembership.Role.VIEWER)
+    client.force_login(viewer)
+    resumed = client.post(reverse("analysis:resume", args=[DEMO_STUDY]), {"phase": "all"}, follow=True)
+    assert "Computing the report" in resumed.content.decode()  # queued anew
     compute_queued_reports()
     assert "Computing the report" not in client.get(PAGE_URL).content.decode()
     assert AnalysisResult.objects.get().status == Status.DONE
@@ -274,7 +289,10 @@ def test_a_worker_that_lost_its_report_stops_and_overwrites_nothing(rated_demo, 
 
 def test_the_lease_comes_from_the_environment(monkeypatch):
     monkeypatch.delenv("ANALYSIS_REPORT_LEASE", raising=False)
-    assert report_lease() == timedelta(minutes=10)
+    monkeypatch.delenv("RUN_LEASE", raising=False)
+    assert report_lease() == timedelta(seconds=30)  # RUN_LEASE's default: a heartbeat renews it
+    monkeypatch.setenv("RUN_LEASE", "12")
+    assert report_lease() == timedelta(seconds=12)
     monkeypatch.setenv("ANALYSIS_REPORT_LEASE", "90")
     assert report_lease() == timedelta(seconds=90)
     for bad in ("soon", "0", "-5"):

@@ -25,7 +25,12 @@ from annotate.services import submit_rating
 
 pytestmark = [pytest.mark.broker, pytest.mark.django_db(transaction=True)]
 
-BROKERS = {"redis": "redis://127.0.0.1:6379/15", "rabbitmq": "amqp://guest:guest@127.0.0.1:5672//"}
+# TEST_REDIS_URL and TEST_RABBITMQ_URL point the broker tests elsewhere (another Redis
+# database or RabbitMQ vhost, so that two runs at once do not take each other's tasks).
+BROKERS = {
+    "redis": os.environ.get("TEST_REDIS_URL") or "redis://127.0.0.1:6379/15",
+    "rabbitmq": os.environ.get("TEST_RABBITMQ_URL") or "amqp://guest:guest@127.0.0.1:5672//",
+}
 
 
 def database_url() -> str:

@@ -17,8 +17,9 @@ def processes() -> dict[str, str]:
     return dict(line.split(": ", 1) for line in lines if line and not line.startswith("#"))
 
 
-def test_the_procfile_names_release_web_and_worker():
-    assert set(processes()) == {"release", "web", "worker"}
+def test_the_procfile_names_release_web_worker_and_beat():
+    assert set(processes()) == {"release", "web", "worker", "beat"}
+    assert shlex.split(processes()["beat"])[:4] == ["celery", "-A", "config", "beat"]
 
 
 def test_the_web_process_is_what_make_serve_runs():

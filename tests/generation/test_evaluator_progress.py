@@ -37,11 +37,18 @@ def test_run_state_by_hand():
 def test_the_page_reloads_while_a_run_is_in_progress_and_says_when_one_stopped(study, client, monkeypatch):
     monkeypatch.setenv("GENERATION_JOB_LEASE", "120")
     summaries = list(Summary.objects.filter(study=study).order_by("key"))
-    run = EvaluationRun.objects.create(study=study, evaluator="factpico_fulltext", version="v1", config={})
+    run = EvaluationRun.objects.create(
+        study=study,
+        evaluator="factpico_fulltext",
+        version="v1",
+        config={},
+        status="running",
+        heartbeat_at=timezone.now(),
+    )
     for summary in summaries[:3]:
         EvaluationScore.objects.create(run=run, summary=summary, name="population", value=2.0, status="ok")
     EvaluationScore.objects.create(run=run, summary=summaries[3], name="population", status="failed", error="x")
-    judge = JudgeRun.objects.create(study=study, model="m", version="j1", config={})
+    judge = JudgeRun.objects.create(study=study, model="m", version="j1", config={}, status="done")
     for summary in summaries:
         JudgeAnswer.objects.create(run=judge, summary=summary, status="valid")
 
@@ -59,12 +66,17 @@ def test_the_page_reloads_while_a_run_is_in_progress_and_says_when_one_stopped(s
     n = len(summaries)
     assert f"<td>{n} of {n}</td><td>{n}</td><td>0</td><td>0</td><td>done</td>" in html
 
-    # The worker went away: nothing written for longer than the lease.
-    later = timezone.now() + timedelta(seconds=121)
+    # The worker went away: no heartbeat for longer than RUN_LEASE (30 s by default).
+    later = timezone.now() + timedelta(seconds=31)
     page = evaluator_runs(study, now=later)
-    assert [r.state for r in page["runs"]] == ["stopped"] and not page["active"]
-    EvaluationScore.objects.filter(run=run).update(created_at=timezone.now() - timedelta(seconds=300))
-    EvaluationRun.objects.filter(pk=run.pk).update(created_at=timezone.now() - timedelta(seconds=400))
+    assert [r.state for r in page["runs"]] == ["died"] and not page["active"]
+    EvaluationRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now() - timedelta(seconds=31))
     html = client.get(f"/studies/{study.slug}/evaluators/").content.decode()
     assert "js/evaluators.js" not in html and 'id="evaluators-active"' not in html
-    assert "stopped before the end: run it again to resume" in html
+    assert "stopped: the worker died</strong>; start it again to resume" in html
+    # A run that ended before the study's last summary (a command's --limit) stopped before the end.
+    EvaluationRun.objects.filter(pk=run.pk).update(status="done")
+    assert (
+        "stopped before the end: run it again to resume"
+        in client.get(f"/studies/{study.slug}/evaluators/").content.decode()
+    )
