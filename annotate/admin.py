@@ -51,7 +51,10 @@ class MembershipInline(admin.TabularInline):
 
     model = StudyMembership
     extra = 0
+    # The queue-order seed is drawn at random when the membership is made (issue 35: the
+    # form demanded an unexplained number); it is shown, not asked for.
     fields = ["user", "role", "order_seed"]
+    readonly_fields = ["order_seed"]
     autocomplete_fields = ["user"]
 
     def has_view_permission(self, request, obj=None):

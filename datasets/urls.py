@@ -8,4 +8,6 @@ app_name = "datasets"
 
 urlpatterns = [
     path("<slug:slug>/imports/", views.imports, name="imports"),
+    path("<slug:slug>/exports/", views.exports, name="exports"),
+    path("<slug:slug>/exports/<uuid:export_id>/", views.export_detail, name="export"),
 ]
