@@ -151,12 +151,27 @@ def invite_member(*, study: Study, email: str, role: str, invited_by, username: 
 
 def reissue_invitation(*, study: Study, user, invited_by, request=None) -> Invitation:
     """A new set-password link for a member who has not set a password yet (the old link
-    still works until then: both are the same token while the password is unchanged)."""
+    still works until then: both are the same token while the password is unchanged);
+    only for an account that is a newcomer to this study alone (see below)."""
     if not StudyMembership.objects.filter(study=study, user=user).exists():
         raise MemberError("This account is not a member of the study.")
     if user.has_usable_password():
         raise MemberError(
             f"{user.get_username()} has set a password already; they can use “Forgot your password?” on the login page."
+        )
+    # The link sets the account's password, so it is given only for an account that is
+    # nothing but a newcomer to this study: never logged in, no staff or superuser flag,
+    # no role in another study. Otherwise a study admin could take over an account whose
+    # password login is switched off (a superuser's, another study's admin).
+    if (
+        user.is_staff
+        or user.is_superuser
+        or user.last_login is not None
+        or StudyMembership.objects.filter(user=user).exclude(study=study).exists()
+    ):
+        raise MemberError(
+            f"A link for {user.get_username()} can only come from an administrator of the instance "
+            "(the account has logged in before, is staff, or has roles in other studies)."
         )
     invitation = Invitation(user=user, link=invite_link(user=user, request=request), mailed=False)
     if mail_is_configured() and user.email:

@@ -102,6 +102,27 @@ def test_a_new_link_for_someone_who_has_not_set_a_password(lab, settings):
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize("kind", ["superuser", "staff", "other-study-admin", "has-logged-in"])
+def test_no_link_for_an_account_that_is_more_than_a_newcomer_to_this_study(lab, kind):
+    """An account with password login switched off may be a superuser's or another study's
+    admin: a study admin must not be able to set its password."""
+    study, pi, client = lab
+    target = UserFactory(username=f"t-{kind}", is_superuser=kind == "superuser", is_staff=kind == "staff")
+    target.set_unusable_password()
+    if kind == "has-logged-in":
+        from django.utils import timezone
+
+        target.last_login = timezone.now()
+    target.save()
+    if kind == "other-study-admin":
+        add_study_member(study=StudyFactory(), user=target, role="admin")
+    add_study_member(study=study, user=target, role="rater")
+    refused = client.post(members_url(study), {"action": "link", "user": target.pk})
+    assert refused.status_code == 400 and "administrator of the instance" in refused.content.decode()
+    assert not LINK.search(refused.content.decode())
+
+
+@pytest.mark.django_db
 @pytest.mark.parametrize(
     "email,username,message",
     [
