@@ -24,6 +24,7 @@ from annotate.models import (
     StudyMembership,
     Summary,
 )
+from annotate.services import builtin_rubric_keys, load_builtin_rubric
 
 
 class ReadOnlyMixin:
@@ -77,6 +78,15 @@ class StudyAdmin(admin.ModelAdmin):
     readonly_fields = ["uuid", "created_at", "updated_at"]
     inlines = [MembershipInline]
     actions: list[str] = []  # datasets.admin adds "Export dataset"
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        if db_field.name == "rubric" and self.has_add_permission(request):
+            # The built-in rubrics are offered before any has been loaded from the command
+            # line (issue 35: "Add study" had an empty rubric list). Loading is idempotent:
+            # an unchanged file is the stored version.
+            for key in builtin_rubric_keys():
+                load_builtin_rubric(key=key)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
 
 class SentenceInline(admin.TabularInline):

@@ -254,3 +254,12 @@ def test_the_import_page_accepts_the_studys_own_line_and_refuses_another_study()
     wrong_rubric = [{"type": "study", "slug": "lab", "title": "Lab", "rubric": "factpico"}]
     client.post("/studies/lab/imports/", {"file": SimpleUploadedFile("y.jsonl", json.dumps(wrong_rubric[0]).encode())})
     assert "already uses rubric" in client.get("/studies/lab/imports/").content.decode()
+
+
+@pytest.mark.django_db
+def test_the_admins_add_study_form_offers_the_built_in_rubrics_on_an_empty_install(admin_user):
+    assert not Rubric.objects.exists()
+    client = logged_in(admin_user)
+    form = client.get("/admin/annotate/study/add/").context["adminform"].form
+    offered = {rubric.key for rubric in form.fields["rubric"].queryset}
+    assert offered == {"litsumm", "factpico", "clinfo", "claims"}
