@@ -104,6 +104,9 @@ def rubric_by_key(*, key: str) -> Rubric:
     built-in one is loaded from fixtures/rubrics/ (so a changed file becomes a new
     version, as before); any other key is the newest stored version of that key (one
     uploaded on the rubric page or with `load_rubric`)."""
+    if not isinstance(key, str) or not SLUG_PATTERN.match(key) or len(key) > 64:
+        # Never a path: a key names a file of fixtures/rubrics/ or a stored rubric, nothing else.
+        raise RubricDefinitionError("a rubric key is 1-64 letters, digits, '-' and '_'")
     if builtin_rubric_path(key).exists():
         return load_builtin_rubric(key=key)
     latest = Rubric.objects.filter(key=key).order_by("-version").first()

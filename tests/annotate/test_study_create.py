@@ -263,3 +263,20 @@ def test_the_admins_add_study_form_offers_the_built_in_rubrics_on_an_empty_insta
     form = client.get("/admin/annotate/study/add/").context["adminform"].form
     offered = {rubric.key for rubric in form.fields["rubric"].queryset}
     assert offered == {"litsumm", "factpico", "clinfo", "claims"}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("key", ["../fixtures/rubrics/litsumm", "litsumm.yaml", "a\x00b", ""])
+def test_a_rubric_key_is_never_a_path(key):
+    response = api_client_for(creator()).post("/api/studies/", {**STUDY, "rubric": key}, format="json")
+    assert response.status_code == 400 and not Study.objects.exists()
+
+
+@pytest.mark.django_db
+def test_rubric_by_key_refuses_a_path():
+    from annotate.rubrics import RubricDefinitionError
+    from annotate.services import rubric_by_key
+
+    with pytest.raises(RubricDefinitionError, match="a rubric key is"):
+        rubric_by_key(key="../rubrics/litsumm")
+    assert not Rubric.objects.exists()
