@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Max
 from django.utils import timezone
 
@@ -135,7 +135,11 @@ def upload_rubric(*, text: str) -> tuple[Rubric, bool]:
             f"{parsed.key!r} is a built-in rubric (fixtures/rubrics/{parsed.key}.yaml): give your rubric its own key"
         )
     before = Rubric.objects.filter(key=parsed.key).count()
-    rubric = load_rubric(definition=raw)
+    try:
+        with transaction.atomic():
+            rubric = load_rubric(definition=raw)
+    except IntegrityError:  # the same key's first version stored by another upload meanwhile
+        raise ApplicationError(f"Rubric {parsed.key!r} was being stored by someone else: upload it again.") from None
     return rubric, Rubric.objects.filter(key=parsed.key).count() > before
 
 
@@ -177,15 +181,19 @@ def create_study(
         rubric = rubric_by_key(key=rubric_key)
     except RubricDefinitionError as exc:
         raise ApplicationError(exc.message, extra={"fields": {"rubric": exc.message}}) from None
-    study = Study.objects.create(
-        slug=slug,
-        title=title.strip(),
-        rubric=rubric,
-        licence=licence.strip(),
-        guidelines=guidelines,
-        description=description,
-        assisted=assisted,
-    )
+    try:
+        with transaction.atomic():  # a savepoint: the slug may be taken meanwhile by another request
+            study = Study.objects.create(
+                slug=slug,
+                title=title.strip(),
+                rubric=rubric,
+                licence=licence.strip(),
+                guidelines=guidelines,
+                description=description,
+                assisted=assisted,
+            )
+    except IntegrityError:
+        raise SlugTakenError(f"A study {slug!r} exists already.", extra={"fields": {"slug": "taken"}}) from None
     add_study_member(study=study, user=created_by, role=StudyMembership.Role.ADMIN)
     return study
 

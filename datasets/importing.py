@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from annotate.models import Claim, Finding, Rating, Revision, Source, SourceSentence, Study, Summary
 from annotate.rubrics import RubricDefinitionError
-from annotate.services import rubric_by_key, store_sentences
+from annotate.services import RESERVED_SLUGS, rubric_by_key, store_sentences
 from core.exceptions import ApplicationError
 from core.sentences import split_spans
 from core.text_validation import InvalidTextError, length_problem, loads
@@ -157,8 +157,11 @@ def _clean_study(f: _Fields) -> dict:
     # Whether the rubric exists is the writer's question (annotate.services.rubric_by_key):
     # a built-in file or any rubric stored under that key.
     rubric = f.string("rubric", max_length=64, pattern=SLUG_RE)
+    slug = f.string("slug", max_length=100, pattern=SLUG_RE)
+    if slug in RESERVED_SLUGS:
+        f.fail("slug", f"{slug!r} is the name of a page (/studies/{slug}/); choose another")
     return {
-        "slug": f.string("slug", max_length=100, pattern=SLUG_RE),
+        "slug": slug,
         "title": f.string("title", max_length=300),
         "rubric": rubric,
         "guidelines": f.string("guidelines", required=False),
