@@ -286,6 +286,6 @@ def test_rubric_by_key_refuses_a_path():
 def test_an_import_cannot_create_a_study_that_a_page_would_hide():
     from datasets.importing import ImportLineError
 
-    with pytest.raises(ImportLineError, match='line 1: field "slug": \'rubrics\' is the name of a page'):
+    with pytest.raises(ImportLineError, match="line 1: field \"slug\": 'rubrics' is the name of a page"):
         import_records(lines=[json.dumps({"type": "study", "slug": "rubrics", "title": "R", "rubric": "litsumm"})])
     assert not Study.objects.exists()
