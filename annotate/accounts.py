@@ -1,89 +1,41 @@
-"""Accounts: what login throttling answers, API tokens that expire and can be revoked,
-and a password reset that says when its e-mail could not be sent (docs/security.md).
+"""Accounts: API tokens that are hashed, listed, revoked and end with the password, the
+account page, and a password reset that says when its e-mail could not be sent (docs/security.md).
 
-django-axes counts failed logins (settings.AXES_*); this module gives it the client's
-address (`client_ip`) and the answer to a locked-out login (`lockout_response`). The
-token endpoints are in annotate/api/tokens.py, and the token authentication that refuses
-expired tokens in annotate/authentication.py; the password reset page is wired in
-config/urls.py.
+annotate/throttling.py counts failed logins and answers a locked-out one. Tokens are
+stored as SHA-256 digests and die with the password they were made under, when they
+expire, or when revoked; the token endpoints are in annotate/api/tokens.py, the account
+page listing them below, and the token authentication in annotate/authentication.py; the
+password reset page is wired in config/urls.py.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import secrets
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth import forms as auth_forms
 from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ImproperlyConfigured
 from django.core.mail import EmailMultiAlternatives, get_connection
-from django.db import transaction
-from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import render
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
 from django.template import loader
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
+from django.utils.crypto import constant_time_compare
+from django.views.decorators.http import require_http_methods
 
-from annotate.authentication import token_expires_at
-from core.exceptions import API_PREFIX, ApplicationError, error_body
+from annotate.models import ApiToken
+from core.exceptions import ApplicationError
+from core.text_validation import check_limit, check_text
 
 logger = logging.getLogger(__name__)
-
-
-# --- login throttling (django-axes) ----------------------------------------------------------
-
-
-def client_ip(request: HttpRequest) -> str | None:
-    """The client's address. Behind TRUSTED_PROXY_COUNT reverse proxies, each of which
-    appends the address it received the request from to X-Forwarded-For, the client is
-    the entry that many places from the right; anything left of it was written by the
-    client and is not believed. Without proxies, REMOTE_ADDR."""
-    remote = request.META.get("REMOTE_ADDR")
-    count = settings.TRUSTED_PROXY_COUNT
-    if count <= 0:
-        return remote
-    forwarded = [part.strip() for part in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if part.strip()]
-    return forwarded[-count] if len(forwarded) >= count else remote
-
-
-# Longer than any account's name (auth.User allows 150), shorter than django-axes' column (255).
-USERNAME_RECORD_LENGTH = 150
-
-
-def client_username(request: HttpRequest, credentials: dict | None = None) -> str | None:
-    """The username django-axes counts a login attempt against, as it would read it
-    (the credentials, else the POST), made storable: at most USERNAME_RECORD_LENGTH
-    characters, and no NUL or lone surrogate. Django's login form does not enforce the
-    username's length before authenticating, so without this a 300-character or a NUL
-    username made axes' record of the failure a 500 on PostgreSQL (the form fuzz found it).
-    No account has such a name, so the record still counts against the right one."""
-    if credentials:
-        raw = credentials.get(settings.AXES_USERNAME_FORM_FIELD)
-    else:
-        raw = getattr(request, "data", request.POST).get(settings.AXES_USERNAME_FORM_FIELD)
-    if raw is None:
-        return None
-    text = str(raw)[:USERNAME_RECORD_LENGTH]
-    return text.encode("utf-8", "replace").decode("utf-8").replace("\x00", "\ufffd")
-
-
-def lockout_message() -> str:
-    minutes = max(1, round(settings.AXES_COOLOFF_TIME.total_seconds() / 60))
-    return (
-        "Too many failed logins for this account or from this address. "
-        f"Try again in {minutes} minutes, or ask your study admin to lift the lock."
-    )
-
-
-def lockout_response(request: HttpRequest, original_response=None, credentials=None) -> HttpResponse:
-    """django-axes' answer to a login while the username or the address is locked out:
-    429 with Retry-After, as the one JSON error shape under /api/ and as a page elsewhere
-    (the login page and the admin's)."""
-    if request.path_info.startswith(API_PREFIX):
-        response: HttpResponse = JsonResponse(error_body("locked_out", lockout_message()), status=429)
-    else:
-        response = render(request, "registration/locked_out.html", {"message": lockout_message()}, status=429)
-    response["Retry-After"] = str(int(settings.AXES_COOLOFF_TIME.total_seconds()))
-    return response
 
 
 # --- API tokens ----------------------------------------------------------------------------------
@@ -94,26 +46,84 @@ class InvalidCredentials(ApplicationError):
     http_status = 400
 
 
-@transaction.atomic
-def obtain_token(*, user) -> Token:
-    """The user's token: the current one while it has not expired, else a new one (a
-    user has one token, so every client of the account shares it until it expires or
-    is revoked)."""
-    token = Token.objects.select_for_update().filter(user=user).first()
-    if token is not None and timezone.now() < token_expires_at(token):
-        return token
-    Token.objects.filter(user=user).delete()
-    token, _ = Token.objects.get_or_create(user=user)
-    return token
+TOKEN_NAME_MAX_CHARS = 100
 
 
-def revoke_token(*, user) -> int:
-    """Delete the user's token (if any); clients using it get 403 from then on."""
-    deleted, _ = Token.objects.filter(user=user).delete()
+def token_digest(secret: str) -> str:
+    """SHA-256, hex. The secret is 256 random bits, so a fast hash is enough: nothing can
+    be guessed from the digest, and no salt is needed (salts defend guessable passwords)."""
+    return hashlib.sha256(secret.encode("utf-8", "replace")).hexdigest()
+
+
+def password_fingerprint(user) -> str:
+    """Changes with every password change (Django's session hash of the password hash):
+    a token made under one password is refused under the next."""
+    return user.get_session_auth_hash()
+
+
+def token_expires_at(token: ApiToken) -> datetime:
+    return token.created_at + timedelta(hours=settings.API_TOKEN_TTL_HOURS)
+
+
+def token_is_live(token: ApiToken, user, now: datetime | None = None) -> bool:
+    return (now or timezone.now()) < token_expires_at(token) and constant_time_compare(
+        token.password_fingerprint, password_fingerprint(user)
+    )
+
+
+@dataclass(frozen=True)
+class NewToken:
+    """A token just made: `secret` is shown this once and never stored."""
+
+    token: ApiToken
+    secret: str
+
+
+def create_token(*, user, name: str = "") -> NewToken:
+    """A new token for `user` (each client may have its own; all die with the password)."""
+    name = (name or "").strip()
+    check_text(name, "name")
+    check_limit(name, "name", TOKEN_NAME_MAX_CHARS)
+    secret = secrets.token_urlsafe(32)
+    token = ApiToken.objects.create(
+        user=user,
+        name=name,
+        prefix=secret[:8],
+        digest=token_digest(secret),
+        password_fingerprint=password_fingerprint(user),
+    )
+    return NewToken(token=token, secret=secret)
+
+
+def revoke_token(*, user, token_uuid=None, token: ApiToken | None = None) -> int:
+    """Delete one of the user's tokens (by uuid, or the object), or all of them when
+    neither is given; clients using them are refused from then on."""
+    tokens = ApiToken.objects.filter(user=user)
+    if token is not None:
+        tokens = tokens.filter(pk=token.pk)
+    elif token_uuid is not None:
+        tokens = tokens.filter(uuid=token_uuid)
+    deleted, _ = tokens.delete()
     return deleted
 
 
+def live_tokens(user) -> list[ApiToken]:
+    """The user's tokens that still work, newest first (the account page's list)."""
+    now = timezone.now()
+    tokens = [t for t in ApiToken.objects.filter(user=user).order_by("-created_at") if token_is_live(t, user, now)]
+    for token in tokens:
+        token.expires_at = token_expires_at(token)
+    return tokens
+
+
 # --- password reset ------------------------------------------------------------------------------
+
+
+# What a mail backend raises when it cannot send: a refused or timed-out connection, a
+# refusal by the server (smtplib.SMTPException is an OSError), a file that cannot be
+# written (OSError), a backend that cannot start with its settings (ImproperlyConfigured:
+# the file backend's unwritable EMAIL_FILE_PATH), and text the server cannot encode.
+MAIL_ERRORS = (OSError, ImproperlyConfigured, UnicodeError)
 
 
 class MailNotSent(Exception):
@@ -129,15 +139,19 @@ class ReportingPasswordResetForm(auth_forms.PasswordResetForm):
     _connection = None
 
     def save(self, **kwargs) -> None:
-        self._connection = get_connection()
+        self._connection = None
         try:
+            # Inside the try: the file backend checks its folder when it is made
+            # (ImproperlyConfigured for a folder it cannot write: a 500 before, issue 27 F11).
+            self._connection = get_connection()
             self._connection.open()
             super().save(**kwargs)
-        except OSError as exc:  # a refused or timed-out connection; smtplib.SMTPException is one too
+        except MAIL_ERRORS as exc:
             logger.error("Password reset e-mail not sent: %s: %s", type(exc).__name__, exc)
             raise MailNotSent(str(exc)) from exc
         finally:
-            self._connection.close()
+            if self._connection is not None:
+                self._connection.close()
 
     def send_mail(
         self,
@@ -175,3 +189,51 @@ class PasswordResetView(auth_views.PasswordResetView):
         except MailNotSent:
             form.add_error(None, MAIL_NOT_SENT)
             return self.render_to_response(self.get_context_data(form=form), status=503)
+
+
+# --- the account page ----------------------------------------------------------------------------
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def account_page(request: HttpRequest) -> HttpResponse:
+    """One's own API tokens: made, last used, name and first characters; make one (its
+    secret shown this once) or revoke one or all. A password change revokes them all."""
+    new_secret = None
+    error = ""
+    status = 200
+    if request.method == "POST":
+        action = request.POST.get("action", "")
+        try:
+            if action == "create":
+                made = create_token(user=request.user, name=request.POST.get("name", ""))
+                new_secret = made.secret
+            elif action == "revoke":
+                try:
+                    token_uuid = uuid.UUID(request.POST.get("token", ""))
+                except ValueError:
+                    raise ApplicationError("No such token.") from None
+                if not revoke_token(user=request.user, token_uuid=token_uuid):
+                    raise ApplicationError("No such token (already revoked?).")
+                messages.success(request, "The token is revoked.")
+                return redirect("account")
+            elif action == "revoke_all":
+                count = revoke_token(user=request.user)
+                messages.success(request, f"{count} token(s) revoked.")
+                return redirect("account")
+            else:
+                raise ApplicationError("Unknown action.")
+        except ApplicationError as exc:
+            error, status = exc.message, 400
+    return render(
+        request,
+        "registration/account.html",
+        {
+            "tokens": live_tokens(request.user),
+            "new_secret": new_secret,
+            "error": error,
+            "name_max": TOKEN_NAME_MAX_CHARS,
+            "ttl_hours": settings.API_TOKEN_TTL_HOURS,
+        },
+        status=status,
+    )

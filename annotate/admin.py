@@ -7,13 +7,16 @@ to staff only through annotate.view_study / annotate.change_study
 (annotate.selectors.access). Being staff alone shows nothing here either."""
 
 from django.contrib import admin
+from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from annotate.forms import CheckedTextAdminForm
 from annotate.models import (
+    ApiToken,
     Assignment,
     Batch,
     Claim,
+    LoginThrottle,
     Rating,
     Rationale,
     Revision,
@@ -220,3 +223,76 @@ class RevisionAdmin(ReadOnlyMixin, admin.ModelAdmin):
 @admin.register(Rationale)
 class RationaleAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["rating", "text"]
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    """API tokens: who has one, when it was made and last used. Only a digest is stored, so
+    nothing here can be used to sign in; deleting a row revokes the token."""
+
+    list_display = ["user", "name", "prefix", "created_at", "last_used_at"]
+    list_select_related = ["user"]
+    search_fields = ["user__username", "name", "prefix"]
+    fields = ["user", "name", "prefix", "created_at", "last_used_at"]
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None):
+        return False  # made by POST /api/auth/token/, the account page or manage.py create_api_token
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+class LockedNowFilter(admin.SimpleListFilter):
+    title = "state"
+    parameter_name = "locked"
+
+    def lookups(self, request, model_admin):
+        return [("yes", "Locked or delayed now"), ("no", "Counting only")]
+
+    def queryset(self, request, queryset):
+        now = timezone.now()
+        if self.value() == "yes":
+            return queryset.filter(locked_until__gt=now)
+        if self.value() == "no":
+            return queryset.exclude(locked_until__gt=now)
+        return queryset
+
+
+@admin.register(LoginThrottle)
+class LoginThrottleAdmin(admin.ModelAdmin):
+    """Login locks (annotate/throttling.py): every counter of failed logins, and whether it
+    locks (a pair or an address) or delays (a username) now. "Lift" deletes the counter:
+    the lock ends and its count starts again."""
+
+    list_display = ["scope", "username", "address", "failures", "last_failure_at", "locked_until", "locked_now"]
+    list_filter = [LockedNowFilter, "scope"]
+    search_fields = ["username", "address"]
+    readonly_fields = list_display[:-1]
+    fields = readonly_fields
+    actions = ["lift"]
+
+    @admin.display(boolean=True, description="Locked now")
+    def locked_now(self, obj):
+        return bool(obj.locked_until and obj.locked_until > timezone.now())
+
+    @admin.action(description="Lift the selected locks", permissions=["delete"])
+    def lift(self, request, queryset):
+        deleted, _ = queryset.delete()
+        self.message_user(request, f"Lifted {deleted} lock(s).")
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+# DRF's token admin would list the clear-text keys of rest_framework.authtoken, which no
+# longer authenticate anyone (annotate/migrations/0009_hash_existing_api_tokens.py).
+try:
+    from rest_framework.authtoken.models import TokenProxy
+
+    admin.site.unregister(TokenProxy)
+except admin.sites.NotRegistered:  # pragma: no cover - the app's admin was not loaded first
+    pass

@@ -33,7 +33,14 @@ from annotate.selectors.contents import filter_summaries, rubric_definition
 from annotate.selectors.queue import latest_revision, revision_answers
 from annotate.services import add_study_member, answer_context, write_draft_answers
 from core.exceptions import ApplicationError, InvalidStateError
-from core.text_validation import check_text
+from core.text_validation import (
+    MAX_BATCH_NAME_CHARS,
+    MAX_EXPLANATION_CHARS,
+    MAX_NOTE_CHARS,
+    MAX_RATIONALE_CHARS,
+    check_limit,
+    check_text,
+)
 
 DESIGNS = ("k_raters", "partial_overlap", "pairwise_overlap", "balanced")
 # Context length strata (sentences in the source), for stratified sampling as LitSumm did.
@@ -164,6 +171,7 @@ def create_batch(
     if kind not in Batch.Kind.values:
         raise ApplicationError(f"kind must be one of {', '.join(Batch.Kind.values)}")
     check_text(name, "name")
+    check_limit(name, "name", MAX_BATCH_NAME_CHARS)
     if not isinstance(seed, int) or not SEED_RANGE[0] <= seed <= SEED_RANGE[1]:
         raise _invalid("seed", f"must be a whole number from {SEED_RANGE[0]} to {SEED_RANGE[1]}")
     if attention_every is not None and not 1 <= attention_every <= MAX_ATTENTION_EVERY:
@@ -418,6 +426,7 @@ def add_discussion_note(
     author) when the item is reopened for the re-rating round; others stay with the panel."""
     check_text(text, "text")
     check_text(question, "question")
+    check_limit(text, "text", MAX_NOTE_CHARS)
     text = (text or "").strip()
     if not text:
         raise ApplicationError("The note is empty.", extra={"fields": {"text": "required"}})
@@ -440,6 +449,7 @@ def record_consensus(
     if summary.study_id != batch.study_id:
         raise ApplicationError("The summary is not in this batch's study.")
     check_text(rationale, "rationale")
+    check_limit(rationale, "rationale", MAX_RATIONALE_CHARS)
     rubric = batch.study.rubric
     definition = rubric_definition(rubric)
     try:
@@ -523,6 +533,7 @@ def record_expected_answer(
     if purpose not in ExpectedAnswer.Purpose.values:
         raise ApplicationError(f"purpose must be one of {', '.join(ExpectedAnswer.Purpose.values)}")
     check_text(explanation, "explanation")
+    check_limit(explanation, "explanation", MAX_EXPLANATION_CHARS)
     definition = rubric_definition(study.rubric)
     clean = definition.validate(answers, None, final=False, context=answer_context(summary, definition=definition))
     if not clean.values:

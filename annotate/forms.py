@@ -13,14 +13,22 @@ import json
 from typing import Any
 
 from django import forms
-from django.core.validators import ProhibitNullCharactersValidator
+from django.core.validators import MaxLengthValidator, ProhibitNullCharactersValidator
 from django.forms.fields import InvalidJSONInput
 from django.http import QueryDict
 
 from annotate.batches import MAX_ATTENTION_EVERY, SEED_RANGE
 from annotate.models import Batch
 from annotate.rubrics import AnswerValidationError, RubricDefinition
-from core.text_validation import InvalidTextError, find_problem, loads, problem_message
+from core.text_validation import (
+    MAX_ADMIN_TEXT_CHARS,
+    MAX_SOURCE_CHARS,
+    MAX_SUMMARY_CHARS,
+    InvalidTextError,
+    find_problem,
+    loads,
+    problem_message,
+)
 
 # Counts compared with integer columns (context sentences): as the API's MAX_VERSION.
 MAX_COUNT = 2**31 - 1
@@ -68,7 +76,8 @@ def answers_from_post(
             answers[q.key] = data.get(q.key)
         if q.rationale != "none" or q.na:
             rationales[q.key] = data.get(rationale_field(q.key), "")
-    return answers, rationales
+    # A form posts text; the rubric takes numbers for scale answers.
+    return definition.numbers_from_text(answers), rationales
 
 
 class CheckedJSONField(forms.JSONField):
@@ -89,16 +98,30 @@ class CheckedJSONField(forms.JSONField):
         return InvalidJSONInput(data) if find_problem(value) is not None else value
 
 
+# Longest text of the admin's edit forms, by (model, field); any other text field without a
+# length of its own (a study's description and guidelines, a source's attribution, a
+# claim's explanation) takes MAX_ADMIN_TEXT_CHARS (docs/security.md, "Limits").
+ADMIN_TEXT_LIMITS = {("source", "text"): MAX_SOURCE_CHARS, ("summary", "text"): MAX_SUMMARY_CHARS}
+
+
 class CheckedTextAdminForm(forms.ModelForm):
     """The admin's edit forms. Their text fields refuse NUL already (Django's validator)
-    and a form post cannot carry a lone surrogate; their JSON fields can carry both."""
+    and a form post cannot carry a lone surrogate; their JSON fields can carry both. A
+    text field with no length of its own gets its stated limit (Django then names the
+    field and the limit when it is exceeded)."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        for field in self.fields.values():
-            # The admin builds the fields from the model; this one adds only the check.
+        model = self._meta.model._meta.model_name
+        for name, field in self.fields.items():
+            # The admin builds the fields from the model; this one adds only the checks.
             if type(field) is forms.JSONField:
                 field.__class__ = CheckedJSONField
+            elif isinstance(field, forms.CharField) and field.max_length is None:
+                limit = ADMIN_TEXT_LIMITS.get((model, name), MAX_ADMIN_TEXT_CHARS)
+                field.max_length = limit
+                field.validators.append(MaxLengthValidator(limit))
+                field.widget.attrs["maxlength"] = str(limit)
 
 
 class ActionForm(forms.Form):

@@ -588,3 +588,58 @@ class ExpectedAnswer(TimeStamped):
 
     def __str__(self) -> str:
         return f"{self.get_purpose_display()}: {self.summary.key}"
+
+
+class ApiToken(models.Model):
+    """An API token (`Authorization: Token <token>`), stored as the SHA-256 of the secret:
+    the secret is shown once, when it is made, and cannot be read back from the database.
+    The token dies with the password it was made under (`password_fingerprint` is the
+    account's session hash then, which every password change alters), when it expires
+    (API_TOKEN_TTL_HOURS after `created_at`) and when it is revoked (the row is deleted).
+    annotate/accounts.py makes, checks and revokes them."""
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100, blank=True, help_text="What the owner called it (a client, a script).")
+    prefix = models.CharField(max_length=12, help_text="The first characters of the token, to recognise it.")
+    digest = models.CharField(max_length=64, unique=True, help_text="SHA-256 of the token, hex.")
+    password_fingerprint = models.CharField(max_length=128)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["user", "-created_at"]
+        verbose_name = "API token"
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.user})"
+
+
+class LoginThrottle(models.Model):
+    """Failed logins counted for one scope (annotate/throttling.py, docs/security.md):
+    a (username, address) pair, an address, or a username. `locked_until` is when the
+    pair or address lock, or the username's delay, ends; deleting the row lifts it."""
+
+    class Scope(models.TextChoices):
+        PAIR = "pair", "Username from one address"
+        ADDRESS = "address", "Address"
+        USERNAME = "username", "Username"
+
+    scope = models.CharField(max_length=16, choices=Scope.choices)
+    username = models.CharField(max_length=150, blank=True)
+    address = models.CharField(max_length=64, blank=True)
+    failures = models.PositiveIntegerField(default=0)
+    window_start = models.DateTimeField()
+    last_failure_at = models.DateTimeField()
+    locked_until = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["scope", "username", "address"], name="login_throttle_unique_scope"),
+        ]
+        ordering = ["-last_failure_at"]
+        verbose_name = "login lock"
+
+    def __str__(self) -> str:
+        who = " from ".join(part for part in (self.username, self.address) if part)
+        return f"{self.get_scope_display()}: {who or '(none)'}"

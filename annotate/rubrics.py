@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.exceptions import ApplicationError
-from core.text_validation import find_problem
+from core.text_validation import MAX_RATIONALE_CHARS, find_problem
 
 QUESTION_KINDS = ("scale", "checkboxes", "choice", "text", "per_finding", "per_claim", "span")
 # The values a per-claim question's analysis reads as the rater's verdict on a claim
@@ -25,7 +25,7 @@ RATIONALE_MODES = ("none", "optional", "required")
 SPAN_TARGETS = ("summary", "source", "linked")
 NA_ANALYSIS = ("missing", "category")
 NA = "na"
-MAX_TEXT_LENGTH = 20_000
+MAX_TEXT_LENGTH = MAX_RATIONALE_CHARS  # text answers, rationales, span rationales (docs/security.md)
 MAX_SPANS = 200
 
 
@@ -474,6 +474,23 @@ class RubricDefinition:
             raise AnswerValidationError(errors, parts)
         return CleanAnswers(values=values, rationales=clean_rationales)
 
+    def numbers_from_text(self, answers: Any) -> Any:
+        """`answers` with the scale answers given as digits ("3", as an HTML form posts them,
+        or a model writes them) turned into numbers; everything else as given. For the
+        callers that read text; validate() itself refuses a string where a number belongs."""
+        if not isinstance(answers, dict):
+            return answers
+        converted = dict(answers)
+        for q in self.questions:
+            if not q.is_scale or q.key not in converted:
+                continue
+            raw = converted[q.key]
+            if isinstance(raw, dict) and (q.per_finding or q.per_claim):
+                converted[q.key] = {part: _number_from_text(v) for part, v in raw.items()}
+            else:
+                converted[q.key] = _number_from_text(raw)
+        return converted
+
     def rule_problems(self, values: dict) -> list[tuple[str, str]]:
         """Every consistency rule broken by `values`, as (question key, message) pairs,
         one per question (the first rule on a question is the one reported)."""
@@ -551,11 +568,19 @@ class AnswerContext:
 def _clean_scale_value(q: Question, raw: Any) -> Any:
     if q.na and raw == NA:
         return NA
-    if isinstance(raw, str) and raw.strip().lstrip("-").isdigit():
-        raw = int(raw)
+    allowed = ", ".join(str(v) for v in q.allowed_values)
+    if isinstance(raw, str):
+        # A JSON client sends the number, not its text: "3" is refused, naming the question
+        # (the rating page's form posts text; annotate.forms turns it into numbers first).
+        raise ValueError(f"must be a number, one of {allowed} (not the text {raw[:20]!r})")
     if not isinstance(raw, int) or isinstance(raw, bool) or raw not in q.values:
-        allowed = ", ".join(str(v) for v in q.allowed_values)
         raise ValueError(f"must be one of {allowed}")
+    return raw
+
+
+def _number_from_text(raw: Any) -> Any:
+    if isinstance(raw, str) and raw.strip().lstrip("-").isdigit() and len(raw.strip()) < 12:
+        return int(raw)
     return raw
 
 

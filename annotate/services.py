@@ -46,7 +46,7 @@ from annotate.selectors.claims import claim_ids, stored_per_claim
 from annotate.selectors.contents import rubric_definition
 from annotate.selectors.queue import latest_revision, revision_answers
 from core.exceptions import ApplicationError, InvalidStateError, StaleWriteError
-from core.text_validation import check_length, check_text
+from core.text_validation import MAX_SKIP_REASON_CHARS, check_length, check_limit, check_text
 
 SLUG_PATTERN = re.compile(r"^[-a-zA-Z0-9_]+$")
 # Pages under /studies/ that a study's slug would hide (annotate/study_urls.py).
@@ -590,11 +590,12 @@ def skip_assignment(*, assignment: Assignment, rater, reason: Any, version: Any)
     _check_rater(assignment, rater)
     reason = reason.strip() if isinstance(reason, str) else ""
     check_text(reason, "reason")
+    check_limit(reason, "reason", MAX_SKIP_REASON_CHARS)
     if not reason:
         raise ApplicationError("Say why you are skipping this item.", extra={"fields": {"reason": "required"}})
     if assignment.state in (Assignment.State.SUBMITTED, Assignment.State.SKIPPED, Assignment.State.WITHDRAWN):
         raise InvalidStateError("This item is already finished or withdrawn.")
-    _claim_version(assignment, version, state=Assignment.State.SKIPPED, skip_reason=reason[:5000])
+    _claim_version(assignment, version, state=Assignment.State.SKIPPED, skip_reason=reason)
     return assignment
 
 

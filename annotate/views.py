@@ -687,6 +687,7 @@ def _record_consensus(request, batch, summary, definition, data):
     if q is None:
         raise ApplicationError("Choose a question.")
     value = request.POST.getlist("value") if q.several_options else request.POST.get("value")
+    value = definition.numbers_from_text({q.key: value})[q.key]  # a form posts a scale's number as text
     batches.record_consensus(
         batch=batch,
         summary=summary,

@@ -11,7 +11,15 @@ imported code's memory pages. Reports and exports never run in a web request (th
 Celery tasks, or a background thread without a broker), so the timeout stays short.
 """
 
+import gunicorn.http.wsgi
+
 from core.env import env_int, env_str
+
+# gunicorn sends "Server: gunicorn" on every response and has no setting to change it; its
+# Response reads the module's SERVER when it is made, so this name is what clients see: no
+# software name or version to look up known flaws of (issue 27, F13).
+SERVER_HEADER = "web"
+gunicorn.http.wsgi.SERVER = SERVER_HEADER
 
 bind = env_str("WEB_BIND", "127.0.0.1:8000")
 workers = env_int("WEB_CONCURRENCY", 2, minimum=1)
@@ -22,7 +30,6 @@ graceful_timeout = 20
 preload_app = True
 accesslog = "-"
 errorlog = "-"
-# Django's own headers say what a proxy needs; gunicorn adds no server header of its own.
 forwarded_allow_ips = env_str("WEB_FORWARDED_ALLOW_IPS", "127.0.0.1")
 
 # WEB_PREPARE=demo (what `make run` sets) or migrate (`DEMO=0 make run`): prepare the

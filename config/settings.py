@@ -5,7 +5,6 @@ Defaults work on a fresh machine with nothing running: SQLite under var/, Celery
 tasks executed in-process, no API keys.
 """
 
-from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -57,13 +56,16 @@ INSTALLED_APPS = [
     "analysis",
     "datasets",
     "literature",
-    "axes",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    # Outside ApiErrorMiddleware, so the JSON errors it makes carry the header too.
+    # These two outside every middleware that makes a response of its own (the JSON errors
+    # of ApiErrorMiddleware, the body limits), so every response carries their headers.
     "config.middleware.ContentSecurityPolicyMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Bodies over DATA_UPLOAD_MAX_MEMORY_SIZE (413) and chunked bodies (411), named.
+    "config.middleware.RequestBodyLimitMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "core.exceptions.ApiErrorMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -71,9 +73,8 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    # Last, as django-axes asks: it turns a locked-out login into the lockout answer.
-    "axes.middleware.AxesMiddleware",
+    # A login refused by the throttle answers the lockout page (annotate/throttling.py).
+    "annotate.throttling.LoginLockMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -120,12 +121,9 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
 
-# django-axes checks every login (the login page, the admin's, POST /api/auth/token/)
-# before the password is; Django's ModelBackend then checks the password.
-AUTHENTICATION_BACKENDS = [
-    "axes.backends.AxesStandaloneBackend",
-    "django.contrib.auth.backends.ModelBackend",
-]
+# Every login (the login page, the admin's, POST /api/auth/token/) passes the throttle
+# before Django's password check (annotate/throttling.py, docs/security.md).
+AUTHENTICATION_BACKENDS = ["annotate.throttling.ThrottledModelBackend"]
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"  # study admins and viewers: Studies; raters: their queue
@@ -180,16 +178,17 @@ CONTENT_SECURITY_POLICY = {
 # Login throttling counts failures per address from this.
 TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0, minimum=0)
 
-# Login throttling (django-axes): after LOGIN_FAILURE_LIMIT failed logins for one
-# username, or from one address (counted apart), further logins of that username or
-# from that address are refused for LOGIN_COOLOFF_MINUTES. A success resets the count.
-AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
-AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_COOLOFF_MINUTES", 15, minimum=1))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
-AXES_RESET_ON_SUCCESS = True
-AXES_CLIENT_IP_CALLABLE = "annotate.accounts.client_ip"
-AXES_USERNAME_CALLABLE = "annotate.accounts.client_username"
-AXES_LOCKOUT_CALLABLE = "annotate.accounts.lockout_response"
+# Login throttling (annotate/throttling.py, docs/security.md): LOGIN_FAILURE_LIMIT failures
+# of one username from one address, or LOGIN_ADDRESS_FAILURE_LIMIT from one address, within
+# LOGIN_COOLOFF_MINUTES lock that pair or address for LOGIN_COOLOFF_MINUTES; from
+# LOGIN_USERNAME_FAILURE_LIMIT failures of one username within LOGIN_USERNAME_WINDOW_HOURS,
+# each try waits 1 s, doubling, at most LOGIN_USERNAME_MAX_DELAY_SECONDS.
+LOGIN_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
+LOGIN_COOLOFF_MINUTES = env_int("LOGIN_COOLOFF_MINUTES", 15, minimum=1)
+LOGIN_ADDRESS_FAILURE_LIMIT = env_int("LOGIN_ADDRESS_FAILURE_LIMIT", 20, minimum=1)
+LOGIN_USERNAME_FAILURE_LIMIT = env_int("LOGIN_USERNAME_FAILURE_LIMIT", 10, minimum=1)
+LOGIN_USERNAME_WINDOW_HOURS = env_int("LOGIN_USERNAME_WINDOW_HOURS", 24, minimum=1)
+LOGIN_USERNAME_MAX_DELAY_SECONDS = env_int("LOGIN_USERNAME_MAX_DELAY_SECONDS", 60, minimum=1)
 
 # API tokens (POST /api/auth/token/) stop working this many hours after they were made.
 API_TOKEN_TTL_HOURS = env_int("API_TOKEN_TTL_HOURS", 720, minimum=1)
@@ -212,12 +211,18 @@ EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
 # Seconds before a silent mail server counts as down (Django's default waits forever).
 EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10, minimum=1)
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "webmaster@localhost")
-SERVER_EMAIL = DEFAULT_FROM_EMAIL
+SERVER_EMAIL = env_str("SERVER_EMAIL", DEFAULT_FROM_EMAIL)
+# SMTP over TLS with a client certificate (rare): the PEM files.
+EMAIL_SSL_CERTFILE = env_str("EMAIL_SSL_CERTFILE") or None
+EMAIL_SSL_KEYFILE = env_str("EMAIL_SSL_KEYFILE") or None
+# The file backend (EMAIL_BACKEND=django.core.mail.backends.filebased.EmailBackend) writes
+# each message to a file in this folder.
+EMAIL_FILE_PATH = env_str("EMAIL_FILE_PATH") or None
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "annotate.authentication.ExpiringTokenAuthentication",
+        "annotate.authentication.HashedTokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "annotate.api.pagination.PageOrCursorPagination",
@@ -275,6 +280,9 @@ DEMO_PASSWORD = env_str("DEMO_PASSWORD")
 # when unset; shared with the Celery workers when they run elsewhere) and the largest
 # file accepted, in bytes.
 IMPORTS_DIR = env_str("IMPORTS_DIR") or None
+# The largest request body that is not a file upload (JSON, a form), in bytes: larger is
+# a 413 naming this limit (config.middleware.RequestBodyLimitMiddleware). Django's default.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 2_621_440, minimum=1024)
 MAX_IMPORT_BYTES = env_int("MAX_IMPORT_BYTES", 200 * 1024 * 1024, minimum=1)
 
 # Libraries' routine chatter (an HTTP line per LLM call, axes' banner, ...) stays off the

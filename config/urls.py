@@ -9,6 +9,9 @@ from annotate.urls import api_urlpatterns as annotate_api
 from config import docs
 from datasets.api_urls import urlpatterns as datasets_api
 
+# A body too large to read is a 413 naming the limit; other 400s are Django's.
+handler400 = "config.middleware.bad_request"
+
 # One "api" namespace for every app's endpoints (reverse("api:export-list"), ...).
 api_urlpatterns = [
     *annotate_api,
@@ -30,6 +33,7 @@ urlpatterns = [
         annotate_study_views.InviteAcceptView.as_view(),
         name="invite-accept",
     ),
+    path("accounts/", accounts.account_page, name="account"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("rate/", include("annotate.urls")),

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 
-LIBRARIES = ("httpx", "httpx2", "httpcore", "openai", "absl", "bm25s", "axes", "celery.app.trace")
+LIBRARIES = ("httpx", "httpx2", "httpcore", "openai", "absl", "bm25s", "celery.app.trace")
 
 
 class LibraryChatter(logging.Filter):

@@ -59,6 +59,31 @@ def check_length(text: str, kind: str, field: str = "text") -> None:
         raise ApplicationError(f'field "{field}": {problem}', extra={"fields": {field: problem}})
 
 
+# The longest free text a person writes into the platform, in characters, by field
+# (docs/security.md, "Limits", lists them all). Longer input is refused with a 400 naming
+# the field and the limit, never cut short.
+MAX_RATIONALE_CHARS = 20_000  # rationales, span rationales, text answers (annotate.rubrics)
+MAX_SKIP_REASON_CHARS = 5_000
+MAX_NOTE_CHARS = 20_000
+MAX_EXPLANATION_CHARS = 20_000
+MAX_ADMIN_TEXT_CHARS = 50_000  # the Django admin's free text: a study's description, guidelines, …
+MAX_BATCH_NAME_CHARS = 200  # the column's length (annotate.models.Batch.name)
+
+
+def limit_problem(text: str, limit: int) -> str | None:
+    """Why `text` is longer than `limit` characters, or None."""
+    if not isinstance(text, str) or len(text) <= limit:
+        return None
+    return f"is {len(text):,} characters long; at most {limit:,} are allowed"
+
+
+def check_limit(text: str, field: str, limit: int) -> None:
+    """Raise a 400 naming `field` and the limit when `text` is longer than `limit`."""
+    problem = limit_problem(text, limit)
+    if problem is not None:
+        raise ApplicationError(f'field "{field}": {problem}', extra={"fields": {field: problem}})
+
+
 class InvalidTextError(ApplicationError):
     """Input holds text that cannot be stored, or JSON nested too deeply. `field` names
     where (a form field, or a dotted path into a JSON body; blank for the top level of a

@@ -26,8 +26,12 @@ from annotate.rubrics import RubricDefinitionError
 from annotate.services import RESERVED_SLUGS, rubric_by_key, store_sentences
 from core.exceptions import ApplicationError
 from core.sentences import split_spans
-from core.text_validation import InvalidTextError, length_problem, loads
+from core.text_validation import MAX_ADMIN_TEXT_CHARS, InvalidTextError, length_problem, loads
 from datasets.exporting.licences import licence_allows_text
+
+# A summary's pipeline flags (docs/import-format.md, docs/security.md "Limits").
+MAX_FLAGS = 100
+MAX_FLAG_CHARS = 100
 
 RECORD_TYPES = ("study", "source", "summary", "claim", "finding")
 SLUG_RE = re.compile(r"^[-a-zA-Z0-9_]+$")
@@ -97,12 +101,16 @@ class _Fields:
             self.fail(name, "must be an object")
         return value
 
-    def string_list(self, name: str) -> list[str]:
+    def string_list(self, name: str, *, max_items: int | None = None, max_length: int | None = None) -> list[str]:
         value = self.data.get(name, [])
         if value is None:
             return []
         if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
             self.fail(name, "must be a list of non-empty strings")
+        if max_items is not None and len(value) > max_items:
+            self.fail(name, f"has {len(value)} entries; at most {max_items} are allowed")
+        if max_length is not None and any(len(v) > max_length for v in value):
+            self.fail(name, f"has an entry longer than {max_length} characters")
         return value
 
     def integer(self, name: str, *, required: bool = True, minimum: int = 0) -> int | None:
@@ -237,8 +245,8 @@ def _clean_source(f: _Fields) -> dict:
         "title": f.string("title", required=False, max_length=1000),
         "licence": f.string("licence", required=False, max_length=200),
         "licence_url": licence_url,
-        "attribution": f.string("attribution", required=False),
-        "copyright": f.string("copyright", required=False),
+        "attribution": f.string("attribution", required=False, max_length=MAX_ADMIN_TEXT_CHARS),
+        "copyright": f.string("copyright", required=False, max_length=MAX_ADMIN_TEXT_CHARS),
         "external_ids": {k: str(v) for k, v in external_ids.items()},
         "metadata": f.mapping("metadata"),
         "text": text,
@@ -257,7 +265,7 @@ def _clean_summary(f: _Fields) -> dict:
         "text": f.string("text"),
         "generator": f.string("generator", max_length=200),
         "metadata": f.mapping("metadata"),
-        "flags": f.string_list("flags"),
+        "flags": f.string_list("flags", max_items=MAX_FLAGS, max_length=MAX_FLAG_CHARS),
         "parent": f.string("parent", required=False, max_length=200),
     }
 

@@ -171,6 +171,8 @@ def check_answer(definition: RubricDefinition, answers, rationales, context: Ans
     """The clean (answers, rationales), or AnswerValidationError with the rubric's
     messages: a person's final check, for the judged questions only."""
     keys = {q.key for q in judged_questions(definition)}
+    # A model may write a scale answer as text ("3"): read as the number it names.
+    answers = definition.numbers_from_text(answers)
     clean = definition.validate(answers, rationales, final=True, context=context, only=keys)
     return clean.values, clean.rationales
 

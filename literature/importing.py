@@ -35,6 +35,7 @@ from annotate.models import Study
 from core.exceptions import ApplicationError
 from datasets.importing import CHUNK, ImportLineError, ImportResult, _Fields, json_objects
 from literature.models import Question
+from stats.csvinput import quoting_problem
 
 PUBMEDRS_COLUMNS = (
     "specialty",
@@ -91,7 +92,10 @@ def read_rows(text: str, *, name: str = "") -> list[QuestionRow]:
 
 
 def _csv_rows(text: str) -> list[QuestionRow]:
-    reader = csv.DictReader(io.StringIO(text, newline=""))
+    problem = quoting_problem(text)
+    if problem is not None:  # csv.DictReader would read an unclosed quote as a cut cell
+        raise ImportLineError(problem[0], None, problem[1])
+    reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
     header = reader.fieldnames or []
     if not header:
         raise ApplicationError("The file holds no questions.")

@@ -7,6 +7,8 @@ missing value, anything else in a numeric column must be a finite number.
 
 from __future__ import annotations
 
+import csv
+import io
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,6 +25,7 @@ __all__ = [
     "agreement_from_csv",
     "correlate_from_csv",
     "parse_categories",
+    "quoting_problem",
     "read_csv_text",
 ]
 
@@ -31,21 +34,48 @@ class CsvInputError(ValueError):
     """The file cannot be analysed as given; the message says where and why."""
 
 
+def quoting_problem(text: str) -> tuple[int, str] | None:
+    """(line, what is wrong) for the first record whose quoting is broken, or None.
+
+    Python's csv module and pandas both accept a file whose last quoted cell is never
+    closed (`q1,"Q?` reads as one row with the cut text) or treat it as a cell running to
+    the end of the file; a strict reader refuses it, and the line named is the one the
+    broken record starts on (line 1 is the header)."""
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    start = 1
+    try:
+        for _ in reader:
+            start = reader.line_num + 1
+    except csv.Error as exc:
+        if "end of data" in str(exc):
+            return start, 'a quoted cell starting on this line is never closed (a " opens it and none ends it)'
+        return start, f'the quoting is broken ({exc}): a quoted cell must end with " before the next comma or line end'
+    return None
+
+
 def read_csv_text(path: str | Path) -> pd.DataFrame:
     """The file as a frame of stripped strings (header row = column names).
 
-    Refuses a missing, unreadable or empty file and a file with a header but no rows.
+    Refuses a missing, unreadable or empty file, a file with a header but no rows, and a
+    file whose quoting is broken (naming the line).
     """
     path = Path(path)
     try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False, encoding="utf-8-sig")
+        raw = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise CsvInputError(f"{path}: no such file.") from None
     except IsADirectoryError:
         raise CsvInputError(f"{path}: is a directory, not a CSV file.") from None
+    except UnicodeDecodeError as exc:
+        raise CsvInputError(f"{path}: not a readable CSV file ({exc}).") from None
+    problem = quoting_problem(raw)
+    if problem is not None:
+        raise CsvInputError(f"{path}: line {problem[0]}: {problem[1]}.")
+    try:
+        frame = pd.read_csv(io.StringIO(raw), dtype=str, keep_default_na=False, na_filter=False)
     except pd.errors.EmptyDataError:
         raise CsvInputError(f"{path}: the file is empty.") from None
-    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+    except pd.errors.ParserError as exc:
         raise CsvInputError(f"{path}: not a readable CSV file ({exc}).") from None
     if frame.empty:
         raise CsvInputError(f"{path}: the file has a header but no rows.")

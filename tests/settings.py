@@ -5,7 +5,6 @@ and PostgreSQL (.ci/run).
 """
 
 import os
-from datetime import timedelta
 
 os.environ.setdefault("SECRET_KEY", "tests-only-not-a-secret")
 
@@ -27,8 +26,12 @@ SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = False
 SECURE_HSTS_SECONDS = 0
 SECURE_PROXY_SSL_HEADER = None
 TRUSTED_PROXY_COUNT = 0
-AXES_FAILURE_LIMIT = 5
-AXES_COOLOFF_TIME = timedelta(minutes=15)
+LOGIN_FAILURE_LIMIT = 5
+LOGIN_COOLOFF_MINUTES = 15
+LOGIN_ADDRESS_FAILURE_LIMIT = 20
+LOGIN_USERNAME_FAILURE_LIMIT = 10
+LOGIN_USERNAME_WINDOW_HOURS = 24
+LOGIN_USERNAME_MAX_DELAY_SECONDS = 60
 API_TOKEN_TTL_HOURS = 720
 # The schemathesis suite reads /api/schema/ anonymously when it is collected; the tests
 # of the production rule (signed-in users only) turn this off.

@@ -1,6 +1,7 @@
-"""API tokens: obtain one with a username and password, revoke your own. Logins here are
-throttled by django-axes like the login page (429 `locked_out` while the username or the
-address is locked); tokens expire after API_TOKEN_TTL_HOURS (annotate.accounts)."""
+"""API tokens: obtain one with a username and password, revoke it. Logins here are
+throttled like the login page (429 `locked_out` while the pair or address is locked or the
+username delayed: annotate/throttling.py); tokens are stored hashed, expire after
+API_TOKEN_TTL_HOURS and die with the password (annotate.accounts)."""
 
 from __future__ import annotations
 
@@ -11,17 +12,25 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotate import accounts
-from annotate.authentication import token_expires_at
+from annotate import accounts, throttling
+from annotate.models import ApiToken
 
 
 class TokenObtainSerializer(serializers.Serializer):
     username = serializers.CharField(max_length=150)
     password = serializers.CharField(max_length=4096, trim_whitespace=False, style={"input_type": "password"})
+    name = serializers.CharField(
+        max_length=accounts.TOKEN_NAME_MAX_CHARS,
+        required=False,
+        allow_blank=True,
+        help_text="What the token is for (a script, a client): shown on the account page.",
+    )
 
 
 class TokenSerializer(serializers.Serializer):
-    token = serializers.CharField(help_text='Send it as "Authorization: Token <token>".')
+    token = serializers.CharField(help_text='Send it as "Authorization: Token <token>". Shown this once.')
+    prefix = serializers.CharField(help_text="Its first characters, as the account page lists it.")
+    name = serializers.CharField()
     expires_at = serializers.DateTimeField(help_text="After this the token is refused (401 token_expired).")
 
 
@@ -35,25 +44,43 @@ class AuthToken(APIView):
         request=TokenObtainSerializer,
         responses={200: TokenSerializer},
         auth=[],
-        description="Your API token (the current one while it is valid, else a new one). Failed attempts "
-        "count towards the login lockout: 429 `locked_out` with Retry-After while it lasts.",
+        description="A new API token (each call makes another; the secret is shown once and stored only as "
+        "a hash). Failed attempts count towards the login throttling: 429 `locked_out` with Retry-After "
+        "while a lock or delay lasts. Every token of an account stops working when its password changes.",
     )
     def post(self, request):
         body = TokenObtainSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        # The Django request, not DRF's wrapper: django-axes marks a locked-out attempt on it.
+        # The Django request, not DRF's wrapper: the throttle leaves its lock on it.
         django_request = request._request
         user = authenticate(
             django_request, username=body.validated_data["username"], password=body.validated_data["password"]
         )
-        if getattr(django_request, "axes_locked_out", False):
-            return accounts.lockout_response(django_request)
+        lock = getattr(django_request, "login_lock", None)
+        if lock is not None:
+            django_request.login_lock = None  # answered here, not again by the middleware
+            return throttling.lockout_response(django_request, lock)
         if user is None:
             raise accounts.InvalidCredentials("The username or password is not correct.")
-        token = accounts.obtain_token(user=user)
-        return Response(TokenSerializer({"token": token.key, "expires_at": token_expires_at(token)}).data)
+        made = accounts.create_token(user=user, name=body.validated_data.get("name", ""))
+        return Response(
+            TokenSerializer(
+                {
+                    "token": made.secret,
+                    "prefix": made.token.prefix,
+                    "name": made.token.name,
+                    "expires_at": accounts.token_expires_at(made.token),
+                }
+            ).data
+        )
 
-    @extend_schema(request=None, responses={204: None}, description="Revoke your API token (if you have one).")
+    @extend_schema(
+        request=None,
+        responses={204: None},
+        description="Revoke the token this request is made with; signed in with a session, revoke every "
+        "token of your account.",
+    )
     def delete(self, request):
-        accounts.revoke_token(user=request.user)
+        token = request.auth if isinstance(request.auth, ApiToken) else None
+        accounts.revoke_token(user=request.user, token=token)
         return Response(status=204)

@@ -123,13 +123,14 @@ def test_skip_through_the_api_requires_a_reason(assignment_a, rater_a):
 
 @pytest.mark.django_db
 def test_token_authentication_works(assignment_a, rater_a):
-    from rest_framework.authtoken.models import Token
     from rest_framework.test import APIClient
 
-    token = Token.objects.create(user=rater_a)
+    from annotate.accounts import create_token
+
+    secret = create_token(user=rater_a).secret
     client = APIClient()
     assert client.get("/api/assignments/").status_code in (401, 403)
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {secret}")
     assert client.get("/api/assignments/").json()["count"] == 1
 
 

@@ -123,7 +123,7 @@ def test_session_api_write_without_csrf_token_is_refused(assignment_a, rater_a):
     from rest_framework.test import APIClient
 
     client = APIClient(enforce_csrf_checks=True)
-    # django-axes checks every login against a request (the test client has none to give).
+    # A login with a request passes the throttle too (annotate/throttling.py).
     assert client.login(request=HttpRequest(), username="rater_a", password="correct-horse-battery")
     response = client.put(f"/api/assignments/{assignment_a.uuid}/rating/", {"version": 1, "answers": {}}, format="json")
     assert response.status_code == 403

@@ -8,8 +8,8 @@ from django.core import signals
 from django.core.wsgi import get_wsgi_application
 from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
-from rest_framework.authtoken.models import Token
 
+from annotate.accounts import create_token
 from annotate.batches import create_batch
 from annotate.services import record_claims, submit_rating
 from datasets import export_runs
@@ -68,7 +68,7 @@ def world(study, admin_user, rater_a, rater_b, settings, tmp_path):
         "own_assignment_uuid": str(own.uuid),
         "batch_assignment_uuid": str(batch.assignments.exclude(rater=admin_user).first().uuid),
         "export_id": export.id,
-        "token": Token.objects.create(user=admin_user).key,
+        "token": create_token(user=admin_user).secret,
     }
 
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from django.conf import settings as django_settings
 from django.test import Client
-from rest_framework.authtoken.models import Token
 
+from annotate.accounts import create_token
 from tests.factories import AssignmentFactory, StudyFactory, SummaryFactory, UserFactory
 
 TEMPLATES = Path(django_settings.BASE_DIR) / "templates"
@@ -141,8 +141,8 @@ def test_in_production_the_schema_and_docs_are_for_signed_in_users(settings, rat
     assert docs.status_code == 302 and docs["Location"] == "/accounts/login/?next=/api/docs/"
     script = anonymous.get("/api/docs/?script=")
     assert script.status_code == 403
-    token = Token.objects.create(user=rater_a)
-    assert Client().get("/api/schema/", HTTP_AUTHORIZATION=f"Token {token.key}").status_code == 200
+    secret = create_token(user=rater_a).secret
+    assert Client().get("/api/schema/", HTTP_AUTHORIZATION=f"Token {secret}").status_code == 200
     signed_in = Client()
     signed_in.force_login(rater_a)
     assert signed_in.get("/api/docs/").status_code == 200
@@ -162,7 +162,8 @@ READ = (
     "import json, django; django.setup(); from django.conf import settings as s; print(json.dumps({k: "
     "getattr(s, k, None) for k in ('DEBUG', 'EMAIL_BACKEND', 'API_SCHEMA_PUBLIC', 'SECURE_SSL_REDIRECT', "
     "'SECURE_HSTS_SECONDS', 'SESSION_COOKIE_SECURE', 'CSRF_COOKIE_SECURE', 'SECURE_PROXY_SSL_HEADER', "
-    "'AXES_FAILURE_LIMIT', 'API_TOKEN_TTL_HOURS', 'TRUSTED_PROXY_COUNT', 'EMAIL_TIMEOUT')}))"
+    "'LOGIN_FAILURE_LIMIT', 'LOGIN_ADDRESS_FAILURE_LIMIT', 'LOGIN_USERNAME_MAX_DELAY_SECONDS', "
+    "'API_TOKEN_TTL_HOURS', 'TRUSTED_PROXY_COUNT', 'EMAIL_TIMEOUT')}))"
 )
 
 
@@ -187,7 +188,8 @@ def test_development_defaults():
     assert values["EMAIL_BACKEND"] == "django.core.mail.backends.console.EmailBackend"
     assert values["API_SCHEMA_PUBLIC"] is True
     assert values["SECURE_SSL_REDIRECT"] is False and values["SECURE_HSTS_SECONDS"] == 0
-    assert values["AXES_FAILURE_LIMIT"] == 5 and values["API_TOKEN_TTL_HOURS"] == 720
+    assert values["LOGIN_FAILURE_LIMIT"] == 5 and values["API_TOKEN_TTL_HOURS"] == 720
+    assert values["LOGIN_ADDRESS_FAILURE_LIMIT"] == 20 and values["LOGIN_USERNAME_MAX_DELAY_SECONDS"] == 60
 
 
 def test_production_defaults_and_secure_cookies():
@@ -202,7 +204,7 @@ def test_production_defaults_and_secure_cookies():
     assert secure["SECURE_PROXY_SSL_HEADER"] == ["HTTP_X_FORWARDED_PROTO", "https"]
     assert secure["TRUSTED_PROXY_COUNT"] == 1
     tuned = read_settings(DEBUG="0", LOGIN_FAILURE_LIMIT="3", API_TOKEN_TTL_HOURS="24", API_SCHEMA_PUBLIC="1")
-    assert tuned["AXES_FAILURE_LIMIT"] == 3 and tuned["API_TOKEN_TTL_HOURS"] == 24
+    assert tuned["LOGIN_FAILURE_LIMIT"] == 3 and tuned["API_TOKEN_TTL_HOURS"] == 24
     assert tuned["API_SCHEMA_PUBLIC"] is True
 
 

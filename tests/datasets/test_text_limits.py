@@ -93,3 +93,17 @@ def test_import_evidence_inference_refuses_an_overlong_abstract(tmp_path):
     with pytest.raises(CommandError, match=r'line 1: field "text": is 220,000 characters long'):
         call_command("import_evidence_inference", str(path), "--study", study.slug)
     assert not Source.objects.filter(study=study).exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        (["f"] * 101, 'line 3: field "flags": has 101 entries; at most 100 are allowed'),
+        (["x" * 101], 'line 3: field "flags": has an entry longer than 100 characters'),
+    ],
+)
+def test_summary_flags_have_their_limits(tmp_path, flags, expected):
+    message = refused(write(tmp_path, STUDY, SOURCE, {**SUMMARY, "flags": flags}))
+    assert expected in message
+    assert not Summary.objects.exists()

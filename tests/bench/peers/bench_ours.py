@@ -214,14 +214,14 @@ SQL_ASSIGN_SUBMITTED = ("select count(*) from annotate_assignment a join annotat
 
 USERS_PY = r"""
 import json
-from rest_framework.authtoken.models import Token
+from annotate.accounts import create_token
 from annotate.services import ensure_user
 names = %r
 out = {}
 for name in names:
     user, _ = ensure_user(username=name, password=%r, is_staff=(name == %r), is_superuser=(name == %r))
-    # what `manage.py drf_create_token NAME` does (Token.objects.get_or_create), in one process
-    out[name] = Token.objects.get_or_create(user=user)[0].key
+    # what `manage.py create_api_token NAME` does, in one process
+    out[name] = create_token(user=user).secret
 print("TOKENS" + json.dumps(out))
 """
 
@@ -316,7 +316,7 @@ def main():
     t0 = time.perf_counter()
     tokens = create_users()
     res["users"] = {"raters": N_RATERS, "admin": ADMIN, "setup_s": r3(time.perf_counter() - t0, 2),
-                    "how": "annotate.services.ensure_user + Token.objects.get_or_create (= drf_create_token) "
+                    "how": "annotate.services.ensure_user + annotate.accounts.create_token (= create_api_token) "
                            "in one `manage.py shell -c`"}
     rater_tokens = [tokens[u] for u in RATERS]
     admin_tok = tokens[ADMIN]
