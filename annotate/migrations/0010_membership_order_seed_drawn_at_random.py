@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotate', '0007_discussion_notes_shared_with_raters'),
+        ('annotate', '0009_hash_existing_api_tokens'),
     ]
 
     operations = [
