@@ -45,7 +45,6 @@ demo: migrate
 
 # gunicorn (config/gunicorn.conf.py): threaded workers, the app loaded once before they fork.
 serve: install
-	@echo "Serving on http://127.0.0.1:$(PORT)/  (log in as rater1, rater2 or admin)"
 	WEB_BIND=127.0.0.1:$(PORT) MALLOC_ARENA_MAX=$(MALLOC_ARENA_MAX) $(BIN)/gunicorn config.wsgi:application -c config/gunicorn.conf.py
 
 # Django's development server, which reloads on every code change (for working on the code).
@@ -54,10 +53,14 @@ dev: demo
 
 # `make demo` then `make serve`, in one process: gunicorn's master migrates and loads the
 # demo (WEB_PREPARE=demo, config/gunicorn.conf.py) before it opens the port and forks.
+# Your own data, no demo: `DEMO=0 make run` (or WEB_PREPARE=migrate): it migrates and
+# creates the first admin from ADMIN_USERNAME/ADMIN_PASSWORD/ADMIN_EMAIL, or asks for it.
+# An explicit WEB_PREPARE always wins; the master prints the next step for the database.
+DEMO ?= 1
+run: export WEB_PREPARE ?= $(if $(filter 0 no false,$(DEMO)),migrate,demo)
 run: install
 	mkdir -p var
-	@echo "Serving on http://127.0.0.1:$(PORT)/  (log in as rater1, rater2 or admin)"
-	WEB_PREPARE=demo WEB_BIND=127.0.0.1:$(PORT) MALLOC_ARENA_MAX=$(MALLOC_ARENA_MAX) $(BIN)/gunicorn config.wsgi:application -c config/gunicorn.conf.py
+	WEB_BIND=127.0.0.1:$(PORT) MALLOC_ARENA_MAX=$(MALLOC_ARENA_MAX) $(BIN)/gunicorn config.wsgi:application -c config/gunicorn.conf.py
 
 # The browser tests drive Debian's Chromium; install it when missing (needs root).
 chromium:

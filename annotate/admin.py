@@ -27,6 +27,7 @@ from annotate.models import (
     StudyMembership,
     Summary,
 )
+from annotate.services import builtin_rubric_keys, load_builtin_rubric
 
 
 class ReadOnlyMixin:
@@ -54,7 +55,10 @@ class MembershipInline(admin.TabularInline):
 
     model = StudyMembership
     extra = 0
+    # The queue-order seed is drawn at random when the membership is made (issue 35: the
+    # form demanded an unexplained number); it is shown, not asked for.
     fields = ["user", "role", "order_seed"]
+    readonly_fields = ["order_seed"]
     autocomplete_fields = ["user"]
 
     def has_view_permission(self, request, obj=None):
@@ -77,6 +81,15 @@ class StudyAdmin(admin.ModelAdmin):
     readonly_fields = ["uuid", "created_at", "updated_at"]
     inlines = [MembershipInline]
     actions: list[str] = []  # datasets.admin adds "Export dataset"
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        if db_field.name == "rubric" and self.has_add_permission(request):
+            # The built-in rubrics are offered before any has been loaded from the command
+            # line (issue 35: "Add study" had an empty rubric list). Loading is idempotent:
+            # an unchanged file is the stored version.
+            for key in builtin_rubric_keys():
+                load_builtin_rubric(key=key)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
 
 class SentenceInline(admin.TabularInline):

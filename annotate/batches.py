@@ -7,6 +7,7 @@ stratified), and assign them with one of the designs in annotate.designs.
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Sequence
 from typing import Any
@@ -313,25 +314,50 @@ class _Preview(Exception):
 def preview_batch(**options) -> dict[str, Any]:
     """What create_batch(**options) would create, without keeping anything: the batch is
     built in a transaction that is then rolled back. Errors are create_batch's own.
-    Returns items (distinct summaries), assignments, skipped_pairs and per_rater
-    (username -> assignments)."""
+    Returns items (distinct summaries), assignments, skipped_pairs, per_rater
+    (username -> assignments), per_system (generator -> (items, assignments)) and
+    per_pair ((username, username) -> items both are given), so the balance of the
+    design over systems and rater pairs can be checked before creating it."""
     try:
         with transaction.atomic():
             batch = create_batch(**options)
-            per_rater: dict[str, int] = {}
-            for username in batch.assignments.values_list("rater__username", flat=True):
-                per_rater[username] = per_rater.get(username, 0) + 1
+            rows = list(batch.assignments.values_list("summary_id", "summary__generator", "rater__username"))
             raise _Preview(
                 {
-                    "items": batch.assignments.values("summary").distinct().count(),
+                    "items": len({summary for summary, _, _ in rows}),
                     "assignments": batch.created_assignments,
                     "skipped_pairs": batch.skipped_pairs,
                     "held_summaries": batch.held_summaries,
-                    "per_rater": dict(sorted(per_rater.items())),
+                    **preview_tables(rows),
                 }
             )
     except _Preview as done:
         return done.preview
+
+
+def preview_tables(rows: Sequence[tuple[Any, str, str]]) -> dict[str, dict]:
+    """From (summary, generator, rater) rows: assignments per rater, (items, assignments)
+    per system, and items per rater pair (two raters given the same summary)."""
+    per_rater: dict[str, int] = {}
+    per_system: dict[str, list[int]] = {}
+    raters_of: dict[Any, set[str]] = {}
+    items_of: dict[str, set] = {}
+    for summary, generator, rater in rows:
+        per_rater[rater] = per_rater.get(rater, 0) + 1
+        items_of.setdefault(generator, set()).add(summary)
+        per_system.setdefault(generator, [0, 0])[1] += 1
+        raters_of.setdefault(summary, set()).add(rater)
+    for generator, items in items_of.items():
+        per_system[generator][0] = len(items)
+    per_pair: dict[tuple[str, str], int] = {}
+    for raters in raters_of.values():
+        for pair in itertools.combinations(sorted(raters), 2):
+            per_pair[pair] = per_pair.get(pair, 0) + 1
+    return {
+        "per_rater": dict(sorted(per_rater.items())),
+        "per_system": {g: tuple(v) for g, v in sorted(per_system.items())},
+        "per_pair": dict(sorted(per_pair.items())),
+    }
 
 
 # --- withdrawing and moving ---------------------------------------------------------------

@@ -328,3 +328,51 @@ class BatchForm(forms.Form):
             "assigned": None if not d["assigned"] else d["assigned"] == "yes",
         }
         return {k: v for k, v in filters.items() if v is not None}
+
+
+# --- study setup: new study, rubric upload, members (annotate/study_views.py) ---------------
+
+
+class StudyCreateForm(forms.Form):
+    title = forms.CharField(max_length=300)
+    slug = forms.SlugField(
+        max_length=100, help_text="The study's short name in addresses and import files: letters, digits, - and _."
+    )
+    rubric = forms.ChoiceField(help_text="The newest version is pinned to the study.")
+    licence = forms.CharField(
+        max_length=100, required=False, help_text="Licence of the ratings when exported, e.g. CC-BY-4.0."
+    )
+    guidelines = forms.CharField(widget=forms.Textarea, required=False, help_text="Shown to raters above the rubric.")
+    description = forms.CharField(
+        widget=forms.Textarea, required=False, help_text="A note for the study team (never shown to raters)."
+    )
+
+    def __init__(self, *args, rubric_keys=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["rubric"].choices = [(key, label) for key, label in rubric_keys]
+
+
+class RubricUploadForm(forms.Form):
+    file = forms.FileField(
+        label="Rubric YAML file", help_text="docs/rubric-format.md. A changed definition of a key is a new version."
+    )
+
+
+class MemberForm(forms.Form):
+    """Every form of the members page: `action` says which, the other fields are each action's."""
+
+    ACTIONS = ("invite", "add", "roles", "remove", "link")
+    action = forms.ChoiceField(choices=[(a, a) for a in ACTIONS])
+    email = forms.CharField(max_length=254, required=False)
+    username = forms.CharField(max_length=150, required=False)
+    account = forms.CharField(max_length=254, required=False)
+    role = forms.ChoiceField(
+        choices=[("rater", "Rater"), ("viewer", "Viewer"), ("admin", "Study admin")], required=False
+    )
+    roles = forms.MultipleChoiceField(
+        choices=[("rater", "Rater"), ("viewer", "Viewer"), ("admin", "Study admin")], required=False
+    )
+    user = forms.IntegerField(required=False, min_value=1, max_value=MAX_COUNT)
+
+    def error_message(self) -> str:
+        return "; ".join(f"{name}: {' '.join(errors)}" for name, errors in self.errors.items())

@@ -5,6 +5,7 @@ Human work (revisions, ratings, rationales) is never deleted by a cascade: every
 foreign key that leads to it is PROTECT, and a changed answer is a new revision.
 """
 
+import secrets
 import uuid
 
 from django.conf import settings
@@ -62,6 +63,11 @@ class Study(TimeStamped):
         return self.title
 
 
+def new_order_seed() -> int:
+    """A random seed for a new member's queue order (the admin and the members page never ask for one)."""
+    return secrets.randbelow(2**31)
+
+
 class StudyMembership(TimeStamped):
     """A person's role in one study; raters also get their own queue-order seed."""
 
@@ -73,7 +79,9 @@ class StudyMembership(TimeStamped):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="memberships")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="memberships")
     role = models.CharField(max_length=16, choices=Role.choices)
-    order_seed = models.BigIntegerField(help_text="Seed of this person's randomised queue order.")
+    order_seed = models.BigIntegerField(
+        default=new_order_seed, help_text="Seed of this person's randomised queue order (chosen at random)."
+    )
 
     class Meta:
         constraints = [

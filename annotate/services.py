@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Max
 from django.utils import timezone
 
@@ -49,6 +49,9 @@ from core.exceptions import ApplicationError, InvalidStateError, StaleWriteError
 from core.text_validation import MAX_SKIP_REASON_CHARS, check_length, check_limit, check_text
 
 SLUG_RE = re.compile(r"[-a-zA-Z0-9_]+")
+SLUG_PATTERN = re.compile(r"^[-a-zA-Z0-9_]+$")
+# Pages under /studies/ that a study's slug would hide (annotate/study_urls.py).
+RESERVED_SLUGS = frozenset({"new", "rubrics"})
 
 # One write may add at most this much active time; the browser reports increments.
 MAX_ACTIVE_SECONDS_PER_WRITE = 3600
@@ -114,6 +117,114 @@ def ensure_study(*, slug: str, title: str, rubric_key: str) -> tuple[Study, bool
     if not SLUG_RE.fullmatch(slug) or len(slug) > 100:
         raise ApplicationError(f'field "slug": {slug!r} is not a slug (letters, digits, "-" and "_", at most 100)')
     return Study.objects.create(slug=slug, title=title, rubric=rubric), True
+
+
+def builtin_rubric_keys() -> list[str]:
+    return sorted(path.stem for path in builtin_rubric_path("x").parent.glob("*.yaml"))
+
+
+def rubric_by_key(*, key: str) -> Rubric:
+    """The rubric a study names by key (import files, the new-study page, the API): a
+    built-in one is loaded from fixtures/rubrics/ (so a changed file becomes a new
+    version, as before); any other key is the newest stored version of that key (one
+    uploaded on the rubric page or with `load_rubric`)."""
+    if not isinstance(key, str) or not SLUG_PATTERN.match(key) or len(key) > 64:
+        # Never a path: a key names a file of fixtures/rubrics/ or a stored rubric, nothing else.
+        raise RubricDefinitionError("a rubric key is 1-64 letters, digits, '-' and '_'")
+    if builtin_rubric_path(key).exists():
+        return load_builtin_rubric(key=key)
+    latest = Rubric.objects.filter(key=key).order_by("-version").first()
+    if latest is None:
+        raise RubricDefinitionError(
+            f"unknown rubric {key!r}: no rubric of that key is stored (upload it on the rubric page or with "
+            f"`manage.py load_rubric`) and no built-in fixtures/rubrics/{key}.yaml"
+        )
+    return latest
+
+
+def upload_rubric(*, text: str) -> tuple[Rubric, bool]:
+    """A rubric YAML from the rubric page: checked (RubricDefinitionError naming the
+    problem) and stored as load_rubric stores it: a changed definition of a key is a new
+    version, an unchanged one is the stored version. The keys of the built-in rubrics are
+    refused (their files are the truth; give your rubric its own key). Returns the rubric
+    and whether a new version was stored."""
+    check_text(text, "rubric")
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise RubricDefinitionError(f"not valid YAML: {exc}") from None
+    parsed = RubricDefinition.from_dict(raw)
+    if builtin_rubric_path(parsed.key).exists():
+        raise RubricDefinitionError(
+            f"{parsed.key!r} is a built-in rubric (fixtures/rubrics/{parsed.key}.yaml): give your rubric its own key"
+        )
+    before = Rubric.objects.filter(key=parsed.key).count()
+    try:
+        with transaction.atomic():
+            rubric = load_rubric(definition=raw)
+    except IntegrityError:  # the same key's first version stored by another upload meanwhile
+        raise ApplicationError(f"Rubric {parsed.key!r} was being stored by someone else: upload it again.") from None
+    return rubric, Rubric.objects.filter(key=parsed.key).count() > before
+
+
+# --- studies -------------------------------------------------------------------
+
+
+@transaction.atomic
+def create_study(
+    *,
+    slug: str,
+    title: str,
+    rubric_key: str,
+    created_by,
+    licence: str = "",
+    guidelines: str = "",
+    description: str = "",
+    assisted: bool = False,
+) -> Study:
+    """A new study pinned to the newest version of its rubric, with its creator as study
+    admin (the new-study page and POST /api/studies/). A taken slug is refused (409)."""
+    for name, value in (("slug", slug), ("title", title), ("licence", licence), ("guidelines", guidelines)):
+        check_text(value, name)
+    check_text(description, "description")
+    if not slug or not SLUG_PATTERN.match(slug) or len(slug) > 100:
+        raise ApplicationError(
+            "slug: 1-100 letters, digits, '-' and '_'", extra={"fields": {"slug": "1-100 letters, digits, - and _"}}
+        )
+    if not title.strip() or len(title) > 300:
+        raise ApplicationError("title: required, at most 300 characters", extra={"fields": {"title": "required"}})
+    if len(licence) > 100:
+        raise ApplicationError("licence: at most 100 characters", extra={"fields": {"licence": "too long"}})
+    if slug in RESERVED_SLUGS:
+        raise ApplicationError(
+            f"slug: {slug!r} is the name of a page; choose another", extra={"fields": {"slug": "reserved"}}
+        )
+    if Study.objects.filter(slug=slug).exists():
+        raise SlugTakenError(f"A study {slug!r} exists already.", extra={"fields": {"slug": "taken"}})
+    try:
+        rubric = rubric_by_key(key=rubric_key)
+    except RubricDefinitionError as exc:
+        raise ApplicationError(exc.message, extra={"fields": {"rubric": exc.message}}) from None
+    try:
+        with transaction.atomic():  # a savepoint: the slug may be taken meanwhile by another request
+            study = Study.objects.create(
+                slug=slug,
+                title=title.strip(),
+                rubric=rubric,
+                licence=licence.strip(),
+                guidelines=guidelines,
+                description=description,
+                assisted=assisted,
+            )
+    except IntegrityError:
+        raise SlugTakenError(f"A study {slug!r} exists already.", extra={"fields": {"slug": "taken"}}) from None
+    add_study_member(study=study, user=created_by, role=StudyMembership.Role.ADMIN)
+    return study
+
+
+class SlugTakenError(ApplicationError):
+    http_status = 409
+    code = "conflict"
 
 
 # --- memberships and assignments -------------------------------------------------

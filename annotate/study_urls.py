@@ -1,12 +1,16 @@
 from django.urls import path
 
-from annotate import views
+from annotate import study_views, views
 
 app_name = "studies"
 
 urlpatterns = [
     path("", views.studies, name="list"),
+    # Before <slug>/: annotate.services.RESERVED_SLUGS keeps studies off these names.
+    path("new/", study_views.study_create, name="create"),
+    path("rubrics/", study_views.rubric_upload, name="rubrics"),
     path("<slug:slug>/", views.study_dashboard, name="dashboard"),
+    path("<slug:slug>/members/", study_views.study_members, name="members"),
     path("<slug:slug>/batches/new/", views.batch_create, name="batch-create"),
     path("<slug:slug>/batches/<uuid:batch_uuid>/", views.batch_detail, name="batch"),
     path("<slug:slug>/batches/<uuid:batch_uuid>/disagreements/", views.disagreements, name="disagreements"),

@@ -24,6 +24,7 @@ from annotate.forms import (
     rationale_field,
     spans_field,
 )
+from annotate.members import may_create_studies
 from annotate.models import Assignment, Revision, Summary
 from annotate.rubrics import AnswerValidationError
 from annotate.selectors.access import (
@@ -64,7 +65,7 @@ def home(request):
     queue (which explains itself when it is empty), anonymous visitors on the login page."""
     if not request.user.is_authenticated:
         return redirect("login")
-    if studies_for_staff_pages(request.user).exists():
+    if studies_for_staff_pages(request.user).exists() or may_create_studies(request.user):
         return redirect("studies:list")
     return redirect("annotate:queue")
 
@@ -437,7 +438,11 @@ def display_answer(value) -> str:
 
 @login_required
 def studies(request):
-    return render(request, "annotate/studies/list.html", {"studies": studies_for_staff_pages(request.user)})
+    return render(
+        request,
+        "annotate/studies/list.html",
+        {"studies": studies_for_staff_pages(request.user), "may_create": may_create_studies(request.user)},
+    )
 
 
 @login_required
@@ -590,13 +595,20 @@ def batch_detail(request, slug, batch_uuid):
         return redirect("studies:batch", slug=study.slug, batch_uuid=batch.uuid)
     assignments = batch.assignments.select_related("rater", "summary").order_by("summary__key", "rater__username")
     definition = rubric_definition(study.rubric)
+    progress = batch_progress(batch)
+    # A skipped item says who skipped it and why, not only "0 of 2 submitted" (issue 35).
+    missing = [
+        {"summary": summary, "done": done, "planned": planned, "skips": progress.skips.get(summary.pk, [])}
+        for summary, done, planned in progress.items_missing
+    ]
     return render(
         request,
         "annotate/studies/batch.html",
         {
             "study": study,
             "batch": batch,
-            "progress": batch_progress(batch),
+            "progress": progress,
+            "missing": missing,
             "quality": quality_report(batch),
             "is_admin": is_admin,
             "assignments": assignments if is_admin else [],

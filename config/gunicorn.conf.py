@@ -32,24 +32,34 @@ accesslog = "-"
 errorlog = "-"
 forwarded_allow_ips = env_str("WEB_FORWARDED_ALLOW_IPS", "127.0.0.1")
 
-# WEB_PREPARE=demo (what `make run` sets) or migrate: prepare the database in this
-# process, after the app is loaded and before the port opens and the workers fork. One
-# interpreter and one Django start-up instead of three (`make demo` then `make serve`):
-# `make run` answers about two seconds sooner.
-PREPARE_STEPS = {"": (), "migrate": ("migrate",), "demo": ("migrate", "load_demo", "load_question_demo")}
+# WEB_PREPARE=demo (what `make run` sets) or migrate (`DEMO=0 make run`): prepare the
+# database in this process, after the app is loaded and before the port opens and the
+# workers fork. One interpreter and one Django start-up instead of three (`make demo` then
+# `make serve`): `make run` answers about two seconds sooner. `migrate` also creates the
+# first admin of an empty install (create_first_admin: from ADMIN_USERNAME/ADMIN_PASSWORD/
+# ADMIN_EMAIL, or asked at the terminal).
+PREPARE_STEPS = {
+    "": (),
+    "migrate": ("migrate", "create_first_admin"),
+    "demo": ("migrate", "load_demo", "load_question_demo"),
+}
 
 
 def on_starting(server):
     prepare = env_str("WEB_PREPARE")
     if prepare not in PREPARE_STEPS:
         raise SystemExit(f"WEB_PREPARE must be one of: migrate, demo (or unset), not {prepare!r}")
-    if not PREPARE_STEPS[prepare]:
-        return
     from django.core.management import call_command
     from django.db import connections
 
-    call_command("migrate", interactive=False)
-    for step in PREPARE_STEPS[prepare][1:]:
-        call_command(step, with_answers=True)
+    from config.startup import next_step
+
+    steps = PREPARE_STEPS[prepare]
+    if steps:
+        call_command("migrate", interactive=False)
+    for step in steps[1:]:
+        call_command(step, **({"with_answers": True} if step != "create_first_admin" else {}))
+    host, _, port = bind.rpartition(":")
+    print(next_step(f"http://{host or '127.0.0.1'}:{port}/"), flush=True)
     # The workers open their own connections after the fork; none may inherit this one.
     connections.close_all()

@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.urls import include, path
 
 from annotate import accounts
+from annotate import study_views as annotate_study_views
 from annotate import views as annotate_views
 from annotate.api.schema import DocsView, SchemaView
 from annotate.urls import api_urlpatterns as annotate_api
@@ -23,6 +24,16 @@ urlpatterns = [
     path("", annotate_views.home, name="home"),
     # Before Django's own: a reset whose e-mail could not be sent says so.
     path("accounts/password_reset/", accounts.PasswordResetView.as_view(), name="password_reset"),
+    path(
+        "accounts/password_reset/done/",
+        annotate_study_views.PasswordResetDoneView.as_view(),
+        name="password_reset_done",
+    ),
+    path(
+        "accounts/invite/<uidb64>/<token>/",
+        annotate_study_views.InviteAcceptView.as_view(),
+        name="invite-accept",
+    ),
     path("accounts/", accounts.account_page, name="account"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),

@@ -24,7 +24,7 @@ class PublishingStudyAdmin(StudyAdmin):
                 study=study, requested_by=request.user, formats=list(FORMATS), enqueue=run_api_export_task.delay
             )
             where = {"slug": study.slug, "export_id": run.id}
-            status = reverse("api:export-detail", kwargs=where)
+            status = reverse("datasets:export", kwargs=where)  # a page, not the API's JSON
             download = reverse("api:export-download", kwargs=where)
             folder = export_folder(study_slug=study.slug, export_id=run.id)
             # Without a broker the export has run by now; with one it has only started:

@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from annotate.models import Claim, Finding, Rating, Revision, Source, SourceSentence, Study, Summary
 from annotate.rubrics import RubricDefinitionError
-from annotate.services import builtin_rubric_path, load_builtin_rubric, store_sentences
+from annotate.services import RESERVED_SLUGS, rubric_by_key, store_sentences
 from core.exceptions import ApplicationError
 from core.sentences import split_spans
 from core.text_validation import MAX_ADMIN_TEXT_CHARS, InvalidTextError, length_problem, loads
@@ -162,11 +162,14 @@ def _clean_study(f: _Fields) -> dict:
     assisted = f.data.get("assisted", False)
     if not isinstance(assisted, bool):
         f.fail("assisted", "must be true or false")
-    rubric = f.string("rubric", pattern=SLUG_RE)
-    if not builtin_rubric_path(rubric).exists():
-        f.fail("rubric", f"unknown rubric {rubric!r}: no file fixtures/rubrics/{rubric}.yaml")
+    # Whether the rubric exists is the writer's question (annotate.services.rubric_by_key):
+    # a built-in file or any rubric stored under that key.
+    rubric = f.string("rubric", max_length=64, pattern=SLUG_RE)
+    slug = f.string("slug", max_length=100, pattern=SLUG_RE)
+    if slug in RESERVED_SLUGS:
+        f.fail("slug", f"{slug!r} is the name of a page (/studies/{slug}/); choose another")
     return {
-        "slug": f.string("slug", max_length=100, pattern=SLUG_RE),
+        "slug": slug,
         "title": f.string("title", max_length=300),
         "rubric": rubric,
         "guidelines": f.string("guidelines", required=False),
@@ -401,7 +404,7 @@ class _Writer:
 
     def write_study(self, line: int, d: dict) -> None:
         try:
-            rubric = load_builtin_rubric(key=d["rubric"])
+            rubric = rubric_by_key(key=d["rubric"])
         except RubricDefinitionError as exc:
             raise ImportLineError(line, "rubric", exc.message) from None
         values = {k: d[k] for k in ("title", "guidelines", "description", "licence", "assisted")}
@@ -744,11 +747,16 @@ def _evidence_span(line: int, d: dict, text: str) -> tuple[int, int]:
 
 def _check_one_study(record: Record, d: dict, slug: str) -> None:
     if record.type == "study":
-        raise ImportLineError(
-            record.line,
-            "type",
-            f"a study record cannot be imported into study {slug!r}: give its sources, summaries, claims and findings",
-        )
+        # The study's own line (a whole file made for `import_jsonl`) updates its title,
+        # guidelines, description, licence and assisted flag; its rubric must be the
+        # study's (write_study checks). Another study cannot be made or changed here.
+        if d["slug"] != slug:
+            raise ImportLineError(
+                record.line,
+                "slug",
+                f"must be {slug!r}, the study this file is imported into (create other studies on the new-study page)",
+            )
+        return
     if d["study"] != slug:
         raise ImportLineError(record.line, "study", f"must be {slug!r}, the study this file is imported into")
 
@@ -764,8 +772,9 @@ def import_records(
     first bad line in file order stops the import and everything is rolled back.
     `progress(records, line)` is called after each chunk is written.
 
-    `only_study` (imports over the API, by a study admin): every record must belong to
-    that existing study, and the file may not create or change studies.
+    `only_study` (imports over the API and the import page, by a study admin): every
+    record must belong to that existing study; the file may hold that study's own line
+    (which updates its text fields, with the same rubric) but no other study's.
 
     A finding's identity is its source and index (as the Evidence Inference importer's);
     one that was rated cannot change."""

@@ -9,4 +9,6 @@ app_name = "datasets"
 urlpatterns = [
     path("<slug:slug>/imports/", views.imports, name="imports"),
     path("<slug:slug>/imports/<uuid:import_id>/retry/", views.import_retry, name="import-retry"),
+    path("<slug:slug>/exports/", views.exports, name="exports"),
+    path("<slug:slug>/exports/<uuid:export_id>/", views.export_detail, name="export"),
 ]

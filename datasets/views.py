@@ -1,6 +1,7 @@
-"""Study admins' import page: upload a JSON Lines file and follow its runs. The upload
-goes through the same service and task as POST /api/studies/<slug>/imports/
-(datasets.import_runs), so the page and the API import alike."""
+"""Study admins' import and export pages: upload a JSON Lines file and follow its runs;
+start a dataset export and follow it to its download. They go through the same services
+and tasks as POST /api/studies/<slug>/imports/ and /exports/ (datasets.import_runs,
+datasets.export_runs), so the pages and the API import and export alike."""
 
 from __future__ import annotations
 
@@ -10,12 +11,13 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotate.selectors.access import get_study_for_admin
 from core.exceptions import ApplicationError
-from datasets import import_runs
-from datasets.tasks import run_api_import_task
+from datasets import export_runs, import_runs
+from datasets.tasks import run_api_export_task, run_api_import_task
 
 
 def _moment(iso: str | None) -> datetime | None:
@@ -89,3 +91,69 @@ def import_retry(request, slug, import_id):
     else:
         messages.info(request, f"{run.file_name}: {run.status}.")
     return redirect("datasets:imports", slug=study.slug)
+
+
+# --- exports (issue 35): the same service and task as POST /api/studies/<slug>/exports/ ---
+
+
+class ExportForm(forms.Form):
+    formats = forms.MultipleChoiceField(
+        choices=[(f, f) for f in export_runs.FORMATS],
+        initial=list(export_runs.FORMATS),
+        widget=forms.CheckboxSelectMultiple,
+    )
+    phase = forms.ChoiceField(choices=[(p, p) for p in export_runs.PHASES], initial="all")
+    include_calibration = forms.BooleanField(required=False, label="Include calibration batches")
+    include_restricted = forms.BooleanField(
+        required=False,
+        label="Include the text of sources whose licence does not allow a CC BY release",
+    )
+
+
+def _export_row(run) -> dict:
+    return {"run": run, "started": _moment(run.created_at), "finished": _moment(run.finished_at)}
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def exports(request, slug):
+    """Study admins: start a dataset export (every format by default, restricted sources
+    withheld) and see the study's exports, each linking to its page."""
+    study = get_study_for_admin(request.user, slug)
+    form = ExportForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            run = export_runs.start_export(
+                study=study, requested_by=request.user, enqueue=run_api_export_task.delay, **form.cleaned_data
+            )
+        except ApplicationError as exc:
+            form.add_error(None, exc.message)
+        else:
+            return redirect("datasets:export", slug=study.slug, export_id=run.id)
+    runs = export_runs.list_exports(study=study)[:20]
+    return render(
+        request,
+        "datasets/exports.html",
+        {"study": study, "form": form, "rows": [_export_row(run) for run in runs]},
+        status=400 if form.errors else 200,
+    )
+
+
+@login_required
+def export_detail(request, slug, export_id):
+    """One export's page: its status (refreshing while it runs), counts, withheld sources
+    and the download link once done (the API's download, which takes the session)."""
+    study = get_study_for_admin(request.user, slug)
+    run = export_runs.get_export(study=study, export_id=export_id)
+    return render(
+        request,
+        "datasets/export.html",
+        {
+            "study": study,
+            "row": _export_row(run),
+            "waiting": run.status in ("pending", "running"),
+            "download": reverse("api:export-download", kwargs={"slug": study.slug, "export_id": run.id})
+            if run.status == "done"
+            else "",
+        },
+    )

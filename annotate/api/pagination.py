@@ -28,6 +28,8 @@ from rest_framework.response import Response
 from rest_framework.utils.urls import remove_query_param, replace_query_param
 
 CURSOR_PARAM = "cursor"
+# The most rows a client may ask for in one page (`?page_size=`).
+MAX_PAGE_SIZE = 1000
 
 
 def encode_cursor(position: list) -> str:
@@ -67,7 +69,11 @@ def after(keys: tuple[str, ...], position: list) -> Q:
 
 
 class PageOrCursorPagination(PageNumberPagination):
-    """Page numbers, or keyset pages when the request has `cursor` (module docstring)."""
+    """Page numbers, or keyset pages when the request has `cursor` (module docstring).
+    `page_size` sets the rows per page (default PAGE_SIZE, 50; at most MAX_PAGE_SIZE)."""
+
+    page_size_query_param = "page_size"
+    max_page_size = MAX_PAGE_SIZE
 
     def paginate_queryset(self, queryset, request, view=None):
         self.cursor_mode = CURSOR_PARAM in request.query_params

@@ -5,7 +5,9 @@ metadata and flags included: never reachable by a rater).
 from __future__ import annotations
 
 from django.db.models import JSONField
+from django.urls import reverse
 from drf_spectacular.utils import extend_schema, extend_schema_field
+from rest_framework import exceptions as drf_exceptions
 from rest_framework import generics, serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -18,6 +20,7 @@ from annotate.api.common import (
     SourceRefSerializer,
     query_params,
 )
+from annotate.members import may_create_studies
 from annotate.models import (
     Claim,
     Finding,
@@ -36,6 +39,7 @@ from annotate.selectors.contents import (
     study_counts,
     summaries_for_study,
 )
+from annotate.services import create_study
 
 
 class RubricSerializer(serializers.ModelSerializer):
@@ -100,6 +104,18 @@ class StudyQuery(serializers.Serializer):
     )
 
 
+class StudyCreateSerializer(serializers.Serializer):
+    slug = serializers.SlugField(max_length=100)
+    title = serializers.CharField(max_length=300)
+    rubric = serializers.CharField(
+        max_length=64, help_text="A rubric key: a built-in rubric or any stored one (the newest version is pinned)."
+    )
+    licence = serializers.CharField(max_length=100, required=False, default="", allow_blank=True)
+    guidelines = serializers.CharField(required=False, default="", allow_blank=True, trim_whitespace=False)
+    description = serializers.CharField(required=False, default="", allow_blank=True, trim_whitespace=False)
+    assisted = serializers.BooleanField(required=False, default=False)
+
+
 class StudyList(FakeViewMixin, generics.ListAPIView):
     """The studies you have a role in (staff: every study), with your roles."""
 
@@ -108,6 +124,38 @@ class StudyList(FakeViewMixin, generics.ListAPIView):
     @extend_schema(parameters=[StudyQuery])
     def get(self, request, *args, **kwargs):
         return super().get(request, *args, **kwargs)
+
+    @extend_schema(
+        request=StudyCreateSerializer,
+        responses={201: StudyDetailSerializer},
+        description="Create a study; you become its study admin. Superusers and accounts with the permission "
+        "annotate.add_study only (403 otherwise); a taken slug is 409 (docs/api.md).",
+    )
+    def post(self, request, *args, **kwargs):
+        if not may_create_studies(request.user):
+            raise drf_exceptions.PermissionDenied(
+                "Creating studies needs a superuser or the permission annotate.add_study (docs/accounts.md)."
+            )
+        body = StudyCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        d = body.validated_data
+        study = create_study(
+            slug=d["slug"],
+            title=d["title"],
+            rubric_key=d["rubric"],
+            licence=d["licence"],
+            guidelines=d["guidelines"],
+            description=d["description"],
+            assisted=d["assisted"],
+            created_by=request.user,
+        )
+        study = studies_for_user(request.user).get(pk=study.pk)
+        location = reverse("api:study-detail", kwargs={"slug": study.slug})
+        return Response(
+            StudyDetailSerializer(study, context={"request": request}).data,
+            status=201,
+            headers={"Location": request.build_absolute_uri(location)},
+        )
 
     def get_queryset(self):
         if self.is_schema_view():

@@ -11,6 +11,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
+from rest_framework import exceptions as drf_exceptions
 from rest_framework import generics, serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -352,8 +353,11 @@ class AnswerRowSerializer(serializers.Serializer):
 
 class AnswerQuery(serializers.Serializer):
     phase = serializers.ChoiceField(PHASES, default="initial")
-    summary = serializers.UUIDField(required=False)
-    rater = serializers.CharField(required=False, help_text="Username.")
+    summary = serializers.UUIDField(required=False, help_text="Only this summary (its uuid).")
+    summary_key = serializers.CharField(required=False, max_length=200, help_text="Only this summary (its import key).")
+    rater = serializers.CharField(
+        required=False, max_length=150, help_text="Username; 400 if nobody of that name has work in the batch."
+    )
 
 
 def _requested_answers(request, slug, batch_uuid):
@@ -362,9 +366,16 @@ def _requested_answers(request, slug, batch_uuid):
     study = permissions.study_for_admin(request, slug)
     batch = get_batch(study, batch_uuid)
     query = query_params(AnswerQuery, request)
+    if "rater" in query and not batch.assignments.filter(rater__username=query["rater"]).exists():
+        raise drf_exceptions.ValidationError({"rater": f"no rater {query['rater']!r} has work in this batch"})
     summary = None
-    if "summary" in query:
-        summary = Summary.objects.filter(study=study, uuid=query["summary"]).first()
+    if "summary" in query or "summary_key" in query:
+        summaries = Summary.objects.filter(study=study)
+        if "summary" in query:
+            summaries = summaries.filter(uuid=query["summary"])
+        if "summary_key" in query:
+            summaries = summaries.filter(key=query["summary_key"])
+        summary = summaries.first()
         if summary is None:
             return study, batch, Revision.objects.none()
     revisions = batch_answer_revisions(batch, phase=query["phase"], summary=summary, rater=query.get("rater"))

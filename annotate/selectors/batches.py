@@ -5,7 +5,7 @@ accuracy, consensus and discussion notes."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -110,6 +110,8 @@ class BatchProgress:
     raters: list[RaterProgress]
     items: int
     items_missing: list[tuple[Summary, int, int]]  # (summary, submitted, planned)
+    # summary id -> [(rater, skip reason)] of the batch's skipped assignments
+    skips: dict[int, list[tuple[Any, str]]] = field(default_factory=dict)
 
 
 def batch_progress(batch: Batch) -> BatchProgress:
@@ -149,7 +151,11 @@ def batch_progress(batch: Batch) -> BatchProgress:
         if submitted < planned:
             missing.append((items[0].summary, submitted, planned))
     missing.sort(key=lambda row: (row[1] - row[2], row[0].key))
-    return BatchProgress(batch=batch, raters=rows, items=len(per_item), items_missing=missing)
+    skips: dict[int, list[tuple[Any, str]]] = {}
+    for a in assignments:
+        if a.state == Assignment.State.SKIPPED:
+            skips.setdefault(a.summary_id, []).append((a.rater, a.skip_reason))
+    return BatchProgress(batch=batch, raters=rows, items=len(per_item), items_missing=missing, skips=skips)
 
 
 def batch_answers(batch: Batch, *, phase: str = "initial", summary: Summary | None = None) -> dict:

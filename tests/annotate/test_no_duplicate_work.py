@@ -70,6 +70,10 @@ def test_preview_counts_what_create_then_makes_and_keeps_nothing(study, rater_a,
         "skipped_pairs": 2,
         "held_summaries": 0,
         "per_rater": {"rater_a": 3, "rater_b": 5},
+        # One system (the factory's generator): 5 summaries, 8 new assignments; the two
+        # raters share the 3 summaries rater_a did not have yet.
+        "per_system": {"secret-model-x": (5, 8)},
+        "per_pair": {("rater_a", "rater_b"): 3},
     }
     batch = create_batch(**options)
     assert batch.assignments.count() == preview["assignments"] and batch.skipped_pairs == preview["skipped_pairs"]
@@ -90,6 +94,8 @@ def test_a_sample_is_drawn_from_the_summaries_the_raters_do_not_all_have(study, 
             "skipped_pairs": 0,
             "held_summaries": 10,
             "per_rater": {"rater_a": 6, "rater_b": 6},
+            "per_system": {"secret-model-x": (6, 12)},
+            "per_pair": {("rater_a", "rater_b"): 6},
         }
     second = create_batch(name="second", **options)
     assert set(second.assignments.values_list("summary_id", flat=True)).isdisjoint(had)

@@ -76,9 +76,13 @@ def test_an_admin_imports_a_file_and_polls_its_run(admin_of_study):
         ),
         ({"type": "source", "key": "s9", "text": ""}, "text", ""),
         ({"type": "source", "study": "another-study", "key": "s9", "text": "T."}, "study", "must be 'trial-sums'"),
-        ({"type": "study", "slug": "trial-sums", "title": "T", "rubric": "litsumm"}, "type", "a study record cannot"),
+        (
+            {"type": "study", "slug": "other-study", "title": "T", "rubric": "litsumm"},
+            "slug",
+            "must be 'trial-sums', the study this file is imported into",
+        ),
     ],
-    ids=["unknown-source", "empty-text", "other-study", "study-record"],
+    ids=["unknown-source", "empty-text", "other-study", "another-study-record"],
 )
 def test_a_bad_line_fails_the_run_names_the_line_and_writes_nothing(admin_of_study, bad_record, field, message):
     study, admin = admin_of_study

@@ -1,0 +1,206 @@
+"""Setting a study up from the browser (issue 35): a new study, a rubric upload, the
+study's members (invites, existing accounts, roles, removal) and the page an invited
+person sets their password on. Thin: a form, a service from annotate.services or
+annotate.members, a page. Who may do what: annotate.members' docstring and docs/accounts.md.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count
+from django.shortcuts import redirect, render
+from django.urls import reverse_lazy
+from django.views.decorators.http import require_http_methods
+
+from annotate import members, services
+from annotate.forms import MemberForm, RubricUploadForm, StudyCreateForm
+from annotate.models import Rubric
+from annotate.rubrics import RubricDefinitionError
+from annotate.selectors.access import get_study_for_admin
+from core.exceptions import ApplicationError
+
+MAX_RUBRIC_BYTES = 1 << 20
+
+
+def _require_creator(user) -> None:
+    if not members.may_create_studies(user):
+        raise PermissionDenied(
+            "Creating studies and uploading rubrics needs a superuser or the “Can add study” permission "
+            "(docs/accounts.md)."
+        )
+
+
+def rubric_choices() -> list[tuple[str, str]]:
+    """Every rubric a study can name: the built-in ones and every stored key, newest version's title."""
+    latest: dict[str, Rubric] = {}
+    for rubric in Rubric.objects.order_by("key", "version"):
+        latest[rubric.key] = rubric
+    keys = sorted(set(latest) | set(services.builtin_rubric_keys()))
+    return [(key, f"{key}: {latest[key].title} (v{latest[key].version})" if key in latest else key) for key in keys]
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def study_create(request):
+    _require_creator(request.user)
+    form = StudyCreateForm(request.POST or None, rubric_keys=rubric_choices())
+    if request.method == "POST" and form.is_valid():
+        d = form.cleaned_data
+        try:
+            study = services.create_study(
+                slug=d["slug"],
+                title=d["title"],
+                rubric_key=d["rubric"],
+                licence=d["licence"],
+                guidelines=d["guidelines"],
+                description=d["description"],
+                created_by=request.user,
+            )
+        except ApplicationError as exc:
+            named = {k: v for k, v in exc.extra.get("fields", {}).items() if k in form.fields}
+            form.add_error(next(iter(named), None), exc.message)
+        else:
+            messages.success(
+                request, f"Study {study.title!r} created with rubric {study.rubric}. You are its study admin."
+            )
+            return redirect("studies:dashboard", slug=study.slug)
+    return render(
+        request,
+        "annotate/studies/study_form.html",
+        {"form": form},
+        status=400 if request.method == "POST" else 200,
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def rubric_upload(request):
+    _require_creator(request.user)
+    form = RubricUploadForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        upload = form.cleaned_data["file"]
+        try:
+            if upload.size > MAX_RUBRIC_BYTES:
+                raise ApplicationError(f"A rubric file is at most {MAX_RUBRIC_BYTES:,} bytes.")
+            try:
+                text = upload.read().decode("utf-8")
+            except UnicodeDecodeError:
+                raise ApplicationError("The file is not UTF-8 text.") from None
+            rubric, new = services.upload_rubric(text=text)
+        except (ApplicationError, RubricDefinitionError) as exc:
+            form.add_error("file", exc.message)
+        else:
+            if new:
+                messages.success(request, f"Rubric {rubric.key} stored as version {rubric.version}.")
+            else:
+                messages.info(request, f"Rubric {rubric.key} is unchanged: still version {rubric.version}.")
+            return redirect("studies:rubrics")
+    rubrics = Rubric.objects.annotate(n_studies=Count("studies")).order_by("key", "-version")
+    return render(
+        request,
+        "annotate/studies/rubrics.html",
+        {"form": form, "rubrics": rubrics, "builtin": services.builtin_rubric_keys()},
+        status=400 if form.errors else 200,
+    )
+
+
+def _member(study, user_id):
+    user = get_user_model().objects.filter(pk=user_id, memberships__study=study).distinct().first()
+    if user is None:
+        raise ApplicationError("This account is not a member of the study.")
+    return user
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def study_members(request, slug):
+    """The study's people: who has which role, invites by e-mail, existing accounts added
+    by exact username or e-mail, roles set, members removed (their work stays)."""
+    study = get_study_for_admin(request.user, slug)
+    invitation = None
+    error = ""
+    if request.method == "POST":
+        form = MemberForm(request.POST)
+        try:
+            if not form.is_valid():
+                raise ApplicationError(form.error_message())
+            d = form.cleaned_data
+            action = d["action"]
+            if action == "invite":
+                invitation = members.invite_member(
+                    study=study,
+                    email=d["email"],
+                    username=d["username"],
+                    role=d["role"] or "rater",
+                    invited_by=request.user,
+                    request=request,
+                )
+            elif action == "link":
+                invitation = members.reissue_invitation(
+                    study=study, user=_member(study, d["user"]), invited_by=request.user, request=request
+                )
+            elif action == "add":
+                membership = members.add_existing_member(
+                    study=study, identifier=d["account"], role=d["role"] or "rater"
+                )
+                messages.success(request, f"{membership.user.get_username()} added as {membership.get_role_display()}.")
+            elif action == "roles":
+                user = _member(study, d["user"])
+                roles = members.set_member_roles(study=study, user=user, roles=d["roles"], changed_by=request.user)
+                messages.success(request, f"{user.get_username()}: {', '.join(roles)}.")
+            elif action == "remove":
+                user = _member(study, d["user"])
+                withdrawn = members.remove_member(study=study, user=user, removed_by=request.user)
+                messages.success(
+                    request,
+                    f"{user.get_username()} removed from the study; their answers are kept"
+                    + (
+                        f", {withdrawn} unfinished assignment{'s' if withdrawn != 1 else ''} withdrawn."
+                        if withdrawn
+                        else "."
+                    ),
+                )
+            if invitation is None:
+                return redirect("studies:members", slug=study.slug)
+        except ApplicationError as exc:
+            error = exc.message
+    return render(
+        request,
+        "annotate/studies/members.html",
+        {
+            "study": study,
+            "rows": members.study_members(study),
+            "invitation": invitation,
+            "mail_configured": members.mail_is_configured(),
+            "error": error,
+            "me": request.user,
+        },
+        status=400 if error else 200,
+    )
+
+
+class InviteAcceptView(auth_views.PasswordResetConfirmView):
+    """The invitation link: Django's one-time password-reset token (annotate.members),
+    on a page that says "set your password" and then sends the person to log in."""
+
+    template_name = "registration/invite_accept.html"
+    success_url = reverse_lazy("login")
+    reset_url_token = "set-password"
+
+    def form_valid(self, form):
+        response = super().form_valid(form)
+        messages.success(self.request, f"Password set. Log in as {form.user.get_username()}.")
+        return response
+
+
+class PasswordResetDoneView(auth_views.PasswordResetDoneView):
+    """After "Forgot your password?": what was and was not sent, without telling whether an
+    account has the address (docs/accounts.md). Django mails only active accounts with a
+    usable password; the page says so, and says when this site delivers no mail at all."""
+
+    def get_context_data(self, **kwargs):
+        return {**super().get_context_data(**kwargs), "mail_configured": members.mail_is_configured()}
