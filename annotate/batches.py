@@ -469,6 +469,7 @@ def open_rerating(*, batch: Batch, summaries: Sequence[Summary] | None = None) -
             rubric=assignment.study.rubric,
             phase=Revision.Phase.POST_DISCUSSION,
             assisted=assignment.study.assisted,
+            shown_order=assignment.shown_order,
         )
         answers, rationales = revision_answers(previous)
         definition = rubric_definition(assignment.study.rubric)

@@ -89,7 +89,7 @@ def _question_views(
     views = []
     part_errors = part_errors or {}
     for q in definition.questions:
-        if not q.asked(has_findings=bool(findings), has_claims=bool(claims)):
+        if not q.asked(has_findings=bool(findings), has_claims=bool(claims), comparison=False):
             continue  # a per-finding question about a source without findings
         value = answers.get(q.key)
         by_part = dict(part_errors.get(q.key, ()))
@@ -144,7 +144,11 @@ def _question_views(
 def _keys_hint(definition, findings, claims) -> str:
     """The keyboard hint under the buttons, true to this rubric: a scale's digits are its
     own values (1–4 on the clinfo and claims rubrics, 1–5 on LitSumm's)."""
-    asked = [q for q in definition.questions if q.asked(has_findings=bool(findings), has_claims=bool(claims))]
+    asked = [
+        q
+        for q in definition.questions
+        if q.asked(has_findings=bool(findings), has_claims=bool(claims), comparison=False)
+    ]
     bounds = {q.scale_bounds for q in asked if q.is_scale}
     scale = ""
     if len(bounds) == 1:

@@ -154,8 +154,9 @@ def revision_answers(revision: Revision | None) -> tuple[dict[str, Any], dict[st
             if rationale is not None:
                 rationales.setdefault(rating.question, {})[finding] = rationale.text
             continue
-        if isinstance(rating.value, dict):
-            # A per-claim answer (annotate.selectors.claims): the only kind stored as an object.
+        if isinstance(rating.value, dict) and "preferred" not in rating.value:
+            # A per-claim answer (annotate.selectors.claims); a preference is the other
+            # object-valued answer, read as it is stored.
             answers[rating.question], rationales[rating.question] = per_claim_parts(rating.value)
             continue
         answers[rating.question] = rating.answer
