@@ -196,12 +196,24 @@ class BatchForm(forms.Form):
             ("partial_overlap", "Partial overlap: a share of items doubly rated, the rest once"),
             ("pairwise_overlap", "Pairwise overlap: every pair of raters shares m items"),
             ("balanced", "Balanced: each rater sees each generator equally often, a source's summaries together"),
+            (
+                "comparisons",
+                "Comparisons: two generators' summaries of a source side by side, k raters each, "
+                "left and right counterbalanced",
+            ),
         ]
     )
     # The bounds are those of the API (annotate/api/study_batches.py) and of the columns.
     k = forms.IntegerField(min_value=1, max_value=1000, initial=2, label="k (raters per item)")
     share = forms.FloatField(min_value=0, max_value=1, initial=0.2, label="Share doubly rated")
     m = forms.IntegerField(min_value=1, max_value=100_000, initial=1, label="m (items per rater pair)")
+    per_source = forms.IntegerField(
+        min_value=1,
+        max_value=100_000,
+        required=False,
+        label="Comparisons per source",
+        help_text="Pairs of generators compared per source, balanced across sources (blank: every pair).",
+    )
     n = forms.IntegerField(min_value=1, max_value=10_000_000, required=False, label="Sample size (blank: all matching)")
     stratify_by = forms.CharField(
         required=False, label="Stratify by", help_text="Comma-separated: generator, context_length, source.FIELD"
@@ -257,7 +269,7 @@ class BatchForm(forms.Form):
             ("generator", "flags", "no_flags", "source_field", "min_context", "max_context", "rated", "assigned"),
         ),
         ("Sample", ("n", "stratify_by", "seed")),
-        ("Design", ("design", "k", "share", "m", "blinded")),
+        ("Design", ("design", "k", "share", "m", "per_source", "blinded")),
         ("Quality control", ("training", "attention_every", "gold")),
     )
 

@@ -487,6 +487,7 @@ def batch_create(request, slug):
             "training": d["training"],
             "attention_every": d["attention_every"],
             "created_by": request.user,
+            "per_source": d["per_source"],
         }
         gold_keys = form.gold_keys()
         gold = list(study.summaries.filter(key__in=gold_keys))
