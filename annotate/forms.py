@@ -4,7 +4,7 @@ Field names: `<key>` for a question's value, `<key>__rationale` for its rational
 `<key>__<finding id>` (+ `__rationale`) for per-finding questions, `<key>__<claim id>`
 (+ `__rationale`) for per-claim questions, and
 `<key>__json` for a span question's highlights (a JSON list, kept up to date by
-static/js/rate.js).
+static/js/rate.js), `<key>__strength` for a preference's strength.
 """
 
 from __future__ import annotations
@@ -38,6 +38,10 @@ def spans_field(question_key: str) -> str:
     return f"{question_key}__json"
 
 
+def strength_field(question_key: str) -> str:
+    return f"{question_key}__strength"
+
+
 def answers_from_post(
     definition: RubricDefinition, data: QueryDict, finding_ids: tuple[str, ...] = (), claim_ids: tuple[str, ...] = ()
 ) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -62,7 +66,10 @@ def answers_from_post(
             except InvalidTextError as exc:
                 raise AnswerValidationError({q.key: exc.problem}) from None
             continue
-        if q.several_options:
+        if q.preference:
+            preferred, strength = data.get(q.key), data.get(strength_field(q.key))
+            answers[q.key] = {"preferred": preferred, "strength": strength} if preferred else None
+        elif q.several_options:
             answers[q.key] = data.getlist(q.key)
         else:
             answers[q.key] = data.get(q.key)

@@ -224,6 +224,8 @@ class Question:
     @property
     def template(self) -> str:
         """The rating page's template for this kind of question."""
+        if self.in_compared:
+            return "annotate/questions/compared_span.html"
         return f"annotate/questions/{self.kind}.html"
 
     @property
