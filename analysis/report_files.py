@@ -32,6 +32,9 @@ FILE_NAMES = (
     "correlation.csv",
     "meta_evaluation.csv",
     "by_system.csv",
+    "comparisons_wins.csv",
+    "comparisons_ranking.csv",
+    "comparisons_position_bias.csv",
 )
 
 _AGREEMENT_STATISTICS = (
@@ -182,6 +185,21 @@ def system_rows(report: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]
     return rows, columns
 
 
+def comparison_rows(report: dict[str, Any], part: str) -> list[dict[str, Any]]:
+    """One table of the comparisons section, every preference question's rows with it."""
+    rows = []
+    for section in report.get("comparisons") or []:
+        if part == "ranking":
+            ranking = section.get("ranking") or {}
+            rows += [
+                {"question": section["question"], "n_resamples": ranking.get("n_resamples"), **row}
+                for row in ranking.get("systems") or []
+            ]
+        else:
+            rows += [{"question": section["question"], **row} for row in section.get(part) or []]
+    return rows
+
+
 def report_files(report: dict[str, Any]) -> dict[str, str]:
     """Every downloadable file of the report, name -> text (CSV or JSON)."""
     histograms = [
@@ -266,4 +284,26 @@ def report_files(report: dict[str, Any]) -> dict[str, str]:
         ),  # fmt: skip
         "meta_evaluation.csv": _csv(meta_evaluation_rows(report), META_COLUMNS),
         "by_system.csv": _csv(*system_rows(report)),
+        "comparisons_wins.csv": _csv(
+            comparison_rows(report, "win_tie_loss"),
+            ["question", "a", "b", "n", "wins_a", "ties", "wins_b", "win_rate_a", "ci_low", "ci_high"],
+        ),
+        "comparisons_ranking.csv": _csv(
+            comparison_rows(report, "ranking"),
+            [
+                "question",
+                "system",
+                "strength",
+                "probability",
+                "ci_low",
+                "ci_high",
+                "place",
+                "place_kept",
+                "n_resamples",
+            ],
+        ),
+        "comparisons_position_bias.csv": _csv(
+            comparison_rows(report, "position_bias"),
+            ["question", "rater", "n", "left", "left_share", "ci_low", "ci_high", "p_value"],
+        ),
     }
