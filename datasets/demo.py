@@ -118,7 +118,9 @@ def load_demo(*, password: str, with_answers: bool = False) -> DemoResult:
             created += batch.created_assignments
     if with_answers and created:  # only on the run that made the batches: never over a person's work
         answered = answer_demo(raters=raters)
-    pairwise_created, pairwise_answered = load_pairwise_demo(admin=admin, raters=raters, with_answers=with_answers)
+    pairwise_created, pairwise_answered = load_pairwise_demo(
+        admin=admin, raters=raters, with_answers=with_answers, imported=imported
+    )
     created += pairwise_created
     answered += pairwise_answered
     return DemoResult(
@@ -312,14 +314,17 @@ def _pairwise_records() -> list[dict]:
     return records
 
 
-def load_pairwise_demo(*, admin, raters, with_answers: bool) -> tuple[int, int]:
+def load_pairwise_demo(*, admin, raters, with_answers: bool, imported: ImportResult | None = None) -> tuple[int, int]:
     """The pairwise demo study with a comparison batch of every pair of its three systems
     per abstract, two raters each; with answers, seeded preferences for all but the last
     LEFT_TO_RATE items of each queue. Skipped entirely when the study exists (make run
-    stays cheap). Returns (assignments created, answers submitted)."""
+    stays cheap). Returns (assignments created, answers submitted); the import's counts
+    are added to `imported`."""
     if Study.objects.filter(slug=PAIRWISE_STUDY).exists():
         return 0, 0
-    import_records(lines=(json.dumps(r) for r in _pairwise_records()))
+    result = import_records(lines=(json.dumps(r) for r in _pairwise_records()))
+    if imported is not None:
+        _merge(imported, result)
     study = Study.objects.get(slug=PAIRWISE_STUDY)
     add_study_member(study=study, user=admin, role=StudyMembership.Role.ADMIN, seed=0)
     for i, rater in enumerate(raters, start=1):
