@@ -791,6 +791,11 @@ def batch_item(request, slug, batch_uuid, summary_uuid):
             "consensus": summary.consensus_answers.filter(batch=batch).select_related("decided_by"),
             "expected": summary.expected_answers.first(),
             "consensus_questions": [q for q in definition.questions if q.adjudicable],
+            # A comparison item: its summaries (admins see keys and generators), which the
+            # preference answers above name by uuid and its consensus chooses from.
+            "compared": list(summary.comparison.member_rows.order_by("index").select_related("summary"))
+            if hasattr(summary, "comparison")
+            else [],
         },
         status=400 if error else 200,
     )

@@ -246,3 +246,20 @@ def test_attention_checks_that_are_comparisons_get_an_order(pairwise_study, rate
     checks = batch.assignments.filter(summary=check)
     assert checks.count() == 2
     assert all(len(a.shown_order) == 2 for a in checks)
+
+
+def test_adjudication_page_of_a_comparison(client, pairwise_study, raters, admin_user):
+    batch = batches.create_batch(
+        study=pairwise_study, name="adj", raters=raters[:2], design="comparisons", seed=3, k=2, per_source=1
+    )
+    item = batch.assignments.first().summary
+    members = [m.summary for m in item.comparison.member_rows.order_by("index")]
+    client.force_login(admin_user)
+    url = reverse(
+        "studies:batch-item", kwargs={"slug": pairwise_study.slug, "batch_uuid": batch.uuid, "summary_uuid": item.uuid}
+    )
+    html = client.get(url).content.decode()
+    assert all(m.key in html for m in members) and f'value="{members[1].uuid}"' in html
+    response = client.post(url, {"action": "consensus", "question": "overall", "value": str(members[1].uuid)})
+    assert response.status_code == 302
+    assert item.consensus_answers.get().value == {"preferred": str(members[1].uuid)}
