@@ -6,7 +6,9 @@ A change in what a report holds or how a figure in it is computed raises the ver
 cached reports of an older version are then computed again.
 """
 
-REPORT_VERSION = 9  # 9: comparisons (issue 31): preferences, Bradley–Terry rankings, position bias
+REPORT_VERSION = 10  # 10: comparisons (issue 31): preferences, Bradley–Terry rankings, position bias
+# 9: systems compared (stats.compare), after adjudication, summary.<field> groups,
+# agreement's items rated by two or more raters
 # 8: FactPICO's signs and tables: delta_fk, acc_eq and KL against every question, by_system
 # 7: summaries rated (overall and per rater) count summaries, not findings
 # 6: the rubric judge on per-finding and per-claim questions (stats.judges, claims)
