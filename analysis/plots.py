@@ -22,6 +22,7 @@ __all__ = [
     "questions_figure",
     "render_plot",
     "scatter_figure",
+    "strengths_figure",
 ]
 
 FORMATS = ("png", "svg")
@@ -186,7 +187,40 @@ def plot_names(report: dict[str, Any]) -> list[tuple[str, str, str]]:
             names += [("scatter", m, f"scatter_{m}"), ("density", m, f"density_{m}")]
     summary_level = (report.get("meta_evaluation") or {}).get("summary_level", {})
     names += [("questions", m, f"questions_{m}") for m in summary_level]
+    names += [
+        ("strengths", c["question"], f"strengths_{c['question']}")
+        for c in report.get("comparisons") or []
+        if (c.get("ranking") or {}).get("systems")
+    ]
     return names
+
+
+def strengths_figure(report: dict[str, Any], question: str, formats: Sequence[str] = ("png",)) -> dict[str, bytes]:
+    """The systems' Bradley–Terry strengths on one preference question, strongest on top,
+    each with its 95% bootstrap interval and the share of resamples that kept its place."""
+    section = next((c for c in report.get("comparisons") or [] if c["question"] == question), None)
+    if section is None or not (section.get("ranking") or {}).get("systems"):
+        raise KeyError(question)
+    rows = section["ranking"]["systems"]
+    plt = _pyplot()
+    with plt.rc_context(_CONTEXT):
+        fig, ax = plt.subplots(figsize=(6.0, 0.55 * len(rows) + 1.4), layout="constrained")
+        ys = list(range(len(rows)))[::-1]
+        for y, row in zip(ys, rows, strict=True):
+            low, high = row["ci_low"], row["ci_high"]
+            if low is not None and high is not None:
+                ax.plot([low, high], [y, y], color="#4a78a8", linewidth=2.5, solid_capstyle="butt")
+            ax.plot([row["strength"]], [y], "o", color="#1d3d5e")
+            kept = row.get("place_kept")
+            note = f"place {row['place']}" + ("" if kept is None else f", kept in {kept:.0%}")
+            ax.annotate(_plain(note), (row["strength"], y), xytext=(0, 7), textcoords="offset points", ha="center",
+                        fontsize=8, color="#555")  # fmt: skip
+        ax.axvline(0, color="#bbb", linewidth=1)
+        ax.set_yticks(ys, [_plain(r["system"]) for r in rows])
+        ax.set_xlabel("Bradley–Terry strength (log worth; 95% bootstrap interval)")
+        ax.set_title(_plain(f"{section.get('prompt') or question} ({section['n_judgements']} judgements)"), fontsize=9)
+        ax.set_ylim(-0.7, len(rows) - 0.3)
+    return _save(fig, formats)
 
 
 _FIGURES = {
@@ -194,6 +228,7 @@ _FIGURES = {
     "scatter": scatter_figure,
     "density": density_figure,
     "questions": questions_figure,
+    "strengths": strengths_figure,
 }
 
 

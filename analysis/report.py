@@ -25,6 +25,7 @@ Choices made here (see docs/analysis.md):
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -43,7 +44,14 @@ from stats.metaeval import correlate_report, kl_divergence
 from stats.metaeval_questions import meta_evaluation_tables
 from stats.metrics import METRIC_COLUMNS
 
-__all__ = ["REPORT_VERSION", "QuestionSpec", "build_study_report", "default_group_fields", "latest_answers"]
+__all__ = [
+    "REPORT_VERSION",
+    "QuestionSpec",
+    "build_study_report",
+    "comparisons_section",
+    "default_group_fields",
+    "latest_answers",
+]
 
 PHASE_ORDER = {"initial": 0, "post_discussion": 1}
 MAX_GROUPS = 20
@@ -359,6 +367,69 @@ def _meta_evaluation(
         own = own[own["human"].notna()]
         section["per_rater"][str(rater)] = _correlations(own, metric_columns)
     return {"metrics": table.to_dict("records"), "correlation": section}
+
+
+def comparisons_section(
+    frame: pd.DataFrame,
+    *,
+    questions: Sequence[tuple[str, str]],
+    pointwise: dict[str, float] | None = None,
+    pointwise_question: str = "",
+    rater_names: dict[str, str] | None = None,
+    judges: Sequence[tuple[str, pd.DataFrame]] = (),
+    n_resamples: int = 1000,
+    seed: int = 0,
+) -> list[dict[str, Any]]:
+    """The comparisons of the report (stats.pairwise), one entry per preference question
+    (`questions`: (key, prompt)) that has judgements: win/tie/loss per pair of systems,
+    Bradley–Terry strengths (ties as half-wins) with bootstrap intervals over comparison
+    items and place stability, position bias overall and per rater, intransitive triads,
+    the raters' agreement on preferences and, where the summaries were also scored one at
+    a time (`pointwise`: summary uuid -> mean score of `pointwise_question`), how often a
+    preference agrees with the order of their scores; and every LLM judge's position
+    consistency beside its kappa with each rater (`judges`: (name, frame of item,
+    question, preferred, consistent)). ``frame`` is
+    annotate.selectors.frames.comparisons_frame."""
+    from stats import pairwise
+
+    sections = []
+    if rater_names and len(frame):
+        frame = frame.assign(rater=frame[RATER].map(lambda r: rater_names.get(r, r)))
+    for key, prompt in questions:
+        part = frame[frame[QUESTION] == key] if len(frame) else frame
+        if not len(part):
+            continue
+        section: dict[str, Any] = {
+            "question": key,
+            "prompt": prompt,
+            "n_judgements": int(len(part)),
+            "n_comparisons": int(part[ITEM].nunique()),
+            "n_raters": int(part[RATER].nunique()),
+            "choices": {c: int((part["choice"] == c).sum()) for c in pairwise.CHOICES},
+            "win_tie_loss": pairwise.win_tie_loss(part),
+            "position_bias": pairwise.position_bias(part),
+            "intransitive_triads": pairwise.intransitive_triads(part),
+            "agreement": pairwise.preference_agreement(part),
+        }
+        try:
+            ranking = pairwise.bradley_terry_ranking(part, n_resamples=n_resamples, seed=seed)
+            section["ranking"] = dataclasses.asdict(ranking)
+        except pairwise.PairwiseInputError as exc:
+            section["ranking"] = {"error": str(exc)}
+        if pointwise:
+            section["pointwise"] = {
+                "question": pointwise_question,
+                **pairwise.agreement_with_pointwise(
+                    part, pointwise, list(zip(part["left_summary"], part["right_summary"], strict=True))
+                ),
+            }
+        section["judges"] = [
+            pairwise.judge_preference_agreement(part, answers[answers[QUESTION] == key], name)
+            for name, answers in judges
+            if len(answers[answers[QUESTION] == key])
+        ]
+        sections.append(section)
+    return sections
 
 
 def _scored(answers: pd.DataFrame) -> pd.DataFrame:

@@ -32,6 +32,9 @@ FILE_NAMES = (
     "correlation.csv",
     "meta_evaluation.csv",
     "by_system.csv",
+    "comparisons_wins.csv",
+    "comparisons_ranking.csv",
+    "comparisons_position_bias.csv",
     "system_scores.csv",
     "system_pairs.csv",
     "after_adjudication.csv",
@@ -213,6 +216,21 @@ def system_rows(report: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]
     return rows, columns
 
 
+def comparison_rows(report: dict[str, Any], part: str) -> list[dict[str, Any]]:
+    """One table of the comparisons section, every preference question's rows with it."""
+    rows = []
+    for section in report.get("comparisons") or []:
+        if part == "ranking":
+            ranking = section.get("ranking") or {}
+            rows += [
+                {"question": section["question"], "n_resamples": ranking.get("n_resamples"), **row}
+                for row in ranking.get("systems") or []
+            ]
+        else:
+            rows += [{"question": section["question"], **row} for row in section.get(part) or []]
+    return rows
+
+
 def compare_group_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per (field, question, group): stats.compare.describe of its summaries' scores."""
     section = report.get("compare") or {}
@@ -314,6 +332,28 @@ def report_files(report: dict[str, Any]) -> dict[str, str]:
         ),  # fmt: skip
         "meta_evaluation.csv": _csv(meta_evaluation_rows(report), META_COLUMNS),
         "by_system.csv": _csv(*system_rows(report)),
+        "comparisons_wins.csv": _csv(
+            comparison_rows(report, "win_tie_loss"),
+            ["question", "a", "b", "n", "wins_a", "ties", "wins_b", "win_rate_a", "ci_low", "ci_high"],
+        ),
+        "comparisons_ranking.csv": _csv(
+            comparison_rows(report, "ranking"),
+            [
+                "question",
+                "system",
+                "strength",
+                "probability",
+                "ci_low",
+                "ci_high",
+                "place",
+                "place_kept",
+                "n_resamples",
+            ],
+        ),
+        "comparisons_position_bias.csv": _csv(
+            comparison_rows(report, "position_bias"),
+            ["question", "rater", "n", "left", "left_share", "ci_low", "ci_high", "p_value"],
+        ),
         "system_scores.csv": _csv(compare_group_rows(report), GROUP_COLUMNS),
         "system_pairs.csv": _csv(compare_pair_rows(report), PAIR_COLUMNS),
         "after_adjudication.csv": _csv(

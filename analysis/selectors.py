@@ -100,7 +100,11 @@ def reference_texts(*, study: Study) -> dict[str, str]:
 def summary_texts_frame(*, study: Study) -> pd.DataFrame:
     """item (summary uuid), summary_text, source_text: the inputs of the text metrics; and
     gold_text when some summary has a reference text (an answer's gold answer)."""
-    rows = Summary.objects.filter(study=study).order_by("key").values_list("uuid", "text", "source__text")
+    rows = (
+        Summary.objects.filter(study=study, comparison__isnull=True)
+        .order_by("key")
+        .values_list("uuid", "text", "source__text")
+    )
     import pandas as pd  # only where a frame is built: the web app starts without pandas
 
     frame = pd.DataFrame(
@@ -134,6 +138,13 @@ def judge_scores(*, study: Study) -> list[tuple[str, pd.DataFrame]]:
     never mixes it into the human-only agreement."""
     found = generation_selectors.judge_scores(study)
     return [found] if found is not None and len(found[1]) else []
+
+
+def judge_preferences(*, study: Study) -> list[tuple[str, pd.DataFrame]]:
+    """(judge name, its preferences on comparison items) of the newest rubric judge run
+    (generation.selectors.judge_preferences), when it gave any."""
+    found = generation_selectors.judge_preferences(study)
+    return [found] if found is not None else []
 
 
 def claims_frame(*, study: Study) -> pd.DataFrame:

@@ -25,7 +25,14 @@ from analysis.plots import FORMATS, plot_names, render_plot
 from analysis.report_files import report_files
 from annotate.models import Study
 from annotate.selectors.contents import rubric_definition
-from annotate.selectors.frames import consensus_frame, raters_by_item, ratings_frame, spans_frame, summaries_frame
+from annotate.selectors.frames import (
+    comparisons_frame,
+    consensus_frame,
+    raters_by_item,
+    ratings_frame,
+    spans_frame,
+    summaries_frame,
+)
 from core.background import (
     QUEUE_UNAVAILABLE,
     WORKER_DIED,
@@ -155,9 +162,56 @@ def compute_study_report(
     report["reference_metrics"] = {"stored": n_stored, "computed": int(len(texts)) - n_stored}
     report["pipeline_checks"] = check_pass_rates(summaries)
     report["retrieval"] = selectors.retrieval_figures(study=study)
+    report["comparisons"] = comparison_sections(
+        study=study,
+        phase=phase,
+        ratings=ratings,
+        specs=specs,
+        names=names,
+        n_resamples=BOOTSTRAP_RESAMPLES if n_resamples is None else n_resamples,
+    )
     report["study"] = study.slug
     report["phase"] = phase
     return report
+
+
+def comparison_sections(
+    *,
+    study: Study,
+    phase: str,
+    ratings: pd.DataFrame,
+    specs: Sequence[QuestionSpec],
+    names: dict[str, str],
+    n_resamples: int,
+) -> list[dict[str, Any]]:
+    """The report's comparisons (analysis.report.comparisons_section) from the answers
+    that count on comparison items, with the summaries' mean pointwise score on the
+    report's human question where the same summaries were also rated one at a time."""
+    from analysis.report import comparisons_section, human_question, latest_answers
+
+    definition = rubric_definition(study.rubric)
+    questions = [(q.key, q.prompt) for q in definition.questions if q.preference]
+    if not questions:
+        return []
+    frame = comparisons_frame(study=study, phase=phase)
+    if not len(frame):
+        return []
+    pointwise: dict[str, float] = {}
+    human = human_question(specs)
+    answers = latest_answers(ratings) if len(ratings) else ratings
+    if human is not None and len(answers):
+        scored = answers[(answers["question"] == human.key) & answers["score"].notna()]
+        pointwise = {str(k): float(v) for k, v in scored.groupby("item")["score"].mean().items()}
+    return comparisons_section(
+        frame,
+        questions=questions,
+        pointwise=pointwise or None,
+        pointwise_question=human.key if human is not None and pointwise else "",
+        rater_names=names,
+        judges=selectors.judge_preferences(study=study),
+        n_resamples=n_resamples,
+        seed=BOOTSTRAP_SEED,
+    )
 
 
 def system_section(

@@ -20,6 +20,8 @@ from annotate import designs
 from annotate.models import (
     Assignment,
     Batch,
+    Comparison,
+    ComparisonMember,
     ConsensusAnswer,
     DiscussionNote,
     ExpectedAnswer,
@@ -31,7 +33,7 @@ from annotate.models import (
 from annotate.rubrics import AnswerValidationError
 from annotate.selectors.contents import filter_summaries, rubric_definition
 from annotate.selectors.queue import latest_revision, revision_answers
-from annotate.services import add_study_member, answer_context, write_draft_answers
+from annotate.services import add_study_member, answer_context, create_comparison, write_draft_answers
 from core.exceptions import ApplicationError, InvalidStateError
 from core.text_validation import (
     MAX_BATCH_NAME_CHARS,
@@ -43,6 +45,8 @@ from core.text_validation import (
 )
 
 DESIGNS = ("k_raters", "partial_overlap", "pairwise_overlap", "balanced")
+# Pairs of generators' summaries of each source, shown side by side (docs/pairwise.md).
+COMPARISONS = "comparisons"
 # Context length strata (sentences in the source), for stratified sampling as LitSumm did.
 CONTEXT_BINS = ((5, "5-9"), (10, "10-19"), (20, "20-39"), (40, "40+"))
 
@@ -132,6 +136,72 @@ def plan_batch(
     return [by_id[pk] for pk in chosen], list(pairs)
 
 
+def _comparison_of(study: Study, pair: tuple[Summary, Summary]) -> Comparison:
+    """The study's comparison of exactly these two summaries (in either order), made when
+    missing with the members in the given order."""
+    a, b = pair
+    found = (
+        Comparison.objects.filter(study=study, member_rows__summary=a)
+        .filter(member_rows__summary=b)
+        .select_related("item")
+    )
+    for comparison in found:
+        if comparison.member_rows.count() == 2:
+            return comparison
+    key = f"{a.source.key}~cmp~{a.pk}-{b.pk}"
+    return create_comparison(study=study, key=key, summaries=[a, b])
+
+
+def plan_comparisons(
+    *, study: Study, summaries: Sequence[Summary], raters: Sequence, k: int, per_source: int | None, seed: int
+) -> tuple[list[Summary], list[tuple[int, int]], dict[tuple[int, int], list[str]]]:
+    """The comparison items (made when missing), the (item id, rater id) pairs and each
+    pair's order on screen (summary uuids, left to right), from
+    annotate.designs.comparison_design over the summaries' generators per source. A
+    source with several summaries of one generator compares its first by key (the others
+    would be a second pair of the same two systems)."""
+    if not raters:
+        raise ApplicationError("choose at least one rater")
+    by_source: dict[int, dict[str, Summary]] = {}
+    for summary in sorted(summaries, key=lambda s: s.key):
+        by_source.setdefault(summary.source_id, {}).setdefault(summary.generator, summary)
+    sources = {src: {gen: s.pk for gen, s in gens.items()} for src, gens in by_source.items() if len(gens) >= 2}
+    if not sources:
+        raise ApplicationError("no source has summaries from two or more generators to compare")
+    by_id = {s.pk: s for s in summaries}
+    try:
+        rows = designs.comparison_design(sources, [r.pk for r in raters], k=k, per_source=per_source, seed=seed)
+    except ValueError as exc:
+        raise ApplicationError(str(exc)) from None
+    items: dict[frozenset, Summary] = {}
+    pairs: list[tuple[int, int]] = []
+    shown: dict[tuple[int, int], list[str]] = {}
+    for _source, left, right, rater_id in rows:
+        pair = frozenset((left, right))
+        if pair not in items:
+            first, second = sorted((by_id[left], by_id[right]), key=lambda s: s.key)
+            items[pair] = _comparison_of(study, (first, second)).item
+        item = items[pair]
+        pairs.append((item.pk, rater_id))
+        shown[(rater_id, item.pk)] = [str(by_id[left].uuid), str(by_id[right].uuid)]
+    return sorted(items.values(), key=lambda s: s.key), pairs, shown
+
+
+def _default_orders(item_ids, rater_ids, seed) -> dict[tuple[int, int], list[str]]:
+    """Each comparison item's order for each rater where no design chose one (gold items
+    and attention checks that are comparisons): its members, swapped on a seeded coin."""
+    members: dict[int, list[str]] = {}
+    rows = ComparisonMember.objects.filter(comparison__item_id__in=list(item_ids)).order_by("index")
+    for item_id, uuid in rows.values_list("comparison__item_id", "summary__uuid"):
+        members.setdefault(item_id, []).append(str(uuid))
+    orders = {}
+    for item_id, order in members.items():
+        for rater_id in rater_ids:
+            flip = random.Random(f"{seed}:{rater_id}:{item_id}").random() < 0.5
+            orders[(rater_id, item_id)] = order[::-1] if flip else order
+    return orders
+
+
 @transaction.atomic
 def create_batch(
     *,
@@ -152,6 +222,7 @@ def create_batch(
     gold: Sequence[Summary] = (),
     attention_every: int | None = None,
     training: bool = False,
+    per_source: int | None = None,
 ) -> Batch:
     """Build a batch: filter, sample (seeded, optionally stratified), assign with a
     design, and queue each rater's items in a seeded order that keeps the summaries
@@ -170,6 +241,10 @@ def create_batch(
     created and the call is refused."""
     if kind not in Batch.Kind.values:
         raise ApplicationError(f"kind must be one of {', '.join(Batch.Kind.values)}")
+    if design not in (*DESIGNS, COMPARISONS):
+        raise ApplicationError(f"design must be one of {', '.join((*DESIGNS, COMPARISONS))}")
+    if design == COMPARISONS and n is not None:
+        raise _invalid("n", "a comparison batch compares every matching summary: use per_source to choose fewer pairs")
     check_text(name, "name")
     check_limit(name, "name", MAX_BATCH_NAME_CHARS)
     if not isinstance(seed, int) or not SEED_RANGE[0] <= seed <= SEED_RANGE[1]:
@@ -197,6 +272,12 @@ def create_batch(
         .exclude(state=Assignment.State.WITHDRAWN)
         .values_list("rater_id", "summary_id")
     )
+    shown: dict[tuple[int, int], list[str]] = {}
+    if design == COMPARISONS:
+        chosen, pairs, shown = plan_comparisons(
+            study=study, summaries=candidates, raters=raters, k=k, per_source=per_source, seed=seed
+        )
+        candidates = []
     # Live work is left out before sampling, not after: a summary every chosen rater already
     # has could give nobody anything new, so a sample of 6 is 6 summaries to rate (it was
     # 2, and 8 skipped pairs, when the sample was drawn first).
@@ -211,18 +292,19 @@ def create_batch(
             f"cannot sample {n} of {len(candidates)} summaries: the other {len(held)} that match are with "
             "every chosen rater already"
         )
-    chosen, pairs = plan_batch(
-        summaries=candidates,
-        raters=raters,
-        design=design,
-        seed=seed,
-        n=n,
-        stratify_by=stratify_by,
-        k=k,
-        share=share,
-        m=m,
-    )
-    per_item = {"k_raters": k, "balanced": k, "partial_overlap": 1, "pairwise_overlap": 1}[design]
+    if design != COMPARISONS:
+        chosen, pairs = plan_batch(
+            summaries=candidates,
+            raters=raters,
+            design=design,
+            seed=seed,
+            n=n,
+            stratify_by=stratify_by,
+            k=k,
+            share=share,
+            m=m,
+        )
+    per_item = {"k_raters": k, "balanced": k, "partial_overlap": 1, "pairwise_overlap": 1, COMPARISONS: k}[design]
     batch = Batch.objects.create(
         study=study,
         name=name,
@@ -243,6 +325,7 @@ def create_batch(
             "filters": filters,
             "raters": [r.get_username() for r in raters],
             "held_summaries": len(held),
+            **({"per_source": per_source, "comparisons": len(chosen)} if design == COMPARISONS else {}),
         },
     )
     expected = {e.summary_id: e for e in ExpectedAnswer.objects.filter(study=study)}
@@ -259,6 +342,8 @@ def create_batch(
                 by_rater[rater.pk].append(summary.pk)
     sources = {s.pk: s.source_id for s in chosen} | {s.pk: s.source_id for s in gold}
     users = {u.pk: u for u in raters}
+    every_item = {sid for ids in by_rater.values() for sid in ids} | set(checks)
+    orders = _default_orders(every_item, list(users), seed) | shown
     rows = []
     skipped = 0
     for rater_id in list(by_rater):
@@ -288,7 +373,14 @@ def create_batch(
                 seen.add(sid)
                 order.append(sid)
         rows += [
-            Assignment(study=study, batch=batch, summary_id=sid, rater_id=rater_id, position=start + i)
+            Assignment(
+                study=study,
+                batch=batch,
+                summary_id=sid,
+                rater_id=rater_id,
+                position=start + i,
+                shown_order=orders.get((rater_id, sid), []),
+            )
             for i, sid in enumerate(order)
         ]
     if not rows:
@@ -407,6 +499,7 @@ def move_assignment(*, assignment: Assignment, to_rater) -> Assignment:
                 summary=assignment.summary,
                 rater=to_rater,
                 position=0 if last is None else last + 1,
+                shown_order=assignment.shown_order,
             )
     except IntegrityError:
         raise ApplicationError(f"{to_rater.get_username()} already has this item in this batch.") from None
@@ -505,6 +598,7 @@ def open_rerating(*, batch: Batch, summaries: Sequence[Summary] | None = None) -
             rubric=assignment.study.rubric,
             phase=Revision.Phase.POST_DISCUSSION,
             assisted=assignment.study.assisted,
+            shown_order=assignment.shown_order,
         )
         answers, rationales = revision_answers(previous)
         definition = rubric_definition(assignment.study.rubric)

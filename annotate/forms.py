@@ -4,7 +4,7 @@ Field names: `<key>` for a question's value, `<key>__rationale` for its rational
 `<key>__<finding id>` (+ `__rationale`) for per-finding questions, `<key>__<claim id>`
 (+ `__rationale`) for per-claim questions, and
 `<key>__json` for a span question's highlights (a JSON list, kept up to date by
-static/js/rate.js).
+static/js/rate.js), `<key>__strength` for a preference's strength.
 """
 
 from __future__ import annotations
@@ -46,6 +46,10 @@ def spans_field(question_key: str) -> str:
     return f"{question_key}__json"
 
 
+def strength_field(question_key: str) -> str:
+    return f"{question_key}__strength"
+
+
 def answers_from_post(
     definition: RubricDefinition, data: QueryDict, finding_ids: tuple[str, ...] = (), claim_ids: tuple[str, ...] = ()
 ) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -70,7 +74,10 @@ def answers_from_post(
             except InvalidTextError as exc:
                 raise AnswerValidationError({q.key: exc.problem}) from None
             continue
-        if q.several_options:
+        if q.preference:
+            preferred, strength = data.get(q.key), data.get(strength_field(q.key))
+            answers[q.key] = {"preferred": preferred, "strength": strength} if preferred else None
+        elif q.several_options:
             answers[q.key] = data.getlist(q.key)
         else:
             answers[q.key] = data.get(q.key)
@@ -219,12 +226,24 @@ class BatchForm(forms.Form):
             ("partial_overlap", "Partial overlap: a share of items doubly rated, the rest once"),
             ("pairwise_overlap", "Pairwise overlap: every pair of raters shares m items"),
             ("balanced", "Balanced: each rater sees each generator equally often, a source's summaries together"),
+            (
+                "comparisons",
+                "Comparisons: two generators' summaries of a source side by side, k raters each, "
+                "left and right counterbalanced",
+            ),
         ]
     )
     # The bounds are those of the API (annotate/api/study_batches.py) and of the columns.
     k = forms.IntegerField(min_value=1, max_value=1000, initial=2, label="k (raters per item)")
     share = forms.FloatField(min_value=0, max_value=1, initial=0.2, label="Share doubly rated")
     m = forms.IntegerField(min_value=1, max_value=100_000, initial=1, label="m (items per rater pair)")
+    per_source = forms.IntegerField(
+        min_value=1,
+        max_value=100_000,
+        required=False,
+        label="Comparisons per source",
+        help_text="Pairs of generators compared per source, balanced across sources (blank: every pair).",
+    )
     n = forms.IntegerField(min_value=1, max_value=10_000_000, required=False, label="Sample size (blank: all matching)")
     stratify_by = forms.CharField(
         required=False, label="Stratify by", help_text="Comma-separated: generator, context_length, source.FIELD"
@@ -280,7 +299,7 @@ class BatchForm(forms.Form):
             ("generator", "flags", "no_flags", "source_field", "min_context", "max_context", "rated", "assigned"),
         ),
         ("Sample", ("n", "stratify_by", "seed")),
-        ("Design", ("design", "k", "share", "m", "blinded")),
+        ("Design", ("design", "k", "share", "m", "per_source", "blinded")),
         ("Quality control", ("training", "attention_every", "gold")),
     )
 

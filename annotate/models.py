@@ -200,6 +200,55 @@ class Summary(TimeStamped):
         _check_text_length(self.text, "summary")
 
 
+class Comparison(TimeStamped):
+    """An item that shows one source and two (or more) of its summaries side by side
+    (docs/pairwise.md).
+
+    The rating machinery (assignments, revisions, expected answers, consensus, discussion
+    notes, the answer that counts) addresses an item as a Summary, so a comparison has one
+    of its own, `item`: a Summary row that stands for the comparison (empty text, generator
+    ITEM_GENERATOR) and is never listed with the summaries rated one at a time. The
+    summaries compared are its members, in a fixed order; the order shown to each rater is
+    the assignment's `shown_order`.
+    """
+
+    ITEM_GENERATOR = "(comparison)"
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="comparisons")
+    source = models.ForeignKey(Source, on_delete=models.PROTECT, related_name="comparisons")
+    key = models.CharField(max_length=200, help_text="Import key, unique within the study (with the summaries').")
+    item = models.OneToOneField(Summary, on_delete=models.PROTECT, related_name="comparison")
+    members = models.ManyToManyField(Summary, through="ComparisonMember", related_name="compared_in")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["study", "key"], name="comparison_unique_study_key"),
+        ]
+        ordering = ["study", "key"]
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class ComparisonMember(models.Model):
+    """A summary of a comparison, and its place in the comparison's own order."""
+
+    comparison = models.ForeignKey(Comparison, on_delete=models.PROTECT, related_name="member_rows")
+    summary = models.ForeignKey(Summary, on_delete=models.PROTECT, related_name="+")
+    index = models.PositiveSmallIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["comparison", "summary"], name="comparison_member_unique_summary"),
+            models.UniqueConstraint(fields=["comparison", "index"], name="comparison_member_unique_index"),
+        ]
+        ordering = ["comparison", "index"]
+
+    def __str__(self) -> str:
+        return f"{self.comparison.key}[{self.index}]"
+
+
 def _check_text_length(text: str, kind: str) -> None:
     """The size limits of core.text_validation, for the admin's forms."""
     problem = length_problem(text or "", kind)
@@ -317,6 +366,11 @@ class Assignment(TimeStamped):
     first_opened_at = models.DateTimeField(null=True, blank=True)
     submitted_at = models.DateTimeField(null=True, blank=True)
     active_seconds = models.PositiveIntegerField(default=0)
+    shown_order = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="A comparison's summaries (uuids) as this rater is shown them, left to right; empty otherwise.",
+    )
 
     class Meta:
         constraints = [
@@ -369,6 +423,11 @@ class Revision(TimeStamped):
     rubric = models.ForeignKey(Rubric, on_delete=models.PROTECT, related_name="revisions")
     assisted = models.BooleanField(default=False, help_text="The rater was shown the automatic claim checks.")
     submitted_at = models.DateTimeField(null=True, blank=True)
+    shown_order = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="For a comparison: its summaries (uuids) left to right as shown when these answers were given.",
+    )
 
     class Meta:
         constraints = [
@@ -474,6 +533,9 @@ class Span(TimeStamped):
     link_text = models.TextField(blank=True)
     answers = models.JSONField(default=dict, blank=True)
     rationale = models.TextField(blank=True)
+    summary_uuid = models.UUIDField(
+        null=True, blank=True, help_text="In a comparison: the compared summary the offsets point into."
+    )
 
     class Meta:
         constraints = [
@@ -493,7 +555,18 @@ class Span(TimeStamped):
 
     # The columns an answer is made of: values(*ANSWER_FIELDS) rows give answer_from() what
     # it needs without building Span objects (the answers list and stream, issue 19).
-    ANSWER_FIELDS = ("target", "start", "end", "text", "answers", "rationale", "link_start", "link_end", "link_text")
+    ANSWER_FIELDS = (
+        "target",
+        "start",
+        "end",
+        "text",
+        "answers",
+        "rationale",
+        "link_start",
+        "link_end",
+        "link_text",
+        "summary_uuid",
+    )
 
     def as_answer(self) -> dict:
         return Span.answer_from(vars(self))
@@ -509,6 +582,8 @@ class Span(TimeStamped):
             "answers": row["answers"],
             "rationale": row["rationale"],
         }
+        if row.get("summary_uuid") is not None:
+            answer["summary"] = str(row["summary_uuid"])
         if row["link_start"] is not None:
             answer["link"] = {
                 "target": "source",

@@ -17,12 +17,17 @@ from typing import Any
 from core.exceptions import ApplicationError
 from core.text_validation import MAX_RATIONALE_CHARS, find_problem
 
-QUESTION_KINDS = ("scale", "checkboxes", "choice", "text", "per_finding", "per_claim", "span")
+QUESTION_KINDS = ("scale", "checkboxes", "choice", "text", "per_finding", "per_claim", "span", "preference")
+# A preference between the summaries of a comparison (docs/pairwise.md): the stored value
+# names the preferred summary by its uuid (never by its side on screen, so raters who saw
+# the two orders give comparable answers; the side is kept on the revision), or TIE.
+TIE = "tie"
+STRENGTHS = ("much", "slightly")
 # The values a per-claim question's analysis reads as the rater's verdict on a claim
 # (stats.claims); other options (e.g. "cannot tell") are kept but not counted.
 CLAIM_SUPPORTED, CLAIM_NOT_SUPPORTED = "supported", "not_supported"
 RATIONALE_MODES = ("none", "optional", "required")
-SPAN_TARGETS = ("summary", "source", "linked")
+SPAN_TARGETS = ("summary", "source", "linked", "compared")
 NA_ANALYSIS = ("missing", "category")
 NA = "na"
 MAX_TEXT_LENGTH = MAX_RATIONALE_CHARS  # text answers, rationales, span rationales (docs/security.md)
@@ -98,10 +103,23 @@ class Question:
     span_questions: tuple[SubQuestion, ...] = ()
     finding_label: str = ""
     claim_label: str = ""
+    strength: bool = False
+    criterion: str = ""
 
     @property
     def values(self) -> tuple[Any, ...]:
         return tuple(option.value for option in self.options)
+
+    @property
+    def preference(self) -> bool:
+        """Asked of a comparison: which of its summaries is better (or a tie); the value is
+        {"preferred": <summary uuid> or "tie", "strength": "much"/"slightly" when asked}."""
+        return self.kind == "preference"
+
+    @property
+    def in_compared(self) -> bool:
+        """A span question whose highlights fall in either summary of a comparison."""
+        return self.kind == "span" and self.target == "compared"
 
     # What a question is, asked of the question: callers never compare `kind` strings.
 
@@ -132,6 +150,11 @@ class Question:
         nothing to show in one line (unanswered, per-finding, per-claim, highlights)."""
         if value is None or self.per_finding or self.per_claim or self.highlights:
             return ""
+        if self.preference:
+            if value.get("preferred") == TIE:
+                return "Tie"
+            strength = f" ({value['strength']})" if value.get("strength") else ""
+            return f"Summary {str(value.get('preferred'))[:8]} preferred{strength}"
         labels = {option.value: option.label for option in self.options}
         if self.is_scale:
             if self.na is not None and value == NA:
@@ -142,15 +165,24 @@ class Question:
             return ", ".join(labels.get(v, str(v)) for v in value)
         return str(labels.get(value, value))
 
-    def asked(self, *, has_findings: bool, has_claims: bool = True) -> bool:
+    def asked(self, *, has_findings: bool, has_claims: bool = True, comparison: bool | None = None) -> bool:
         """Whether the question is asked about a summary. A per-finding question is
         asked once per finding of the source, so about a source without findings it is
         not asked at all: not applicable, and a required one is satisfied by no answer
         (docs/rubric-format.md). Likewise a per-claim question about a summary without
         claims (an empty text). Every other question is always asked."""
+        if comparison is not None and comparison != self.about_comparisons:
+            # A rubric may mix both: preferences are asked of comparison items only, the
+            # other questions of summaries rated one at a time only.
+            return False
         if self.per_claim:
             return has_claims
         return has_findings or not self.per_finding
+
+    @property
+    def about_comparisons(self) -> bool:
+        """Asked of comparison items (preferences, highlights in the compared summaries)."""
+        return self.preference or self.in_compared
 
     @property
     def highlights(self) -> bool:
@@ -182,7 +214,7 @@ class Question:
         """An admin can record one consensus answer for it: a single value (scale,
         choice, tickboxes or text). Per-finding and span answers are adjudicated by
         discussion notes and the re-rating round instead (docs/batches.md)."""
-        return self.kind in ("scale", "choice", "checkboxes", "text")
+        return self.kind in ("scale", "choice", "checkboxes", "text", "preference")
 
     @property
     def has_sub_questions(self) -> bool:
@@ -192,6 +224,8 @@ class Question:
     @property
     def template(self) -> str:
         """The rating page's template for this kind of question."""
+        if self.in_compared:
+            return "annotate/questions/compared_span.html"
         return f"annotate/questions/{self.kind}.html"
 
     @property
@@ -301,6 +335,12 @@ def _parse_question(raw: Any, index: int) -> Question:
         _require(len(set(keys)) == len(keys), where, "span question keys must be unique")
     else:
         _require("span_questions" not in raw, where, "only span questions take span_questions")
+    strength = raw.get("strength", False)
+    _require(isinstance(strength, bool), where, "strength must be true or false")
+    _require(not strength or kind == "preference", where, "only preference questions take strength")
+    criterion = raw.get("criterion", "")
+    _require(isinstance(criterion, str), where, "criterion must be text")
+    _require(not criterion or kind == "preference", where, "only preference questions name a criterion")
     shortcut_digits = bool(raw.get("shortcut_digits", False))
     if shortcut_digits:
         _require(
@@ -322,6 +362,8 @@ def _parse_question(raw: Any, index: int) -> Question:
         span_questions=span_questions,
         finding_label=str(raw.get("finding_label", "")),
         claim_label=str(raw.get("claim_label", "")),
+        strength=strength,
+        criterion=criterion,
     )
 
 
@@ -376,6 +418,12 @@ class RubricDefinition:
     def content_hash(self) -> str:
         canonical = json.dumps(self.raw, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+    @property
+    def compares(self) -> bool:
+        """A rubric for comparison items: it asks preferences (or highlights in either
+        compared summary), so it is shown with the comparison page."""
+        return any(q.about_comparisons for q in self.questions)
 
     @property
     def asks_claims(self) -> bool:
@@ -447,6 +495,9 @@ class RubricDefinition:
                     if rationales.get(q.key):
                         raise ValueError("give each span's rationale inside the span")
                     value, rationale = _clean_spans(q, answers.get(q.key), final_here, context), None
+                elif q.preference:
+                    value = _clean_preference(q, answers.get(q.key), context)
+                    rationale = _clean_rationale(q, value, rationales.get(q.key), final_here)
                 else:
                     value = self._clean_value(q, answers.get(q.key))
                     rationale = _clean_rationale(q, value, rationales.get(q.key), final_here)
@@ -456,7 +507,14 @@ class RubricDefinition:
             except ValueError as exc:
                 errors[q.key] = str(exc)
                 continue
-            asked = q.asked(has_findings=bool(context.finding_ids), has_claims=bool(context.claim_ids))
+            asked = q.asked(
+                has_findings=bool(context.finding_ids),
+                has_claims=bool(context.claim_ids),
+                comparison=bool(context.compared),
+            )
+            if value is not None and not asked and q.about_comparisons != bool(context.compared):
+                errors[q.key] = "is asked of comparisons only" if q.about_comparisons else "is not asked of comparisons"
+                continue
             if value is None and final_here and q.required and asked:
                 errors[q.key] = "an answer is required"
                 continue
@@ -563,6 +621,41 @@ class AnswerContext:
     source_text: str = ""
     finding_ids: tuple[str, ...] = ()
     claim_ids: tuple[str, ...] = ()
+    # A comparison's summaries: (uuid, text) of each, in the comparison's own order.
+    compared: tuple[tuple[str, str], ...] = ()
+
+
+def _clean_preference(q: Question, raw: Any, context: AnswerContext) -> dict | None:
+    """{"preferred": uuid or "tie", "strength": ...}; a bare string is the preferred one."""
+    if raw is None or raw == "" or raw == {}:
+        return None
+    if isinstance(raw, str):
+        raw = {"preferred": raw}
+    if not isinstance(raw, dict):
+        raise ValueError("must be an object with preferred (a summary of the comparison, or tie) and strength")
+    extra = sorted(set(raw) - {"preferred", "strength"})
+    if extra:
+        raise ValueError(f"unknown field {extra[0]}")
+    preferred = raw.get("preferred")
+    if preferred in (None, ""):
+        if raw.get("strength"):
+            # A draft may hold a strength typed before the choice; it has no meaning alone.
+            return None
+        return None
+    ids = [uuid for uuid, _text in context.compared]
+    if preferred != TIE and preferred not in ids:
+        raise ValueError("preferred must be one of the compared summaries or tie")
+    clean: dict[str, Any] = {"preferred": preferred}
+    strength = raw.get("strength")
+    if strength not in (None, ""):
+        if not q.strength:
+            raise ValueError("this question takes no strength")
+        if preferred == TIE:
+            raise ValueError("a tie has no strength")
+        if strength not in STRENGTHS:
+            raise ValueError(f"strength must be one of {', '.join(STRENGTHS)}")
+        clean["strength"] = strength
+    return clean
 
 
 def _clean_scale_value(q: Question, raw: Any) -> Any:
@@ -696,19 +789,30 @@ def _clean_spans(q: Question, raw: Any, final: bool, context: AnswerContext) -> 
     if len(raw) > MAX_SPANS:
         raise ValueError(f"at most {MAX_SPANS} spans")
     texts = {"summary": context.summary_text, "source": context.source_text}
+    compared = dict(context.compared)
     clean = []
     for number, item in enumerate(raw, start=1):
         where = f"span {number}"
         if not isinstance(item, dict):
             raise ValueError(f"{where} must be an object")
-        extra = sorted(set(item) - {"target", "start", "end", "text", "answers", "rationale", "link"})
+        extra = sorted(set(item) - {"target", "start", "end", "text", "answers", "rationale", "link", "summary"})
         if extra:
             raise ValueError(f"{where}: unknown field {extra[0]}")
-        target = "summary" if q.target == "linked" else q.target
+        target = "summary" if q.target in ("linked", "compared") else q.target
         if item.get("target", target) != target:
             raise ValueError(f"{where}: target must be {target}")
-        start, end, quoted = _clean_offsets(item, texts[target], where)
+        if q.in_compared:
+            # Offsets into one of the compared summaries, named by its uuid.
+            if item.get("summary") not in compared:
+                raise ValueError(f"{where}: summary must be one of the compared summaries")
+            start, end, quoted = _clean_offsets(item, compared[item["summary"]], where)
+        elif "summary" in item:
+            raise ValueError(f"{where}: only spans in compared summaries name their summary")
+        else:
+            start, end, quoted = _clean_offsets(item, texts[target], where)
         span = {"target": target, "start": start, "end": end, "text": quoted}
+        if q.in_compared:
+            span["summary"] = item["summary"]
         if q.target == "linked":
             if final and "link" not in item:
                 raise ValueError(f"{where}: a linked span needs its source part")

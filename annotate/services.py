@@ -23,6 +23,8 @@ from django.utils import timezone
 from annotate.designs import shuffled_order, top_up_assignments
 from annotate.models import (
     Assignment,
+    Comparison,
+    ComparisonMember,
     Finding,
     Rating,
     Rationale,
@@ -366,7 +368,18 @@ def answer_context(
         source_text=source.text,
         finding_ids=tuple(str(f.uuid) for f in findings),
         claim_ids=claim_ids(summary) if asks_claims else (),
+        compared=compared_texts(summary),
     )
+
+
+def compared_texts(summary: Summary) -> tuple[tuple[str, str], ...]:
+    """A comparison item's summaries as (uuid, text), in the comparison's order; () for a
+    summary rated alone. Only an item summary (its generator says so, read without a
+    query) costs a query: the submit path of single summaries stays as it was."""
+    if summary.generator != Comparison.ITEM_GENERATOR:
+        return ()
+    rows = ComparisonMember.objects.filter(comparison__item=summary).order_by("index")
+    return tuple((str(u), t) for u, t in rows.values_list("summary__uuid", "summary__text"))
 
 
 def _rating_fields(q, value) -> dict[str, Any]:
@@ -499,6 +512,7 @@ def build_span(*, revision: Revision, question: str, index: int, answer: dict) -
         link_text=link.get("text", ""),
         answers=answer["answers"],
         rationale=answer["rationale"],
+        summary_uuid=answer.get("summary"),
     )
 
 
@@ -516,6 +530,7 @@ def _draft_revision(assignment: Assignment) -> tuple[Revision, bool]:
         rubric=assignment.study.rubric,
         phase=phase,
         assisted=assignment.study.assisted,
+        shown_order=assignment.shown_order,
     )
     return created, True
 
@@ -641,6 +656,7 @@ def reopen_rating(*, assignment: Assignment, rater, version: Any) -> Revision | 
         rubric=assignment.study.rubric,
         phase=previous.phase,
         assisted=assignment.study.assisted,
+        shown_order=assignment.shown_order,
     )
     answers, rationales = revision_answers(previous)
     definition = rubric_definition(assignment.study.rubric)
@@ -769,3 +785,54 @@ def record_claims(*, summary: Summary, claims: Sequence[dict]) -> list:
     for claim in Claim.objects.bulk_create(new):
         stored[claim.index] = claim
     return [stored[index] for index in wanted]
+
+
+# --- comparisons ------------------------------------------------------------------------
+
+
+def comparison_item_text(count: int) -> str:
+    return f"Comparison of {count} summaries of the same source."
+
+
+@transaction.atomic
+def create_comparison(*, study: Study, key: str, summaries: Sequence[Summary]) -> Comparison:
+    """A comparison item of `summaries` (two or more, of one source of the study, from
+    different generators), with the Summary row that stands for it in assignments (see
+    Comparison). Its key shares the summaries' key space, so it must not name a summary."""
+    check_text(key, "key")
+    key = (key or "").strip()
+    if not key:
+        raise ApplicationError("key: a comparison needs a key", extra={"fields": {"key": "required"}})
+    summaries = list(summaries)
+    if len(summaries) < 2:
+        raise ApplicationError("summaries: a comparison needs at least two summaries")
+    if len({s.pk for s in summaries}) != len(summaries):
+        raise ApplicationError("summaries: a summary appears twice in the comparison")
+    sources = {s.source_id for s in summaries}
+    if len(sources) != 1:
+        raise ApplicationError("summaries: the summaries compared must be of one source")
+    if any(s.study_id != study.pk for s in summaries):
+        raise ApplicationError("summaries: every summary must be in the study")
+    if any(s.generator == Comparison.ITEM_GENERATOR for s in summaries):
+        raise ApplicationError("summaries: a comparison cannot compare comparisons")
+    generators = [s.generator for s in summaries]
+    if len(set(generators)) != len(generators):
+        raise ApplicationError("summaries: the summaries compared must come from different generators")
+    if Summary.objects.filter(study=study, key=key).exists():
+        raise ApplicationError(
+            f"key: {key!r} is already a summary or comparison of the study", extra={"fields": {"key": "taken"}}
+        )
+    source = summaries[0].source
+    item = Summary.objects.create(
+        study=study,
+        source=source,
+        key=key,
+        text=comparison_item_text(len(summaries)),
+        generator=Comparison.ITEM_GENERATOR,
+        metadata={"comparison": True},
+    )
+    comparison = Comparison.objects.create(study=study, source=source, key=key, item=item)
+    ComparisonMember.objects.bulk_create(
+        ComparisonMember(comparison=comparison, summary=s, index=i) for i, s in enumerate(summaries)
+    )
+    return comparison

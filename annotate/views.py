@@ -23,10 +23,11 @@ from annotate.forms import (
     finding_field,
     rationale_field,
     spans_field,
+    strength_field,
 )
 from annotate.members import may_create_studies
 from annotate.models import Assignment, Revision, Summary
-from annotate.rubrics import AnswerValidationError
+from annotate.rubrics import TIE, AnswerValidationError
 from annotate.selectors.access import (
     get_study_for_admin,
     get_study_for_viewer,
@@ -54,6 +55,7 @@ from annotate.selectors.queue import (
     queue_progress,
     revision_answers,
     shared_notes,
+    shown_summaries,
     training_feedback,
 )
 from core.exceptions import ApplicationError, StaleWriteError
@@ -81,16 +83,26 @@ def queue(request):
 
 
 def _question_views(
-    definition, answers, rationales, errors, findings, claims=(), *, show_answers=False, part_errors=None
+    definition,
+    answers,
+    rationales,
+    errors,
+    findings,
+    claims=(),
+    *,
+    show_answers=False,
+    part_errors=None,
+    compared=None,
 ):
     """What the template needs per question, precomputed (templates stay logic-free).
     `claims`: the summary's claim units (annotate.selectors.claims), for per-claim questions.
     `part_errors`: the problems of per-part questions, one by one (AnswerValidationError.parts),
-    shown at their finding or claim."""
+    shown at their finding or claim. `compared`: a comparison's summaries as shown
+    (selectors.queue.shown_summaries), for its preference questions."""
     views = []
     part_errors = part_errors or {}
     for q in definition.questions:
-        if not q.asked(has_findings=bool(findings), has_claims=bool(claims)):
+        if not q.asked(has_findings=bool(findings), has_claims=bool(claims), comparison=compared is not None):
             continue  # a per-finding question about a source without findings
         value = answers.get(q.key)
         by_part = dict(part_errors.get(q.key, ()))
@@ -138,6 +150,24 @@ def _question_views(
             ]
         if q.highlights:
             view["spans_field"] = spans_field(q.key)
+        if q.preference:
+            given = value if isinstance(value, dict) else {}
+            sides = [(f"Summary {c.label}", c.uuid, c.label.lower()) for c in compared or ()]
+            view["choices"] = [
+                {"label": label, "value": uuid, "key": key, "id": f"q-{q.key}-{key}"}
+                for label, uuid, key in [*sides, ("Tie: about the same", TIE, "t")]
+            ]
+            view["selected"] = {str(given.get("preferred", ""))}
+            view["strength"] = str(given.get("strength", ""))
+            view["strength_field"] = strength_field(q.key)
+            if show_answers and given:
+                labels = {c.uuid: f"Summary {c.label}" for c in compared or ()}
+                preferred = given.get("preferred")
+                view["answer_text"] = (
+                    "Tie"
+                    if preferred == TIE
+                    else f"{labels.get(preferred, '?')}" + (f" ({given['strength']})" if given.get("strength") else "")
+                )
         views.append(view)
     return views
 
@@ -145,7 +175,11 @@ def _question_views(
 def _keys_hint(definition, findings, claims) -> str:
     """The keyboard hint under the buttons, true to this rubric: a scale's digits are its
     own values (1–4 on the clinfo and claims rubrics, 1–5 on LitSumm's)."""
-    asked = [q for q in definition.questions if q.asked(has_findings=bool(findings), has_claims=bool(claims))]
+    asked = [
+        q
+        for q in definition.questions
+        if q.asked(has_findings=bool(findings), has_claims=bool(claims), comparison=False)
+    ]
     bounds = {q.scale_bounds for q in asked if q.is_scale}
     scale = ""
     if len(bounds) == 1:
@@ -201,9 +235,11 @@ def _sentences_html(sentences) -> str:
     return mark_safe("".join(items))  # noqa: S308 - every piece above is escaped
 
 
-def _client_data(assignment, definition, answers, sentences, findings) -> dict:
-    """The JSON the rating page's script works from (rendered with json_script)."""
-    return {
+def _client_data(assignment, definition, answers, sentences, findings, compared=None) -> dict:
+    """The JSON the rating page's script works from (rendered with json_script). For a
+    comparison, its summaries' uuids and texts as shown (never their generators)."""
+    extra = {"compared": [{"uuid": c.uuid, "label": c.label, "text": c.text} for c in compared or ()]}
+    return extra | {
         "summary_text": assignment.summary.text,
         "source_text": assignment.summary.source.text,
         "sentences": [{"start": start, "end": end, "ref": ref} for start, end, _, ref in sentences],
@@ -322,6 +358,7 @@ def rate(request, assignment_uuid):
         phase = latest_revision_phase(assignment)
 
     editable = assignment.state in (Assignment.State.PENDING, Assignment.State.IN_PROGRESS)
+    compared = shown_summaries(assignment)
     source = assignment.summary.source
     # Tuples, not model instances, and the list built here, not in a template loop: a
     # source at the size limit can hold ~8,000 sentences (tests/bench/bench_rating_page.py).
@@ -348,8 +385,9 @@ def rate(request, assignment_uuid):
             claims,
             show_answers=not editable,
             part_errors=part_errors,
+            compared=compared,
         ),
-        "client_data": _client_data(assignment, definition, answers, sentences, findings),
+        "client_data": _client_data(assignment, definition, answers, sentences, findings, compared),
         "place": queue_place(request.user, assignment=assignment),
         # Reopened for the re-rating round after a discussion: with the notes the admin
         # chose to share with the raters (never their author; docs/batches.md).
@@ -363,6 +401,15 @@ def rate(request, assignment_uuid):
         "digit_question": next((q.key for q in definition.questions if q.shortcut_digits), ""),
         "keys_hint": _keys_hint(definition, findings, claims),
     }
+    if compared is not None:
+        # A comparison item: its summaries side by side, in this rater's order (never their
+        # generators), with the preference keys (docs/pairwise.md).
+        context["compared"] = compared
+        context["keys_hint"] = (
+            "Keys: a, b or t answer the question you are on (a digit then says how much: 1 much, 2 slightly), "
+            "n goes to the next, ] and [ to the next and previous item, ? lists every shortcut, Ctrl+Enter submits."
+        )
+        return render(request, "annotate/compare.html", context, status=status)
     return render(request, "annotate/rate.html", context, status=status)
 
 
@@ -488,6 +535,7 @@ def batch_create(request, slug):
             "training": d["training"],
             "attention_every": d["attention_every"],
             "created_by": request.user,
+            "per_source": d["per_source"],
         }
         gold_keys = form.gold_keys()
         gold = list(study.summaries.filter(key__in=gold_keys))
@@ -756,6 +804,11 @@ def batch_item(request, slug, batch_uuid, summary_uuid):
             "consensus": summary.consensus_answers.filter(batch=batch).select_related("decided_by"),
             "expected": summary.expected_answers.first(),
             "consensus_questions": [q for q in definition.questions if q.adjudicable],
+            # A comparison item: its summaries (admins see keys and generators), which the
+            # preference answers above name by uuid and its consensus chooses from.
+            "compared": list(summary.comparison.member_rows.order_by("index").select_related("summary"))
+            if hasattr(summary, "comparison")
+            else [],
         },
         status=400 if error else 200,
     )

@@ -17,6 +17,12 @@ from datasets.importing import ImportResult, import_evidence_inference, import_r
 DEFAULT_DEMO_PASSWORD = "rate-summaries-2026"
 DEMO_STUDY = "demo-litsumm"
 FACTPICO_STUDY = "demo-factpico"
+PAIRWISE_STUDY = "demo-pairwise"
+# The pairwise demo's systems (docs/pairwise.md): the demo's two hand-written summaries of
+# each abstract (keys -a and -b) and an extractive template, the abstract's first three
+# sentences, labelled as such. No LLM wrote any of them.
+PAIRWISE_SOURCES = 8
+LEAD3 = "template-lead3"
 DEMO_SEED = 2026
 
 
@@ -112,6 +118,11 @@ def load_demo(*, password: str, with_answers: bool = False) -> DemoResult:
             created += batch.created_assignments
     if with_answers and created:  # only on the run that made the batches: never over a person's work
         answered = answer_demo(raters=raters)
+    pairwise_created, pairwise_answered = load_pairwise_demo(
+        admin=admin, raters=raters, with_answers=with_answers, imported=imported
+    )
+    created += pairwise_created
+    answered += pairwise_answered
     return DemoResult(
         imported=imported, users_created=created_users, assignments_created=created, answers_submitted=answered
     )
@@ -251,3 +262,118 @@ def factpico_demo_answers(assignment: Assignment, rater_index: int) -> tuple[dic
     rationales = {key: PICO_RATIONALES[answers[key]] for key in ("population", "intervention", "comparator", "outcome")}
     rationales["evidence"] = {f: EVIDENCE_RATIONALES[score] for f, score in answers["evidence"].items()}
     return answers, rationales
+
+
+def _pairwise_records() -> list[dict]:
+    """The pairwise demo study as import records, from the LitSumm demo file: its first
+    PAIRWISE_SOURCES abstracts, their two hand-written summaries as systems
+    "handwritten-a" and "handwritten-b", and a lead-3 template summary of each."""
+    study = {
+        "type": "study",
+        "slug": PAIRWISE_STUDY,
+        "title": "Demo: pairwise comparison of summaries of RCT abstracts",
+        "rubric": "pairwise",
+        "licence": "CC-BY-4.0",
+        "description": (
+            "Three systems per abstract: two hand-written summaries (systems handwritten-a and handwritten-b) "
+            "and a template, the abstract's first three sentences (template-lead3). No LLM wrote any of them."
+        ),
+        "guidelines": (
+            "Each item shows an abstract and two summaries of it, A on the left and B on the right. Say which "
+            "summary is better overall and on each criterion, judging only against the abstract shown, or call "
+            "it a tie. Keys: a, b, t; then 1 (much) or 2 (slightly)."
+        ),
+    }
+    records = [study]
+    sources = []
+    with demo_file().open(encoding="utf-8") as handle:
+        rows = [json.loads(line) for line in handle if line.strip()]
+    for row in rows:
+        if row["type"] == "source" and len(sources) < PAIRWISE_SOURCES:
+            sources.append(row)
+            records.append({**row, "study": PAIRWISE_STUDY})
+    keys = {s["key"] for s in sources}
+    for row in rows:
+        if row["type"] == "summary" and row["source"] in keys:
+            system = "handwritten-" + row["key"].rsplit("-", 1)[1]
+            records.append({**row, "study": PAIRWISE_STUDY, "generator": system})
+    for source in sources:
+        lead = [s["text"] if isinstance(s, dict) else s for s in source.get("sentences") or []][:3]
+        text = " ".join(lead) if lead else source["text"][:600]
+        records.append(
+            {
+                "type": "summary",
+                "study": PAIRWISE_STUDY,
+                "source": source["key"],
+                "key": f"{source['key']}-lead3",
+                "text": text,
+                "generator": LEAD3,
+                "metadata": {"template": "the first three sentences of the abstract, copied"},
+            }
+        )
+    return records
+
+
+def load_pairwise_demo(*, admin, raters, with_answers: bool, imported: ImportResult | None = None) -> tuple[int, int]:
+    """The pairwise demo study with a comparison batch of every pair of its three systems
+    per abstract, two raters each; with answers, seeded preferences for all but the last
+    LEFT_TO_RATE items of each queue. Skipped entirely when the study exists (make run
+    stays cheap). Returns (assignments created, answers submitted); the import's counts
+    are added to `imported`."""
+    if Study.objects.filter(slug=PAIRWISE_STUDY).exists():
+        return 0, 0
+    result = import_records(lines=(json.dumps(r) for r in _pairwise_records()))
+    if imported is not None:
+        _merge(imported, result)
+    study = Study.objects.get(slug=PAIRWISE_STUDY)
+    add_study_member(study=study, user=admin, role=StudyMembership.Role.ADMIN, seed=0)
+    for i, rater in enumerate(raters, start=1):
+        add_study_member(study=study, user=rater, role=StudyMembership.Role.RATER, seed=DEMO_SEED + i)
+    batch = create_batch(
+        study=study, name="pairs", raters=raters, design="comparisons", k=2, seed=DEMO_SEED, created_by=admin
+    )
+    answered = 0
+    if with_answers:
+        quality = {}
+        for uuid, generator, metadata in study.summaries.values_list("uuid", "generator", "metadata"):
+            quality[str(uuid)] = (generator, (metadata or {}).get("intended_quality", ""))
+        for index, rater in enumerate(raters):
+            queue = list(batch.assignments.filter(rater=rater).order_by("position"))
+            for assignment in queue[:-LEFT_TO_RATE]:
+                answers = pairwise_demo_answers(assignment.shown_order, quality, index, assignment.position)
+                submit_rating(assignment=assignment, rater=rater, answers=answers, version=assignment.version)
+                answered += 1
+    return batch.created_assignments, answered
+
+
+# Seeded judgements: a good hand-written summary beats the extract, which beats a flawed
+# one on faithfulness (it is copied) and loses on readability. rater2 leans left on
+# close calls (the report's position bias shows it).
+_PAIRWISE_SCORES = {
+    "overall": {"good": 3.0, "flawed": 1.0, LEAD3: 2.0},
+    "faithfulness": {"good": 3.0, "flawed": 1.0, LEAD3: 3.0},
+    "completeness": {"good": 3.0, "flawed": 2.0, LEAD3: 1.5},
+    "readability": {"good": 3.0, "flawed": 2.5, LEAD3: 1.0},
+}
+
+
+def pairwise_demo_answers(shown: list[str], quality: dict, rater_index: int, position: int) -> dict:
+    answers = {}
+    for key, table in _PAIRWISE_SCORES.items():
+        scores = []
+        for uuid in shown:
+            generator, intended = quality[uuid]
+            scores.append(table[LEAD3] if generator == LEAD3 else table.get(intended, 2.0))
+        left, right = scores
+        # Now and then a rater sees it the other way (seeded by rater, item and question).
+        if (position * 7 + rater_index * 3 + len(key)) % 9 == 0:
+            left, right = right, left
+        if rater_index == 1 and abs(left - right) <= 1.0:
+            answers[key] = {"preferred": shown[0], "strength": "slightly"}  # a close call: the left one
+            continue
+        if left == right:
+            answers[key] = {"preferred": "tie"}
+            continue
+        winner = shown[0] if left > right else shown[1]
+        answers[key] = {"preferred": winner, "strength": "much" if abs(left - right) >= 1.5 else "slightly"}
+    return answers

@@ -21,9 +21,19 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from annotate.models import Claim, Finding, Rating, Revision, Source, SourceSentence, Study, Summary
+from annotate.models import (
+    Claim,
+    Comparison,
+    Finding,
+    Rating,
+    Revision,
+    Source,
+    SourceSentence,
+    Study,
+    Summary,
+)
 from annotate.rubrics import RubricDefinitionError
-from annotate.services import RESERVED_SLUGS, rubric_by_key, store_sentences
+from annotate.services import RESERVED_SLUGS, create_comparison, rubric_by_key, store_sentences
 from core.exceptions import ApplicationError
 from core.sentences import split_spans
 from core.text_validation import MAX_ADMIN_TEXT_CHARS, InvalidTextError, length_problem, loads
@@ -33,7 +43,7 @@ from datasets.exporting.licences import licence_allows_text
 MAX_FLAGS = 100
 MAX_FLAG_CHARS = 100
 
-RECORD_TYPES = ("study", "source", "summary", "claim", "finding")
+RECORD_TYPES = ("study", "source", "summary", "claim", "finding", "comparison")
 SLUG_RE = re.compile(r"^[-a-zA-Z0-9_]+$")
 VERDICTS = {choice.value for choice in Claim.Verdict}
 NON_COMMERCIAL = re.compile(r"non-?commercial|not permit commercial|no commercial", re.IGNORECASE)
@@ -301,6 +311,21 @@ def _clean_claim(f: _Fields) -> dict:
     }
 
 
+def _clean_comparison(f: _Fields) -> dict:
+    f.unknown_fields({"study", "key", "source", "summaries"})
+    summaries = f.string_list("summaries")
+    if len(summaries) < 2:
+        f.fail("summaries", "must list at least two summary keys to compare")
+    if len(set(summaries)) != len(summaries):
+        f.fail("summaries", "names a summary twice")
+    return {
+        "study": f.string("study", pattern=SLUG_RE),
+        "key": f.string("key", max_length=200),
+        "source": f.string("source", max_length=200),
+        "summaries": summaries,
+    }
+
+
 def _clean_finding(f: _Fields) -> dict:
     """A result the source reports (what a per-finding question asks about, as the Evidence
     Inference importer makes them): its intervention, comparator, outcome, the reported
@@ -336,6 +361,7 @@ CLEANERS = {
     "summary": _clean_summary,
     "claim": _clean_claim,
     "finding": _clean_finding,
+    "comparison": _clean_comparison,
 }
 
 
@@ -417,6 +443,37 @@ class _Writer:
                 raise ImportLineError(line, "rubric", f"study {study.slug!r} already uses rubric {study.rubric.key!r}")
             self.count("study", False, _apply(study, values))
         self.studies[study.slug] = study
+
+    def write_comparison(self, line: int, d: dict) -> None:
+        """A comparison of summaries already written (or earlier in the file): made once;
+        the same record again is unchanged; other summaries under its key are refused
+        (its answers would then be about other summaries)."""
+        study = self.study(line, d["study"])
+        summaries = [
+            Summary.objects.filter(study=study, key=key, comparison__isnull=True).select_related("source").first()
+            for key in d["summaries"]
+        ]
+        missing = [key for key, s in zip(d["summaries"], summaries, strict=True) if s is None]
+        if missing:
+            raise ImportLineError(line, "summaries", f"no summary {missing[0]!r} in study {study.slug!r}")
+        wrong = [s.key for s in summaries if s.source.key != d["source"]]
+        if wrong:
+            raise ImportLineError(line, "summaries", f"summary {wrong[0]!r} is not of source {d['source']!r}")
+        existing = Comparison.objects.filter(study=study, key=d["key"]).first()
+        if existing is not None:
+            keys = list(existing.member_rows.order_by("index").values_list("summary__key", flat=True))
+            if keys != d["summaries"]:
+                raise ImportLineError(
+                    line, "summaries", f"comparison {d['key']!r} exists with other summaries ({', '.join(keys)})"
+                )
+            self.count("comparison", False, False)
+            return
+        try:
+            create_comparison(study=study, key=d["key"], summaries=summaries)
+        except ApplicationError as exc:
+            field_name, _, message = exc.message.partition(": ")
+            raise ImportLineError(line, field_name if message else None, message or exc.message) from None
+        self.count("comparison", True, False)
 
     def write_source(self, line: int, d: dict) -> None:
         study = self.study(line, d["study"])
@@ -793,6 +850,10 @@ def import_records(
             if record.type == "study":
                 writer.flush()
                 writer.write_study(record.line, d)
+            elif record.type == "comparison":
+                # Few, and naming summaries that may still be queued: written one by one.
+                writer.flush()
+                writer.write_comparison(record.line, d)
             else:
                 writer.add(record.type, record.line, d)
         if not seen:

@@ -28,9 +28,10 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
-from annotate.models import Study, Summary
-from annotate.rubrics import AnswerContext, RubricDefinition
+from annotate.models import Comparison, Study, Summary
+from annotate.rubrics import TIE, AnswerContext, AnswerValidationError, RubricDefinition
 from annotate.selectors.contents import rubric_definition
+from annotate.services import compared_texts
 from core.exceptions import ApplicationError
 from generation.conf import pipeline_settings
 from generation.llm import Gateway, LLMError, excerpt, parse_json_object
@@ -39,6 +40,7 @@ from generation.prompting import prompt_versions
 from generation.run_records import recording
 
 PROMPT = "rubric_judge"
+PAIRWISE_PROMPT = "rubric_judge_pairwise"
 JUDGE_NAME = "rubric_judge"  # as the evaluators page and the report's columns name it
 JUDGED_KINDS = ("scale", "choice", "checkboxes", "text", "per_finding", "per_claim")
 FINDING, CLAIM = "F", "C"  # how the prompt numbers the source's findings and the summary's claims
@@ -162,7 +164,7 @@ def judge_version(study: Study, model: str, params: dict) -> tuple[str, dict]:
     config = {
         "model": model,
         "params": params,
-        "prompts": prompt_versions(["system", PROMPT]),
+        "prompts": prompt_versions(["system", PROMPT, PAIRWISE_PROMPT]),
         "rubric": study.rubric_id,
     }
     return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:12], config
@@ -250,6 +252,172 @@ def judge_summary(*, run: JudgeRun, summary: Summary, gateway: Gateway) -> Judge
     return answer
 
 
+# --- comparisons (issue 31) ----------------------------------------------------------------
+#
+# A comparison item is asked twice, its summaries shown in one order and then in the other
+# (A and B swapped). Each answer is checked by the rubric as a rater's would be. The judge's
+# answer that counts, per question, is the summary it preferred in both orders; an answer
+# that FLIPS with the order (A then A again, i.e. a different summary) counts as a TIE: the
+# judge could not tell them apart beyond where they stood. Its position consistency (the
+# share of questions answered the same in both orders) is reported beside its kappa with
+# the raters (docs/pairwise.md). An order that gives no usable answer makes the whole
+# comparison unusable (status failed or invalid), never half a judgement.
+
+
+def preference_questions(definition: RubricDefinition) -> list:
+    return [q for q in definition.questions if q.preference]
+
+
+def pairwise_rubric_text(definition: RubricDefinition) -> str:
+    lines = []
+    for q in preference_questions(definition):
+        needs = ["required" if q.required else "optional"]
+        if q.strength:
+            needs.append("with strength")
+        if q.rationale == "required":
+            needs.append("rationale required")
+        line = f"- {q.key} ({', '.join(needs)}): {q.prompt}"
+        if q.help:
+            line += f" {q.help.strip()}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def pairwise_schema(definition: RubricDefinition) -> dict:
+    answers, rationales = {}, {}
+    for q in preference_questions(definition):
+        one = _closed_object(
+            {
+                "preferred": {"enum": ["A", "B", TIE]},
+                "strength": {"anyOf": [{"enum": ["much", "slightly"]}, {"type": "null"}]},
+            }
+        )
+        answers[q.key] = _nullable(one, q.required)
+        if q.rationale != "none":
+            rationales[q.key] = _nullable({"type": "string"}, q.rationale == "required")
+    return _closed_object({"answers": _closed_object(answers), "rationales": _closed_object(rationales)})
+
+
+def _by_side(given: dict, shown: list[str]) -> dict:
+    """A/B answers as the rubric takes them: the preferred summary's uuid (or tie); a
+    strength of null or given with a tie is dropped, as a rater's page would."""
+    out = {}
+    for key, value in given.items():
+        if not isinstance(value, dict):
+            out[key] = value  # the rubric names what is wrong with it
+            continue
+        side = value.get("preferred")
+        preferred = {"A": shown[0], "B": shown[1]}.get(side, side)
+        clean = {"preferred": preferred}
+        if value.get("strength") and preferred != TIE:
+            clean["strength"] = value["strength"]
+        out[key] = clean
+    return out
+
+
+def _ask_in_order(*, run, definition, item: Summary, shown: list[str], texts: dict, gateway: Gateway) -> dict:
+    """One order's call: {shown, status, answers, rationales, raw, error, call}."""
+    keys = {q.key for q in preference_questions(definition)}
+    entry: dict = {"shown": shown, "status": JudgeAnswer.Status.FAILED, "answers": {}, "rationales": {}, "raw": ""}
+    result = None
+    try:
+        result = gateway.complete(
+            step="rubric_judge",
+            prompt=PAIRWISE_PROMPT,
+            variables={
+                "guidelines": run.study.guidelines or "(none)",
+                "rubric": pairwise_rubric_text(definition),
+                "source": item.source.text,
+                "summary_a": texts[shown[0]],
+                "summary_b": texts[shown[1]],
+            },
+            model=run.model,
+            params=run.config["params"],
+            schema=pairwise_schema(definition),
+        )
+        entry.update(raw=result.text, call=result.call)
+        parsed = parse_json_object(result.text)
+        if not isinstance(parsed, dict) or not isinstance(parsed.get("answers"), dict):
+            raise ValueError(f'the answer held no object under "answers" ({excerpt(result.text)})')
+        answers = _by_side({k: v for k, v in parsed["answers"].items() if v is not None}, shown)
+        rationales = parsed.get("rationales")
+        rationales = {k: v for k, v in rationales.items() if v} if isinstance(rationales, dict) else {}
+        entry.update(answers=answers, rationales=rationales)
+        context = AnswerContext(summary_text=item.text, source_text=item.source.text, compared=tuple(texts.items()))
+        clean = definition.validate(answers, rationales, final=True, context=context, only=keys)
+        entry.update(status=JudgeAnswer.Status.VALID, answers=clean.values, rationales=clean.rationales)
+        result.record()
+    except LLMError as exc:
+        entry["error"] = exc.message
+    except ValueError as exc:
+        entry["error"] = result.record(str(exc)) if result else str(exc)
+    except AnswerValidationError as exc:
+        message = "; ".join(f"{k}: {v}" for k, v in sorted(exc.errors.items()))
+        entry.update(
+            status=JudgeAnswer.Status.INVALID,
+            error=result.record(f"the rubric refused the answer: {message}", well_formed=True),
+        )
+    return entry
+
+
+def combine_orders(first: dict, second: dict, keys) -> tuple[dict, dict]:
+    """The answer that counts from two orders' clean answers, and per question whether the
+    judge was position-consistent: the same summary (or tie) in both orders keeps it
+    (a strength only if both gave the same one); a flip is a tie."""
+    combined, consistent = {}, {}
+    for key in keys:
+        a, b = first.get(key), second.get(key)
+        if a is None or b is None:
+            continue
+        same = a.get("preferred") == b.get("preferred")
+        consistent[key] = same
+        if same:
+            value = {"preferred": a["preferred"]}
+            if a.get("strength") and a.get("strength") == b.get("strength"):
+                value["strength"] = a["strength"]
+            combined[key] = value
+        else:
+            combined[key] = {"preferred": TIE}
+    return combined, consistent
+
+
+def judge_comparison(*, run: JudgeRun, item: Summary, gateway: Gateway) -> JudgeAnswer:
+    """Ask the judge about a comparison item in both orders, and store one JudgeAnswer
+    with the combined answer and both orders (idempotent, like judge_summary)."""
+    existing = JudgeAnswer.objects.filter(run=run, summary=item).first()
+    if existing is not None:
+        return existing
+    definition = rubric_definition(run.study.rubric)
+    texts = dict(compared_texts(item))
+    order = list(texts)
+    if len(order) != 2:
+        raise ApplicationError("the judge compares two summaries at a time")
+    entries = [
+        _ask_in_order(run=run, definition=definition, item=item, shown=shown, texts=texts, gateway=gateway)
+        for shown in (order, order[::-1])
+    ]
+    calls = [e.pop("call", None) for e in entries]
+    fields: dict = {"orders": entries, "raw": entries[0]["raw"], "call": calls[0] or calls[1]}
+    bad = [e for e in entries if e["status"] != JudgeAnswer.Status.VALID]
+    if bad:
+        status = JudgeAnswer.Status.FAILED if any(e["status"] == "failed" for e in bad) else JudgeAnswer.Status.INVALID
+        named = [("as shown" if e["shown"] == order else "swapped", e.get("error", "")) for e in bad]
+        fields.update(status=status, error="; ".join(f"order {name}: {error}" for name, error in named))
+    else:
+        keys = [q.key for q in preference_questions(definition)]
+        combined, consistent = combine_orders(entries[0]["answers"], entries[1]["answers"], keys)
+        fields.update(
+            status=JudgeAnswer.Status.VALID,
+            answers=combined,
+            rationales=entries[0]["rationales"],
+        )
+        for entry in entries:
+            entry["consistent"] = consistent
+    with transaction.atomic():
+        answer, _ = JudgeAnswer.objects.get_or_create(run=run, summary=item, defaults=fields)
+    return answer
+
+
 def run_judge(
     *,
     study: Study,
@@ -259,7 +427,14 @@ def run_judge(
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[JudgeRun, list[JudgeAnswer]]:
     run = start_judge_run(study=study)
+    definition = rubric_definition(study.rubric)
     summaries = Summary.objects.filter(study=study).select_related("source").order_by("key")
+    # A rubric asks single summaries its other questions and comparison items its
+    # preferences: each kind of item is judged only where the rubric asks it something.
+    if not preference_questions(definition):
+        summaries = summaries.exclude(generator=Comparison.ITEM_GENERATOR)
+    if not judged_questions(definition):
+        summaries = summaries.filter(generator=Comparison.ITEM_GENERATOR)
     if summary_keys:
         summaries = summaries.filter(key__in=summary_keys)
     summaries = list(summaries[:limit] if limit is not None else summaries)
@@ -267,7 +442,10 @@ def run_judge(
     answers = []
     with recording(run):
         for summary in summaries:
-            answers.append(judge_summary(run=run, summary=summary, gateway=gateway))
+            if summary.generator == Comparison.ITEM_GENERATOR:
+                answers.append(judge_comparison(run=run, item=summary, gateway=gateway))
+            else:
+                answers.append(judge_summary(run=run, summary=summary, gateway=gateway))
             if progress is not None:
                 progress(len(answers), len(summaries))
     run.refresh_from_db()

@@ -185,6 +185,11 @@ class JudgeAnswer(TimeStamped):
     raw = models.TextField(blank=True, help_text="The model's answer as it came.")
     error = models.TextField(blank=True)
     call = models.ForeignKey("LLMCall", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    orders = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="A comparison item: the judge's answer in each order it was asked (shown, status, answers, raw).",
+    )
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["run", "summary"], name="judgeanswer_unique_run_summary")]

@@ -216,6 +216,29 @@ def judge_scores(study):
     return run.rater_name, frame
 
 
+def judge_preferences(study):
+    """The newest rubric judge run's answers on comparison items, as (judge name, frame of
+    item, question, preferred, consistent), or None: its answer that counts (a flip between
+    the two orders is a tie, generation.judging) and whether it gave the same answer in
+    both orders. Only answers valid in both orders count."""
+    import pandas as pd
+
+    from generation.models import JudgeAnswer, JudgeRun
+
+    run = JudgeRun.objects.filter(study=study).order_by("-created_at", "-pk").first()
+    if run is None:
+        return None
+    rows = []
+    valid = JudgeAnswer.objects.filter(run=run, status=JudgeAnswer.Status.VALID).exclude(orders=[])
+    for uuid, answers, orders in valid.values_list("summary__uuid", "answers", "orders"):
+        consistent = (orders[0].get("consistent") or {}) if orders else {}
+        for key, value in (answers or {}).items():
+            if isinstance(value, dict) and "preferred" in value:
+                rows.append((str(uuid), key, value["preferred"], bool(consistent.get(key, False))))
+    frame = pd.DataFrame(rows, columns=["item", "question", "preferred", "consistent"])
+    return (run.rater_name, frame) if len(frame) else None
+
+
 def judge_answer_frame(answers, definition):
     """item, question, part, value, label of the judge's answers that people's can be
     compared with, from (summary uuid, answers) pairs of valid judge answers: numeric

@@ -346,3 +346,70 @@ def agreement_with_pointwise(frame: pd.DataFrame, scores: dict[str, float], summ
         "equal_scores": equal,
         "unscored": unscored,
     }
+
+
+def preference_codes(frame: pd.DataFrame) -> pd.DataFrame:
+    """item, rater, value: each judgement on a fixed order of the item's two summaries
+    (0 = the first summary in sorted order preferred, 1 = tie, 2 = the second), from a
+    frame with ``left_summary`` and ``right_summary`` beside ``choice``."""
+    first = np.minimum(frame["left_summary"], frame["right_summary"])
+    preferred = np.where(
+        frame[CHOICE] == "left", frame["left_summary"], np.where(frame[CHOICE] == "right", frame["right_summary"], "")
+    )
+    value = np.where(frame[CHOICE] == "tie", 1.0, np.where(preferred == first, 0.0, 2.0))
+    return pd.DataFrame({ITEM: frame[ITEM].astype(str), RATER: frame[RATER].astype(str), "value": value})
+
+
+def judge_preference_agreement(frame: pd.DataFrame, judge: pd.DataFrame, judge_name: str) -> dict[str, Any]:
+    """An LLM judge's preferences beside people's on the same comparisons.
+
+    ``frame``: people's judgements of one question (with ``left_summary``,
+    ``right_summary``); ``judge``: item, preferred (a summary or "tie": its answer that
+    counts, a flip between the two orders already a tie), consistent (the same answer in
+    both orders). Position consistency is the share of the judge's comparisons answered
+    the same in both orders; Cohen's kappa (unweighted, on A/B/tie put on a fixed order
+    of each item's summaries) of the judge with each rater beside the raters' with each
+    other, each pair on the comparisons both answered (stats.judges.judge_agreement)."""
+    from stats.judges import judge_agreement
+
+    n = int(len(judge))
+    consistent = int(judge["consistent"].sum()) if n else 0
+    result: dict[str, Any] = {
+        "judge": judge_name,
+        "n_comparisons": n,
+        "position_consistency": consistent / n if n else None,
+        "n_flips": n - consistent,
+    }
+    people = preference_codes(frame)
+    firsts = {
+        str(item): (min(left, right), max(left, right))
+        for item, left, right in frame[[ITEM, "left_summary", "right_summary"]].itertuples(index=False)
+    }
+    rows = []
+    for item, preferred in judge[[ITEM, "preferred"]].itertuples(index=False):
+        pair = firsts.get(str(item))
+        if pair is None:
+            continue  # no person compared it: nothing to agree with
+        rows.append((str(item), 1.0 if preferred == "tie" else 0.0 if preferred == pair[0] else 2.0))
+    judged = pd.DataFrame(rows, columns=[ITEM, "value"])
+    if not len(judged) or not len(people):
+        return {**result, "pairs": [], "judge_mean_kappa": None, "human_mean_kappa": None}
+    agreement = judge_agreement(people, judged, [0.0, 1.0, 2.0], judge_name)
+    pairs = [
+        {
+            "rater_a": p["rater_a"],
+            "rater_b": p["rater_b"],
+            "n": p["n"],
+            "kappa": p["unweighted"],
+            "with_judge": p["with_judge"],
+        }
+        for p in agreement.pairs
+    ]
+    from stats.judges import mean_defined
+
+    return {
+        **result,
+        "pairs": pairs,
+        "judge_mean_kappa": mean_defined([p["kappa"] for p in pairs if p["with_judge"]]),
+        "human_mean_kappa": mean_defined([p["kappa"] for p in pairs if not p["with_judge"]]),
+    }

@@ -25,7 +25,13 @@ from annotate.models import (
     Assignment,
     Revision,
 )
-from annotate.selectors.queue import assignments_for_rater, get_assignment_for_rater, latest_revision, revision_answers
+from annotate.selectors.queue import (
+    assignments_for_rater,
+    get_assignment_for_rater,
+    latest_revision,
+    revision_answers,
+    shown_summaries,
+)
 
 
 class AssignmentListSerializer(serializers.ModelSerializer):
@@ -48,8 +54,13 @@ class AssignmentDetailSerializer(AssignmentListSerializer):
         fields = AssignmentListSerializer.Meta.fields + ["skip_reason", "active_seconds", "summary", "source", "rubric"]
 
     def get_summary(self, obj: Assignment) -> dict:
-        # Only the text: generator, metadata and flags stay on the server.
-        return {"uuid": str(obj.summary.uuid), "text": obj.summary.text}
+        # Only the text: generator, metadata and flags stay on the server. A comparison
+        # item adds its summaries as this rater is shown them (A on the left).
+        data = {"uuid": str(obj.summary.uuid), "text": obj.summary.text}
+        compared = shown_summaries(obj)
+        if compared is not None:
+            data["compared"] = [{"label": c.label, "uuid": c.uuid, "text": c.text} for c in compared]
+        return data
 
     def get_source(self, obj: Assignment) -> dict:
         source = obj.summary.source

@@ -128,7 +128,14 @@ class BatchCreateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200)
     kind = serializers.ChoiceField(Batch.Kind.choices, default=Batch.Kind.MAIN)
     raters = serializers.ListField(child=serializers.CharField(max_length=150), min_length=1, help_text="Usernames.")
-    design = serializers.ChoiceField(batches.DESIGNS, default="k_raters")
+    design = serializers.ChoiceField((*batches.DESIGNS, batches.COMPARISONS), default="k_raters")
+    per_source = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=100_000,
+        help_text="Design comparisons: pairs of generators compared per source (default: every pair).",
+    )
     k = serializers.IntegerField(default=2, min_value=1, max_value=1000, help_text="Raters per item.")
     share = serializers.FloatField(default=0.2, min_value=0, max_value=1, help_text="Share doubly rated.")
     m = serializers.IntegerField(default=1, min_value=1, max_value=100_000, help_text="Items per rater pair.")
@@ -208,6 +215,7 @@ class BatchList(FakeViewMixin, generics.ListCreateAPIView):
             gold=gold,
             attention_every=d.get("attention_every"),
             training=d["training"],
+            per_source=d.get("per_source"),
         )
         data = BatchDetailSerializer(get_batch(study, batch.uuid, counts=True)).data
         # Pairs the design chose whose rater already had the summary (docs/batches.md).

@@ -395,6 +395,15 @@ def batch_disagreements(
                 spread = max(spread, float(threshold))
             if spread < threshold:
                 continue
+        elif q.in_compared:
+            # Spans in either compared summary: a span counts when some rater did not mark
+            # the same words of the same summary.
+            marked = {rater: {(x.get("summary"), x["text"]) for x in v or []} for rater, v in values.items()}
+            differing = len(set().union(*marked.values()) - set.intersection(*marked.values()))
+            if not differing:
+                continue
+            spread = float(differing)
+            values = {rater: [x["text"] for x in v or []] for rater, v in values.items()}
         elif q.highlights:
             marks = {rater: _sentence_marks(texts[summary_id], v or []) for rater, v in values.items()}
             sentences = set().union(*(m.keys() for m in marks.values()))
@@ -435,6 +444,9 @@ def batch_disagreements(
         else:
             if q.several_options:
                 values = {rater: v or [] for rater, v in values.items()}  # nothing ticked
+            if q.preference:
+                # Raters disagree on which summary (or a tie), not on how much.
+                values = {rater: (v or {}).get("preferred") for rater, v in values.items()}
             normalised = {str(sorted(v)) if isinstance(v, list) else str(v) for v in values.values()}
             if not q.comparable or len(normalised) < 2:
                 continue
@@ -463,6 +475,10 @@ def answer_matches(expected: Any, given: Any) -> bool:
     """Whether a given answer equals the expected one (tickbox sets in any order)."""
     if isinstance(expected, list):
         return sorted(expected) == sorted(given or [])
+    if isinstance(expected, dict) and "preferred" in expected:
+        # An expected preference: the same summary (or a tie); its strength only if given.
+        given = given if isinstance(given, dict) else {}
+        return all(given.get(k) == v for k, v in expected.items())
     return expected == given
 
 

@@ -128,11 +128,12 @@ def filter_summaries(
     rated: bool | None = None,
     assigned: bool | None = None,
 ) -> QuerySet[Summary]:
-    """The study's summaries matching every given filter, annotated with
+    """The study's summaries (never its comparison items) matching every given filter, annotated with
     `context_sentences` (sentences in the source). `rated` is about submitted
     ratings in any batch; `assigned` about live (not withdrawn) assignments in any batch."""
     summaries = (
-        Summary.objects.filter(study=study)
+        # Comparison items stand for comparisons, not for a summary to rate alone.
+        Summary.objects.filter(study=study, comparison__isnull=True)
         .select_related("source")
         .annotate(context_sentences=count_of(SourceSentence, "source", outer="source_id"))
         .order_by("key")

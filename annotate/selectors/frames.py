@@ -8,6 +8,7 @@ from django.db.models import Count
 from annotate.models import (
     Assignment,
     Batch,
+    ComparisonMember,
     ConsensusAnswer,
     Rating,
     SourceSentence,
@@ -80,7 +81,10 @@ def summaries_frame(*, study: Study):
     import pandas as pd
 
     rows = []
-    for summary in Summary.objects.filter(study=study).select_related("source").order_by("key"):
+    # Comparison items stand for comparisons (comparisons_frame), not for summaries.
+    for summary in (
+        Summary.objects.filter(study=study, comparison__isnull=True).select_related("source").order_by("key")
+    ):
         row = {
             "item": str(summary.uuid),
             "key": summary.key,
@@ -148,6 +152,85 @@ def raters_by_item(*, study: Study, phase: str = "all", include_calibration: boo
     for summary_uuid, rater_id in pairs:
         found.setdefault(str(summary_uuid), set()).add(str(rater_id))
     return {item: sorted(raters) for item, raters in sorted(found.items())}
+
+
+COMPARISON_COLUMNS = [
+    "item",
+    "comparison",
+    "rater",
+    "question",
+    "left",
+    "right",
+    "left_summary",
+    "right_summary",
+    "choice",
+    "strength",
+    "rationale",
+    "phase",
+    "batch",
+]
+
+
+def comparisons_frame(*, study: Study, phase: str = "all", include_calibration: bool = False):
+    """One row per preference of the answers that count (ratings_frame's revisions) on a
+    comparison of two summaries: item (the comparison item's uuid), comparison (its key),
+    rater, question, left and right (the generators shown on each side: for admins and
+    analysis only), left_summary and right_summary (uuids), choice ("left", "right" or
+    "tie", from the preferred summary and the side it was shown on when answered:
+    Revision.shown_order), strength, rationale, phase, batch. The frame stats.pairwise
+    reads. Comparisons of more than two summaries are left out (their answers rank
+    more than a pair; docs/pairwise.md)."""
+    import pandas as pd
+
+    revisions = {
+        r.pk: r for r in rater_answer_revisions(study=study, phase=phase, include_calibration=include_calibration)
+    }
+    members = {}
+    for item_id, key, uuid in ComparisonMember.objects.filter(comparison__study=study).values_list(
+        "comparison__item_id", "comparison__key", "summary__uuid"
+    ):
+        members.setdefault(item_id, (key, []))[1].append(str(uuid))
+    generators = {
+        str(u): g
+        for u, g in Summary.objects.filter(study=study, comparison__isnull=True).values_list("uuid", "generator")
+    }
+    rows = []
+    ratings = (
+        Rating.objects.filter(revision_id__in=list(revisions), revision__assignment__summary_id__in=list(members))
+        .select_related("revision__assignment__summary", "revision__assignment__batch", "rationale")
+        .order_by("revision__assignment__summary__key", "revision__assignment__rater_id", "question")
+    )
+    for rating in ratings:
+        value = rating.value
+        if not isinstance(value, dict) or "preferred" not in value:
+            continue
+        revision = rating.revision
+        assignment = revision.assignment
+        key, uuids = members[assignment.summary_id]
+        order = [u for u in revision.shown_order if u in uuids] or uuids
+        if len(uuids) != 2 or len(order) != 2:
+            continue
+        preferred = value["preferred"]
+        choice = "tie" if preferred == "tie" else ("left" if preferred == order[0] else "right")
+        rationale = getattr(rating, "rationale", None)
+        rows.append(
+            {
+                "item": str(assignment.summary.uuid),
+                "comparison": key,
+                "rater": str(assignment.rater_id),
+                "question": rating.question,
+                "left": generators.get(order[0], ""),
+                "right": generators.get(order[1], ""),
+                "left_summary": order[0],
+                "right_summary": order[1],
+                "choice": choice,
+                "strength": value.get("strength", ""),
+                "rationale": rationale.text if rationale is not None else "",
+                "phase": revisions[rating.revision_id].phase,
+                "batch": assignment.batch.name if assignment.batch_id else "",
+            }
+        )
+    return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
 
 
 def consensus_frame(*, study: Study, include_calibration: bool = False):

@@ -4,13 +4,15 @@ answers. A rater only ever reaches their own rows through these functions."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db.models import Count, Prefetch, Q, QuerySet
 from django.http import Http404
 
 from annotate.models import (
     Assignment,
+    Comparison,
+    ComparisonMember,
     ExpectedAnswer,
     Finding,
     Rating,
@@ -154,8 +156,9 @@ def revision_answers(revision: Revision | None) -> tuple[dict[str, Any], dict[st
             if rationale is not None:
                 rationales.setdefault(rating.question, {})[finding] = rationale.text
             continue
-        if isinstance(rating.value, dict):
-            # A per-claim answer (annotate.selectors.claims): the only kind stored as an object.
+        if isinstance(rating.value, dict) and "preferred" not in rating.value:
+            # A per-claim answer (annotate.selectors.claims); a preference is the other
+            # object-valued answer, read as it is stored.
             answers[rating.question], rationales[rating.question] = per_claim_parts(rating.value)
             continue
         answers[rating.question] = rating.answer
@@ -196,3 +199,32 @@ def shared_notes(assignment: Assignment) -> list[dict]:
     return [
         {"question": n.question, "question_prompt": prompts.get(n.question, n.question), "text": n.text} for n in notes
     ]
+
+
+class ShownSummary(NamedTuple):
+    """One summary of a comparison as a rater is shown it: its side's letter, uuid and
+    text. Nothing else of it (never its generator) reaches the page."""
+
+    label: str
+    uuid: str
+    text: str
+
+
+def shown_summaries(assignment: Assignment) -> list[ShownSummary] | None:
+    """A comparison item's summaries in the order this rater is shown them (A on the
+    left), else None for a summary rated alone. An assignment made without an order
+    (outside a batch) shows the comparison's own order. A summary rated alone costs no
+    query (its generator, already loaded, says it is no comparison item)."""
+    if assignment.summary.generator != Comparison.ITEM_GENERATOR:
+        return None
+    rows = list(
+        ComparisonMember.objects.filter(comparison__item_id=assignment.summary_id)
+        .order_by("index")
+        .values_list("summary__uuid", "summary__text")
+    )
+    if not rows:
+        return None
+    texts = {str(u): t for u, t in rows}
+    order = [u for u in assignment.shown_order if u in texts] or list(texts)
+    order += [u for u in texts if u not in order]
+    return [ShownSummary(chr(ord("A") + i), u, texts[u]) for i, u in enumerate(order)]

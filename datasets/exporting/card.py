@@ -131,6 +131,12 @@ def dataset_card(study: Study, context: dict, include_restricted: bool) -> str:
         "raters": "pseudonyms, roles and counts",
         "rubric": "each rubric version that was answered, as a JSON definition",
         "consensus": "adjudicated answers (the latest decision per item and question)",
+        "comparisons": "pairwise comparison items: one source, the summaries compared (their keys, in order)",
+        "comparison_answers": (
+            "one row per answer to a comparison question: the summaries on the left and right as the rater "
+            "saw them, the preferred one (or tie) and its side, strength, rationale, and highlights in either "
+            "summary (each naming its summary)"
+        ),
     }
     for name in TABLES:
         lines.append(f"| `{name}` | {counts[name]} | {what[name]} |")

@@ -15,6 +15,8 @@ from annotate.models import (
     Assignment,
     Batch,
     Claim,
+    Comparison,
+    ComparisonMember,
     ConsensusAnswer,
     Finding,
     Rating,
@@ -29,10 +31,17 @@ from annotate.models import (
 )
 from annotate.rubrics import NA, AnswerContext, RubricDefinition
 from annotate.selectors.claims import claim_ids, per_claim_parts
-from annotate.services import store_sentences
+from annotate.services import compared_texts, store_sentences
 from core.exceptions import ApplicationError
 from core.text_validation import InvalidTextError, find_problem, length_problem, loads
-from datasets.exporting.folder import FORMAT_VERSION, ITERATOR_CHUNK, DatasetImportError, read_table, verify_checksums
+from datasets.exporting.folder import (
+    FORMAT_VERSION,
+    ITERATOR_CHUNK,
+    OPTIONAL_TABLES,
+    DatasetImportError,
+    read_table,
+    verify_checksums,
+)
 
 # --- re-import of a dataset folder ---------------------------------------------------------------
 
@@ -46,6 +55,8 @@ JSON_COLUMNS = {
     "ratings": ("value",),
     "spans": ("answers",),
     "consensus": ("value",),
+    "comparisons": ("summary_keys",),
+    "comparison_answers": ("spans",),
 }
 
 
@@ -113,6 +124,11 @@ class _DatasetImporter:
         that cannot be stored (a lone surrogate, a NUL: core/text_validation.py) is
         refused, in the row and inside its JSON columns (Parquet rows come here unchecked)."""
         rows = []
+        if name in OPTIONAL_TABLES and not any(
+            (self.folder / fmt / f"{name}.{fmt}").exists() for fmt in ("jsonl", "parquet")
+        ):
+            self.counts[name] = 0
+            return rows  # exported before the table existed
         for number, row in enumerate(read_table(self.folder, name), start=1):
             where = f"{name} row {number}"
             found = find_problem(row)
@@ -154,6 +170,7 @@ class _DatasetImporter:
         )
         self.import_sources()
         self.import_summaries()
+        self.import_comparisons()
         self.import_batches()
         self.import_raters()
         self.import_answers()
@@ -276,6 +293,34 @@ class _DatasetImporter:
             )
         Claim.objects.bulk_create(claims)
 
+    def import_comparisons(self) -> None:
+        """Comparisons, their item summary (in the summaries table under the comparison's
+        key) and their members; then the sides each answer was given on, and the summary
+        each highlight of a compared summary is in (comparison_answers)."""
+        for row in self.table("comparisons"):
+            where = f"comparison {row['comparison_key']!r}"
+            item = self.summary(row["comparison_key"], where)
+            members = [self.summary(key, where) for key in row["summary_keys"] or []]
+            if len(members) < 2 or any(m.source_id != item.source_id for m in members):
+                self.fail(f"{where}: needs two or more summaries of its source {row['source_key']!r}")
+            comparison = Comparison.objects.create(
+                uuid=row["uuid"], study=self.study, source_id=item.source_id, key=row["comparison_key"], item=item
+            )
+            ComparisonMember.objects.bulk_create(
+                ComparisonMember(comparison=comparison, summary=m, index=i) for i, m in enumerate(members)
+            )
+        self.shown: dict[tuple, list[str]] = {}
+        self.span_summaries: dict[tuple, str] = {}
+        for number, row in enumerate(self.table("comparison_answers"), start=1):
+            key = (row["batch"], row["comparison_key"], row["rater"], row["phase"], row["revision_number"])
+            sides = [row["left_key"], row["right_key"]]
+            if all(sides):
+                self.shown[key] = [str(self.summary(k, f"comparison_answers row {number}").uuid) for k in sides]
+            for span in row["spans"] or []:
+                if span.get("summary_key"):
+                    summary = self.summary(span["summary_key"], f"comparison_answers row {number}")
+                    self.span_summaries[(*key, row["question"], span["index"])] = str(summary.uuid)
+
     def summary(self, key: str, what: str) -> Summary:
         summary = self.summaries.get(key)
         if summary is None:
@@ -372,6 +417,7 @@ class _DatasetImporter:
                     summary=summary,
                     rater=self.users[rater],
                     position=positions.setdefault(rater, 0),
+                    shown_order=self.shown.get(key, []),
                     state=Assignment.State.WITHDRAWN if again else Assignment.State.SUBMITTED,
                     submitted_at=submitted,
                     withdrawn_at=submitted if again else None,
@@ -392,6 +438,7 @@ class _DatasetImporter:
                 rubric=rubric,
                 submitted_at=info["submitted_at"],
                 assisted=info["assisted"],
+                shown_order=self.shown.get(key, []),
             )
             self.check_revision(key, info, assignment.summary)
             definition = self.definitions[info["rubric"]]
@@ -428,6 +475,7 @@ class _DatasetImporter:
                         link_text=row["link_text"] or "",
                         answers=row["answers"],
                         rationale=row["rationale"] or "",
+                        summary_uuid=self.span_summaries.get((*key, row["question"], row["index"])),
                     )
                 )
         created = Rating.objects.bulk_create(ratings, batch_size=ITERATOR_CHUNK)
@@ -479,6 +527,9 @@ class _DatasetImporter:
             }
             if row["link_start"] is not None:
                 span["link"] = {"start": row["link_start"], "end": row["link_end"], "text": row["link_text"]}
+            in_summary = self.span_summaries.get((*key, row["question"], row["index"]))
+            if in_summary is not None:
+                span["summary"] = in_summary
             answers.setdefault(row["question"], []).append(span)
         if summary.source.key in self.withheld:
             return  # no text to check offsets against
@@ -487,6 +538,7 @@ class _DatasetImporter:
             source_text=summary.source.text,
             finding_ids=tuple(str(u) for u in summary.source.findings.order_by("index").values_list("uuid", flat=True)),
             claim_ids=claim_ids(summary) if definition.asks_claims else (),
+            compared=compared_texts(summary),
         )
         try:
             definition.validate(answers, rationales, final=False, context=context)

@@ -22,6 +22,7 @@ from annotate.models import (
     Assignment,
     Batch,
     Claim,
+    Comparison,
     ConsensusAnswer,
     Finding,
     Rating,
@@ -470,6 +471,7 @@ def _write_tables(study, writers, phase, include_calibration, include_restricted
     scores, per_rater, rubric_versions, newest = _write_answer_tables(
         writers, definition, pseudonyms, counting, text_ok
     )
+    _write_comparison_tables(study, writers, definition, counting)
     del counting  # a record per revision: its memory goes to the card's statistics below
 
     # raters
@@ -528,6 +530,78 @@ def _write_tables(study, writers, phase, include_calibration, include_restricted
         "rubrics": rubrics,
         "newest": newest,
     }
+
+
+def _write_comparison_tables(study, writers, definition, counting) -> None:
+    """The comparisons and every counting answer to a comparison question: positions (the
+    summaries on the left and right as that revision was answered), the preference by
+    summary key and by side, strength, rationale, and the highlights in either summary.
+    Comparisons are few next to the answers: plain queries, no streaming."""
+    comparisons = Comparison.objects.filter(study=study).select_related("item", "source").order_by("key")
+    keys = dict(Summary.objects.filter(study=study).values_list("uuid", "key"))
+    keys = {str(u): k for u, k in keys.items()}
+    item_ids = {}
+    for c in comparisons:
+        members = [keys[str(u)] for u in c.member_rows.order_by("index").values_list("summary__uuid", flat=True)]
+        item_ids[c.item_id] = c.key
+        writers["comparisons"].write((c.key, str(c.uuid), c.source.key, canonical_json(members)))
+    revisions = {
+        pk: (item_id, order)
+        for pk, item_id, order in Revision.objects.filter(
+            pk__in=list(counting), assignment__summary_id__in=list(item_ids)
+        ).values_list("pk", "assignment__summary_id", "shown_order")
+    }
+    if not revisions:
+        return
+    asked = {q.key: q for q in definition.questions if q.about_comparisons}
+    answers: dict[tuple[int, str], dict] = {}
+    for revision_id, question, value, rationale in Rating.objects.filter(
+        revision_id__in=list(revisions), question__in=list(asked)
+    ).values_list("revision_id", "question", "value", "rationale__text"):
+        answers[(revision_id, question)] = {"value": value or {}, "rationale": rationale, "spans": []}
+    for revision_id, question, span in (
+        (s.revision_id, s.question, s)
+        for s in Span.objects.filter(revision_id__in=list(revisions), question__in=list(asked)).order_by(
+            "revision_id", "question", "index"
+        )
+    ):
+        entry = answers.setdefault((revision_id, question), {"value": {}, "rationale": None, "spans": []})
+        entry["spans"].append(
+            {
+                "index": span.index,
+                "summary_key": keys.get(str(span.summary_uuid)),
+                "start": span.start,
+                "end": span.end,
+                "text": span.text,
+                "answers": span.answers,
+                "rationale": span.rationale,
+            }
+        )
+    rows = []
+    for (revision_id, question), entry in answers.items():
+        item_id, order = revisions[revision_id]
+        info = counting[revision_id]
+        left, right = (keys.get(u) for u in (list(order) + [None, None])[:2])
+        preferred = entry["value"].get("preferred")
+        preferred_key = "tie" if preferred == "tie" else keys.get(preferred)
+        side = "tie" if preferred == "tie" else "left" if preferred and preferred == (order or [None])[0] else "right"
+        rows.append(
+            (
+                item_ids[item_id],
+                question,
+                left,
+                right,
+                preferred_key,
+                side if preferred else None,
+                entry["value"].get("strength"),
+                entry["rationale"],
+                canonical_json(entry["spans"]) if asked[question].highlights else None,
+            )
+            + info.columns
+        )
+    # By comparison, batch, rater, phase, question and revision (the columns' places).
+    rows.sort(key=lambda r: (r[0], r[13] or "", r[12], r[9], r[1], r[14]))
+    writers["comparison_answers"].write_many(rows)
 
 
 def _write_answer_tables(writers, definition, pseudonyms, counting, text_ok):

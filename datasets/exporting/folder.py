@@ -168,7 +168,29 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("rubric_key", "str"),
         ("rubric_version", "int"),
     ),
+    # Pairwise comparisons (issue 31; docs/pairwise.md): each comparison's summaries, and
+    # every counting answer to a comparison question with the sides it was shown on.
+    "comparisons": (
+        ("comparison_key", "str"),
+        ("uuid", "str"),
+        ("source_key", "str"),
+        ("summary_keys", "json"),
+    ),
+    "comparison_answers": (
+        ("comparison_key", "str"),
+        ("question", "str"),
+        ("left_key", "str"),
+        ("right_key", "str"),
+        ("preferred_key", "str"),
+        ("preferred_side", "str"),
+        ("strength", "str"),
+        ("rationale", "str"),
+        ("spans", "json"),
+        *_REVISION_COLUMNS,
+    ),
 }
+# Tables a folder exported before they existed lacks: read as empty.
+OPTIONAL_TABLES = ("comparisons", "comparison_answers")
 
 
 def canonical_json(value: Any) -> str:

@@ -12,8 +12,9 @@
     balanced: ["k"],
     partial_overlap: ["share"],
     pairwise_overlap: ["m"],
+    comparisons: ["k", "per_source"],
   };
-  var optional = ["k", "share", "m"];
+  var optional = ["k", "share", "m", "per_source"];
   function field(name) {
     return document.querySelector('[data-field="' + name + '"]');
   }

@@ -72,7 +72,8 @@ def test_demo_includes_a_factpico_study_with_findings():
 @pytest.mark.django_db
 def test_demo_with_answers_leaves_three_main_items_per_queue_and_fills_the_rest(capsys):
     call_command("load_demo", "--with-answers")
-    assert "40 answers submitted" in capsys.readouterr().out
+    # 40 in the LitSumm and FactPICO studies, 42 in demo-pairwise (48 less 3 per rater).
+    assert "82 answers submitted" in capsys.readouterr().out
     for slug in ("demo-litsumm", "demo-factpico"):
         for name in ("rater1", "rater2"):
             mine = Assignment.objects.filter(study__slug=slug, rater__username=name)
@@ -82,14 +83,19 @@ def test_demo_with_answers_leaves_three_main_items_per_queue_and_fills_the_rest(
     # Loading again submits nothing more (a person may be rating those three).
     call_command("load_demo", "--with-answers")
     assert "0 answers submitted" in capsys.readouterr().out
-    assert Assignment.objects.filter(state="pending").count() == 12
+    assert Assignment.objects.filter(state="pending").exclude(study__slug="demo-pairwise").count() == 12
+    assert Assignment.objects.filter(state="pending", study__slug="demo-pairwise").count() == 6
 
 
 @pytest.mark.django_db
 def test_demo_content_has_provenance():
     call_command("load_demo")
     assert Summary.objects.filter(study__slug="demo-litsumm").count() == 30
-    assert set(Summary.objects.values_list("generator", flat=True)) == {"demo-handwritten"}
+    two = Summary.objects.filter(study__slug__in=["demo-litsumm", "demo-factpico"])
+    assert set(two.values_list("generator", flat=True)) == {"demo-handwritten"}
+    # The pairwise demo labels the same hand-written summaries and a template as its systems.
+    pairwise = Summary.objects.filter(study__slug="demo-pairwise").values_list("generator", flat=True)
+    assert set(pairwise) == {"handwritten-a", "handwritten-b", "template-lead3", "(comparison)"}
     for source in Source.objects.all():
         assert source.licence.startswith("CC BY") or source.licence == "Public Domain", source.key
         assert source.attribution and source.external_ids.get("pmcid") == source.key

@@ -1,7 +1,7 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.batches import DESIGNS, create_batch
+from annotate.batches import COMPARISONS, DESIGNS, create_batch
 from annotate.management.common import study_named
 from annotate.models import Batch
 from core.exceptions import ApplicationError
@@ -27,7 +27,10 @@ class Command(BaseCommand):
         parser.add_argument("--study", required=True, help="study slug")
         parser.add_argument("--name", required=True, help="batch name, unique in the study")
         parser.add_argument("--raters", required=True, help="comma-separated usernames")
-        parser.add_argument("--design", choices=DESIGNS, default="k_raters")
+        parser.add_argument("--design", choices=[*DESIGNS, COMPARISONS], default="k_raters")
+        parser.add_argument(
+            "--per-source", type=int, help="comparisons: pairs of generators per source (default: every pair)"
+        )
         parser.add_argument("--kind", choices=Batch.Kind.values, default=Batch.Kind.MAIN)
         parser.add_argument("--k", type=int, default=2, help="raters per item (k_raters, balanced)")
         parser.add_argument("--share", type=float, default=0.2, help="share of doubly rated items (partial_overlap)")
@@ -86,6 +89,7 @@ class Command(BaseCommand):
                 gold=list(study.summaries.filter(key__in=o["gold"] or [])),
                 attention_every=o["attention_every"],
                 training=o["training"],
+                per_source=o["per_source"],
             )
         except ApplicationError as exc:
             raise CommandError(exc.message) from None

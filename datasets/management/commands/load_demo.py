@@ -32,7 +32,7 @@ class Command(BaseCommand):
             raise CommandError(exc.message) from None
         self.stdout.write(
             f"Demo loaded: {result.imported.summary_line()}; {result.assignments_created} new assignments"
-            f" in calibration and main batches; {result.answers_submitted} answers submitted."
+            f" in the demo batches; {result.answers_submitted} answers submitted."
         )
         if result.users_created:
             shown = "from DEMO_PASSWORD" if settings.DEMO_PASSWORD else f"'{DEFAULT_DEMO_PASSWORD}'"

@@ -56,6 +56,7 @@ class Command(BaseCommand):
                 continue
             result = judge_agreement_on(human, scores, q.key, [float(v) for v in q.values], run.rater_name)
             report["questions"].append({"question": q.key, "agreement": result.__dict__ if result else None})
+        report["comparisons"] = comparison_agreement(study_obj, definition, answers, run.rater_name)
         if options["json"]:
             self.stdout.write(json.dumps(report, indent=2, default=str))
             return
@@ -71,6 +72,42 @@ class Command(BaseCommand):
             judge = "n/a" if a["judge_mean_quadratic"] is None else f"{a['judge_mean_quadratic']:.3f}"
             people = "n/a" if a["human_mean_quadratic"] is None else f"{a['human_mean_quadratic']:.3f}"
             self.stdout.write(f"  {row['question']}: judge-rater kappa (quadratic) {judge}; rater-rater {people}")
+        for row in report["comparisons"]:
+            consistency = row["position_consistency"]
+            judge = "n/a" if row["judge_mean_kappa"] is None else f"{row['judge_mean_kappa']:.3f}"
+            people = "n/a" if row["human_mean_kappa"] is None else f"{row['human_mean_kappa']:.3f}"
+            self.stdout.write(
+                f"  {row['question']}: position consistency "
+                f"{'n/a' if consistency is None else f'{consistency:.3f}'} ({row['n_flips']} flips, counted as ties); "
+                f"judge-rater kappa {judge}; rater-rater {people}"
+            )
         for answer in answers:
             if answer.status != JudgeAnswer.Status.VALID:
                 self.stderr.write(f"{answer.summary.key}: {answer.get_status_display().lower()}: {answer.error}")
+
+
+def comparison_agreement(study, definition, answers, judge_name: str) -> list[dict]:
+    """Per preference question: the judge's position consistency beside its kappa with each
+    rater on the comparisons (stats.pairwise.judge_preference_agreement)."""
+    import pandas as pd
+
+    from annotate.selectors.frames import comparisons_frame
+    from stats.pairwise import judge_preference_agreement
+
+    keys = [q.key for q in definition.questions if q.preference]
+    judged = [a for a in answers if a.status == JudgeAnswer.Status.VALID and a.orders]
+    if not keys or not judged:
+        return []
+    people = comparisons_frame(study=study)
+    rows = []
+    for key in keys:
+        consistent = [
+            (str(a.summary.uuid), a.answers[key]["preferred"], bool(a.orders[0].get("consistent", {}).get(key)))
+            for a in judged
+            if key in a.answers
+        ]
+        frame = pd.DataFrame(consistent, columns=["item", "preferred", "consistent"])
+        rows.append(
+            {"question": key, **judge_preference_agreement(people[people["question"] == key], frame, judge_name)}
+        )
+    return rows
