@@ -12,11 +12,9 @@ from django.db import transaction
 from annotate.batches import create_batch
 from annotate.models import Assignment, Batch, Study, StudyMembership
 from annotate.services import add_study_member, ensure_user, submit_rating
+from datasets.demo_state import DEFAULT_DEMO_PASSWORD, DEMO_STUDY, FACTPICO_STUDY  # noqa: F401 - re-exported
 from datasets.importing import ImportResult, import_evidence_inference, import_records
 
-DEFAULT_DEMO_PASSWORD = "rate-summaries-2026"
-DEMO_STUDY = "demo-litsumm"
-FACTPICO_STUDY = "demo-factpico"
 DEMO_SEED = 2026
 
 
