@@ -24,6 +24,7 @@ from django.utils import timezone
 from annotate.models import Claim, Finding, Rating, Revision, Source, SourceSentence, Study, Summary
 from annotate.rubrics import RubricDefinitionError
 from annotate.services import builtin_rubric_path, load_builtin_rubric, store_sentences
+from core.bulk import insert_new
 from core.exceptions import ApplicationError
 from core.sentences import split_spans
 from core.text_validation import InvalidTextError, length_problem, loads
@@ -533,7 +534,7 @@ class _BulkWriter(_Writer):
         if to_update:
             Source.objects.bulk_update(to_update, [*_SOURCE_FIELDS, "updated_at"])
         if created:
-            Source.objects.bulk_create([source for _, _, source in created])
+            insert_new([source for _, _, source in created], natural_key=("study_id", "key"))
             for _ in created:
                 self.count("source", True, False)
         if changed_text_ids:
@@ -604,7 +605,7 @@ class _BulkWriter(_Writer):
         if to_update:
             Summary.objects.bulk_update(to_update, [*_SUMMARY_FIELDS, "updated_at"])
         if created:
-            Summary.objects.bulk_create(created)
+            insert_new(created, natural_key=("study_id", "key"))
             for _ in created:
                 self.count("summary", True, False)
 
