@@ -324,7 +324,8 @@ def main():
 
     t0 = time.perf_counter()
     rest_slugs = [f"bench-{k}" for k in range(IMPORT_RUNS)]
-    tokens = create_users([ours_jsonl.study_record(slug) for slug in rest_slugs])
+    cmd_slugs = [f"bench-cmd-{k}" for k in range(IMPORT_RUNS)]
+    tokens = create_users([ours_jsonl.study_record(slug) for slug in rest_slugs + cmd_slugs])
     res["users"] = {"raters": N_RATERS, "admin": ADMIN, "setup_s": r3(time.perf_counter() - t0, 2),
                     "how": "annotate.services.ensure_user + Token.objects.get_or_create (= drf_create_token) "
                            "in one `manage.py shell -c`, which also makes the REST imports' studies"}
@@ -400,8 +401,7 @@ def main():
                                     "(refused: 'holds no records'): interpreter + Django setup",
                                     "rc": r.returncode}
     commands = []
-    for k in range(IMPORT_RUNS):
-        slug = f"bench-cmd-{k}"
+    for k, slug in enumerate(cmd_slugs):
         path = os.path.join(RUN_DIR, f"{slug}.jsonl")
         with open(path, "w") as f:
             f.write(ours_jsonl.jsonl_for(slug, tasks))
@@ -429,7 +429,7 @@ def main():
         "name": "load", "kind": "main", "raters": RATERS, "design": "k_raters", "k": K, "seed": 7})
     res["assign"] = {"batch_create_s": r3(time.perf_counter() - t0, 3), "raters": N_RATERS, "k": K,
                      "assignments": K * 500, "how": "POST /api/studies/<slug>/batches/ (= manage.py create_batch)"}
-    page_slug = slugs[1] if len(slugs) > 1 else slugs[0]
+    page_slug = slugs[1] if len(slugs) > 1 else cmd_slugs[0]  # a study the load batch does not use
     page_batch = api("POST", f"/api/studies/{page_slug}/batches/", admin_tok, json={
         "name": "page", "kind": "main", "raters": [RATERS[0]], "design": "k_raters", "k": 1, "n": 20, "seed": 7})
 
