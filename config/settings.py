@@ -66,9 +66,9 @@ MIDDLEWARE = [
     "config.middleware.ContentSecurityPolicyMiddleware",
     # whitenoise, with the text files gzipped once into var/static-gz/ (config/static.py).
     "config.static.CompressedStaticMiddleware",
-    # Django's pages and JSON gzipped (with "Heal the BREACH" padding, Django >= 4.2); below
-    # whitenoise, which answers static files itself.
-    "django.middleware.gzip.GZipMiddleware",
+    # Django's pages and JSON gzipped (with "Heal the BREACH" padding, Django >= 4.2), text
+    # only (config/static.py); below whitenoise, which answers static files itself.
+    "config.static.GZipTextMiddleware",
     "core.exceptions.ApiErrorMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

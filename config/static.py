@@ -25,6 +25,7 @@ from pathlib import Path
 from wsgiref.headers import Headers
 
 from django.conf import settings
+from django.middleware.gzip import GZipMiddleware
 from whitenoise.middleware import WhiteNoiseMiddleware
 from whitenoise.responders import MissingFileError, StaticFile
 
@@ -80,3 +81,16 @@ class CompressedStaticMiddleware(WhiteNoiseMiddleware):
                 if stat_cache is not None:
                     stat_cache[variant] = os.stat(variant)
         return StaticFile(path, headers.items(), stat_cache=stat_cache, encodings=encodings)
+
+
+class GZipTextMiddleware(GZipMiddleware):
+    """Django's GZipMiddleware (with its "Heal the BREACH" padding) for text only: pages,
+    JSON and JSON Lines, CSV, SVG. A zip archive, a PNG or any other already compressed
+    download keeps its bytes and its Content-Length."""
+
+    TEXT_TYPES = ("text/", "application/json", "application/jsonl", "application/javascript", "image/svg+xml")
+
+    def process_response(self, request, response):
+        if not response.get("Content-Type", "").startswith(self.TEXT_TYPES):
+            return response
+        return super().process_response(request, response)
