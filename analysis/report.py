@@ -13,8 +13,14 @@ Choices made here (see docs/analysis.md):
 - the human score of the meta-evaluation is, per summary, the mean rating of the first
   required scale question (the first scale question if none is required), and the same
   is done per rater on that rater's own ratings;
-- distributions by group use every ``source.<field>`` column with 2 to 20 distinct
-  values unless the fields are named.
+- distributions by group use every ``source.<field>`` column, and every ``summary.<field>``
+  column of text, with 2 to 20 distinct values unless the fields are named;
+- systems are compared (stats.compare) per generator and per each of those fields: every
+  scale question's mean over summaries with its SD, IQR and bootstrap interval; and every
+  two values of the generator or of a ``summary.<field>`` (the fields that vary within a
+  source) paired on the sources both summarised;
+- "after adjudication": each adjudicated (summary, question) takes the consensus answer
+  recorded for it (the newest) in place of its raters' mean; the rest keep the raters'.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ import pandas as pd
 from analysis.versions import REPORT_VERSION
 from stats.agreement import AgreementInputError, agreement_report
 from stats.agreement_bootstrap import agreement_cis
+from stats.compare import describe_groups, paired_comparisons, summary_scores
 from stats.distributions import item_means, option_counts, score_histograms, scores_by_group
 from stats.frames import ITEM, QUESTION, RATER, VALUE
 from stats.metaeval import correlate_report, kl_divergence
@@ -102,12 +109,35 @@ def summary_items(items: pd.Series) -> pd.Series:
 
 
 def default_group_fields(summaries: pd.DataFrame) -> list[str]:
-    """``source.<field>`` columns with 2 to MAX_GROUPS distinct values (usable as groups)."""
+    """``source.<field>`` columns, and ``summary.<field>`` columns whose values are text,
+    with 2 to MAX_GROUPS distinct values (usable as groups). A summary's numbers (a
+    pipeline's attempts, a length) are groups only when named."""
     fields = []
     for column in summaries.columns:
-        if column.startswith("source.") and 2 <= summaries[column].astype(str).nunique() <= MAX_GROUPS:
+        if not 2 <= summaries[column].astype(str).nunique() <= MAX_GROUPS:
+            continue
+        texts = summaries[column].dropna().map(lambda v: isinstance(v, str)).all()
+        if column.startswith("source.") or (column.startswith("summary.") and texts):
             fields.append(column)
     return fields
+
+
+def group_field_choices(summaries: pd.DataFrame) -> list[str]:
+    """Every field the scores can be split by: the generator, and each ``source.<field>``
+    and ``summary.<field>`` column."""
+    named = [c for c in summaries.columns if str(c).startswith(("source.", "summary."))]
+    return ["generator", *sorted(named)]
+
+
+def check_group_fields(fields: Sequence[str], summaries: pd.DataFrame) -> None:
+    """A ValueError naming the fields that can be used, for a field the summaries lack."""
+    for field in fields:
+        if field not in summaries.columns or field not in group_field_choices(summaries):
+            usable = ", ".join(group_field_choices(summaries)) if len(summaries) else "none (no summaries)"
+            raise ValueError(
+                f"No field {field!r} to split scores by. Use generator, source.FIELD or summary.FIELD "
+                f"(a key of the sources' or summaries' metadata); this study has: {usable}."
+            )
 
 
 def human_question(questions: Sequence[QuestionSpec]) -> QuestionSpec | None:
@@ -164,6 +194,7 @@ def build_study_report(
     questions: Sequence[QuestionSpec],
     rater_names: dict[str, str] | None = None,
     group_fields: Sequence[str] | None = None,
+    consensus: pd.DataFrame | None = None,
     n_resamples: int = 1000,
     seed: int = 0,
     progress: Callable[[float], None] | None = None,
@@ -173,7 +204,8 @@ def build_study_report(
     ``ratings`` is the tidy frame of ``annotate.selectors.frames.ratings_frame`` (item, rater,
     question, score, answer, phase); ``summaries`` has item, key, source and
     ``source.<field>`` columns; ``metrics`` has item and metric columns. ``rater_names``
-    maps rater ids to the names shown. ``progress(fraction)`` is called during the
+    maps rater ids to the names shown. ``consensus`` (annotate.selectors.frames.consensus_frame:
+    item, question, value) holds the answers recorded after adjudication. ``progress(fraction)`` is called during the
     bootstrap, which is the slow part.
     """
     answers = latest_answers(ratings)
@@ -182,9 +214,7 @@ def build_study_report(
     keys = summaries.set_index(ITEM)["key"].to_dict() if len(summaries) else {}
     sources = summaries.set_index(ITEM)["source"].to_dict() if len(summaries) else {}
     fields = list(group_fields) if group_fields is not None else default_group_fields(summaries)
-    for field in fields:
-        if field not in summaries.columns:
-            raise ValueError(f"No field {field!r}; the summaries have {sorted(summaries.columns)}.")
+    check_group_fields(fields, summaries)
 
     scale_questions = [q for q in questions if q.plain_scale]
     total_work = max(1, len(scale_questions) * n_resamples)
@@ -257,6 +287,10 @@ def build_study_report(
             }
         )
 
+    report["compare"] = compare_section(answers, summaries, scale_questions, fields, n_resamples, seed)
+    report["after_adjudication"] = after_adjudication_section(
+        answers, summaries, questions, consensus, n_resamples, seed
+    )
     report.update(_meta_evaluation(answers, metrics, human_question(questions), keys, sources))
     report["meta_evaluation"] = _every_question(answers, metrics, summaries, scale_questions, n_resamples, seed)
     if progress is not None:
@@ -325,3 +359,134 @@ def _meta_evaluation(
         own = own[own["human"].notna()]
         section["per_rater"][str(rater)] = _correlations(own, metric_columns)
     return {"metrics": table.to_dict("records"), "correlation": section}
+
+
+def _scored(answers: pd.DataFrame) -> pd.DataFrame:
+    """The answers that have a place in a mean: N/A left out even where the rubric counts it
+    a category for agreement (as stats.systems does)."""
+    return answers[answers["answer"] != "na"] if len(answers) and "answer" in answers.columns else answers
+
+
+def _comparison_fields(fields: Sequence[str]) -> list[str]:
+    return ["generator", *(f for f in fields if f != "generator")]
+
+
+def compare_section(
+    answers: pd.DataFrame,
+    summaries: pd.DataFrame,
+    scale_questions: Sequence[QuestionSpec],
+    fields: Sequence[str],
+    n_resamples: int,
+    seed: int,
+) -> dict[str, Any]:
+    """Systems compared pointwise (stats.compare): per generator and per group field, each
+    scale question's mean over summaries with SD, IQR and a bootstrap interval; per
+    generator and per ``summary.<field>``, every two values paired on the sources both
+    summarised (mean difference, paired bootstrap interval, Wilcoxon, Holm across pairs)."""
+    section: dict[str, Any] = {
+        "n_resamples": n_resamples,
+        "seed": seed,
+        "confidence_level": 0.95,
+        "groups": [],
+        "pairs": [],
+    }
+    questions = [q.key for q in scale_questions]
+    if not questions or not len(summaries):
+        return section
+    scores = summary_scores(_scored(answers), questions)
+    by_item = summaries.set_index(ITEM)
+    for field in _comparison_fields(fields):
+        for question, rows in describe_groups(scores, by_item[field], n_resamples=n_resamples, seed=seed).items():
+            if rows:
+                section["groups"].append({"field": field, "question": question, "rows": rows})
+        if field == "generator" or field.startswith("summary."):
+            pairs = paired_comparisons(scores, by_item[field], by_item["source"], n_resamples=n_resamples, seed=seed)
+            for question, rows in pairs.items():
+                if rows:
+                    section["pairs"].append({"field": field, "question": question, "rows": rows})
+    return section
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    return "" if value is None else str(value)
+
+
+def after_adjudication_section(
+    answers: pd.DataFrame,
+    summaries: pd.DataFrame,
+    questions: Sequence[QuestionSpec],
+    consensus: pd.DataFrame | None,
+    n_resamples: int,
+    seed: int,
+) -> dict[str, Any]:
+    """The consensus answers recorded after adjudication beside the raters': each decision
+    with the raters' answers to the same summary and question, and per generator and scale
+    question the mean over summaries from the raters' answers and after adjudication
+    (each adjudicated summary takes its consensus score; an N/A consensus leaves it
+    without one), each with its bootstrap interval."""
+    section: dict[str, Any] = {"n_decisions": 0, "items": [], "by_system": []}
+    if consensus is None or not len(consensus) or not len(summaries):
+        return section
+    kinds = {q.key: q for q in questions}
+    consensus = consensus[consensus[QUESTION].isin(kinds) & consensus[ITEM].isin(set(summaries[ITEM]))]
+    by_item = summaries.set_index(ITEM)
+    whole = answers[~answers[ITEM].astype(str).str.contains(":", regex=False)] if len(answers) else answers
+    section["n_decisions"] = len(consensus)
+    for row in consensus.sort_values([ITEM, QUESTION]).itertuples(index=False):
+        given = whole[(whole[ITEM] == row.item) & (whole[QUESTION] == row.question)] if len(whole) else whole
+        scores = _scored(given)["score"].dropna() if len(given) else pd.Series(dtype=float)
+        section["items"].append(
+            {
+                "item": row.item,
+                "key": by_item.at[row.item, "key"],
+                "generator": by_item.at[row.item, "generator"],
+                "question": row.question,
+                "raters": "; ".join(f"{r}: {_shown(a)}" for r, a in zip(given[RATER], given["answer"], strict=True))
+                if len(given)
+                else "",
+                "raters_mean": float(scores.mean()) if len(scores) else None,
+                "consensus": _shown(row.value),
+                "batch": row.batch,
+            }
+        )
+    scale = [q.key for q in questions if q.plain_scale]
+    raters = summary_scores(_scored(answers), scale)
+    adjudicated = raters.copy()
+    decided = {q: 0 for q in scale}
+    for row in consensus.itertuples(index=False):
+        if row.question not in scale:
+            continue
+        value = row.value
+        number = float(value) if isinstance(value, int | float) and not isinstance(value, bool) else math.nan
+        adjudicated.loc[row.item, row.question] = number
+        decided[row.question] += 1
+    generators = by_item["generator"]
+    before = describe_groups(raters, generators, n_resamples=n_resamples, seed=seed)
+    after = describe_groups(adjudicated, generators, n_resamples=n_resamples, seed=seed)
+    for question in scale:
+        if not decided[question]:
+            continue
+        mine = {r["group"]: r for r in before.get(question, [])}
+        for row in after.get(question, []):
+            was = mine.get(row["group"], {})
+            n_decided = int(
+                consensus[(consensus[QUESTION] == question) & consensus[ITEM].map(generators).eq(row["group"])].shape[0]
+            )
+            section["by_system"].append(
+                {
+                    "question": question,
+                    "generator": row["group"],
+                    "n_decided": n_decided,
+                    "raters_n": was.get("n", 0),
+                    "raters_mean": was.get("mean"),
+                    "raters_ci_low": was.get("ci_low"),
+                    "raters_ci_high": was.get("ci_high"),
+                    "adjudicated_n": row["n"],
+                    "adjudicated_mean": row["mean"],
+                    "adjudicated_ci_low": row["ci_low"],
+                    "adjudicated_ci_high": row["ci_high"],
+                }
+            )
+    return section

@@ -32,7 +32,24 @@ FILE_NAMES = (
     "correlation.csv",
     "meta_evaluation.csv",
     "by_system.csv",
+    "system_scores.csv",
+    "system_pairs.csv",
+    "after_adjudication.csv",
+    "after_adjudication_items.csv",
 )
+
+GROUP_COLUMNS = ["field", "question", "group", "n", "mean", "ci_low", "ci_high", "sd", "median", "q1", "q3", "iqr"]
+PAIR_COLUMNS = ["field", "question", "a", "b", "n_sources", "mean_a", "mean_b", "mean_difference", "ci_low", "ci_high"]
+PAIR_COLUMNS += ["n_nonzero", "wilcoxon_statistic", "p_value", "p_holm"]
+ADJUDICATED_COLUMNS = ["question", "generator", "n_decided", "raters_n", "raters_mean", "raters_ci_low"]
+ADJUDICATED_COLUMNS += [
+    "raters_ci_high",
+    "adjudicated_n",
+    "adjudicated_mean",
+    "adjudicated_ci_low",
+    "adjudicated_ci_high",
+]
+ADJUDICATED_ITEM_COLUMNS = ["key", "generator", "question", "raters", "raters_mean", "consensus", "batch", "item"]
 
 _AGREEMENT_STATISTICS = (
     "percent_agreement",
@@ -95,6 +112,7 @@ def agreement_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
                     "ci_high": ci.get("high"),
                     "n_undefined_resamples": ci.get("n_undefined"),
                     "n_resamples": section["n_resamples"],
+                    "n_items_shared": result.get("n_items_shared") if result else None,
                     "n_items": result["n_items"] if result else None,
                     "n_raters": result["n_raters"] if result else None,
                     "error": section["error"],
@@ -182,6 +200,22 @@ def system_rows(report: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]
     return rows, columns
 
 
+def compare_group_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per (field, question, group): stats.compare.describe of its summaries' scores."""
+    section = report.get("compare") or {}
+    return [
+        {"field": g["field"], "question": g["question"], **row} for g in section.get("groups", []) for row in g["rows"]
+    ]
+
+
+def compare_pair_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per (field, question, pair of systems): stats.compare.paired_comparisons."""
+    section = report.get("compare") or {}
+    return [
+        {"field": p["field"], "question": p["question"], **row} for p in section.get("pairs", []) for row in p["rows"]
+    ]
+
+
 def report_files(report: dict[str, Any]) -> dict[str, str]:
     """Every downloadable file of the report, name -> text (CSV or JSON)."""
     histograms = [
@@ -215,6 +249,7 @@ def report_files(report: dict[str, Any]) -> dict[str, str]:
                 "ci_high",
                 "n_undefined_resamples",
                 "n_resamples",
+                "n_items_shared",
                 "n_items",
                 "n_raters",
                 "error",
@@ -266,4 +301,12 @@ def report_files(report: dict[str, Any]) -> dict[str, str]:
         ),  # fmt: skip
         "meta_evaluation.csv": _csv(meta_evaluation_rows(report), META_COLUMNS),
         "by_system.csv": _csv(*system_rows(report)),
+        "system_scores.csv": _csv(compare_group_rows(report), GROUP_COLUMNS),
+        "system_pairs.csv": _csv(compare_pair_rows(report), PAIR_COLUMNS),
+        "after_adjudication.csv": _csv(
+            (report.get("after_adjudication") or {}).get("by_system", []), ADJUDICATED_COLUMNS
+        ),
+        "after_adjudication_items.csv": _csv(
+            (report.get("after_adjudication") or {}).get("items", []), ADJUDICATED_ITEM_COLUMNS
+        ),
     }

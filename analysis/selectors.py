@@ -17,7 +17,7 @@ from django.contrib.auth import get_user_model
 
 from analysis.models import AnalysisResult, ReportPlot
 from analysis.versions import REPORT_VERSION
-from annotate.models import Batch, Claim, Revision, Source, Study, Summary
+from annotate.models import Batch, Claim, ConsensusAnswer, Revision, Source, Study, Summary
 from core.models import change_states
 from generation import selectors as generation_selectors
 from literature import selectors as literature_selectors
@@ -30,16 +30,18 @@ if TYPE_CHECKING:
 class ReportInputs:
     """Everything a study report is computed from, as (number of rows, newest change) per
     kind: the submitted ratings of the phase, the study's summaries, sources, claims (and
-    their verdicts), batches (a batch turned into calibration leaves the analysis), the
-    evaluators' runs and scores, the rubric judge's runs and answers, the questions (and
-    their gold answers); and the rubric version. Its fingerprint, with the report version,
-    is the cache key of the report: change any of them and the report is computed anew."""
+    their verdicts), consensus answers recorded after adjudication, batches (a batch turned
+    into calibration leaves the analysis), the evaluators' runs and scores, the rubric
+    judge's runs and answers, the questions (and their gold answers); and the rubric
+    version. Its fingerprint, with the report version, is the cache key of the report:
+    change any of them and the report is computed anew."""
 
     rubric: int
     ratings: tuple[int, str]
     summaries: tuple[int, str]
     sources: tuple[int, str]
     claims: tuple[int, str]
+    consensus: tuple[int, str]
     batches: tuple[int, str]
     evaluator_runs: tuple[int, str]
     evaluator_scores: tuple[int, str]
@@ -73,6 +75,7 @@ def report_inputs(*, study: Study, phase: str) -> ReportInputs:
             "summaries": Summary.objects.filter(study=study),
             "sources": Source.objects.filter(study=study),
             "claims": Claim.objects.filter(summary__study=study),
+            "consensus": ConsensusAnswer.objects.filter(batch__study=study),
             "batches": Batch.objects.filter(study=study),
             **generation_selectors.evaluation_rows(study=study),
             "questions": literature_selectors.question_rows(study=study),

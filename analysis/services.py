@@ -25,7 +25,7 @@ from analysis.plots import FORMATS, plot_names, render_plot
 from analysis.report_files import report_files
 from annotate.models import Study
 from annotate.selectors.contents import rubric_definition
-from annotate.selectors.frames import raters_by_item, ratings_frame, spans_frame, summaries_frame
+from annotate.selectors.frames import consensus_frame, raters_by_item, ratings_frame, spans_frame, summaries_frame
 from core.background import running_without_worker
 from core.exceptions import ApplicationError
 
@@ -121,6 +121,7 @@ def compute_study_report(
             questions=specs,
             rater_names=names,
             group_fields=group_fields,
+            consensus=consensus_frame(study=study),
             n_resamples=BOOTSTRAP_RESAMPLES if n_resamples is None else n_resamples,
             seed=BOOTSTRAP_SEED,
             progress=progress,

@@ -6,7 +6,9 @@ A change in what a report holds or how a figure in it is computed raises the ver
 cached reports of an older version are then computed again.
 """
 
-REPORT_VERSION = 8  # 8: FactPICO's signs and tables: delta_fk, acc_eq and KL against every question, by_system
+REPORT_VERSION = 9  # 9: systems compared (stats.compare), after adjudication, summary.<field> groups,
+# agreement's items rated by two or more raters
+# 8: FactPICO's signs and tables: delta_fk, acc_eq and KL against every question, by_system
 # 7: summaries rated (overall and per rater) count summaries, not findings
 # 6: the rubric judge on per-finding and per-claim questions (stats.judges, claims)
 # 5: claims judged by people (stats.claims); 4: gold-answer metrics (stats.metrics)

@@ -180,6 +180,9 @@ def _report_context(
         "meta_tables": _meta_tables(report),
         "meta_better": _meta_better(report),
         "systems": _systems(report),
+        "compare_groups": (report.get("compare") or {}).get("groups", []),
+        "compare_pairs": (report.get("compare") or {}).get("pairs", []),
+        "adjudication": report.get("after_adjudication") or {},
         "plots": plots,
         "plots_pending": sum(not p["drawn"] for p in plots),
         "downloads": [

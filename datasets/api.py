@@ -143,7 +143,9 @@ class ImportSerializer(serializers.Serializer):
 
 
 class ImportUploadSerializer(serializers.Serializer):
-    file = serializers.FileField(help_text="JSON Lines (docs/import-format.md): sources, summaries and claims.")
+    file = serializers.FileField(
+        help_text="JSON Lines (docs/import-format.md): sources, summaries, claims and findings."
+    )
 
 
 class ImportList(FakeViewMixin, generics.GenericAPIView):

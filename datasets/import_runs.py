@@ -168,7 +168,7 @@ def run_import(*, study_slug: str, import_id: str) -> ImportStatus:
                     "updated": result.updated[kind],
                     "unchanged": result.unchanged[kind],
                 }
-                for kind in ("source", "summary", "claim")
+                for kind in ("source", "summary", "claim", "finding")
             }
         status.finished_at = timezone.now().isoformat()
         _write_status(status)

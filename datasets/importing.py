@@ -1,4 +1,4 @@
-"""Import of studies, sources, summaries and claims from JSON Lines (a service).
+"""Import of studies, sources, summaries, claims and findings from JSON Lines (a service).
 
 Format: docs/import-format.md. The file is read, checked and written one chunk of lines at
 a time, all inside one transaction: a bad line, however late in the file, rolls back
@@ -30,7 +30,7 @@ from core.sentences import split_spans
 from core.text_validation import InvalidTextError, length_problem, loads
 from datasets.exporting.licences import licence_allows_text
 
-RECORD_TYPES = ("study", "source", "summary", "claim")
+RECORD_TYPES = ("study", "source", "summary", "claim", "finding")
 SLUG_RE = re.compile(r"^[-a-zA-Z0-9_]+$")
 VERDICTS = {choice.value for choice in Claim.Verdict}
 NON_COMMERCIAL = re.compile(r"non-?commercial|not permit commercial|no commercial", re.IGNORECASE)
@@ -291,7 +291,42 @@ def _clean_claim(f: _Fields) -> dict:
     }
 
 
-CLEANERS = {"study": _clean_study, "source": _clean_source, "summary": _clean_summary, "claim": _clean_claim}
+def _clean_finding(f: _Fields) -> dict:
+    """A result the source reports (what a per-finding question asks about, as the Evidence
+    Inference importer makes them): its intervention, comparator, outcome, the reported
+    result (`label`) and the evidence span of the source's text. `start` and `end` may be
+    left out when the evidence occurs exactly once in the text (found when written)."""
+    f.unknown_fields(
+        {"study", "source", "index", "external_id", "intervention", "comparator", "outcome", "label", "evidence"}
+        | {"start", "end"}
+    )
+    start, end = f.integer("start", required=False), f.integer("end", required=False)
+    if (start is None) != (end is None):
+        f.fail("end" if end is None else "start", "start and end go together")
+    if start is not None and start >= end:
+        f.fail("end", "must be greater than start")
+    return {
+        "study": f.string("study", pattern=SLUG_RE),
+        "source": f.string("source", max_length=200),
+        "index": f.integer("index"),
+        "external_id": f.string("external_id", required=False, max_length=100),
+        "intervention": f.string("intervention"),
+        "comparator": f.string("comparator", required=False),
+        "outcome": f.string("outcome"),
+        "label": f.string("label", required=False, max_length=100),
+        "evidence": f.string("evidence"),
+        "start": start,
+        "end": end,
+    }
+
+
+CLEANERS = {
+    "study": _clean_study,
+    "source": _clean_source,
+    "summary": _clean_summary,
+    "claim": _clean_claim,
+    "finding": _clean_finding,
+}
 
 
 # --- writing -------------------------------------------------------------------------------
@@ -401,6 +436,8 @@ def _identity(kind: str, d: dict) -> tuple:
         return ("study", d["slug"])
     if kind == "claim":
         return ("claim", d["study"], d["summary"], d["index"])
+    if kind == "finding":
+        return ("finding", d["study"], d["source"], d["index"])
     return (kind, d["study"], d["key"])
 
 
@@ -428,7 +465,7 @@ class _BulkWriter(_Writer):
     would have been record by record (`born`), and a summary whose parent is still queued
     waits for the next chunk (its parent's id must exist first)."""
 
-    KINDS = ("source", "summary", "claim")
+    KINDS = ("source", "summary", "claim", "finding")
 
     def __init__(self, progress: Callable[[int, int], None] | None = None):
         super().__init__()
@@ -643,13 +680,67 @@ class _BulkWriter(_Writer):
         if created:
             Claim.objects.bulk_create(created)
 
+    # --- findings ---
+
+    def _write_findings(self, queue: list[tuple[int, dict]]) -> None:
+        studies = {line: self.study(line, d["study"]) for line, d in queue}
+        self._prefetch(Source, self.sources, {(studies[line], d["source"]) for line, d in queue})
+        targets = {line: self.source(line, studies[line], d["source"]) for line, d in queue}
+        for line, d in queue:
+            self._not_yet("source", line, studies[line], d["source"], "source")
+        existing = {
+            (finding.source_id, finding.index): finding
+            for finding in Finding.objects.filter(source__in={s.pk for s in targets.values()})
+        }
+        now = timezone.now()
+        created, changed = [], []
+        for line, d in queue:
+            source = targets[line]
+            values = {k: d[k] for k in FINDING_FIELDS if k not in ("start", "end")}
+            values["start"], values["end"] = _evidence_span(line, d, source.text)
+            finding = existing.get((source.pk, d["index"]))
+            if finding is None:
+                created.append(Finding(source=source, index=d["index"], **values))
+                self.count("finding", True, False)
+            elif _changed(finding, values):
+                finding.updated_at = now
+                changed.append((line, finding))
+                self.count("finding", False, True)
+            else:
+                self.count("finding", False, False)
+        if changed:
+            rated = set(Rating.objects.filter(finding__in=[f for _, f in changed]).values_list("finding_id", flat=True))
+            for line, finding in changed:
+                if finding.pk in rated:
+                    raise ImportLineError(line, "index", "this finding has ratings; it cannot change")
+            Finding.objects.bulk_update([f for _, f in changed], [*FINDING_FIELDS, "updated_at"])
+        if created:
+            Finding.objects.bulk_create(created)
+
+
+def _evidence_span(line: int, d: dict, text: str) -> tuple[int, int]:
+    """The finding's evidence span in its source's text: as given (it must quote the text
+    exactly), or, without start and end, where the evidence occurs (exactly once)."""
+    evidence = d["evidence"]
+    if d["start"] is not None:
+        if d["end"] > len(text) or text[d["start"] : d["end"]] != evidence:
+            raise ImportLineError(line, "start", "start and end do not give the evidence in the source's text")
+        return d["start"], d["end"]
+    found = text.count(evidence)
+    if found == 0:
+        raise ImportLineError(line, "evidence", "is not in the source's text (quote it exactly)")
+    if found > 1:
+        raise ImportLineError(line, "evidence", f"occurs {found} times in the source's text; give start and end")
+    start = text.index(evidence)
+    return start, start + len(evidence)
+
 
 def _check_one_study(record: Record, d: dict, slug: str) -> None:
     if record.type == "study":
         raise ImportLineError(
             record.line,
             "type",
-            f"a study record cannot be imported into study {slug!r}: give its sources, summaries and claims",
+            f"a study record cannot be imported into study {slug!r}: give its sources, summaries, claims and findings",
         )
     if d["study"] != slug:
         raise ImportLineError(record.line, "study", f"must be {slug!r}, the study this file is imported into")
@@ -667,7 +758,10 @@ def import_records(
     `progress(records, line)` is called after each chunk is written.
 
     `only_study` (imports over the API, by a study admin): every record must belong to
-    that existing study, and the file may not create or change studies."""
+    that existing study, and the file may not create or change studies.
+
+    A finding's identity is its source and index (as the Evidence Inference importer's);
+    one that was rated cannot change."""
     seen: dict[tuple, int] = {}
     writer = _BulkWriter(progress=progress)
     with transaction.atomic():
@@ -677,7 +771,7 @@ def import_records(
                 _check_one_study(record, d, only_study)
             ident = _identity(record.type, d)
             if ident in seen:
-                name = "index" if record.type == "claim" else "slug" if record.type == "study" else "key"
+                name = "index" if record.type in ("claim", "finding") else "slug" if record.type == "study" else "key"
                 raise ImportLineError(record.line, name, f"duplicates line {seen[ident]}")
             seen[ident] = record.line
             if record.type == "study":

@@ -32,7 +32,7 @@ def _moment(iso: str | None) -> datetime | None:
 class ImportForm(forms.Form):
     file = forms.FileField(
         label="JSON Lines file",
-        help_text="Sources, summaries and claims of this study (docs/import-format.md). All or nothing.",
+        help_text="Sources, summaries, claims and findings of this study (docs/import-format.md). All or nothing.",
     )
 
 

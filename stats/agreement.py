@@ -110,7 +110,9 @@ def _none_if_nan(value: float) -> float | None:
 
 @dataclass(frozen=True)
 class AgreementReport:
-    """Every agreement statistic for one question's ratings."""
+    """Every agreement statistic for one question's ratings. ``n_items`` counts the items with
+    at least one rating, ``n_items_shared`` those rated by two raters or more (the only
+    ones agreement can be read on)."""
 
     n_items: int
     n_raters: int
@@ -121,11 +123,13 @@ class AgreementReport:
     pabak: float
     krippendorff_alpha: AlphaByLevel
     cohen_kappa: tuple[PairwiseKappa, ...]
+    n_items_shared: int = 0
 
     def to_json_dict(self) -> dict[str, Any]:
         """JSON-ready dict; undefined values are ``None`` (JSON has no NaN)."""
         return {
             "n_items": self.n_items,
+            "n_items_shared": self.n_items_shared,
             "n_raters": self.n_raters,
             "percent_agreement": _none_if_nan(self.percent_agreement),
             "fleiss_kappa": _none_if_nan(self.fleiss_kappa.value),
@@ -379,13 +383,15 @@ def agreement_report(frame: pd.DataFrame, scale: Sequence[float], *, pairwise: b
     tuple), which is most of the cost when there are many raters and items.
 
     ``n_items`` and ``n_raters`` count items and raters with at least one non-missing
-    rating. Each statistic uses its own subset of items as documented on its function.
+    rating, ``n_items_shared`` the items with two non-missing ratings or more. Each
+    statistic uses its own subset of items as documented on its function.
     The frame is validated and reshaped once, then every statistic reads those shapes.
     """
     prepared = _prepare(frame, scale)
     rated = prepared.wide.notna()
     return AgreementReport(
         n_items=int(rated.any(axis=1).sum()),
+        n_items_shared=int((rated.sum(axis=1) >= 2).sum()),
         n_raters=int(rated.any(axis=0).sum()),
         percent_agreement=_observed_agreement(prepared.table),
         fleiss_kappa=_multirater_kappa(prepared, "fleiss"),

@@ -26,7 +26,8 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 def _one_agreement(report: dict[str, Any]) -> str:
     alpha = report["krippendorff_alpha"]
     overall = [
-        ["items", number(report["n_items"])],
+        ["items rated by >= 2 raters", number(report.get("n_items_shared"))],
+        ["items rated (all)", number(report["n_items"])],
         ["raters", number(report["n_raters"])],
         ["percent agreement", number(report["percent_agreement"])],
         ["Fleiss' kappa", number(report["fleiss_kappa"])],

@@ -7,6 +7,8 @@ from django.db.models import Count
 
 from annotate.models import (
     Assignment,
+    Batch,
+    ConsensusAnswer,
     Rating,
     SourceSentence,
     Span,
@@ -70,9 +72,11 @@ def ratings_frame(*, study: Study, phase: str = "all", include_calibration: bool
 
 
 def summaries_frame(*, study: Study):
-    """One row per summary: item (uuid), key, source key, generator, text length, and
-    the source's metadata as `source.<field>` columns. For admins and analysis only:
-    it names the generator, so it must never reach a rater."""
+    """One row per summary: item (uuid), key, source key, generator, text length, the
+    source's metadata as `source.<field>` columns and the summary's own metadata as
+    `summary.<field>` columns (a field whose value is an object or a list is left out: it
+    cannot be a group). For admins and analysis only: it names the generator, so it must
+    never reach a rater."""
     import pandas as pd
 
     rows = []
@@ -93,6 +97,7 @@ def summaries_frame(*, study: Study):
             "flags": list(summary.flags),
         }
         row.update({f"source.{k}": v for k, v in sorted(summary.source.metadata.items())})
+        row.update({f"summary.{k}": v for k, v in sorted(summary.metadata.items()) if not isinstance(v, dict | list)})
         rows.append(row)
     counts = dict(SourceSentence.objects.filter(source__study=study).values_list("source__key").annotate(n=Count("id")))
     for row in rows:
@@ -143,3 +148,24 @@ def raters_by_item(*, study: Study, phase: str = "all", include_calibration: boo
     for summary_uuid, rater_id in pairs:
         found.setdefault(str(summary_uuid), set()).add(str(rater_id))
     return {item: sorted(raters) for item, raters in sorted(found.items())}
+
+
+def consensus_frame(*, study: Study, include_calibration: bool = False):
+    """One row per (summary, question) adjudicated: the newest consensus answer recorded for
+    it in any batch of the study (calibration batches left out unless asked), as
+    ConsensusAnswer keeps every decision and the latest counts. Columns: item (summary
+    uuid), question, value (the stored answer: a scale value, "na", an option, a list),
+    batch (name), decided_at."""
+    import pandas as pd
+
+    answers = ConsensusAnswer.objects.filter(batch__study=study)
+    if not include_calibration:
+        answers = answers.exclude(batch__kind=Batch.Kind.CALIBRATION)
+    latest: dict[tuple[str, str], tuple] = {}
+    for uuid, question, value, batch, decided_at in answers.order_by("created_at", "pk").values_list(
+        "summary__uuid", "question", "value", "batch__name", "created_at"
+    ):
+        latest[(str(uuid), question)] = (str(uuid), question, value, batch, decided_at)
+    return pd.DataFrame(
+        [latest[key] for key in sorted(latest)], columns=["item", "question", "value", "batch", "decided_at"]
+    )

@@ -180,16 +180,18 @@ def dataset_card(study: Study, context: dict, include_restricted: bool) -> str:
             "Randolph on the items with the modal number of ratings; Krippendorff's alpha at the "
             "ordinal level).",
             "",
-            "| question | items | raters | % agreement | Fleiss κ | Randolph κ | Gwet AC1 | PABAK | α ordinal |",
-            "|---|---|---|---|---|---|---|---|---|",
+            "| question | items rated by ≥ 2 raters | all items rated | raters | % agreement | Fleiss κ | Randolph κ "
+            "| Gwet AC1 | PABAK | α ordinal |",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
         for entry in agreement:
             r = entry["report"]
             if r is None:
-                lines.append(f"| `{entry['question']}` | – | – | {entry['error']} | | | | | |")
+                lines.append(f"| `{entry['question']}` | – | – | – | {entry['error']} | | | | | |")
                 continue
             lines.append(
-                f"| `{entry['question']}` | {r.n_items} | {r.n_raters} | {_fmt(r.percent_agreement)} | "
+                f"| `{entry['question']}` | {r.n_items_shared} | {r.n_items} | {r.n_raters} | "
+                f"{_fmt(r.percent_agreement)} | "
                 f"{_fmt(r.fleiss_kappa.value)} | {_fmt(r.randolph_kappa.value)} | {_fmt(r.gwet_ac1)} | "
                 f"{_fmt(r.pabak)} | {_fmt(r.krippendorff_alpha.ordinal)} |"
             )

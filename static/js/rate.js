@@ -100,26 +100,69 @@
       const refs = m[1].split(/[,;]\s*|\s+/).filter(Boolean);
       counted += cpLength(text.slice(countedTo, m.index));
       countedTo = m.index;
-      marks.push({ start: counted, end: counted + cpLength(m[0]), cite: true, refs: refs });
+      marks.push({ start: counted, end: counted + cpLength(m[0]), cite: true, refs: refs, index: marks.length });
     }
+    marks.forEach(function (mark) { mark.total = marks.length; });
     return marks;
+  }
+  // The summary's citations are one Tab stop (a roving tabindex: the one last focused, else
+  // the first), so a summary citing seven times does not put seven stops before the first
+  // question; the arrow keys, Home and End move between them. Each is a toggle button:
+  // focus or hover shows its sentences in the context, Enter, Space or a click keeps them
+  // shown (aria-pressed) until pressed again or another citation is pressed.
+  let citeStop = 0;
+  let pinnedCite = null; // {index, refs} of the pressed citation
+  function citeElements() {
+    return Array.prototype.slice.call(document.querySelectorAll("#summary-text .cite"));
+  }
+  function moveToCite(index) {
+    const all = citeElements();
+    if (!all.length) return;
+    const target = all[Math.max(0, Math.min(all.length - 1, index))];
+    all.forEach(function (c) { c.tabIndex = c === target ? 0 : -1; });
+    target.focus();
+  }
+  function pressCite(mark) {
+    const pressed = pinnedCite && pinnedCite.index === mark.index;
+    pinnedCite = pressed ? null : { index: mark.index, refs: mark.refs };
+    citeElements().forEach(function (c) {
+      c.setAttribute("aria-pressed", pinnedCite && Number(c.dataset.citeIndex) === pinnedCite.index ? "true" : "false");
+    });
+    linkRefs(pinnedCite ? pinnedCite.refs : mark.refs, true);
   }
   function makeCite(mark) {
     const missing = mark.refs.filter(function (r) { return !refsInSource.has(r); });
     const c = el("span", "cite" + (missing.length ? " cite-missing" : ""));
-    c.tabIndex = 0;
+    c.tabIndex = mark.index === Math.min(citeStop, mark.total - 1) ? 0 : -1;
     c.dataset.refs = mark.refs.join(" ");
+    c.dataset.citeIndex = String(mark.index);
     c.setAttribute("role", "button");
+    c.setAttribute("aria-pressed", pinnedCite && pinnedCite.index === mark.index ? "true" : "false");
+    const where = "citation " + (mark.index + 1) + " of " + mark.total + ", reference " + mark.refs.join(", ");
     c.setAttribute("aria-label", missing.length
-      ? "Reference " + mark.refs.join(", ") + ": not found in the context"
-      : "Reference " + mark.refs.join(", ") + ": show its sentences in the context");
+      ? where + ": not found in the context"
+      : where + ": show its sentences in the context");
     if (missing.length) c.title = "Not found in the context: " + missing.join(", ");
     const on = function () { linkRefs(mark.refs, true); };
-    const off = function () { linkRefs(mark.refs, false); };
+    // Leaving a citation shows the pressed one's sentences again (or none).
+    const off = function () { linkRefs(pinnedCite ? pinnedCite.refs : mark.refs, !!pinnedCite); };
     c.addEventListener("mouseenter", on);
-    c.addEventListener("focus", on);
+    c.addEventListener("focus", function () { citeStop = mark.index; on(); });
     c.addEventListener("mouseleave", off);
     c.addEventListener("blur", off);
+    c.addEventListener("click", function () { pressCite(mark); });
+    c.addEventListener("keydown", function (event) {
+      if (event.ctrlKey || event.metaKey || event.altKey) return;
+      const moves = { ArrowRight: mark.index + 1, ArrowDown: mark.index + 1, ArrowLeft: mark.index - 1,
+                      ArrowUp: mark.index - 1, Home: 0, End: mark.total - 1 };
+      if (event.key === "Enter" || event.key === " ") {
+        event.preventDefault(); // Space would scroll the page
+        pressCite(mark);
+      } else if (Object.prototype.hasOwnProperty.call(moves, event.key)) {
+        event.preventDefault();
+        moveToCite(moves[event.key]);
+      }
+    });
     return c;
   }
   function linkRefs(refs, on) {
@@ -721,6 +764,7 @@
   const helpList = el("ul");
   [["1–9", "answer the current question (a scale's value, a choice's place in the list, or tick the box in that place)"],
    ["n", "go to the next question (each finding and claim is one)"],
+   ["← →", "move between the summary's citations (one Tab stop); Enter or Space keeps a citation's sentences shown"],
    ["]", "next item"], ["[", "previous item"],
    ["Ctrl+Enter", "submit"], ["?", "show this list"], ["Esc", "close it"]].forEach(function (pair) {
     const li = el("li");

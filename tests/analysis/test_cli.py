@@ -87,6 +87,8 @@ def test_agreement_json_shape_and_krippendorff_2011_values(kripp_csv):
     report = run_json("agreement", str(kripp_csv), "--categories", "1,2,3,4,5")
     assert AGREEMENT_KEYS <= set(report)
     assert (report["n_items"], report["n_raters"]) == (12, 4)
+    # Krippendorff (2011): unit 12 has one value only, so 11 of the 12 units are pairable.
+    assert report["n_items_shared"] == 11
     # Krippendorff (2011): nominal .743, ordinal .815, interval .849; irrCAC: nominal 0.74342.
     alpha = report["krippendorff_alpha"]
     assert round(alpha["nominal"], 4) == 0.7434

@@ -2,9 +2,10 @@
 
 Each change below is made through the code path a user's action takes (a rating submitted,
 a summary generated or imported, an evaluator or the rubric judge run, claims verified, a
-question's gold answer imported again, the study moved to a new rubric version, a batch
-made a calibration batch, a new report version). After each, the report page must queue a
-new report, and the new report must be computed from the changed data."""
+question's gold answer imported again, a consensus answer recorded after adjudication, the
+study moved to a new rubric version, a batch made a calibration batch, a new report version).
+After each, the report page must queue a new report, and the new report must be computed
+from the changed data."""
 
 from __future__ import annotations
 
@@ -135,8 +136,26 @@ def a_batch_made_calibration(study, serve):
     return lambda before, after: after["n_answers"] == 0  # calibration batches are left out
 
 
+def a_consensus_answer(study, serve):
+    from annotate.batches import record_consensus
+
+    batch = Batch.objects.create(study=study, name="main", seed=1)
+    Assignment.objects.filter(study=study).update(batch=batch)
+    summary = study.summaries.order_by("key").first()
+    admin = study.memberships.filter(role="admin").first().user
+    record_consensus(batch=batch, summary=summary, question="overall", value=1, rationale="", decided_by=admin)
+    return lambda before, after: (
+        (
+            before["after_adjudication"]["n_decisions"],
+            after["after_adjudication"]["n_decisions"],
+        )
+        == (0, 1)
+    )
+
+
 CHANGES = [
     a_new_rating,
+    a_consensus_answer,
     a_generated_summary,
     an_import,
     a_reference_evaluator_run,

@@ -42,6 +42,7 @@ def report_rows(study: Study) -> dict[str, list[str]]:
         r = entry["report"]
         assert r is not None, entry["error"]
         rows[entry["question"]] = [
+            str(r["n_items_shared"]),
             str(r["n_items"]),
             str(r["n_raters"]),
             fmt(r["percent_agreement"]),
@@ -97,8 +98,8 @@ def test_card_agreement_equals_the_report_when_a_rater_answered_a_summary_in_two
     # krippendorff library's on that matrix.
     newest = [[2, 2, 3, 2], [2, 1, 3, 1]]
     alpha = krippendorff.alpha(reliability_data=newest, level_of_measurement="ordinal", value_domain=[1, 2, 3, 4, 5])
-    assert card["overall"][:3] == ["4", "2", fmt(0.5)]
-    assert card["overall"][7] == fmt(alpha)
+    assert card["overall"][:4] == ["4", "4", "2", fmt(0.5)]  # both raters answered all four items
+    assert card["overall"][8] == fmt(alpha)
 
 
 @pytest.mark.django_db
@@ -112,7 +113,7 @@ def test_a_tie_in_time_goes_to_the_batch_whose_name_sorts_last_in_the_card_and_t
     assert card["overall"] == report_rows(study)["overall"]
     oldest = [[5, 4, 3, 2], [2, 1, 3, 1]]
     alpha = krippendorff.alpha(reliability_data=oldest, level_of_measurement="ordinal", value_domain=[1, 2, 3, 4, 5])
-    assert card["overall"][7] == fmt(alpha)
+    assert card["overall"][8] == fmt(alpha)
 
 
 @pytest.mark.django_db

@@ -489,6 +489,7 @@ def test_report_json_shape(kripp_frame):
     report = agreement_report(kripp_frame, SCALE_1_5).to_json_dict()
     assert list(report) == [
         "n_items",
+        "n_items_shared",
         "n_raters",
         "percent_agreement",
         "fleiss_kappa",
@@ -499,6 +500,8 @@ def test_report_json_shape(kripp_frame):
         "cohen_kappa",
     ]
     assert (report["n_items"], report["n_raters"]) == (12, 4)
+    # Krippendorff (2011): unit 12 has one value, so 11 units are pairable (rated by >= 2).
+    assert report["n_items_shared"] == 11
     assert list(report["krippendorff_alpha"]) == ["nominal", "ordinal", "interval"]
     assert len(report["cohen_kappa"]) == 6  # C(4, 2) rater pairs
     assert set(report["cohen_kappa"][0]) == {"rater_a", "rater_b", "n", "unweighted", "linear", "quadratic"}

@@ -11,7 +11,9 @@ from core.exceptions import ApplicationError
 class Command(BaseCommand):
     help = (
         "Analyse a study into a folder: agreement per scale question with bootstrap intervals, score "
-        "histograms, per-summary means, scores by source field, failure-mode counts per rater, automatic "
+        "histograms, per-summary means, scores by field, systems compared (mean, SD, IQR and bootstrap interval "
+        "per generator and field; every two systems paired on their common sources with a Wilcoxon test, "
+        "Holm-corrected), consensus answers after adjudication, failure-mode counts per rater, automatic "
         "metrics, metric-vs-human correlations, as CSV and JSON, and plots as PNG and SVG."
     )
 
@@ -23,8 +25,9 @@ class Command(BaseCommand):
             "--by",
             action="append",
             dest="group_fields",
-            help="source field to split scores by, e.g. source.topic (repeatable; default: every source "
-            "field with 2 to 20 distinct values)",
+            help="field to split scores and compare systems by: generator, source.FIELD (source metadata) or "
+            "summary.FIELD (summary metadata), e.g. --by summary.system (repeatable; default: every source field, "
+            "and every summary field of text, with 2 to 20 distinct values)",
         )
         parser.add_argument("--resamples", type=int, default=None, help="bootstrap resamples (default 1000)")
 
