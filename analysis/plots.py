@@ -60,7 +60,9 @@ def _save(fig, formats: Sequence[str]) -> dict[str, bytes]:
             buffer = io.BytesIO()
             # No date in the SVG metadata, so the same report always gives the same bytes.
             metadata = {"Date": None} if fmt == "svg" else {}
-            fig.savefig(buffer, format=fmt, bbox_inches="tight", metadata=metadata)
+            # Every figure is laid out by matplotlib's constrained layout, so no
+            # bbox_inches="tight" (which drew each figure once more, only to measure it).
+            fig.savefig(buffer, format=fmt, metadata=metadata)
             images[fmt] = buffer.getvalue()
     finally:
         _pyplot().close(fig)
@@ -105,7 +107,7 @@ def scatter_figure(report: dict[str, Any], metric: str, formats: Sequence[str] =
     acc = stats.get("acc_eq", {}).get("value")
     plt = _pyplot()
     with plt.rc_context(_CONTEXT):
-        fig, ax = plt.subplots(figsize=(4.6, 3.6))
+        fig, ax = plt.subplots(figsize=(4.6, 3.6), layout="constrained")
         ax.scatter(x, y, s=18, alpha=0.7, color="#4c72b0")
         ax.set_xlabel(_plain(metric))
         ax.set_ylabel(f"mean human score ({_plain(correlation.get('human_question') or 'none')})")
@@ -130,7 +132,7 @@ def density_figure(report: dict[str, Any], metric: str, formats: Sequence[str] =
     kl = correlation.get("mean", {}).get(metric, {}).get("kl_divergence")
     plt = _pyplot()
     with plt.rc_context(_CONTEXT):
-        fig, ax = plt.subplots(figsize=(4.6, 3.2))
+        fig, ax = plt.subplots(figsize=(4.6, 3.2), layout="constrained")
         if densities is None:
             ax.text(0.5, 0.5, "too few distinct values", ha="center", va="center", transform=ax.transAxes)
         else:

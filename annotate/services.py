@@ -67,7 +67,8 @@ def builtin_rubric_path(key: str) -> Path:
 
 def read_rubric_file(path: Path) -> dict:
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        # libyaml's loader when PyYAML has it (ten times faster; same safe subset).
+        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except FileNotFoundError:
         raise RubricDefinitionError(f"{path}: no such rubric file") from None
     except yaml.YAMLError as exc:

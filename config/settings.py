@@ -66,7 +66,11 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Bodies over DATA_UPLOAD_MAX_MEMORY_SIZE (413) and chunked bodies (411), named.
     "config.middleware.RequestBodyLimitMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
+    # whitenoise, with the text files gzipped once into var/static-gz/ (config/static.py).
+    "config.static.CompressedStaticMiddleware",
+    # Django's pages and JSON gzipped (with "Heal the BREACH" padding, Django >= 4.2), text
+    # only (config/static.py); below whitenoise, which answers static files itself.
+    "config.static.GZipTextMiddleware",
     "core.exceptions.ApiErrorMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -143,6 +147,8 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 # straight from static/ and the apps, so no collectstatic is needed to run; a
 # deployment may turn it off after `collectstatic`.
 WHITENOISE_USE_FINDERS = env_bool("WHITENOISE_USE_FINDERS", True)
+# Where config.static writes the gzip variants of static text files (made on first use).
+STATIC_COMPRESSED_DIR = env_str("STATIC_COMPRESSED_DIR", str(BASE_DIR / "var" / "static-gz"))
 
 # Behind TLS (docs/security.md). SECURE_COOKIES turns on secure cookies, the redirect of
 # plain HTTP to HTTPS and, unless DEBUG is on, HSTS for a year; each can be set apart.

@@ -12,12 +12,9 @@ from django.db import transaction
 from annotate.batches import create_batch
 from annotate.models import Assignment, Batch, Study, StudyMembership
 from annotate.services import add_study_member, ensure_user, submit_rating
+from datasets.demo_state import DEFAULT_DEMO_PASSWORD, DEMO_STUDY, FACTPICO_STUDY, PAIRWISE_STUDY  # noqa: F401 - re-exported
 from datasets.importing import ImportResult, import_evidence_inference, import_records
 
-DEFAULT_DEMO_PASSWORD = "rate-summaries-2026"
-DEMO_STUDY = "demo-litsumm"
-FACTPICO_STUDY = "demo-factpico"
-PAIRWISE_STUDY = "demo-pairwise"
 # The pairwise demo's systems (docs/pairwise.md): the demo's two hand-written summaries of
 # each abstract (keys -a and -b) and an extractive template, the abstract's first three
 # sentences, labelled as such. No LLM wrote any of them.

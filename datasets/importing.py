@@ -34,6 +34,7 @@ from annotate.models import (
 )
 from annotate.rubrics import RubricDefinitionError
 from annotate.services import RESERVED_SLUGS, create_comparison, rubric_by_key, store_sentences
+from core.bulk import insert_new
 from core.exceptions import ApplicationError
 from core.sentences import split_spans
 from core.text_validation import MAX_ADMIN_TEXT_CHARS, InvalidTextError, length_problem, loads
@@ -638,7 +639,7 @@ class _BulkWriter(_Writer):
         if to_update:
             Source.objects.bulk_update(to_update, [*_SOURCE_FIELDS, "updated_at"])
         if created:
-            Source.objects.bulk_create([source for _, _, source in created])
+            insert_new([source for _, _, source in created], natural_key=("study_id", "key"))
             for _ in created:
                 self.count("source", True, False)
         if changed_text_ids:
@@ -709,7 +710,7 @@ class _BulkWriter(_Writer):
         if to_update:
             Summary.objects.bulk_update(to_update, [*_SUMMARY_FIELDS, "updated_at"])
         if created:
-            Summary.objects.bulk_create(created)
+            insert_new(created, natural_key=("study_id", "key"))
             for _ in created:
                 self.count("summary", True, False)
 

@@ -29,6 +29,7 @@ from annotate.batches import create_batch
 from annotate.models import Assignment, Batch, Study, StudyMembership, Summary
 from annotate.services import add_study_member, ensure_user, load_builtin_rubric, submit_rating
 from datasets.demo import DEMO_SEED, LEFT_TO_RATE, fixture
+from datasets.demo_state import QUESTION_STUDY
 from datasets.importing import import_evidence_inference
 from literature.answers import evidence_articles, number_citations, store_answer
 from literature.engines import LocalEngine
@@ -36,7 +37,6 @@ from literature.importing import QuestionRow, import_questions
 from literature.models import Question, Retrieval
 from literature.services import retrieve_for_question
 
-QUESTION_STUDY = "demo-questions"
 QUESTIONS = 12
 RETRIEVED = 10
 GENERATOR = "demo-template"

@@ -22,6 +22,9 @@ Publication dates for restricted search: a source's `metadata["published"]` (an 
 or else `metadata["year"]`. With only a year, an article is kept when its year is before
 the cut-off day's year (an article of the same year cannot be shown to come before it). A
 source with no date is left out of a date-restricted search.
+
+bm25s, numpy and PyStemmer are imported when an index is built or searched, not with
+this module: the web app and `make run`'s master import it without needing them (issue 30).
 """
 
 from __future__ import annotations
@@ -30,10 +33,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date
 from typing import Protocol
-
-import bm25s
-import numpy as np
-import Stemmer
 
 from annotate.models import Source, Study
 from literature.identifiers import source_identifiers
@@ -91,6 +90,9 @@ def tokenize(texts: list[str]) -> list[list[str]]:
     answer altogether when every text is empty; each text here gets its list.)"""
     if not texts:
         return []
+    import bm25s
+    import Stemmer
+
     tokens = bm25s.tokenize(
         texts, stopwords=STOPWORDS, stemmer=Stemmer.Stemmer("english"), show_progress=False, return_ids=False
     )
@@ -116,6 +118,8 @@ class LocalEngine:
         self.names = [source_identifiers(key, ext) for _, key, _, _, ext, _ in rows]
         self.metadata = [meta for *_, meta in rows]
         self._position = {key: i for i, key in enumerate(self.keys)}
+        import bm25s
+
         self.index = bm25s.BM25(k1=1.5, b=0.75)
         corpus = tokenize([f"{title}\n{text}" for _, _, title, text, _, _ in rows])
         # bm25s cannot index a corpus without a single term (sources of only stop words).
@@ -141,6 +145,8 @@ class LocalEngine:
         terms = tokenize([query])[0]
         if not self.indexed or not terms or limit < 1:
             return []
+        import numpy as np
+
         scores = np.asarray(self.index.get_scores(terms), dtype=float)
         excluded = set(exclude)
         keep = [
@@ -162,6 +168,8 @@ def bm25_scores(query: str, documents: list[str]) -> list[float]:
     (their own IDF), as Clinfo.ai re-ranks its relevant articles: the same tokenizer and
     Lucene variant as LocalEngine (k1=1.5, b=0.75). 0 for every document when the query or
     the documents have no searchable term."""
+    import bm25s
+
     terms = tokenize([query])[0]
     corpus = tokenize(documents)
     if not terms or not any(corpus):

@@ -69,6 +69,7 @@ def build() -> dict[str, str]:
 
     call_command("migrate", verbosity=0)
     typical_source = sentences(5_000 * 7)  # ~5,000 words
+    harness_source = sentences(300 * 7)  # ~300 words: the peers harness's task (tests/bench/peers/gen_tasks.py)
     big_source = sentences(MAX_SOURCE_CHARS)
     short_sentences = sentences(MAX_SOURCE_CHARS, words_per_sentence=3)  # ~8,000 sentences
     summary_words = " ".join(f"claim{j}" for j in range(200))
@@ -77,6 +78,7 @@ def build() -> dict[str, str]:
         {"type": "study", "slug": "bench", "title": "Bench", "rubric": "litsumm"},
         {"type": "source", "study": "bench", "key": "typical", "sentences": typical_source},
         {"type": "source", "study": "bench", "key": "big", "sentences": big_source},
+        {"type": "source", "study": "bench", "key": "harness", "sentences": harness_source},
         {"type": "source", "study": "bench", "key": "short", "sentences": short_sentences},
         {
             "type": "summary",
@@ -84,6 +86,14 @@ def build() -> dict[str, str]:
             "source": "typical",
             "key": "typical",
             "text": summary_words,
+            "generator": "g",
+        },
+        {
+            "type": "summary",
+            "study": "bench",
+            "source": "harness",
+            "key": "harness-size",
+            "text": " ".join(f"claim{j}" for j in range(150)),
             "generator": "g",
         },
         {
@@ -160,11 +170,15 @@ def main() -> None:
             f"{key:<16} {len(summary.source.text):>12,} {len(summary.text):>13,} "
             f"{median(times):>9.3f} {len(response.content) / 1024:>7.0f}"
         )
-    browser_interactive(pages["long-line"], args.runs)
+    browser_interactive(pages["long-line"], pages["harness-size"], args.runs)
 
 
-def browser_interactive(assignment: str, runs: int) -> None:
-    """Median seconds from navigation to the long-line rating page being interactive."""
+def browser_interactive(assignment: str, small: str, runs: int) -> None:
+    """Median seconds from navigation to the long-line rating page being interactive; then
+    the harness-size page (a 300-word source, a 150-word summary) as a rater's browser
+    first gets it (tests/bench/peers/browser_load.py, the peers harness's own measure: a
+    fresh context with an empty cache each run): time until the summary and the source
+    are on screen, bytes on the wire, requests."""
     import threading
 
     from django.core.handlers.wsgi import WSGIHandler
@@ -197,8 +211,20 @@ def browser_interactive(assignment: str, runs: int) -> None:
             if i:  # the first is a warm-up
                 times.append(time.perf_counter() - started)
         browser.close()
-    server.shutdown()
     print(f"long line in Chromium: interactive after a median of {median(times):.2f} s over {runs} runs")
+    sys.path.insert(0, str(ROOT / "tests" / "bench" / "peers"))
+    import browser_load
+
+    figures = browser_load.measure(
+        base, f"{base}/rate/{small}/", "ours", "bench-rater", BENCH_PASSWORD, ["claim149", "word6"], runs=runs
+    )
+    print(
+        "harness-size page in Chromium, fresh cache: text on screen after a median of "
+        f"{figures['ready_ms_median']:.0f} ms; "
+        f"{figures['kib_total_median']:.1f} KiB on the wire in {figures['requests_median']:.0f} requests "
+        f"(goals: 100 ms, 30 KiB)"
+    )
+    server.shutdown()
 
 
 if __name__ == "__main__":

@@ -68,3 +68,71 @@ def test_serving_the_app_imports_no_heavy_library(tmp_path):
     assert found["patterns"] > 5
     assert {"annotate.views", "analysis.views", "analysis.api"} <= set(found["views"])
     assert found["heavy"] == [], f"serving the web app imported {found['heavy']}"
+
+
+# What `make run`'s gunicorn master does (config/gunicorn.conf.py with WEB_PREPARE=demo):
+# load the app (preload_app), then on_starting migrates and runs the demo loaders, then
+# the workers fork and serve. Here in one fresh interpreter: the app, the hook exactly as
+# gunicorn calls it, then the first requests a rater makes (the queue and a rating page,
+# through Django's test client: the worker's whole request path).
+MASTER_PROBE = """
+import importlib.util, json, sys
+import config.wsgi
+spec = importlib.util.spec_from_file_location("gunicorn_conf", "config/gunicorn.conf.py")
+conf = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(conf)
+conf.on_starting(None)
+heavy = %r
+after_prepare = sorted(m for m in heavy if m in sys.modules)
+from django.test import Client
+from annotate.models import Assignment
+client = Client(HTTP_HOST="127.0.0.1")
+login = client.post("/accounts/login/", {"username": "rater1", "password": "rate-summaries-2026"})
+assert login.status_code == 302, login.status_code
+queue = client.get("/rate/")
+assignment = Assignment.objects.filter(rater__username="rater1", state="pending").order_by("position").first()
+page = client.get(f"/rate/{assignment.uuid}/")
+print(json.dumps({
+    "after_prepare": after_prepare,
+    "after_requests": sorted(m for m in heavy if m in sys.modules),
+    "status": [queue.status_code, page.status_code],
+}))
+"""
+MASTER_HEAVY = (*HEAVY, "bm25s", "Stemmer")
+
+
+def test_make_run_master_with_the_demo_present_imports_no_heavy_library(tmp_path):
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": os.environ.get("HOME", "/tmp"),
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DEBUG": "1",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        "LOCAL_SECRET_KEY_FILE": str(tmp_path / "secret_key"),
+        "WEB_PREPARE": "demo",
+        "DEMO_PASSWORD": "",
+    }
+
+    def start():
+        done = subprocess.run(
+            [sys.executable, "-c", MASTER_PROBE % (MASTER_HEAVY,)],
+            cwd=settings.BASE_DIR,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout.strip().splitlines()[-1]), done.stdout
+
+    # The first start loads the demo: building its BM25 index needs bm25s and numpy (and
+    # the probe sees them: it would see them on a later start too).
+    first, out = start()
+    assert "Question demo loaded: 12 questions" in out
+    assert {"bm25s", "numpy"} <= set(first["after_prepare"])
+    # Every later start finds the demo and skips the loaders before importing them.
+    again, out = start()
+    assert "Demo already loaded" in out and "Question demo already loaded" in out
+    assert again["status"] == [200, 200]
+    assert again["after_prepare"] == [], f"make run's master imported {again['after_prepare']}"
+    assert again["after_requests"] == [], f"a rater's first requests imported {again['after_requests']}"

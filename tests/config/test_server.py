@@ -1,6 +1,7 @@
 """`make run` serves with gunicorn (config/gunicorn.conf.py): a real server process, started
 as the Makefile starts it, answers pages and static files, several clients at once."""
 
+import gzip
 import os
 import socket
 import subprocess
@@ -24,8 +25,8 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def get(url: str) -> tuple[int, bytes, dict]:
-    with urllib.request.urlopen(url, timeout=60) as response:
+def get(url: str, **headers) -> tuple[int, bytes, dict]:
+    with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=60) as response:
         return response.status, response.read(), dict(response.headers)
 
 
@@ -36,6 +37,7 @@ def environment(tmp_path, **extra) -> dict[str, str]:
         "DEBUG": "1",
         "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
         "LOCAL_SECRET_KEY_FILE": str(tmp_path / "secret_key"),
+        "STATIC_COMPRESSED_DIR": str(tmp_path / "static-gz"),
         **extra,
     }
 
@@ -90,6 +92,23 @@ def test_gunicorn_serves_pages_static_files_and_many_clients(server):
     with ThreadPoolExecutor(max_workers=8) as pool:
         results = list(pool.map(lambda _: get(f"{server}/accounts/login/")[0], range(32)))
     assert results == [200] * 32
+
+
+def test_a_browser_that_accepts_gzip_gets_pages_and_static_text_files_gzipped(server):
+    """Issue 30: the rating page's style and script, and the pages, go out compressed (a
+    browser always sends Accept-Encoding: gzip); a client that does not ask gets them whole."""
+    for path in ("static/js/rate.js", "static/css/app.css"):
+        status, body, headers = get(f"{server}/{path}", **{"Accept-Encoding": "gzip, deflate, br"})
+        assert status == 200 and headers.get("Content-Encoding") == "gzip", headers
+        assert "Accept-Encoding" in headers.get("Vary", "")
+        original = (BASE / path).read_bytes()
+        assert gzip.decompress(body) == original
+        assert len(body) < len(original) / 2
+        status, plain, headers = get(f"{server}/{path}")
+        assert plain == original and "Content-Encoding" not in headers
+    status, body, headers = get(f"{server}/accounts/login/", **{"Accept-Encoding": "gzip"})
+    assert status == 200 and headers.get("Content-Encoding") == "gzip"
+    assert b"Log in" in gzip.decompress(body)
 
 
 def test_make_run_prepares_the_database_in_the_server_process(tmp_path):

@@ -73,3 +73,22 @@ def test_spans_are_exact_offsets_into_the_text():
     spans = split_spans(text)
     assert [text[s:e] for s, e in spans] == ["Első mondat [PMC1].", "Második, e.g. ez [PMC2].", "Harmadik."]
     assert all(s < e for s, e in spans)
+
+
+@pytest.mark.parametrize("above", ["Plain words", "Smith et al.", "See e.g."])
+def test_a_line_is_split_the_same_whatever_the_line_above_ends_with(above):
+    """A stop that starts a line has no word before it: the last word of the line above
+    (here an abbreviation) must not make it one (it did, through a regex's `$`)."""
+    line = ". Stray stop first. Then a sentence."
+    text = f"{above}\n{line}"
+    offset = len(above) + 1
+    spans = [(s - offset, e - offset) for s, e in split_spans(text) if s >= offset]
+    assert spans == split_spans(line)
+    assert [line[s:e] for s, e in spans] == [".", "Stray stop first.", "Then a sentence."]
+
+
+def test_the_word_before_a_stop_is_found_within_its_own_word_only():
+    """The look-back reads only the word before each stop: a long run of letters and dots
+    before a stop is one word (not an abbreviation), and the abbreviations still hold."""
+    text = "x" * 200 + ". Next one. Data (e.g. rates) fell. Done."
+    assert split_sentences(text) == ["x" * 200 + ".", "Next one.", "Data (e.g. rates) fell.", "Done."]

@@ -27,7 +27,23 @@ def test_demo_loads_and_loading_twice_changes_nothing(settings, capsys):
     assert "Demo accounts created: admin, rater1, rater2 (password 'rate-summaries-2026')" in out
     first = snapshot()
     call_command("load_demo")
+    assert "Demo already loaded" in capsys.readouterr().out  # `make run`'s every start: two queries
     assert snapshot() == first
+    call_command("load_demo", "--reload")  # the whole loader again: idempotent
+    assert "Demo loaded: " in capsys.readouterr().out
+    assert snapshot() == first
+
+
+@pytest.mark.django_db
+def test_a_demo_missing_a_part_is_loaded_again(settings, capsys):
+    """The cheap check is not fooled by a demo study without its raters."""
+    settings.DEBUG, settings.DEMO_PASSWORD = True, ""
+    call_command("load_demo")
+    StudyMembership.objects.filter(study__slug="demo-factpico", user__username="rater2").delete()
+    capsys.readouterr()
+    call_command("load_demo")
+    assert "Demo loaded: " in capsys.readouterr().out
+    assert StudyMembership.objects.filter(study__slug="demo-factpico", user__username="rater2").exists()
 
 
 @pytest.mark.django_db
@@ -81,7 +97,7 @@ def test_demo_with_answers_leaves_three_main_items_per_queue_and_fills_the_rest(
             assert mine.filter(state="pending").count() == 3
             assert not mine.filter(batch__name="calibration").exclude(state="submitted").exists()
     # Loading again submits nothing more (a person may be rating those three).
-    call_command("load_demo", "--with-answers")
+    call_command("load_demo", "--with-answers", "--reload")
     assert "0 answers submitted" in capsys.readouterr().out
     assert Assignment.objects.filter(state="pending").exclude(study__slug="demo-pairwise").count() == 12
     assert Assignment.objects.filter(state="pending", study__slug="demo-pairwise").count() == 6

@@ -39,6 +39,9 @@ def test_the_demo_is_built_offline_and_loading_twice_changes_nothing(demo, capsy
     assert all("not by a model" in s.metadata["demo"] for s in Summary.objects.filter(study=demo))
     before = snapshot()
     call_command("load_question_demo", "--with-answers")
+    assert "Question demo already loaded" in capsys.readouterr().out
+    assert snapshot() == before
+    call_command("load_question_demo", "--with-answers", "--reload")
     assert snapshot() == before
     assert f"{QUESTIONS} questions, 0 new answers, 0 new assignments" in capsys.readouterr().out
 

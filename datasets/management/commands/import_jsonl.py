@@ -11,6 +11,10 @@ PROGRESS_EVERY = 10_000
 
 class Command(BaseCommand):
     help = "Import studies, sources, summaries and claims from a JSON Lines file (docs/import-format.md)."
+    # Django's system checks load the URLconf and every view (the API, the schema, DRF's
+    # whole stack) before any command runs: most of this command's start-up, for nothing
+    # an import uses. `manage.py check` and every server start still run them.
+    requires_system_checks = []
 
     def add_arguments(self, parser):
         parser.add_argument("file", type=Path, help="JSON Lines file, one record per line")

@@ -18,7 +18,7 @@ Copied from ../shared/bench-peers/ (2026-11-25) into the project, as that harnes
 because the project's start command changed (issue 16: `make run` serves with gunicorn) and the
 shared copy is read-only; only bench_ours.py differs (configs a-c above; results/ under this folder).
 Env knobs as in bench_labelstudio.py (ROUNDS, COLD_RUNS, IMPORT_RUNS, PAGE_RUNS, SEQ_N, CONC_N,
-THREADS, PHASE_MAX_S), plus OURS_DIR ($TMPDIR/bench-ours, a clean clone of the project), OURS_PORT (18100/18110/18120),
+THREADS, PHASE_MAX_S, TASKS), plus OURS_PG_DB (perf_ours: config b's database, dropped and created), OURS_DIR ($TMPDIR/bench-ours, a clean clone of the project), OURS_PORT (18100/18110/18120),
 OURS_WORKERS (2*nproc+1), SERVE_COLD_RUNS (3: extra cold starts of `make serve` alone, config a),
 FORM_N (200: extra sequential phase through the HTML form, what the rating page posts on Submit).
 """
@@ -30,12 +30,13 @@ import sqlite3
 import subprocess
 import sys
 import time
+from urllib.parse import urlsplit
 
 import requests
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from benchlib import (Server, calibrate_cpu, clean_env, log, median, pct, pkg_version, port_free, r3,  # noqa: E402
+from benchlib import (TASKS, Server, check_port, calibrate_cpu, clean_env, log, median, pct, pkg_version, port_free, r3,  # noqa: E402
                       pss_mib, rss_mib, tree_pids, venv_facts, wait_http_200)
 import gen_tasks  # noqa: E402
 import load  # noqa: E402
@@ -48,9 +49,9 @@ PEERS = os.environ.get("PEERS_DIR", os.path.join(os.environ.get("TMPDIR", "/tmp"
 OURS = os.environ.get("OURS_DIR", os.path.join(os.environ.get("TMPDIR", "/tmp"), "bench-ours"))
 VENV = os.path.join(OURS, ".venv")
 PY = os.path.join(VENV, "bin", "python")
-TOOLS_VENV = os.path.join(PEERS, "tools-venv")
+TOOLS_VENV = os.path.dirname(os.path.dirname(os.environ["TOOLS_PYTHON"])) if os.environ.get("TOOLS_PYTHON") else os.path.join(PEERS, "tools-venv")
 RUN_DIR = os.path.join(PEERS, "data", f"ours-{CONFIG}")
-PORT = int(os.environ.get("OURS_PORT", {"a": "18100", "b": "18110", "c": "18120"}[CONFIG]))
+PORT = check_port(int(os.environ.get("OURS_PORT", {"a": "18100", "b": "18110", "c": "18120"}[CONFIG])), "OURS_PORT")
 BASE = f"http://127.0.0.1:{PORT}"
 LOGIN_PATH = "/accounts/login/"
 WORKERS = int(os.environ.get("OURS_WORKERS", "2"))
@@ -71,7 +72,7 @@ THREADS = int(os.environ.get("THREADS", "8"))
 FORM_N = int(os.environ.get("FORM_N", "200"))
 PHASE_MAX_S = float(os.environ.get("PHASE_MAX_S", "300"))
 START_DEADLINE_S = 300
-PG_DB = "perf_ours"
+PG_DB = os.environ.get("OURS_PG_DB", "perf_ours")  # dropped and created by config b: give each user their own
 PG_URL = f"postgres://postgres@127.0.0.1:5432/{PG_DB}"
 SQLITE_A = os.path.join(OURS, "var", "db.sqlite3")   # make run's default DATABASE_URL
 SQLITE_C = os.path.join(RUN_DIR, "db.sqlite3")
@@ -82,9 +83,9 @@ ADMIN = "benchadmin"
 PASSWORD = "bench-pw-Xq-2026"
 # every submit needs its own assignment (a submitted one is final): k raters per item
 SUBMITS = ROUNDS * (SEQ_N + CONC_N) + SEQ_N + FORM_N
-K = max(1, math.ceil(SUBMITS / 500))
+K = max(1, math.ceil(SUBMITS / TASKS))
 if K > N_RATERS:
-    raise SystemExit(f"{SUBMITS} submits need more than {N_RATERS} raters x 500 items: lower SEQ_N/CONC_N/ROUNDS")
+    raise SystemExit(f"{SUBMITS} submits need more than {N_RATERS} raters x {TASKS} items: lower SEQ_N/CONC_N/ROUNDS")
 
 LIVE = []
 
@@ -215,19 +216,27 @@ SQL_ASSIGN_SUBMITTED = ("select count(*) from annotate_assignment a join annotat
 USERS_PY = r"""
 import json
 from annotate.accounts import create_token
-from annotate.services import ensure_user
+from annotate.models import Study, StudyMembership
+from annotate.services import add_study_member, ensure_user
+from datasets.importing import import_records
 names = %r
 out = {}
 for name in names:
     user, _ = ensure_user(username=name, password=%r, is_staff=(name == %r), is_superuser=(name == %r))
     # what `manage.py create_api_token NAME` does, in one process
     out[name] = create_token(user=user).secret
+    if name == %r:
+        admin = user
+# The studies the REST imports go into (as a peer's projects are made before its import), the admin their admin.
+import_records(lines=[json.dumps(r) + "\n" for r in %r])
+for study in Study.objects.filter(slug__in=[r["slug"] for r in %r]):
+    add_study_member(study=study, user=admin, role=StudyMembership.Role.ADMIN)
 print("TOKENS" + json.dumps(out))
 """
 
 
-def create_users():
-    code = USERS_PY % (RATERS + [ADMIN], PASSWORD, ADMIN, ADMIN)
+def create_users(studies):
+    code = USERS_PY % (RATERS + [ADMIN], PASSWORD, ADMIN, ADMIN, ADMIN, studies, studies)
     r = manage("shell", "-c", code)
     line = [x for x in r.stdout.splitlines() if x.startswith("TOKENS")][-1]
     return json.loads(line[len("TOKENS"):])
@@ -314,10 +323,12 @@ def main():
         res["first_time_setup_migrate_s"] = r3(time.perf_counter() - t0, 2)
 
     t0 = time.perf_counter()
-    tokens = create_users()
+    rest_slugs = [f"bench-{k}" for k in range(IMPORT_RUNS)]
+    cmd_slugs = [f"bench-cmd-{k}" for k in range(IMPORT_RUNS)]
+    tokens = create_users([ours_jsonl.study_record(slug) for slug in rest_slugs + cmd_slugs])
     res["users"] = {"raters": N_RATERS, "admin": ADMIN, "setup_s": r3(time.perf_counter() - t0, 2),
                     "how": "annotate.services.ensure_user + annotate.accounts.create_token (= create_api_token) "
-                           "in one `manage.py shell -c`"}
+                           "in one `manage.py shell -c`, which also makes the REST imports' studies"}
     rater_tokens = [tokens[u] for u in RATERS]
     admin_tok = tokens[ADMIN]
 
@@ -350,19 +361,47 @@ def main():
     res["pss_mib"] = {"after_start_median": r3(median(pss_start), 1)}
     res["processes_after_start"] = proc_breakdown(srv.pid)
 
-    # 3. import 500 tasks x IMPORT_RUNS studies through `manage.py import_jsonl` (there is no REST import)
-    tasks = gen_tasks.generate(500)
+    # 3. import TASKS tasks x IMPORT_RUNS studies through the REST API, as the peers import: POST
+    # /api/studies/<slug>/imports/ (multipart, the file the import page uploads), then the run is
+    # polled until done (no broker: the run finishes in the request). Then, as an extra row, the same
+    # files through `manage.py import_jsonl` (a new process: interpreter and Django start-up included).
+    tasks = gen_tasks.generate(TASKS)
+    imports, slugs = [], []
+    for k, slug in enumerate(rest_slugs):
+        body = ours_jsonl.jsonl_for(slug, tasks, with_study=False).encode()
+        t0 = time.perf_counter()
+        r = requests.post(f"{BASE}/api/studies/{slug}/imports/", headers={"Authorization": "Token " + admin_tok},
+                          files={"file": (f"{slug}.jsonl", body, "application/jsonl")}, timeout=600)
+        if r.status_code != 202:
+            raise SystemExit(f"REST import -> {r.status_code}: {r.text[:300]}")
+        run = r.json()
+        deadline = time.monotonic() + PHASE_MAX_S
+        while run["status"] not in ("done", "failed") and time.monotonic() < deadline:
+            time.sleep(0.05)
+            run = api("GET", urlsplit(r.headers["Location"]).path, admin_tok)
+        dt = time.perf_counter() - t0
+        if run["status"] != "done":
+            raise SystemExit(f"REST import {slug}: {run['status']} {run.get('error')}")
+        counts = api("GET", f"/api/studies/{slug}/", admin_tok)["counts"]
+        if counts["summaries"] != TASKS or counts["sources"] != TASKS:
+            raise SystemExit(f"import stored {counts}, expected {TASKS} sources and summaries")
+        imports.append(dt)
+        slugs.append(slug)
+        log(f"REST import {k+1}/{IMPORT_RUNS}: {dt:.2f}s ({run['counts']})")
+    res["import_500_s"] = {"runs": [r3(x, 3) for x in imports], "median": r3(median(imports), 3), "tasks": TASKS,
+                           "tasks_per_s_median": r3(TASKS / median(imports), 1),
+                           "how": "POST /api/studies/<slug>/imports/ (multipart JSONL, the study made beforehand) "
+                                  "until the run is done: the peers' path (a REST import into a made project)"}
     empty = os.path.join(RUN_DIR, "empty.jsonl")
     open(empty, "w").close()
     t0 = time.perf_counter()
     r = manage("import_jsonl", empty, check=False)
     overhead = time.perf_counter() - t0
     res["import_cli_overhead_s"] = {"value": r3(overhead, 3), "what": "`manage.py import_jsonl` of an empty file "
-                                    "(refused: 'holds no records'): interpreter + Django setup + system checks",
+                                    "(refused: 'holds no records'): interpreter + Django setup",
                                     "rc": r.returncode}
-    imports, slugs = [], []
-    for k in range(IMPORT_RUNS):
-        slug = f"bench-{k}"
+    commands = []
+    for k, slug in enumerate(cmd_slugs):
         path = os.path.join(RUN_DIR, f"{slug}.jsonl")
         with open(path, "w") as f:
             f.write(ours_jsonl.jsonl_for(slug, tasks))
@@ -372,17 +411,15 @@ def main():
         if r.returncode != 0:
             raise SystemExit(f"import failed: {r.stderr[-500:]}")
         counts = api("GET", f"/api/studies/{slug}/", admin_tok)["counts"]
-        if counts["summaries"] != 500 or counts["sources"] != 500:
-            raise SystemExit(f"import stored {counts}, expected 500 sources and summaries")
-        imports.append(dt)
-        slugs.append(slug)
-        log(f"import {k+1}/{IMPORT_RUNS}: {dt:.2f}s ({r.stdout.strip()[-120:]})")
-    res["import_500_s"] = {"runs": [r3(x, 3) for x in imports], "median": r3(median(imports), 3),
-                           "tasks_per_s_median": r3(500 / median(imports), 1),
-                           "median_minus_cli_overhead": r3(median(imports) - overhead, 3),
-                           "includes": "`manage.py import_jsonl FILE` wall time: a new process (interpreter, Django "
-                                       "setup, system checks) + the import (500 sources split into sentences + 500 "
-                                       "summaries, one transaction); the server keeps running"}
+        if counts["summaries"] != TASKS or counts["sources"] != TASKS:
+            raise SystemExit(f"import stored {counts}, expected {TASKS} sources and summaries")
+        commands.append(dt)
+        log(f"command import {k+1}/{IMPORT_RUNS}: {dt:.2f}s ({r.stdout.strip()[-120:]})")
+    res["import_500_command_s"] = {"runs": [r3(x, 3) for x in commands], "median": r3(median(commands), 3),
+                                   "tasks": TASKS, "median_minus_cli_overhead": r3(median(commands) - overhead, 3),
+                                   "includes": "`manage.py import_jsonl FILE` wall time: a new process (interpreter, "
+                                               "Django setup) + the import (sources split into sentences + "
+                                               "summaries, one transaction); the server keeps running"}
     res["rss_mib"]["after_import"] = rss_mib(srv.pid)
     res["pss_mib"]["after_import"] = pss_mib(srv.pid)
 
@@ -392,7 +429,7 @@ def main():
         "name": "load", "kind": "main", "raters": RATERS, "design": "k_raters", "k": K, "seed": 7})
     res["assign"] = {"batch_create_s": r3(time.perf_counter() - t0, 3), "raters": N_RATERS, "k": K,
                      "assignments": K * 500, "how": "POST /api/studies/<slug>/batches/ (= manage.py create_batch)"}
-    page_slug = slugs[1] if len(slugs) > 1 else slugs[0]
+    page_slug = slugs[1] if len(slugs) > 1 else cmd_slugs[0]  # a study the load batch does not use
     page_batch = api("POST", f"/api/studies/{page_slug}/batches/", admin_tok, json={
         "name": "page", "kind": "main", "raters": [RATERS[0]], "design": "k_raters", "k": 1, "n": 20, "seed": 7})
 

@@ -1,0 +1,71 @@
+"""The import path's statements (issue 30): an import over the REST API costs a fixed
+number of statements whatever the file's size (each kind's new rows go in one
+executemany), and with DEBUG on the query log does not render the rows it inserts."""
+
+import json
+import re
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from annotate.models import SourceSentence, StudyMembership, Summary
+from annotate.services import add_study_member
+from datasets.importing import CHUNK
+from tests.conftest import api_client_for
+from tests.factories import StudyFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+MARK = "Zebrafish-marker"
+
+
+def jsonl(slug: str, n: int) -> bytes:
+    lines = []
+    for i in range(n):
+        text = f"{MARK} trial {i} enrolled adults. It ended early. Follow-up was a year."
+        lines.append({"type": "source", "study": slug, "key": f"s{i}", "text": text, "metadata": {"i": i}})
+        lines.append(
+            {
+                "type": "summary",
+                "study": slug,
+                "source": f"s{i}",
+                "key": f"m{i}",
+                "text": f"{MARK} {i}.",
+                "generator": "g",
+            }
+        )
+    return "".join(json.dumps(r) + "\n" for r in lines).encode()
+
+
+def import_over_api(settings, tmp_path, slug: str, n: int):
+    settings.IMPORTS_DIR = tmp_path / "imports"
+    study = StudyFactory(slug=slug)
+    admin = UserFactory(username=f"admin-{slug}")
+    add_study_member(study=study, user=admin, role=StudyMembership.Role.ADMIN)
+    client = api_client_for(admin)
+    upload = SimpleUploadedFile("f.jsonl", jsonl(slug, n), content_type="application/jsonl")
+    with CaptureQueriesContext(connection) as captured:
+        response = client.post(f"/api/studies/{slug}/imports/", {"file": upload}, format="multipart")
+    assert response.status_code == 202, response.content
+    assert response.json()["status"] == "done", response.json()
+    assert Summary.objects.filter(study=study).count() == n
+    assert SourceSentence.objects.filter(source__study=study).count() == 3 * n
+    return [q["sql"] for q in captured.captured_queries]
+
+
+def test_a_rest_import_costs_the_same_statements_for_5_and_for_a_chunk_of_pairs(settings, tmp_path):
+    small = import_over_api(settings, tmp_path, "small", 5)
+    large = import_over_api(settings, tmp_path, "large", CHUNK)
+    assert len(large) == len(small), (len(small), len(large))
+    # Each kind's new rows in one executemany (logged "N times: ..."), never a statement per row.
+    many = sorted(re.match(r"(\d+) times: INSERT INTO \"?(\w+)", q).groups() for q in large if " times: " in q[:20])
+    assert many == sorted(
+        [(str(CHUNK), "annotate_source"), (str(3 * CHUNK), "annotate_sourcesentence"), (str(CHUNK), "annotate_summary")]
+    )
+
+
+def test_with_debug_on_the_query_log_does_not_render_the_imported_rows(settings, tmp_path):
+    settings.DEBUG = True  # `make run`: Django keeps every statement in connection.queries
+    logged = import_over_api(settings, tmp_path, "debug", 50)
+    assert not [q[:120] for q in logged if MARK in q]
