@@ -150,6 +150,7 @@ def retry_import(*, study: Study, import_id, enqueue: Callable[..., Any]) -> Imp
     """Run a failed import again from the file as uploaded (kept for FILE_RETENTION_DAYS):
     the "retry" the page and API offer after a worker died or the queue was down. The
     import is all or nothing, so a failed run left nothing to undo. 409 unless failed."""
+    get_import(study=study, import_id=import_id)  # an unknown import is a 404, before any lock file
     folder = import_folder(study_slug=study.slug, import_id=import_id)
     with claim_run(folder) as claimed:
         status = get_import(study=study, import_id=import_id)

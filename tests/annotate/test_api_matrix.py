@@ -153,6 +153,8 @@ READERS_ACCEPTED = {**NOBODY, "study_admin": 202, "viewer": 202, "staff_viewer":
 ADMINS = {**NOBODY, "study_admin": 200, "staff_admin": 200}
 ADMINS_CREATE = {**ADMINS, "study_admin": 201, "staff_admin": 201}
 ADMINS_ACCEPTED = {**ADMINS, "study_admin": 202, "staff_admin": 202}
+# Retrying an export or import that did not fail: the admins reach it and are told why not.
+ADMINS_CONFLICT = {**ADMINS, "study_admin": 409, "staff_admin": 409}
 OWNER_A = {**NOBODY, "rater_a": 200}
 OWNER_B = {**NOBODY, "rater_b": 200}
 
@@ -196,9 +198,11 @@ MATRIX = [
     ("export-list start", "post", "{study}exports/", "export", ADMINS_ACCEPTED),
     ("export-detail", "get", "{export}", None, ADMINS),
     ("export-download", "get", "{export}download/", None, ADMINS),
+    ("export-retry", "post", "{export}retry/", None, ADMINS_CONFLICT),
     ("import-list", "get", "{study}imports/", None, ADMINS),
     ("import-list upload", "post", "{study}imports/", "import_upload", ADMINS_ACCEPTED),
     ("import-detail", "get", "{import}", None, ADMINS),
+    ("import-retry", "post", "{import}retry/", None, ADMINS_CONFLICT),
     ("ask-status", "get", "{asked}", None, ADMINS),
 ]
 

@@ -262,7 +262,7 @@ def test_the_admins_add_study_form_offers_the_built_in_rubrics_on_an_empty_insta
     client = logged_in(admin_user)
     form = client.get("/admin/annotate/study/add/").context["adminform"].form
     offered = {rubric.key for rubric in form.fields["rubric"].queryset}
-    assert offered == {"litsumm", "factpico", "clinfo", "claims"}
+    assert offered == {"litsumm", "factpico", "clinfo", "claims", "pairwise"}
 
 
 @pytest.mark.django_db

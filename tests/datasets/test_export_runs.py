@@ -142,7 +142,7 @@ def test_a_poll_reports_an_export_whose_worker_was_killed_as_failed(rated_study,
         export_runs.run_export(study_slug=status.study, export_id=status.id)
     polled = export_runs.get_export(study=rated_study, export_id=status.id)
     assert polled.status == "failed"
-    assert "stopped before it finished" in polled.error
+    assert "the worker died" in polled.error
     assert [s.status for s in export_runs.list_exports(study=rated_study)] == ["failed"]
 
 
