@@ -73,7 +73,7 @@ def ask(request, slug):
         except ApplicationError as exc:
             messages.error(request, exc.message)
         else:
-            transaction.on_commit(lambda: enqueue_asked_question(job.pk))
+            transaction.on_commit(lambda: _queue_ask(enqueue_asked_question, job))
             return redirect("generation:asked", slug=study.slug, uuid=job.uuid)
     return render(
         request,
@@ -87,6 +87,17 @@ def ask(request, slug):
         },
         status=400 if request.method == "POST" else 200,
     )
+
+
+def _queue_ask(enqueue, job) -> None:
+    """Queue an asked question's work; a broker that cannot be reached fails its job and
+    the page answers 503 "the task queue is unavailable" (core.background.enqueue_or_fail)."""
+    from core.background import QUEUE_UNAVAILABLE, enqueue_or_fail
+    from generation.models import AnswerJob
+    from generation.services import fail_jobs
+
+    error = f"{QUEUE_UNAVAILABLE.capitalize()}: the question was not queued; ask it again later."
+    enqueue_or_fail(enqueue, job.pk, fail=lambda message: fail_jobs(job_ids=[job.pk], model=AnswerJob, error=error))
 
 
 @login_required
@@ -114,6 +125,6 @@ def add_asked(request, slug, uuid):
         messages.error(request, exc.message)
     else:
         if job.config.get("verify"):
-            transaction.on_commit(lambda: enqueue_answer_verification(job.pk))
+            transaction.on_commit(lambda: _queue_ask(enqueue_answer_verification, job))
         messages.info(request, "The question and its answer are in the study: put the answer in a batch to rate it.")
     return redirect("generation:asked", slug=study.slug, uuid=job.uuid)

@@ -10,15 +10,18 @@ from django.urls import reverse
 
 from annotate.models import Source, StudyMembership, Summary
 from annotate.services import add_study_member
-from core.background import wait_for_pool
+from core.background import QUEUE_UNAVAILABLE, wait_for_pool
 from generation.models import AnswerJob
 from generation.tasks import ASK_POOL
 from literature.models import Question
+from tests.core import test_queue_unavailable
 from tests.factories import StudyFactory, UserFactory
 from tests.generation.scripted_server import Reply
 from tests.generation.test_question_pipeline import CORPUS, VERIFY, article_summary, queries, relevance_by_keyword
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+broker_down = test_queue_unavailable.broker_down  # the fixture: the broker's URL at a closed port
 
 HOSTILE = 'Aspirin helps [1]. <script>alert("x")</script><img src=x onerror=alert(1)>'
 
@@ -174,3 +177,16 @@ def test_the_add_button_needs_the_csrf_token(serve, study, admin):
     client.force_login(admin)
     assert ask(client, study).status_code == 403
     assert not AnswerJob.objects.exists()
+
+
+@pytest.mark.usefixtures("broker_down")
+def test_a_question_asked_while_the_queue_is_down_is_a_503_and_a_failed_job(serve, client, study, admin):
+    """Issue 27, F1, for the ask page: the broker cannot be reached, so the page says so
+    (503, never 500) and the question's job is failed, not left pending for ever."""
+    serve(steps=steps())
+    client.force_login(admin)
+    response = ask(client, study)
+    assert response.status_code == 503, response.content[:300]
+    assert QUEUE_UNAVAILABLE in response.content.decode().lower()
+    job = AnswerJob.objects.get()
+    assert job.status == AnswerJob.Status.FAILED and QUEUE_UNAVAILABLE in job.error.lower()
