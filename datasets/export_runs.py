@@ -176,7 +176,7 @@ def run_export(*, study_slug: str, export_id: str) -> ExportStatus:
     row = run_state.claim(ExportRun, export_id)
     if row is None:
         return _status(ExportRun.objects.select_related("study").get(uuid=export_id))
-    me, files = run_state.worker_name(), storage.exports_storage()
+    me, files = row.worker, storage.exports_storage()
     stored = [0]
     with (
         heartbeat(lambda: run_state.renew(ExportRun, row.pk, worker=me, progress=stored[0])),

@@ -197,7 +197,7 @@ def run_import(*, study_slug: str, import_id: str) -> ImportStatus:
     row = run_state.claim(ImportRun, import_id)
     if row is None:
         return _status(ImportRun.objects.select_related("study").get(uuid=import_id))
-    me, lines = run_state.worker_name(), [0]
+    me, lines = row.worker, [0]
     fail = {}
     with heartbeat(lambda: run_state.renew(ImportRun, row.pk, worker=me, progress=lines[0])):
         try:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import socket
+import uuid
 from collections.abc import Callable
 from datetime import datetime
 
@@ -43,8 +44,9 @@ MAX_TRIES = 3
 
 
 def worker_name() -> str:
-    """host:pid of this process, recorded on the runs it claims."""
-    return f"{socket.gethostname()}:{os.getpid()}"[:200]
+    """host:pid of this process and a token of one claim, recorded on the run it claims:
+    two claims in one process (two threads, a redelivery) are two holders."""
+    return f"{socket.gethostname()[:150]}:{os.getpid()}/{uuid.uuid4().hex[:12]}"
 
 
 def _iso(moment: datetime | None) -> str | None:
@@ -52,8 +54,9 @@ def _iso(moment: datetime | None) -> str | None:
 
 
 def claim(model: type[DatasetRun], run_id) -> DatasetRun | None:
-    """Claim the run for this process: the row, now running with this worker and a fresh
-    lease, or None when another live worker holds it or it has ended."""
+    """Claim the run for this process: the row, now running with this claim as its worker
+    (`row.worker`, what renew and finish are given) and a fresh lease, or None when another
+    live worker holds it or it has ended."""
     now, me = timezone.now(), worker_name()
     takeable = Q(status=Status.PENDING) | Q(status=Status.RUNNING, heartbeat_at__lt=now - run_lease())
     claimed = model.objects.filter(takeable, uuid=run_id, tries__lt=MAX_TRIES).update(
@@ -132,6 +135,13 @@ def status_now(row: DatasetRun, *, error: str) -> DatasetRun:
     """The run as a poll should report it. With a broker a poll only reads (the sweep and
     the workers decide); without one, a running run whose lease ran out has lost the
     process that ran it and nobody else will: it is failed now."""
+    if (
+        row.status == Status.PENDING
+        and row.requeued
+        and timezone.now() - (row.queued_at or row.created_at) >= claim_timeout()
+        and fail_run(type(row), row.pk, UNCLAIMED_ERROR, only=(Status.PENDING,))
+    ):
+        row.refresh_from_db()  # queued twice and no worker came: the sweep would fail it next
     if (
         settings.CELERY_TASK_ALWAYS_EAGER
         and row.status == Status.RUNNING
