@@ -153,11 +153,44 @@ def open_for_download(storage: Storage, name: str):
     return storage.open(name, "rb")
 
 
-def ping(storage: Storage) -> None:
-    """Raise if the storage does not answer (the readiness check): one cheap request."""
+def identity(storage: Storage) -> tuple:
+    """What tells two storages apart for a health check: a folder, or an endpoint and bucket."""
+    if isinstance(storage, FileSystemStorage):
+        return ("local", storage.location)
+    return ("s3", getattr(storage, "endpoint_url", None), storage.bucket_name)
+
+
+_ping_clients: dict[tuple, object] = {}
+
+
+def ping(storage: Storage, *, timeout: float = 3.0) -> None:
+    """Raise if the storage does not answer (the readiness check): one cheap request, a
+    HEAD on the bucket with a short timeout and no retries (the storage's own client waits
+    and retries much longer, as uploads should)."""
     if isinstance(storage, FileSystemStorage):
         os.makedirs(storage.location, exist_ok=True)
         if not os.access(storage.location, os.W_OK):
-            raise PermissionError(f"{storage.location} is not writable")
+            raise PermissionError("the storage folder is not writable")
         return
-    storage.bucket.meta.client.head_bucket(Bucket=storage.bucket_name)
+    from botocore.config import Config
+
+    key = (*identity(storage), timeout)
+    if key not in _ping_clients:
+        config = Config(connect_timeout=timeout, read_timeout=timeout, retries={"total_max_attempts": 1})
+        _ping_clients[key] = storage._create_session().client(
+            "s3",
+            region_name=storage.region_name,
+            endpoint_url=storage.endpoint_url,
+            config=config,
+            **_credentials(storage),
+        )
+    _ping_clients[key].head_bucket(Bucket=storage.bucket_name)
+
+
+def _credentials(storage) -> dict:
+    found = {}
+    if getattr(storage, "access_key", None):
+        found["aws_access_key_id"] = storage.access_key
+    if getattr(storage, "secret_key", None):
+        found["aws_secret_access_key"] = storage.secret_key
+    return found
