@@ -1,0 +1,160 @@
+"""Health checks (issue 33): /healthz says the process is up without touching the
+database; /readyz asks the database, the broker (when one is configured) and the storage,
+and answers 503 naming the one that failed, for each of them down in a process of its own
+(a database URL, a broker URL and an S3 endpoint nobody answers at). No login, no study
+data, one query, the security headers of every page."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from django.test import Client
+
+from tests.config.test_server import BASE, environment
+from tests.s3_server import free_port
+
+# Ports of this project's range where nothing listens (checked before use).
+NOBODY = 18490
+
+pytestmark = pytest.mark.django_db
+
+
+def test_healthz_answers_without_the_database(client, django_assert_num_queries):
+    with django_assert_num_queries(0):
+        response = client.get("/healthz")
+    assert response.status_code == 200 and response.json() == {"status": "ok"}
+    assert response["Cache-Control"].startswith("max-age=0")
+
+
+def test_readyz_asks_the_database_once_and_says_what_it_checked(client, django_assert_num_queries, settings, tmp_path):
+    settings.EXPORTS_DIR = tmp_path / "exports"
+    settings.IMPORTS_DIR = tmp_path / "imports"
+    with django_assert_num_queries(1):
+        response = client.get("/readyz")
+    assert response.status_code == 200
+    # No broker in the tests' settings: tasks run in process.
+    assert response.json() == {
+        "status": "ok",
+        "checks": {"database": "ok", "broker": "not configured", "storage": "ok"},
+    }
+
+
+@pytest.mark.parametrize("path", ["/healthz", "/readyz"])
+def test_health_checks_are_the_same_for_everyone_and_show_no_study_data(
+    path, study, rater_a, admin_user, settings, tmp_path
+):
+    settings.EXPORTS_DIR = tmp_path / "exports"
+    settings.IMPORTS_DIR = tmp_path / "imports"
+    answers = []
+    for user in (None, rater_a, admin_user):
+        client = Client(enforce_csrf_checks=True)
+        if user is not None:
+            client.force_login(user)
+        response = client.get(path)
+        assert response.status_code == 200
+        answers.append(response.content)
+        assert study.slug.encode() not in response.content and study.title.encode() not in response.content
+    assert len(set(answers)) == 1
+    assert Client(enforce_csrf_checks=True).head(path).status_code == 200
+    assert Client(enforce_csrf_checks=True).post(path).status_code == 405  # read-only
+
+
+def ready_in_a_process(tmp_path, **env) -> tuple[int, dict]:
+    """GET /readyz in a fresh process with `env` (a dependency pointed at nothing)."""
+    script = (
+        "import json, django; django.setup();"
+        "from django.test.utils import setup_test_environment; setup_test_environment();"
+        "from django.test import Client; r = Client().get('/readyz');"
+        "print(json.dumps([r.status_code, json.loads(r.content)]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=BASE,
+        env={**environment(tmp_path), "DJANGO_SETTINGS_MODULE": "config.settings", **env},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    status, body = json.loads(done.stdout.strip().splitlines()[-1])
+    return status, body
+
+
+def nobody_at() -> int:
+    port = free_port(NOBODY)
+    return port
+
+
+def test_readyz_is_a_503_naming_the_database_when_it_cannot_be_reached(tmp_path):
+    status, body = ready_in_a_process(tmp_path, DATABASE_URL=f"postgres://postgres@127.0.0.1:{nobody_at()}/nothing")
+    assert status == 503 and body["status"] == "failed"
+    assert body["checks"]["database"] == "failed: OperationalError"
+    assert body["checks"]["storage"] == "ok"
+    assert "127.0.0.1" not in json.dumps(body)  # the kind of error, not where
+
+
+def test_readyz_is_a_503_naming_the_broker_when_it_cannot_be_reached(tmp_path):
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
+        cwd=BASE,
+        env=environment(tmp_path),
+        check=True,
+        timeout=600,
+    )
+    status, body = ready_in_a_process(tmp_path, CELERY_BROKER_URL=f"redis://127.0.0.1:{nobody_at()}/0")
+    assert status == 503
+    assert body["checks"]["broker"].startswith("failed: ")
+    assert body["checks"]["database"] == "ok" and body["checks"]["storage"] == "ok"
+
+
+def test_readyz_is_a_503_naming_the_storage_when_the_object_store_cannot_be_reached(tmp_path):
+    status, body = ready_in_a_process(
+        tmp_path,
+        STORAGE_BACKEND="s3",
+        S3_BUCKET="ratings",
+        S3_REGION="us-east-1",
+        S3_ENDPOINT_URL=f"http://127.0.0.1:{nobody_at()}",
+        AWS_ACCESS_KEY_ID="testing",
+        AWS_SECRET_ACCESS_KEY="testing",
+    )
+    assert status == 503
+    assert body["checks"]["storage"].startswith("failed: ")
+    assert body["checks"]["database"] == "ok"
+
+
+def test_s3_storage_comes_from_the_environment_alone(tmp_path):
+    script = (
+        "import json, django; django.setup(); from django.conf import settings;"
+        "print(json.dumps(settings.STORAGES['exports']))"
+    )
+    env = {
+        **environment(tmp_path),
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "STORAGE_BACKEND": "s3",
+        "S3_BUCKET": "ratings",
+        "S3_REGION": "eu-west-1",
+        "S3_ENDPOINT_URL": "http://minio:9000",
+        "S3_PREFIX": "site-a",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=BASE, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr
+    exports = json.loads(done.stdout.strip().splitlines()[-1])
+    assert exports["BACKEND"] == "storages.backends.s3.S3Storage"
+    options = exports["OPTIONS"]
+    assert (options["bucket_name"], options["region_name"], options["endpoint_url"]) == (
+        "ratings",
+        "eu-west-1",
+        "http://minio:9000",
+    )
+    assert options["location"] == "site-a/exports" and options["default_acl"] is None
+    # Without a bucket, the settings refuse to start, naming the variable.
+    env.pop("S3_BUCKET")
+    refused = subprocess.run(
+        [sys.executable, "-c", script], cwd=BASE, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert refused.returncode != 0 and "S3_BUCKET" in refused.stderr
