@@ -208,3 +208,19 @@ def test_an_import_taken_over_after_its_lease_ran_out_is_recorded_once(dirs, stu
     assert study.sources.filter(key__startswith="k").count() == 3
     row = ImportRun.objects.get(uuid=run.id)
     assert (row.tries, row.worker) == (2, second.worker) and row.worker != first_claim
+
+
+def test_the_sweep_hands_an_export_whose_lease_ran_out_to_another_worker(dirs, study, admin_user):
+    """The whole worker died (its machine gone): nobody reports WorkerLostError, so the
+    periodic sweep sees the lease run out, puts the run back and queues it again."""
+    run, folder = export(study, admin_user)
+    running_elsewhere(ExportRun, run, tries=1)
+    queued = []
+    assert export_runs.sweep_exports(enqueue=lambda **kw: queued.append(kw)) == []  # its lease still holds
+    rewrite(ExportRun, run, heartbeat_at=timezone.now() - 2 * run_lease())
+    [changed] = export_runs.sweep_exports(enqueue=lambda **kw: queued.append(kw))
+    assert changed.status == "pending" and changed.worker == ""
+    assert queued == [{"study_slug": study.slug, "export_id": run.id}]
+    done = export_runs.run_export(**queued[0])  # the worker that takes the message
+    assert done.status == "done" and (folder / "dataset.zip").is_file()
+    assert ExportRun.objects.get(uuid=run.id).tries == 2 and ExportRun.objects.count() == 1
