@@ -303,6 +303,10 @@ class Batch(TimeStamped):
         ADJUDICATION = "adjudication", "Adjudication"
         QUALIFICATION = "qualification", "Qualification (gold items a rater must pass first)"
 
+    # Kinds whose answers stay out of the analysis (and out of an export unless calibration
+    # is asked for): a pilot, and the screening of raters against gold.
+    OUTSIDE_ANALYSIS = (Kind.CALIBRATION, Kind.QUALIFICATION)
+
     uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="batches")
     name = models.CharField(max_length=200)
