@@ -97,6 +97,12 @@ def agreement_with_gold(
     return Agreement(matched=matched, compared=compared)
 
 
+def matches_gold(expected: Any, given: Any, *, tolerance: int = 0) -> bool:
+    """One answer against its gold answer, as the pass rule counts it (the feedback page
+    says "same" on the same terms)."""
+    return given is not None and _within(expected, given, tolerance)
+
+
 def scorable(q) -> bool:
     """Questions a pass rule can score: the comparable ones with one answer per item (not
     free text, highlights or per-claim answers)."""

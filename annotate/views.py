@@ -513,18 +513,26 @@ def feedback(request, assignment_uuid):
         raise Http404("No feedback for this item.")
     given, _ = revision_answers(latest_revision(assignment))
     definition = rubric_definition(assignment.study.rubric)
+    is_qualification = qualification.is_qualification_item(assignment)
+    gate = qualification.qualification_status(study=assignment.study, rater=request.user) if is_qualification else None
+    # A qualification item is marked as the pass rule counts it (a scale's tolerance).
+    tolerances = gate.rule.tolerances if gate is not None and gate.rule is not None else {}
     rows = [
         {
             "q": q,
             "given": given.get(q.key),
             "expected": expected.answers[q.key],
-            "match": answer_matches(expected.answers[q.key], given.get(q.key)),
+            "match": qualification.matches_gold(
+                expected.answers[q.key], given.get(q.key), tolerance=tolerances.get(q.key, 0)
+            )
+            if is_qualification
+            else answer_matches(expected.answers[q.key], given.get(q.key)),
+            "tolerance": tolerances.get(q.key, 0),
         }
         for q in definition.questions
         if q.key in expected.answers
     ]
     following = next_assignment_for_rater(request.user, after=assignment)
-    is_qualification = qualification.is_qualification_item(assignment)
     return render(
         request,
         "annotate/feedback.html",
@@ -534,9 +542,7 @@ def feedback(request, assignment_uuid):
             "expected": expected,
             "following": following,
             "is_qualification": is_qualification,
-            "gate": qualification.qualification_status(study=assignment.study, rater=request.user)
-            if is_qualification
-            else None,
+            "gate": gate,
         },
     )
 
