@@ -176,25 +176,19 @@ class RateActionForm(ActionForm):
 class BatchItemActionForm(ActionForm):
     """The adjudication page's POST (templates/annotate/studies/item.html): which of its
     forms was sent, and that form's fields. A consensus's value is read apart (one value or,
-    for a question with several options, a list); the expected answers are JSON text that
-    the expected action parses, naming the field."""
+    for a question with several options, a list). Expected answers have their own page, the
+    gold form (GoldAnswerForm), with the rubric's widgets."""
 
-    ACTIONS = (("consensus", "Record consensus"), ("note", "Add note"), ("expected", "Record expected answers"))
+    ACTIONS = (("consensus", "Record consensus"), ("note", "Add note"))
 
     action = forms.ChoiceField(choices=ACTIONS, required=False)
     question = PlainTextField()
     rationale = PlainTextField()
     text = PlainTextField()
     shared = forms.BooleanField(required=False)
-    purpose = PlainTextField()
-    answers = PlainTextField()
-    explanation = PlainTextField()
 
     def clean_action(self) -> str:
         return self.cleaned_data.get("action") or "consensus"
-
-    def clean_purpose(self) -> str:
-        return self.cleaned_data.get("purpose") or "gold"
 
 
 class UsersField(forms.ModelMultipleChoiceField):

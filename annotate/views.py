@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 
 from django.contrib import messages
@@ -62,7 +61,7 @@ from annotate.selectors.queue import (
     training_feedback,
 )
 from core.exceptions import ApplicationError, StaleWriteError
-from core.text_validation import check_text, loads
+from core.text_validation import check_text
 
 
 def home(request):
@@ -786,22 +785,6 @@ def disagreements(request, slug, batch_uuid):
     )
 
 
-def _record_expected(request, batch, summary, definition, data):
-    try:
-        answers = loads(data["answers"] or "{}", field="answers")
-    except json.JSONDecodeError as exc:
-        raise ApplicationError(f"The expected answers are not valid JSON: {exc.msg}.") from None
-    batches.record_expected_answer(
-        study=batch.study,
-        summary=summary,
-        purpose=data["purpose"],
-        answers=answers,
-        explanation=data["explanation"],
-        created_by=request.user,
-    )
-    messages.success(request, "Expected answers recorded.")
-
-
 def _add_note(request, batch, summary, definition, data):
     batches.add_discussion_note(
         batch=batch,
@@ -832,7 +815,7 @@ def _record_consensus(request, batch, summary, definition, data):
 
 
 # The adjudication page's forms (BatchItemActionForm.ACTIONS), each a small function over typed input.
-_BATCH_ITEM_ACTIONS = {"expected": _record_expected, "note": _add_note, "consensus": _record_consensus}
+_BATCH_ITEM_ACTIONS = {"note": _add_note, "consensus": _record_consensus}
 
 
 @login_required

@@ -69,6 +69,7 @@ def test_the_gold_form_records_the_answers_given_with_the_widgets(client, study,
         ({"overall": "3", "purpose": "quiz"}, "purpose"),
         ({"overall": "3", "purpose": "gold", "explanation": "Because\x00"}, "explanation"),
         ({"purpose": "gold"}, "give at least one expected answer"),
+        ({"overall": "3", "purpose": "gold", "feedback": "Cite\x00 it"}, "Feedback: "),
     ],
 )
 def test_bad_gold_input_is_a_400_naming_the_field_and_saves_nothing(client, study, study_admin, post, named):
