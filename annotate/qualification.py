@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.db.models import F
 
@@ -223,9 +224,35 @@ def set_qualification_rule(
     }
     if current is not None and all(getattr(current, k) == v for k, v in wanted.items()):
         return current
-    return QualificationRule.objects.create(
+    rule = QualificationRule.objects.create(
         study=study, version=(current.version + 1) if current else 1, created_by=created_by, **wanted
     )
+    _settle_after_rule_change(study)
+    return rule
+
+
+def _settle_after_rule_change(study: Study) -> None:
+    """A new rule can leave a rater pending with every qualification item finished: one
+    who finished before there was a rule (scored now), or one screened out before the
+    attempts allowed went up (the items reopen for the next attempt). Items are scored
+    the moment the last one is finished, so finished items with an attempt on record
+    were scored already."""
+    raters = (
+        Assignment.objects.filter(study=study, batch__kind=Batch.Kind.QUALIFICATION)
+        .values_list("rater", flat=True)
+        .distinct()
+    )
+    for rater in get_user_model().objects.filter(pk__in=raters):
+        status = qualification_status(study=study, rater=rater)
+        if status.state != PENDING:
+            continue
+        open_states = (Assignment.State.PENDING, Assignment.State.IN_PROGRESS)
+        if qualification_assignments(study=study, rater=rater).filter(state__in=open_states).exists():
+            continue
+        if status.attempts:
+            _reopen_for_attempt(study=study, rater=rater)
+        else:
+            score_attempt_if_complete(study=study, rater=rater)
 
 
 def _given_answers(assignment: Assignment) -> dict[str, Any]:

@@ -215,3 +215,29 @@ def test_the_rule_is_checked_and_versioned(gated):
         study=study, threshold=0.8, questions=["overall", "failure_modes"], tolerances={}, attempts_allowed=2
     )
     assert changed.version == 2 and study.qualification_rules.count() == 2
+
+
+@pytest.mark.django_db
+def test_a_new_rule_settles_raters_who_finished_before_it(study, rater_a, rater_b):
+    """rater_a finishes the qualification before there is a rule: the rule scores it at
+    once. rater_b fails under one attempt; when the admin allows two, rater_b's items
+    reopen for the second attempt (the finished answers are not scored twice)."""
+    gold = SummaryFactory(source__study=study, key="gold")
+    record_expected_answer(study=study, summary=gold, purpose="gold", answers={"overall": 4})
+    qual = create_batch(
+        study=study, name="q", kind="qualification", raters=[rater_a, rater_b], design="k_raters", seed=1, gold=[gold]
+    )
+    a = qual.assignments.get(rater=rater_a)
+    submit_rating(assignment=a, rater=rater_a, answers={"overall": 4}, version=a.version)
+    assert qualification_state(study=study, rater=rater_a) == "not_required"
+    set_qualification_rule(study=study, threshold=1.0, questions=["overall"], tolerances={}, attempts_allowed=1)
+    assert qualification_state(study=study, rater=rater_a) == "passed"
+    b = qual.assignments.get(rater=rater_b)
+    submit_rating(assignment=b, rater=rater_b, answers={"overall": 1}, version=b.version)
+    assert qualification_state(study=study, rater=rater_b) == "failed"
+    set_qualification_rule(study=study, threshold=1.0, questions=["overall"], tolerances={}, attempts_allowed=2)
+    assert qualification_state(study=study, rater=rater_b) == "pending"
+    b.refresh_from_db()
+    assert b.state == Assignment.State.PENDING
+    assert QualificationAttempt.objects.filter(rater=rater_b).count() == 1
+    assert list(QualificationAttempt.objects.filter(rater=rater_a).values_list("passed", flat=True)) == [True]

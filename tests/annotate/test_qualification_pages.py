@@ -176,3 +176,23 @@ def test_raters_cannot_reach_or_use_the_qualification_pages(client, study, rater
     assert client.post(url, {"threshold": "0", "questions": ["overall"], "attempts_allowed": "1"}).status_code == 404
     assert client.post(gold_url(study, summary), {"overall": "3", "purpose": "gold"}).status_code == 404
     assert not QualificationRule.objects.exists() and not ExpectedAnswer.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_batch_builder_makes_a_qualification_batch_of_the_gold_items(client, study, study_admin, rater_a):
+    gold = SummaryFactory(source__study=study, key="gold-item")
+    for _ in range(3):
+        SummaryFactory(source__study=study)
+    record_expected_answer(study=study, summary=gold, purpose="gold", answers={"overall": 4})
+    add_study_member(study=study, user=rater_a, role=StudyMembership.Role.RATER)
+    client.force_login(study_admin)
+    form = {"name": "screen", "kind": "qualification", "raters": [rater_a.pk], "design": "k_raters", "k": 1}
+    form |= {"share": 0.2, "m": 1, "seed": 3, "blinded": "on"}
+    # Without gold items: refused at the field, nothing made.
+    refused = client.post(f"/studies/{study.slug}/batches/new/", form)
+    assert refused.status_code == 400 and "a qualification batch is made of gold items" in refused.content.decode()
+    made = client.post(f"/studies/{study.slug}/batches/new/", form | {"gold": "gold-item"})
+    assert made.status_code == 302
+    batch = study.batches.get(name="screen")
+    assert batch.kind == "qualification"
+    assert list(batch.assignments.values_list("summary__key", flat=True)) == ["gold-item"]
