@@ -105,7 +105,7 @@ def _study_way(user, p) -> dict:
         "p": p,
         "left": left,
         "time_left": time_left_text(median * left) if median is not None else "",
-        "gate": qualification.qualification_status(study=p.study, rater=user),
+        "gate": qualification.qualification_status(study=p.study, rater=user) if p.gated else None,
     }
 
 

@@ -74,6 +74,7 @@ class QueueProgress:
     total: int
     submitted: int
     skipped: int
+    gated: bool = False  # the study has a qualification pass rule
 
     @property
     def done(self) -> int:
@@ -97,9 +98,14 @@ def queue_progress(user) -> list[QueueProgress]:
             skipped=Count("id", filter=Q(state=Assignment.State.SKIPPED)),
         )
     )
-    studies = Study.objects.in_bulk([row["study"] for row in rows])
+    studies = Study.objects.annotate(gated=Exists(QualificationRule.objects.filter(study=OuterRef("pk")))).in_bulk(
+        [row["study"] for row in rows]
+    )
     return sorted(
-        (QueueProgress(studies[r["study"]], r["total"], r["submitted"], r["skipped"]) for r in rows),
+        (
+            QueueProgress(studies[r["study"]], r["total"], r["submitted"], r["skipped"], studies[r["study"]].gated)
+            for r in rows
+        ),
         key=lambda p: p.study.title,
     )
 
