@@ -196,3 +196,25 @@ def test_the_batch_builder_makes_a_qualification_batch_of_the_gold_items(client,
     batch = study.batches.get(name="screen")
     assert batch.kind == "qualification"
     assert list(batch.assignments.values_list("summary__key", flat=True)) == ["gold-item"]
+
+
+@pytest.mark.django_db
+def test_the_gold_form_asks_per_finding_questions_finding_by_finding(client, admin_user, rater_a):
+    """FactPICO: its per-finding question is one row of radios per finding; its highlight
+    questions are not on the form (they need the rating page's script)."""
+    from tests.annotate.factpico import make_factpico_assignment
+
+    assignment, finding = make_factpico_assignment(rater_a)
+    study, summary = assignment.study, assignment.summary
+    client.force_login(admin_user)
+    page = client.get(gold_url(study, summary)).content.decode()
+    assert f'name="evidence__{finding.uuid}"' in page
+    assert "added_info__json" not in page and 'id="question-contradictions"' not in page
+    bad = client.post(gold_url(study, summary), {f"evidence__{finding.uuid}": "9", "purpose": "training"})
+    assert bad.status_code == 400 and not ExpectedAnswer.objects.exists()
+    ok = client.post(
+        gold_url(study, summary),
+        {"population": "4", f"evidence__{finding.uuid}": "2", "purpose": "training", "explanation": "See finding 1."},
+    )
+    assert ok.status_code == 302
+    assert ExpectedAnswer.objects.get().answers == {"population": 4, "evidence": {str(finding.uuid): 2}}
