@@ -17,6 +17,9 @@ from annotate.models import (
     Batch,
     Claim,
     LoginThrottle,
+    QualificationAttempt,
+    QualificationRetry,
+    QualificationRule,
     Rating,
     Rationale,
     Revision,
@@ -162,6 +165,23 @@ class BatchAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_filter = ["study", "kind"]
     list_select_related = ["study"]
     search_fields = ["name", "study__slug"]
+
+
+@admin.register(QualificationRule, QualificationRetry)
+class QualificationRecordAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    """Pass rules and retries are set on the study's Qualification page; listed here."""
+
+    list_display = ["__str__", "study", "created_at"]
+    list_filter = ["study"]
+
+
+@admin.register(QualificationAttempt)
+class QualificationAttemptAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    """Scored attempts (annotate/qualification.py): a record, never edited."""
+
+    list_display = ["rater", "study", "number", "matched", "compared", "score", "passed", "created_at"]
+    list_filter = ["study", "passed"]
+    list_select_related = ["rater", "study"]
 
 
 @admin.register(Assignment)

@@ -264,8 +264,16 @@ def create_batch(
     special = ExpectedAnswer.objects.filter(study=study).exclude(purpose=ExpectedAnswer.Purpose.TRAINING)
     if attention_every and not special.filter(purpose=ExpectedAnswer.Purpose.ATTENTION).exists():
         raise ApplicationError("the study has no attention checks: record expected answers with purpose attention")
-    candidates = list(filter_summaries(study=study, **filters).exclude(pk__in=special.values("summary")))
-    if not candidates:
+    # A qualification batch is its gold items, given to every chosen rater: nothing sampled.
+    qualification = kind == Batch.Kind.QUALIFICATION
+    if qualification and not gold:
+        raise _invalid("gold", "a qualification batch is made of gold items: list their summary keys")
+    candidates = (
+        []
+        if qualification
+        else list(filter_summaries(study=study, **filters).exclude(pk__in=special.values("summary")))
+    )
+    if not candidates and not qualification:
         raise ApplicationError("no summaries match the filters")
     live = set(
         Assignment.objects.filter(study=study, rater__in=[r.pk for r in raters])
@@ -292,7 +300,9 @@ def create_batch(
             f"cannot sample {n} of {len(candidates)} summaries: the other {len(held)} that match are with "
             "every chosen rater already"
         )
-    if design != COMPARISONS:
+    if qualification:
+        chosen, pairs = [], []
+    elif design != COMPARISONS:
         chosen, pairs = plan_batch(
             summaries=candidates,
             raters=raters,

@@ -18,7 +18,7 @@ from django.forms.fields import InvalidJSONInput
 from django.http import QueryDict
 
 from annotate.batches import MAX_ATTENTION_EVERY, SEED_RANGE
-from annotate.models import Batch
+from annotate.models import Batch, ExpectedAnswer
 from annotate.rubrics import AnswerValidationError, RubricDefinition
 from core.text_validation import (
     MAX_ADMIN_TEXT_CHARS,
@@ -176,25 +176,19 @@ class RateActionForm(ActionForm):
 class BatchItemActionForm(ActionForm):
     """The adjudication page's POST (templates/annotate/studies/item.html): which of its
     forms was sent, and that form's fields. A consensus's value is read apart (one value or,
-    for a question with several options, a list); the expected answers are JSON text that
-    the expected action parses, naming the field."""
+    for a question with several options, a list). Expected answers have their own page, the
+    gold form (GoldAnswerForm), with the rubric's widgets."""
 
-    ACTIONS = (("consensus", "Record consensus"), ("note", "Add note"), ("expected", "Record expected answers"))
+    ACTIONS = (("consensus", "Record consensus"), ("note", "Add note"))
 
     action = forms.ChoiceField(choices=ACTIONS, required=False)
     question = PlainTextField()
     rationale = PlainTextField()
     text = PlainTextField()
     shared = forms.BooleanField(required=False)
-    purpose = PlainTextField()
-    answers = PlainTextField()
-    explanation = PlainTextField()
 
     def clean_action(self) -> str:
         return self.cleaned_data.get("action") or "consensus"
-
-    def clean_purpose(self) -> str:
-        return self.cleaned_data.get("purpose") or "gold"
 
 
 class UsersField(forms.ModelMultipleChoiceField):
@@ -395,3 +389,53 @@ class MemberForm(forms.Form):
 
     def error_message(self) -> str:
         return "; ".join(f"{name}: {' '.join(errors)}" for name, errors in self.errors.items())
+
+
+class QualificationRuleForm(forms.Form):
+    """The qualification page's pass rule (annotate/qualification.py): the share of
+    (item, question) pairs that must match gold, the questions scored, a tolerance per
+    scale question and the attempts allowed."""
+
+    threshold = forms.DecimalField(
+        label="Pass mark (% of answers matching gold)",
+        min_value=0,
+        max_value=100,
+        decimal_places=1,
+        initial=80,
+    )
+    questions = forms.MultipleChoiceField(
+        label="Questions scored", widget=forms.CheckboxSelectMultiple, choices=(), required=True
+    )
+    attempts_allowed = forms.IntegerField(label="Attempts allowed", min_value=1, max_value=20, initial=1)
+
+    def __init__(self, *args, definition: RubricDefinition, **kwargs):
+        super().__init__(*args, **kwargs)
+        from annotate.qualification import scorable
+
+        self.fields["questions"].choices = [(q.key, q.prompt) for q in definition.questions if scorable(q)]
+        self.scale_keys = []
+        for q in definition.questions:
+            if q.is_scale and scorable(q):
+                low, high = q.scale_bounds
+                self.fields[f"tolerance_{q.key}"] = forms.IntegerField(
+                    label=f"Tolerance on “{q.prompt}” ({low}–{high}): answers this far from gold still match",
+                    min_value=0,
+                    max_value=high - low,
+                    initial=0,
+                    required=False,
+                )
+                self.scale_keys.append(q.key)
+
+    def tolerances(self) -> dict[str, int]:
+        return {key: self.cleaned_data.get(f"tolerance_{key}") or 0 for key in self.scale_keys}
+
+    def tolerance_fields(self):
+        return [self[f"tolerance_{key}"] for key in self.scale_keys]
+
+
+class GoldAnswerForm(ActionForm):
+    """The gold form's fields apart from the answers (answers_from_post reads those, with
+    the rubric's own widgets): the purpose and the explanation shown to raters."""
+
+    purpose = forms.ChoiceField(choices=ExpectedAnswer.Purpose.choices, initial=ExpectedAnswer.Purpose.GOLD)
+    explanation = PlainTextField()

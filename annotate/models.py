@@ -301,6 +301,11 @@ class Batch(TimeStamped):
         CALIBRATION = "calibration", "Calibration (pilot; excluded from analysis by default)"
         MAIN = "main", "Main"
         ADJUDICATION = "adjudication", "Adjudication"
+        QUALIFICATION = "qualification", "Qualification (gold items a rater must pass first)"
+
+    # Kinds whose answers stay out of the analysis (and out of an export unless calibration
+    # is asked for): a pilot, and the screening of raters against gold.
+    OUTSIDE_ANALYSIS = (Kind.CALIBRATION, Kind.QUALIFICATION)
 
     uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="batches")
@@ -663,6 +668,80 @@ class ExpectedAnswer(TimeStamped):
 
     def __str__(self) -> str:
         return f"{self.get_purpose_display()}: {self.summary.key}"
+
+
+class QualificationRule(TimeStamped):
+    """One version of a study's pass rule for its qualification batches
+    (annotate/qualification.py, docs/qualification.md). A changed rule is a new row with
+    the next version; attempts keep pointing at the version they were scored under. A study
+    with a rule gates its raters: until they pass, only qualification and training items
+    reach them."""
+
+    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="qualification_rules")
+    version = models.PositiveIntegerField()
+    threshold = models.FloatField(help_text="Share of (item, question) pairs that must match the gold answer, 0–1.")
+    questions = models.JSONField(default=list, help_text="The question keys scored.")
+    tolerances = models.JSONField(
+        default=dict, blank=True, help_text="Scale question key -> how far from gold still counts as a match."
+    )
+    attempts_allowed = models.PositiveSmallIntegerField(default=1)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["study", "version"], name="qualification_rule_unique_study_version"),
+            models.CheckConstraint(
+                condition=Q(threshold__gte=0, threshold__lte=1), name="qualification_rule_threshold_0_1"
+            ),
+            models.CheckConstraint(condition=Q(attempts_allowed__gte=1), name="qualification_rule_attempts_positive"),
+        ]
+        ordering = ["study", "version"]
+
+    def __str__(self) -> str:
+        return f"{self.study.slug} qualification rule v{self.version}"
+
+
+class QualificationAttempt(TimeStamped):
+    """One scored attempt of a rater at a study's qualification: made when the rater has
+    finished (submitted or skipped) every item of the study's qualification batches."""
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="qualification_attempts")
+    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    number = models.PositiveIntegerField()
+    rule = models.ForeignKey(QualificationRule, on_delete=models.PROTECT, related_name="attempts")
+    matched = models.PositiveIntegerField()
+    compared = models.PositiveIntegerField()
+    score = models.FloatField(help_text="matched / compared (0 when nothing was compared).")
+    passed = models.BooleanField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["study", "rater", "number"], name="qualification_attempt_unique_study_rater_number"
+            ),
+            models.CheckConstraint(condition=Q(matched__lte=F("compared")), name="qualification_attempt_matched_le"),
+        ]
+        ordering = ["study", "rater", "number"]
+
+    def __str__(self) -> str:
+        return f"{self.rater} attempt {self.number} at {self.study.slug}"
+
+
+class QualificationRetry(TimeStamped):
+    """A study admin's decision to give a rater one more qualification attempt."""
+
+    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="qualification_retries")
+    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    granted_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+
+    class Meta:
+        ordering = ["study", "rater", "created_at"]
+
+    def __str__(self) -> str:
+        return f"Retry for {self.rater} at {self.study.slug}"
 
 
 class ApiToken(models.Model):

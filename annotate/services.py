@@ -20,6 +20,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Max
 from django.utils import timezone
 
+from annotate import qualification
 from annotate.designs import shuffled_order, top_up_assignments
 from annotate.models import (
     Assignment,
@@ -622,7 +623,14 @@ def submit_rating(
         revision.status = Revision.Status.SUBMITTED
         revision.submitted_at = now
         revision.save(update_fields=["status", "submitted_at", "updated_at"])
+    _after_qualification_item(assignment, rater)
     return revision
+
+
+def _after_qualification_item(assignment: Assignment, rater) -> None:
+    """A finished qualification item may finish the rater's attempt: score it then."""
+    if qualification.is_qualification_item(assignment):
+        qualification.score_attempt_if_complete(study=assignment.study, rater=rater)
 
 
 @transaction.atomic
@@ -636,6 +644,7 @@ def skip_assignment(*, assignment: Assignment, rater, reason: Any, version: Any)
     if assignment.state in (Assignment.State.SUBMITTED, Assignment.State.SKIPPED, Assignment.State.WITHDRAWN):
         raise InvalidStateError("This item is already finished or withdrawn.")
     _claim_version(assignment, version, state=Assignment.State.SKIPPED, skip_reason=reason)
+    _after_qualification_item(assignment, rater)
     return assignment
 
 
@@ -646,6 +655,9 @@ def reopen_rating(*, assignment: Assignment, rater, version: Any) -> Revision | 
     _check_rater(assignment, rater)
     if assignment.state not in (Assignment.State.SUBMITTED, Assignment.State.SKIPPED):
         raise InvalidStateError("Only a submitted or skipped item can be reopened.")
+    if qualification.is_qualification_item(assignment):
+        # Scored when finished; a new attempt reopens the items itself (qualification.py).
+        raise InvalidStateError("A qualification answer cannot be changed once it is finished.")
     was_submitted = assignment.state == Assignment.State.SUBMITTED
     _claim_version(assignment, version, state=Assignment.State.IN_PROGRESS)
     if not was_submitted:

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from annotate import study_views, views
+from annotate import qualification_views, study_views, views
 
 app_name = "studies"
 
@@ -12,6 +12,8 @@ urlpatterns = [
     path("<slug:slug>/", views.study_dashboard, name="dashboard"),
     path("<slug:slug>/members/", study_views.study_members, name="members"),
     path("<slug:slug>/batches/new/", views.batch_create, name="batch-create"),
+    path("<slug:slug>/qualification/", qualification_views.qualification_page, name="qualification"),
+    path("<slug:slug>/gold/<uuid:summary_uuid>/", qualification_views.gold_form, name="gold"),
     path("<slug:slug>/batches/<uuid:batch_uuid>/", views.batch_detail, name="batch"),
     path("<slug:slug>/batches/<uuid:batch_uuid>/disagreements/", views.disagreements, name="disagreements"),
     path("<slug:slug>/batches/<uuid:batch_uuid>/items/<uuid:summary_uuid>/", views.batch_item, name="batch-item"),

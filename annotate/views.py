@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 
 from django.contrib import messages
@@ -14,7 +13,7 @@ from django.utils.html import escape
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_http_methods
 
-from annotate import batches, services
+from annotate import batches, qualification, services
 from annotate.forms import (
     BatchForm,
     BatchItemActionForm,
@@ -26,7 +25,7 @@ from annotate.forms import (
     strength_field,
 )
 from annotate.members import may_create_studies
-from annotate.models import Assignment, Revision, Summary
+from annotate.models import Assignment, Batch, Revision, Summary
 from annotate.rubrics import TIE, AnswerValidationError
 from annotate.selectors.access import (
     get_study_for_admin,
@@ -48,9 +47,12 @@ from annotate.selectors.contents import pipeline_flags_in, rubric_definition, so
 from annotate.selectors.queue import (
     assignments_for_rater,
     get_assignment_for_rater,
+    get_study_for_rater,
     latest_revision,
     latest_revision_phase,
+    median_active_seconds,
     next_assignment_for_rater,
+    next_open_assignment,
     queue_place,
     queue_progress,
     revision_answers,
@@ -59,7 +61,7 @@ from annotate.selectors.queue import (
     training_feedback,
 )
 from core.exceptions import ApplicationError, StaleWriteError
-from core.text_validation import check_text, loads
+from core.text_validation import check_text
 
 
 def home(request):
@@ -72,13 +74,76 @@ def home(request):
     return redirect("annotate:queue")
 
 
+# The queue's short names of a batch's kind (the admin's choices say more).
+PHASE_LABELS = {
+    Batch.Kind.CALIBRATION: "Calibration",
+    Batch.Kind.MAIN: "Main",
+    Batch.Kind.ADJUDICATION: "Adjudication",
+    Batch.Kind.QUALIFICATION: "Qualification",
+}
+
+
+def time_left_text(seconds: float | None) -> str:
+    """An estimate of the time left, rounded as a person would say it."""
+    if seconds is None:
+        return ""
+    if seconds < 60:
+        return "under a minute"
+    minutes = round(seconds / 60)
+    if minutes < 90:
+        return f"about {minutes} minute{'s' if minutes != 1 else ''}"
+    return f"about {seconds / 3600:.1f} hours"
+
+
+def _study_way(user, p) -> dict:
+    """What the queue shows of one study beside its items: where Continue leads, the
+    time left (the study's median active time per item times the items left) and the
+    rater's standing at the qualification."""
+    left = p.total - p.done
+    median = median_active_seconds(p.study) if left else None
+    return {
+        "p": p,
+        "left": left,
+        "time_left": time_left_text(median * left) if median is not None else "",
+        "gate": qualification.qualification_status(study=p.study, rater=user) if p.gated else None,
+    }
+
+
 @login_required
 def queue(request):
     assignments = list(assignments_for_rater(request.user))
+    for a in assignments:
+        a.phase_label = PHASE_LABELS.get(a.batch.kind, "") if a.batch_id else ""
     return render(
         request,
         "annotate/queue.html",
-        {"assignments": assignments, "progress": queue_progress(request.user)},
+        {"assignments": assignments, "studies": [_study_way(request.user, p) for p in queue_progress(request.user)]},
+    )
+
+
+@login_required
+def continue_study(request, slug):
+    """The Continue button: the first unfinished item of the rater's queue for the
+    study, else the completion page."""
+    study = get_study_for_rater(request.user, slug)
+    following = next_open_assignment(request.user, study=study)
+    if following is not None:
+        return redirect("annotate:rate", assignment_uuid=following.uuid)
+    return redirect("annotate:done", slug=study.slug)
+
+
+@login_required
+def done(request, slug):
+    """The completion page: every item done, or screened out at the qualification."""
+    study = get_study_for_rater(request.user, slug)
+    return render(
+        request,
+        "annotate/done.html",
+        {
+            "study": study,
+            "following": next_open_assignment(request.user, study=study),
+            "gate": qualification.qualification_status(study=study, rater=request.user),
+        },
     )
 
 
@@ -281,11 +346,11 @@ def _write_answers(write, request, assignment, data, answers, rationales) -> Non
 
 def _to_next_item(request, assignment):
     """Where a finished item (submitted or skipped) leads: the next unfinished item of the
-    rater's queue for the study, else the queue."""
+    rater's queue for the study, else the completion page."""
     following = next_assignment_for_rater(request.user, after=assignment)
     if following is not None:
         return redirect("annotate:rate", assignment_uuid=following.uuid)
-    return redirect("annotate:queue")
+    return redirect("annotate:done", slug=assignment.study.slug)
 
 
 def _submit(request, assignment, data, answers, rationales):
@@ -397,6 +462,7 @@ def rate(request, assignment_uuid):
         "error_summary": _error_summary(definition, errors, part_errors),
         "has_errors": bool(errors),
         "editable": editable,
+        "locked": qualification.is_qualification_item(assignment),
         "api_url": reverse("api:assignment-rating", kwargs={"assignment_uuid": assignment.uuid}),
         "digit_question": next((q.key for q in definition.questions if q.shortcut_digits), ""),
         "keys_hint": _keys_hint(definition, findings, claims),
@@ -438,19 +504,29 @@ def _article_summaries(summary, source) -> list[tuple[str, str]]:
 
 @login_required
 def feedback(request, assignment_uuid):
-    """Training round: the rater's own submitted answers beside the expected ones."""
+    """Training round or qualification: the rater's own submitted answers beside the
+    expected ones, with the explanation."""
     assignment = get_assignment_for_rater(request.user, assignment_uuid)
     expected = training_feedback(assignment)
     if expected is None or assignment.state != Assignment.State.SUBMITTED:
         raise Http404("No feedback for this item.")
     given, _ = revision_answers(latest_revision(assignment))
     definition = rubric_definition(assignment.study.rubric)
+    is_qualification = qualification.is_qualification_item(assignment)
+    gate = qualification.qualification_status(study=assignment.study, rater=request.user) if is_qualification else None
+    # A qualification item is marked as the pass rule counts it (a scale's tolerance).
+    tolerances = gate.rule.tolerances if gate is not None and gate.rule is not None else {}
     rows = [
         {
             "q": q,
             "given": given.get(q.key),
             "expected": expected.answers[q.key],
-            "match": answer_matches(expected.answers[q.key], given.get(q.key)),
+            "match": qualification.matches_gold(
+                expected.answers[q.key], given.get(q.key), tolerance=tolerances.get(q.key, 0)
+            )
+            if is_qualification
+            else answer_matches(expected.answers[q.key], given.get(q.key)),
+            "tolerance": tolerances.get(q.key, 0),
         }
         for q in definition.questions
         if q.key in expected.answers
@@ -459,7 +535,14 @@ def feedback(request, assignment_uuid):
     return render(
         request,
         "annotate/feedback.html",
-        {"assignment": assignment, "rows": rows, "expected": expected, "following": following},
+        {
+            "assignment": assignment,
+            "rows": rows,
+            "expected": expected,
+            "following": following,
+            "is_qualification": is_qualification,
+            "gate": gate,
+        },
     )
 
 
@@ -702,22 +785,6 @@ def disagreements(request, slug, batch_uuid):
     )
 
 
-def _record_expected(request, batch, summary, definition, data):
-    try:
-        answers = loads(data["answers"] or "{}", field="answers")
-    except json.JSONDecodeError as exc:
-        raise ApplicationError(f"The expected answers are not valid JSON: {exc.msg}.") from None
-    batches.record_expected_answer(
-        study=batch.study,
-        summary=summary,
-        purpose=data["purpose"],
-        answers=answers,
-        explanation=data["explanation"],
-        created_by=request.user,
-    )
-    messages.success(request, "Expected answers recorded.")
-
-
 def _add_note(request, batch, summary, definition, data):
     batches.add_discussion_note(
         batch=batch,
@@ -748,7 +815,7 @@ def _record_consensus(request, batch, summary, definition, data):
 
 
 # The adjudication page's forms (BatchItemActionForm.ACTIONS), each a small function over typed input.
-_BATCH_ITEM_ACTIONS = {"expected": _record_expected, "note": _add_note, "consensus": _record_consensus}
+_BATCH_ITEM_ACTIONS = {"note": _add_note, "consensus": _record_consensus}
 
 
 @login_required

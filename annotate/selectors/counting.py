@@ -18,11 +18,11 @@ T = TypeVar("T")
 
 def submitted_revisions(*, study: Study, phase: str = "all", include_calibration: bool = False) -> QuerySet[Revision]:
     """The study's submitted revisions a count chooses from, in the order the rule reads
-    them: by assignment and phase, newest first. Calibration (pilot) batches are left
-    out unless asked for; `phase` is "initial", "post_discussion" or "all"."""
+    them: by assignment and phase, newest first. Calibration (pilot) and qualification
+    batches are left out unless asked for (include_calibration); `phase` is "initial", "post_discussion" or "all"."""
     revisions = Revision.objects.filter(assignment__study=study, status=Revision.Status.SUBMITTED)
     if not include_calibration:
-        revisions = revisions.exclude(assignment__batch__kind=Batch.Kind.CALIBRATION)
+        revisions = revisions.exclude(assignment__batch__kind__in=Batch.OUTSIDE_ANALYSIS)
     if phase != "all":
         revisions = revisions.filter(phase=phase)
     return revisions.order_by("assignment_id", "phase", "-number")

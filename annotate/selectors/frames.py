@@ -243,7 +243,7 @@ def consensus_frame(*, study: Study, include_calibration: bool = False):
 
     answers = ConsensusAnswer.objects.filter(batch__study=study)
     if not include_calibration:
-        answers = answers.exclude(batch__kind=Batch.Kind.CALIBRATION)
+        answers = answers.exclude(batch__kind__in=Batch.OUTSIDE_ANALYSIS)
     latest: dict[tuple[str, str], tuple] = {}
     for uuid, question, value, batch, decided_at in answers.order_by("created_at", "pk").values_list(
         "summary__uuid", "question", "value", "batch__name", "created_at"

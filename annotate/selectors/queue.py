@@ -6,15 +6,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from django.db.models import Count, Prefetch, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
 from django.http import Http404
 
 from annotate.models import (
     Assignment,
+    Batch,
     Comparison,
     ComparisonMember,
     ExpectedAnswer,
     Finding,
+    QualificationAttempt,
+    QualificationRule,
     Rating,
     Revision,
     Span,
@@ -23,13 +26,24 @@ from annotate.models import (
 from annotate.selectors.claims import per_claim_parts
 
 
+def visible_to_rater(user) -> Q:
+    """The qualification gate (annotate/qualification.py), as a filter on a rater's
+    assignments: in a study with a pass rule, a rater who has not passed sees only the
+    items of its qualification batches and of training batches. Subqueries, not a query
+    per study, so the pages and the API that list or open items cost no extra query."""
+    gated = Exists(QualificationRule.objects.filter(study=OuterRef("study_id")))
+    passed = Exists(QualificationAttempt.objects.filter(study=OuterRef("study_id"), rater=user, passed=True))
+    return Q(batch__kind=Batch.Kind.QUALIFICATION) | Q(batch__training=True) | ~gated | passed
+
+
 def assignments_for_rater(user) -> QuerySet[Assignment]:
     """The rater's own assignments, in queue order. Never anyone else's; withdrawn
-    ones leave the queue."""
+    ones leave the queue, and so do items behind the qualification gate."""
     return (
         Assignment.objects.filter(rater=user)
+        .filter(visible_to_rater(user))
         .exclude(state=Assignment.State.WITHDRAWN)
-        .select_related("study", "summary")
+        .select_related("study", "summary", "batch")
         .order_by("study__title", "position")
     )
 
@@ -45,8 +59,9 @@ def get_assignment_for_rater(user, assignment_uuid) -> Assignment:
     findings = Prefetch("summary__source__findings", queryset=Finding.objects.order_by("index"))
     try:
         return (
-            Assignment.objects.select_related("study__rubric", "summary__source")
+            Assignment.objects.select_related("study__rubric", "summary__source", "batch")
             .prefetch_related(findings)
+            .filter(visible_to_rater(user))
             .get(uuid=assignment_uuid, rater=user)
         )
     except (Assignment.DoesNotExist, ValueError, TypeError):
@@ -59,6 +74,7 @@ class QueueProgress:
     total: int
     submitted: int
     skipped: int
+    gated: bool = False  # the study has a qualification pass rule
 
     @property
     def done(self) -> int:
@@ -73,6 +89,7 @@ def queue_progress(user) -> list[QueueProgress]:
     """Per study: how many of the rater's assignments are submitted or skipped."""
     rows = (
         Assignment.objects.filter(rater=user)
+        .filter(visible_to_rater(user))
         .exclude(state=Assignment.State.WITHDRAWN)
         .values("study")
         .annotate(
@@ -81,9 +98,14 @@ def queue_progress(user) -> list[QueueProgress]:
             skipped=Count("id", filter=Q(state=Assignment.State.SKIPPED)),
         )
     )
-    studies = Study.objects.in_bulk([row["study"] for row in rows])
+    studies = Study.objects.annotate(gated=Exists(QualificationRule.objects.filter(study=OuterRef("pk")))).in_bulk(
+        [row["study"] for row in rows]
+    )
     return sorted(
-        (QueueProgress(studies[r["study"]], r["total"], r["submitted"], r["skipped"]) for r in rows),
+        (
+            QueueProgress(studies[r["study"]], r["total"], r["submitted"], r["skipped"], studies[r["study"]].gated)
+            for r in rows
+        ),
         key=lambda p: p.study.title,
     )
 
@@ -91,8 +113,47 @@ def queue_progress(user) -> list[QueueProgress]:
 def next_assignment_for_rater(user, *, after: Assignment) -> Assignment | None:
     """The next unfinished assignment in the same study's queue, wrapping around."""
     open_states = [Assignment.State.PENDING, Assignment.State.IN_PROGRESS]
-    queue = Assignment.objects.filter(rater=user, study_id=after.study_id, state__in=open_states).exclude(pk=after.pk)
+    queue = (
+        Assignment.objects.filter(rater=user, study_id=after.study_id, state__in=open_states)
+        .filter(visible_to_rater(user))
+        .exclude(pk=after.pk)
+    )
     return queue.filter(position__gt=after.position).order_by("position").first() or queue.order_by("position").first()
+
+
+def next_open_assignment(user, *, study: Study) -> Assignment | None:
+    """The first unfinished item of the rater's queue for the study (the Continue button)."""
+    open_states = [Assignment.State.PENDING, Assignment.State.IN_PROGRESS]
+    return (
+        Assignment.objects.filter(rater=user, study=study, state__in=open_states)
+        .filter(visible_to_rater(user))
+        .order_by("position", "pk")
+        .first()
+    )
+
+
+def get_study_for_rater(user, slug: str) -> Study:
+    """A study the user has items in (any state), else 404: a rater's own pages about a
+    study (continue, done) reach only the studies they rate."""
+    study = Study.objects.filter(slug=slug, assignments__rater=user).first() if user.is_authenticated else None
+    if study is None:
+        raise Http404("No such study.")
+    return study
+
+
+def median_active_seconds(study: Study) -> float | None:
+    """The study's median active time per submitted item, over every rater (items with
+    no recorded time left out), else None. The time-left estimate multiplies it by the
+    items a rater has left."""
+    times = sorted(
+        Assignment.objects.filter(study=study, state=Assignment.State.SUBMITTED, active_seconds__gt=0).values_list(
+            "active_seconds", flat=True
+        )
+    )
+    if not times:
+        return None
+    middle = len(times) // 2
+    return float(times[middle]) if len(times) % 2 else (times[middle - 1] + times[middle]) / 2
 
 
 @dataclass(frozen=True)
@@ -110,6 +171,7 @@ def queue_place(user, *, assignment: Assignment) -> QueuePlace:
     order, with its neighbours: one query over uuids, whatever state they are in."""
     uuids = list(
         Assignment.objects.filter(rater=user, study_id=assignment.study_id)
+        .filter(visible_to_rater(user))
         .exclude(state=Assignment.State.WITHDRAWN)
         .order_by("position", "pk")
         .values_list("uuid", flat=True)
@@ -170,13 +232,19 @@ def revision_answers(revision: Revision | None) -> tuple[dict[str, Any], dict[st
 
 
 def training_feedback(assignment: Assignment) -> ExpectedAnswer | None:
-    """The expected answers to show after submitting: in a training batch only, and
-    only a training item's. Gold items and attention checks given in a training batch
+    """The expected answers to show after submitting: a qualification batch's items,
+    and in a training batch only a training item's. Gold items and attention checks given in a training batch
     keep their answers hidden, since raters are scored on them. A summary has one
     ExpectedAnswer per study (constraint expected_answer_unique_study_summary) and its
     purpose cannot change once it is in a batch (record_expected_answer), so a training
     item is never a gold item or attention check of a scored batch as well."""
-    if assignment.batch_id is None or not assignment.batch.training:
+    if assignment.batch_id is None:
+        return None
+    if assignment.batch.kind == Batch.Kind.QUALIFICATION:
+        # A qualification item's answer is scored when submitted (and cannot be changed
+        # afterwards), so its gold answer is shown straight after, as Potato does.
+        return ExpectedAnswer.objects.filter(study=assignment.study_id, summary=assignment.summary_id).first()
+    if not assignment.batch.training:
         return None
     return ExpectedAnswer.objects.filter(
         study=assignment.study_id, summary=assignment.summary_id, purpose=ExpectedAnswer.Purpose.TRAINING

@@ -137,6 +137,10 @@ def dataset_card(study: Study, context: dict, include_restricted: bool) -> str:
             "saw them, the preferred one (or tie) and its side, strength, rationale, and highlights in either "
             "summary (each naming its summary)"
         ),
+        "qualification_attempts": (
+            "each scored qualification attempt of a rater (by pseudonym): agreement with gold, pass or fail, "
+            "the pass rule and its version, and the retries the study admin allowed"
+        ),
     }
     for name in TABLES:
         lines.append(f"| `{name}` | {counts[name]} | {what[name]} |")

@@ -7,6 +7,7 @@ import json
 import math
 import uuid
 from array import array
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -25,6 +26,8 @@ from annotate.models import (
     Comparison,
     ConsensusAnswer,
     Finding,
+    QualificationAttempt,
+    QualificationRetry,
     Rating,
     Revision,
     Rubric,
@@ -182,7 +185,7 @@ def counting_revisions(
                 summary_key=summary_key,
                 assignment_uuid=assignment_uuid,
             )
-            if batch_kind != Batch.Kind.CALIBRATION:
+            if batch_kind not in Batch.OUTSIDE_ANALYSIS:
                 yield AnswerCandidate(
                     revision_id=revision_id,
                     summary_id=summary_id,
@@ -440,9 +443,11 @@ def _write_tables(study, writers, phase, include_calibration, include_restricted
             )
         )
 
+    _write_qualification_attempts(study, writers, pseudonyms)
+
     batches = Batch.objects.filter(study=study)
     if not include_calibration:
-        batches = batches.exclude(kind=Batch.Kind.CALIBRATION)
+        batches = batches.exclude(kind__in=Batch.OUTSIDE_ANALYSIS)
     # A design records its parameters as given, raters by username (possibly renamed
     # since): the list is rebuilt from the batch's assignments, as pseudonyms.
     batch_raters: dict[int, set[str]] = {}
@@ -530,6 +535,36 @@ def _write_tables(study, writers, phase, include_calibration, include_restricted
         "rubrics": rubrics,
         "newest": newest,
     }
+
+
+def _write_qualification_attempts(study, writers, pseudonyms) -> None:
+    """Every scored qualification attempt, by pseudonym (a rater who skipped every item
+    has no answers, hence no pseudonym: `rater-not-in-export`)."""
+    retries = Counter(QualificationRetry.objects.filter(study=study).values_list("rater_id", flat=True))
+    attempts = QualificationAttempt.objects.filter(study=study).select_related("rule")
+    rows = [
+        (
+            pseudonyms.get(a.rater_id, "rater-not-in-export"),
+            a.number,
+            iso_timestamp(a.created_at),
+            a.matched,
+            a.compared,
+            a.score,
+            a.passed,
+            a.rule.version,
+            canonical_json(
+                {
+                    "threshold": a.rule.threshold,
+                    "questions": a.rule.questions,
+                    "tolerances": a.rule.tolerances,
+                    "attempts_allowed": a.rule.attempts_allowed,
+                }
+            ),
+            retries[a.rater_id],
+        )
+        for a in attempts
+    ]
+    writers["qualification_attempts"].write_many(sorted(rows, key=lambda row: (row[0], row[1])))
 
 
 def _write_comparison_tables(study, writers, definition, counting) -> None:

@@ -188,9 +188,23 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("spans", "json"),
         *_REVISION_COLUMNS,
     ),
+    # The qualification gate (issue 32; docs/qualification.md): every scored attempt, by
+    # pseudonym, with the pass rule it was scored under.
+    "qualification_attempts": (
+        ("rater", "str"),
+        ("attempt", "int"),
+        ("scored_at", "str"),
+        ("matched", "int"),
+        ("compared", "int"),
+        ("score", "float"),
+        ("passed", "bool"),
+        ("rule_version", "int"),
+        ("rule", "json"),
+        ("retries_allowed", "int"),
+    ),
 }
 # Tables a folder exported before they existed lacks: read as empty.
-OPTIONAL_TABLES = ("comparisons", "comparison_answers")
+OPTIONAL_TABLES = ("comparisons", "comparison_answers", "qualification_attempts")
 
 
 def canonical_json(value: Any) -> str:

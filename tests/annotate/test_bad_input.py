@@ -6,7 +6,7 @@ uuid. (NUL bytes and surrogates: test_invalid_text.py; random posts: test_form_f
 import pytest
 
 from annotate.batches import create_batch
-from annotate.models import Batch, DiscussionNote, ExpectedAnswer, Revision
+from annotate.models import Batch, DiscussionNote, Revision
 from core.exceptions import ApplicationError
 from tests.annotate.factpico import make_factpico_assignment
 from tests.conftest import api_client_for
@@ -67,19 +67,6 @@ def test_deeply_nested_highlights_on_the_rating_page_are_a_400_on_the_question(c
     assert response.status_code == 400
     assert "is nested more than 64 levels deep" in response.content.decode().split('id="q-added_info-error"')[1]
     assert not Revision.objects.exists()
-
-
-@pytest.mark.django_db
-def test_deeply_nested_expected_answers_on_the_item_page_are_a_400(client, admin_user, study, batch):
-    summary = batch.assignments.first().summary
-    client.force_login(admin_user)
-    response = client.post(
-        f"/studies/{study.slug}/batches/{batch.uuid}/items/{summary.uuid}/",
-        {"action": "expected", "answers": deep(5000)},
-    )
-    assert response.status_code == 400
-    assert "answers: is nested more than 64 levels deep" in response.content.decode()
-    assert not ExpectedAnswer.objects.exists()
 
 
 # --- a question longer than the column (100 characters) ------------------------------------

@@ -123,9 +123,6 @@ def batch(study, rater_a, rater_b):
     [
         ({"action": "note", "text": "Discuss\x00 this"}, "text"),
         ({"action": "note", "text": "Fine", "question": "overall\x00"}, "question"),
-        ({"action": "expected", "answers": '{"overall": 3}', "explanation": "Because\x00"}, "explanation"),
-        ({"action": "expected", "answers": '{"feedback": "Cite \\ud83d"}'}, "answers.feedback"),
-        ({"action": "expected", "answers": '{"\\ud83d": 3}'}, "answers"),
         (
             {"action": "consensus", "question": "failure_modes", "value": "hallucination", "rationale": "x\x00"},
             "rationale",

@@ -49,6 +49,8 @@ def urls(study, batch):
         "batch": f"{base}batches/{batch.uuid}/",
         "disagreements": f"{base}batches/{batch.uuid}/disagreements/",
         "item": f"{base}batches/{batch.uuid}/items/{summary.uuid}/",
+        "qualification": f"{base}qualification/",
+        "gold": f"{base}gold/{summary.uuid}/",
     }
 
 
@@ -56,15 +58,92 @@ def urls(study, batch):
 @pytest.mark.parametrize(
     "who,expected",
     [
-        ("rater_a", {"dashboard": 404, "new": 404, "batch": 404, "disagreements": 404, "item": 404}),
-        ("outsider", {"dashboard": 404, "new": 404, "batch": 404, "disagreements": 404, "item": 404}),
-        ("viewer", {"dashboard": 200, "new": 404, "batch": 200, "disagreements": 404, "item": 404}),
-        ("study_admin", {"dashboard": 200, "new": 200, "batch": 200, "disagreements": 200, "item": 200}),
+        (
+            "rater_a",
+            {
+                "dashboard": 404,
+                "new": 404,
+                "batch": 404,
+                "disagreements": 404,
+                "item": 404,
+                "qualification": 404,
+                "gold": 404,
+            },
+        ),
+        (
+            "outsider",
+            {
+                "dashboard": 404,
+                "new": 404,
+                "batch": 404,
+                "disagreements": 404,
+                "item": 404,
+                "qualification": 404,
+                "gold": 404,
+            },
+        ),
+        (
+            "viewer",
+            {
+                "dashboard": 200,
+                "new": 404,
+                "batch": 200,
+                "disagreements": 404,
+                "item": 404,
+                "qualification": 404,
+                "gold": 404,
+            },
+        ),
+        (
+            "study_admin",
+            {
+                "dashboard": 200,
+                "new": 200,
+                "batch": 200,
+                "disagreements": 200,
+                "item": 200,
+                "qualification": 200,
+                "gold": 200,
+            },
+        ),
         # Staff alone gives nothing; annotate.view_study / change_study give viewer / admin
         # of every study, as in the Django admin (docs/security.md).
-        ("staff", {"dashboard": 404, "new": 404, "batch": 404, "disagreements": 404, "item": 404}),
-        ("staff_viewer", {"dashboard": 200, "new": 404, "batch": 200, "disagreements": 404, "item": 404}),
-        ("staff_admin", {"dashboard": 200, "new": 200, "batch": 200, "disagreements": 200, "item": 200}),
+        (
+            "staff",
+            {
+                "dashboard": 404,
+                "new": 404,
+                "batch": 404,
+                "disagreements": 404,
+                "item": 404,
+                "qualification": 404,
+                "gold": 404,
+            },
+        ),
+        (
+            "staff_viewer",
+            {
+                "dashboard": 200,
+                "new": 404,
+                "batch": 200,
+                "disagreements": 404,
+                "item": 404,
+                "qualification": 404,
+                "gold": 404,
+            },
+        ),
+        (
+            "staff_admin",
+            {
+                "dashboard": 200,
+                "new": 200,
+                "batch": 200,
+                "disagreements": 200,
+                "item": 200,
+                "qualification": 200,
+                "gold": 200,
+            },
+        ),
     ],
 )
 def test_who_reaches_the_study_pages(client, setup, outsider, who, expected):

@@ -117,8 +117,8 @@ def test_an_expected_answers_explanation_over_20000_characters_is_refused(client
     summary = batch.assignments.first().summary
     client.force_login(admin_user)
     page = client.post(
-        f"/studies/{study.slug}/batches/{batch.uuid}/items/{summary.uuid}/",
-        {"action": "expected", "answers": '{"overall": 4}', "explanation": "e" * 20_001},
+        f"/studies/{study.slug}/gold/{summary.uuid}/",
+        {"overall": "4", "purpose": "gold", "explanation": "e" * 20_001},
     )
     assert page.status_code == 400 and "at most 20,000" in page.content.decode()
     assert not ExpectedAnswer.objects.exists()

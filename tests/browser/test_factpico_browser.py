@@ -59,7 +59,7 @@ def test_rater_marks_a_span_rates_pico_and_a_finding(page):
     # Answering the finding highlights its evidence in the source.
     assert page.locator(".sent-text mark.finding-hl").first.inner_text().startswith("Drug A reduced attacks")
     page.get_by_role("button", name="Submit").click()
-    page.wait_for_url("**/rate/")
+    page.wait_for_url("**/done/")
 
     assignment.refresh_from_db()
     assert assignment.state == Assignment.State.SUBMITTED
