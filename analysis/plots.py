@@ -26,7 +26,9 @@ __all__ = [
 ]
 
 FORMATS = ("png", "svg")
-_CONTEXT = {"svg.fonttype": "path", "svg.hashsalt": "summary-ratings", "figure.dpi": 100}
+# axes.titley fixed: matplotlib otherwise measures every axis's ticks to lift the title
+# above them (about 15 % of a figure's cost; no figure has ticks on top).
+_CONTEXT = {"svg.fonttype": "path", "svg.hashsalt": "summary-ratings", "figure.dpi": 100, "axes.titley": 1.0}
 
 
 @cache
