@@ -26,7 +26,9 @@ __all__ = [
 ]
 
 FORMATS = ("png", "svg")
-_CONTEXT = {"svg.fonttype": "path", "svg.hashsalt": "summary-ratings", "figure.dpi": 100}
+# axes.titley fixed: matplotlib otherwise measures every axis's ticks to lift the title
+# above them (about 15 % of a figure's cost; no figure has ticks on top).
+_CONTEXT = {"svg.fonttype": "path", "svg.hashsalt": "summary-ratings", "figure.dpi": 100, "axes.titley": 1.0}
 
 
 @cache
@@ -50,6 +52,16 @@ def _number(value: float | None, digits: int = 3) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
+def _margins(fig, *, left: float = 0.7, right: float = 0.2, bottom: float = 0.55, top: float = 0.4, wspace=None):
+    """Fixed margins in inches, instead of matplotlib's constrained layout, which measured
+    every text of the figure again on each of its passes and doubled the cost of a figure
+    (docs/performance.md, the report)."""
+    width, height = fig.get_size_inches()
+    fig.subplots_adjust(
+        left=left / width, right=1 - right / width, bottom=bottom / height, top=1 - top / height, wspace=wspace
+    )
+
+
 def _save(fig, formats: Sequence[str]) -> dict[str, bytes]:
     unknown = [fmt for fmt in formats if fmt not in FORMATS]
     if unknown:
@@ -60,8 +72,8 @@ def _save(fig, formats: Sequence[str]) -> dict[str, bytes]:
             buffer = io.BytesIO()
             # No date in the SVG metadata, so the same report always gives the same bytes.
             metadata = {"Date": None} if fmt == "svg" else {}
-            # Every figure is laid out by matplotlib's constrained layout, so no
-            # bbox_inches="tight" (which drew each figure once more, only to measure it).
+            # Every figure has fixed margins (_margins), so no bbox_inches="tight" (which
+            # drew each figure once more, only to measure it).
             fig.savefig(buffer, format=fmt, metadata=metadata)
             images[fmt] = buffer.getvalue()
     finally:
@@ -77,9 +89,8 @@ def histogram_figure(report: dict[str, Any], question: str, formats: Sequence[st
     raters = histogram["raters"] or [{"rater": "(no ratings)", "counts": [0] * len(histogram["scale"])}]
     plt = _pyplot()
     with plt.rc_context(_CONTEXT):
-        fig, axes = plt.subplots(
-            1, len(raters), figsize=(2.6 * len(raters) + 0.6, 3.0), sharey=True, squeeze=False, layout="constrained"
-        )
+        fig, axes = plt.subplots(1, len(raters), figsize=(2.6 * len(raters) + 0.6, 3.0), sharey=True, squeeze=False)
+        _margins(fig, top=0.7, wspace=0.12)
         labels = [str(v) for v in histogram["scale"]]
         for ax, rater in zip(axes[0], raters, strict=True):
             ax.bar(range(len(labels)), rater["counts"], color="#4c72b0")
@@ -107,7 +118,8 @@ def scatter_figure(report: dict[str, Any], metric: str, formats: Sequence[str] =
     acc = stats.get("acc_eq", {}).get("value")
     plt = _pyplot()
     with plt.rc_context(_CONTEXT):
-        fig, ax = plt.subplots(figsize=(4.6, 3.6), layout="constrained")
+        fig, ax = plt.subplots(figsize=(4.6, 3.6))
+        _margins(fig)
         ax.scatter(x, y, s=18, alpha=0.7, color="#4c72b0")
         ax.set_xlabel(_plain(metric))
         ax.set_ylabel(f"mean human score ({_plain(correlation.get('human_question') or 'none')})")
@@ -132,7 +144,8 @@ def density_figure(report: dict[str, Any], metric: str, formats: Sequence[str] =
     kl = correlation.get("mean", {}).get(metric, {}).get("kl_divergence")
     plt = _pyplot()
     with plt.rc_context(_CONTEXT):
-        fig, ax = plt.subplots(figsize=(4.6, 3.2), layout="constrained")
+        fig, ax = plt.subplots(figsize=(4.6, 3.2))
+        _margins(fig)
         if densities is None:
             ax.text(0.5, 0.5, "too few distinct values", ha="center", va="center", transform=ax.transAxes)
         else:
@@ -157,9 +170,8 @@ def questions_figure(report: dict[str, Any], metric: str, formats: Sequence[str]
     questions = meta["questions"]
     plt = _pyplot()
     with plt.rc_context(_CONTEXT):
-        fig, axes = plt.subplots(
-            1, len(questions), figsize=(2.5 * len(questions) + 0.6, 2.9), squeeze=False, layout="constrained"
-        )
+        fig, axes = plt.subplots(1, len(questions), figsize=(2.5 * len(questions) + 0.6, 2.9), squeeze=False)
+        _margins(fig, top=0.35, wspace=0.3)
         for ax, q in zip(axes[0], questions, strict=True):
             points = [
                 (values[h["item"]], h[q])
@@ -206,7 +218,10 @@ def strengths_figure(report: dict[str, Any], question: str, formats: Sequence[st
     rows = section["ranking"]["systems"]
     plt = _pyplot()
     with plt.rc_context(_CONTEXT):
-        fig, ax = plt.subplots(figsize=(6.0, 0.55 * len(rows) + 1.4), layout="constrained")
+        fig, ax = plt.subplots(figsize=(6.0, 0.55 * len(rows) + 1.4))
+        # Room on the left for the longest system name (about 0.075 inch a character at 10 pt).
+        longest = max(len(str(r["system"])) for r in rows)
+        _margins(fig, left=min(2.4, 0.3 + 0.075 * longest))
         ys = list(range(len(rows)))[::-1]
         for y, row in zip(ys, rows, strict=True):
             low, high = row["ci_low"], row["ci_high"]

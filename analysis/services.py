@@ -21,7 +21,7 @@ from django.utils import timezone
 from analysis import selectors
 from analysis.conf import report_lease
 from analysis.models import AnalysisResult, ReportPlot
-from analysis.plots import FORMATS, plot_names, render_plot
+from analysis.plots import plot_names, render_plot
 from analysis.report_files import report_files
 from annotate.models import Study
 from annotate.selectors.contents import rubric_definition
@@ -348,40 +348,47 @@ def judge_sections(
     return sections
 
 
-def draw_report_plots(report: dict[str, Any], *, skip: set[tuple[str, str]] = frozenset()):
-    """Every plot of the report (analysis.plots.plot_names) not in `skip` ((kind, subject)
-    pairs), drawn one at a time: yields each as unsaved ReportPlot rows, one per format."""
-    for kind, subject, _stem in plot_names(report):
-        if (kind, subject) not in skip:
-            yield [
-                ReportPlot(kind=kind, subject=subject, format=fmt, image=image)
-                for fmt, image in render_plot(report, kind, subject, FORMATS).items()
-            ]
+# The page shows the SVGs, so the worker draws every plot's SVG before any PNG (the
+# download): the report is complete on screen after the first pass.
+DRAWING_ORDER = ("svg", "png")
+
+
+def draw_report_plots(
+    report: dict[str, Any], *, skip: set[tuple[str, str, str]] = frozenset(), formats: Sequence[str] = DRAWING_ORDER
+):
+    """Every plot of the report (analysis.plots.plot_names) in each of `formats`, format by
+    format (all the SVGs, then all the PNGs), leaving out those in `skip` ((kind, subject,
+    format) triples): yields each as an unsaved ReportPlot row."""
+    for fmt in formats:
+        for kind, subject, _stem in plot_names(report):
+            if (kind, subject, fmt) not in skip:
+                image = render_plot(report, kind, subject, (fmt,))[fmt]
+                yield ReportPlot(kind=kind, subject=subject, format=fmt, image=image)
 
 
 def draw_missing_plots(*, result_id: int) -> int:
-    """Draw and store the plots a finished report does not have yet; returns how many were
-    drawn (0 for a report that is not finished). The worker's task calls it right after
+    """Draw and store the plots a finished report does not have yet; returns how many images
+    were drawn (0 for a report that is not finished). The worker's task calls it right after
     run_study_report, so the page shows the numbers without waiting for matplotlib, and
     again when a request re-queues a report whose plots stopped being drawn (it then draws
-    only the missing ones). A plot is stored as soon as it is drawn, and each
-    one renews the report's `updated_at`, the sign of life that request_study_report reads
-    (a worker that died half-way is replaced by the next request after one lease). Two
-    workers drawing the same plot store it once (the unique constraint); a report deleted
-    meanwhile (its inputs changed) stops the drawing."""
+    only the missing ones). Every plot's SVG (what the page shows) is drawn before any PNG
+    (the download). An image is stored as soon as it is drawn, and each one renews the
+    report's `updated_at`, the sign of life that request_study_report reads (a worker that
+    died half-way is replaced by the next request after one lease). Two workers drawing the
+    same image store it once (the unique constraint); a report deleted meanwhile (its inputs
+    changed) stops the drawing."""
     result = AnalysisResult.objects.filter(pk=result_id, status=AnalysisResult.Status.DONE).first()
     if result is None:
         return 0
-    stored = set(ReportPlot.objects.filter(result=result).values_list("kind", "subject").distinct())
+    stored = set(ReportPlot.objects.filter(result=result).values_list("kind", "subject", "format"))
     drawn = 0
-    for images in draw_report_plots(result.result, skip=stored):
+    for image in draw_report_plots(result.result, skip=stored):
         with transaction.atomic():
             alive = AnalysisResult.objects.filter(pk=result_id, status=AnalysisResult.Status.DONE)
             if not alive.update(updated_at=timezone.now()):
                 break
-            for image in images:
-                image.result_id = result_id
-            ReportPlot.objects.bulk_create(images, ignore_conflicts=True)
+            image.result_id = result_id
+            ReportPlot.objects.bulk_create([image], ignore_conflicts=True)
         drawn += 1
     else:
         AnalysisResult.objects.filter(pk=result_id, status=AnalysisResult.Status.DONE).update(
@@ -413,11 +420,10 @@ def write_study_report(
         written.append(path)
     (out / "plots").mkdir(exist_ok=True)
     stems = {(kind, subject): stem for kind, subject, stem in plot_names(report)}
-    for images in draw_report_plots(report):
-        for plot in images:
-            path = out / "plots" / f"{stems[plot.kind, plot.subject]}.{plot.format}"
-            path.write_bytes(plot.image)
-            written.append(path)
+    for plot in draw_report_plots(report):
+        path = out / "plots" / f"{stems[plot.kind, plot.subject]}.{plot.format}"
+        path.write_bytes(plot.image)
+        written.append(path)
     return written
 
 

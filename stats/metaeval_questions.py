@@ -115,11 +115,10 @@ def _tau_b(x: np.ndarray, y: np.ndarray) -> float:
     return float(stats.kendalltau(x, y, variant="b").statistic)
 
 
-# Up to this many points per resample, the resamples' tau-b are computed together from the
-# pairs' sign matrices (O(n^2) memory per resample, no per-call overhead); above it, one
-# scipy call per resample (O(n log n) each), where scipy's own overhead no longer matters.
+# Up to this many points, the resamples' tau-b are computed together from the points'
+# pair matrices (O(n^2) memory, O(n^2) per resample); above it, one scipy call per
+# resample (O(n log n) each), where scipy's own overhead no longer matters.
 PAIRWISE_MAX_POINTS = 400
-_PAIRWISE_CELLS = 4_000_000  # resamples x n x n numbers held at once
 
 
 def resampled_tau_b(x: np.ndarray, y: np.ndarray, indices: np.ndarray) -> np.ndarray:
@@ -132,28 +131,32 @@ def resampled_tau_b(x: np.ndarray, y: np.ndarray, indices: np.ndarray) -> np.nda
     n_resamples, n = indices.shape
     if n > PAIRWISE_MAX_POINTS:
         return np.array([_tau_b(x[idx], y[idx]) for idx in indices])
-    out = np.full(n_resamples, math.nan)
-    chunk = max(1, _PAIRWISE_CELLS // max(1, n * n))
-    for start in range(0, n_resamples, chunk):
-        idx = indices[start : start + chunk]
-        xs, ys = x[idx], y[idx]
-        valid = ~(np.isnan(xs) | np.isnan(ys))
-        xs, ys = np.where(valid, xs, 0.0), np.where(valid, ys, 0.0)
-        pair = valid[:, :, None] & valid[:, None, :]
-        dx = np.sign(xs[:, :, None] - xs[:, None, :])
-        dy = np.sign(ys[:, :, None] - ys[:, None, :])
-        m = valid.sum(axis=1)
-        n0 = m * (m - 1) / 2
-        # Each unordered pair appears twice in the full matrices; the diagonal is a tie of a
-        # point with itself, in both variables, and is taken out.
-        s = (dx * dy * pair).sum(axis=(1, 2)) / 2
-        x_ties = ((dx == 0) & pair).sum(axis=(1, 2)) - m
-        y_ties = ((dy == 0) & pair).sum(axis=(1, 2)) - m
-        denominator = np.sqrt((n0 - x_ties / 2) * (n0 - y_ties / 2))
-        with np.errstate(invalid="ignore", divide="ignore"):
-            tau = np.where((m >= MIN_POINTS) & (denominator > 0), s / np.where(denominator > 0, denominator, 1), np.nan)
-        out[start : start + len(idx)] = tau
-    return out
+    # Every count is a sum over the resample's pairs (i, j) of a number that depends only on
+    # the original points the pair drew, A[idx_i, idx_j]; with c the resample's counts of
+    # each original point, that sum is c·A·c. So the pair matrices are built once, on the
+    # n original points, and each resample costs a product with its counts (exact: every
+    # number is a small integer).
+    valid = ~(np.isnan(x) | np.isnan(y))
+    xs, ys = np.where(valid, x, 0.0), np.where(valid, y, 0.0)
+    pair = (valid[:, None] & valid[None, :]).astype(float)
+    dx = np.sign(xs[:, None] - xs[None, :])
+    dy = np.sign(ys[:, None] - ys[None, :])
+    rows = np.arange(n_resamples)[:, None] * n
+    counts = np.bincount((rows + indices).ravel(), minlength=n_resamples * n).reshape(n_resamples, n).astype(float)
+
+    def pair_sum(matrix: np.ndarray) -> np.ndarray:
+        return np.einsum("ri,ri->r", counts @ matrix, counts)
+
+    m = counts @ valid.astype(float)
+    n0 = m * (m - 1) / 2
+    # Each unordered pair appears twice in the full matrices; the diagonal is a tie of a
+    # point with itself, in both variables, and is taken out.
+    s = pair_sum(dx * dy * pair) / 2
+    x_ties = pair_sum((dx == 0) * pair) - m
+    y_ties = pair_sum((dy == 0) * pair) - m
+    denominator = np.sqrt((n0 - x_ties / 2) * (n0 - y_ties / 2))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where((m >= MIN_POINTS) & (denominator > 0), s / np.where(denominator > 0, denominator, 1), np.nan)
 
 
 def bootstrap_taus(

@@ -39,6 +39,9 @@ def test_the_worker_stores_every_plot_in_both_formats_and_the_page_draws_none(st
     assert names and result.plots_expected == len(names) and result.plots_done_at is not None
     stored = {(p.kind, p.subject, p.format): bytes(p.image) for p in ReportPlot.objects.filter(result=result)}
     assert set(stored) == {(kind, subject, fmt) for kind, subject, _ in names for fmt in ("png", "svg")}
+    # The page shows the SVGs: every one is stored before the first PNG (the downloads).
+    order = list(ReportPlot.objects.filter(result=result).order_by("pk").values_list("format", flat=True))
+    assert order == ["svg"] * len(names) + ["png"] * len(names)
     # The stored SVG is what matplotlib draws for that report (the same bytes: no date inside).
     kind, subject, _ = names[0]
     assert stored[kind, subject, "svg"] == plots.render_plot(result.result, kind, subject, ["svg"])["svg"]

@@ -136,3 +136,46 @@ def test_make_run_master_with_the_demo_present_imports_no_heavy_library(tmp_path
     assert again["status"] == [200, 200]
     assert again["after_prepare"] == [], f"make run's master imported {again['after_prepare']}"
     assert again["after_requests"] == [], f"a rater's first requests imported {again['after_requests']}"
+
+
+WORKER_PROBE = """
+import json, sys
+from celery.signals import worker_init
+import config.celery as celery_conf
+before = sorted(m for m in %r if m in sys.modules)
+worker_init.send(sender=None)  # what a Celery worker's main process sends before its pool forks
+print(json.dumps({
+    "before": before,
+    "after": sorted(m for m in %r if m in sys.modules),
+    "backend": sys.modules["matplotlib"].get_backend(),
+}))
+"""
+
+
+def test_a_celery_worker_imports_the_report_stack_before_its_pool_forks(tmp_path):
+    """The web app never imports the report's libraries; a Celery worker's main process
+    does, when it starts (config.celery.preload_report_modules on worker_init), so its pool
+    processes inherit them and no report pays for them."""
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": os.environ.get("HOME", "/tmp"),
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DEBUG": "1",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        "LOCAL_SECRET_KEY_FILE": str(tmp_path / "secret_key"),
+    }
+    report_stack = ("pandas", "numpy", "scipy", "statsmodels", "sklearn", "matplotlib", "krippendorff")
+    done = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()\n" + WORKER_PROBE % (report_stack, report_stack)],
+        cwd=settings.BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["before"] == []
+    # Nothing but the signal imported them: the handler is connected.
+    assert found["after"] == sorted(report_stack)
+    assert found["backend"].lower() == "agg"
