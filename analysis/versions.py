@@ -6,7 +6,8 @@ A change in what a report holds or how a figure in it is computed raises the ver
 cached reports of an older version are then computed again.
 """
 
-REPORT_VERSION = 11  # 11: comparisons (issue 31): preferences, Bradley–Terry rankings, position bias
+REPORT_VERSION = 12  # 12: a rater's answers excluded by an admin (issue 32) leave the report
+# 11: comparisons (issue 31): preferences, Bradley–Terry rankings, position bias
 # 10: retrieval precision, recall and F1 per engine and regime (retrieval.csv)
 # 9: systems compared (stats.compare), after adjudication, summary.<field> groups,
 # agreement's items rated by two or more raters

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from annotate import study_views, views
+from annotate import monitor_views, study_views, views
 
 app_name = "studies"
 
@@ -13,6 +13,8 @@ urlpatterns = [
     path("<slug:slug>/members/", study_views.study_members, name="members"),
     path("<slug:slug>/batches/new/", views.batch_create, name="batch-create"),
     path("<slug:slug>/batches/<uuid:batch_uuid>/", views.batch_detail, name="batch"),
+    path("<slug:slug>/flags/", monitor_views.flag_inbox, name="flags"),
+    path("<slug:slug>/batches/<uuid:batch_uuid>/monitor/", monitor_views.batch_monitor_page, name="monitor"),
     path("<slug:slug>/batches/<uuid:batch_uuid>/disagreements/", views.disagreements, name="disagreements"),
     path("<slug:slug>/batches/<uuid:batch_uuid>/items/<uuid:summary_uuid>/", views.batch_item, name="batch-item"),
 ]

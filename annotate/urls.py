@@ -8,6 +8,7 @@ urlpatterns = [
     path("", views.queue, name="queue"),
     path("<uuid:assignment_uuid>/", views.rate, name="rate"),
     path("<uuid:assignment_uuid>/feedback/", views.feedback, name="feedback"),
+    path("<uuid:assignment_uuid>/flag/", views.flag, name="flag"),
 ]
 
 BATCH = "studies/<slug:slug>/batches/<uuid:batch_uuid>/"
