@@ -306,6 +306,13 @@ class PausedError(ApplicationError):
 
 
 def _check_not_paused(assignment: Assignment) -> None:
+    """Refuse a paused rater's write. get_assignment_for_rater read the pause with the
+    assignment (`rater_paused`); an assignment from elsewhere costs one query."""
+    paused = getattr(assignment, "rater_paused", None)
+    if paused is not None:
+        if paused:
+            raise PausedError(PAUSED_MESSAGE)
+        return
     if RaterPause.objects.filter(study_id=assignment.study_id, rater_id=assignment.rater_id, resumed_at=None).exists():
         raise PausedError(PAUSED_MESSAGE)
 

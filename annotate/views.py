@@ -46,7 +46,7 @@ from annotate.selectors.batches import (
     rerating_scope,
 )
 from annotate.selectors.contents import pipeline_flags_in, rubric_definition, source_metadata_example
-from annotate.selectors.monitor import flags_on_item, guideline_notes, is_paused, paused_study_ids
+from annotate.selectors.monitor import item_flags, paused_study_ids
 from annotate.selectors.queue import (
     assignments_for_rater,
     get_assignment_for_rater,
@@ -364,7 +364,7 @@ def rate(request, assignment_uuid):
         assignment.refresh_from_db()
         phase = latest_revision_phase(assignment)
 
-    paused = is_paused(request.user, assignment.study)
+    paused = assignment.rater_paused
     editable = assignment.state in (Assignment.State.PENDING, Assignment.State.IN_PROGRESS) and not paused
     compared = shown_summaries(assignment)
     source = assignment.summary.source
@@ -426,9 +426,10 @@ def rate(request, assignment_uuid):
 
 def item_flag_context(assignment, *, kind: str = "", note: str = "", error: str = "") -> dict:
     """What the item pages and the flag page show of the rater's questions to the admin."""
+    own, shared = item_flags(assignment)
     return {
-        "item_flags": flags_on_item(assignment),
-        "guideline_notes": guideline_notes(assignment.study),
+        "item_flags": own,
+        "guideline_notes": shared,
         "flag_kinds": ItemFlag.Kind.choices,
         "flag_kind": kind,
         "flag_note": note,

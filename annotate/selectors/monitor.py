@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import F, Q, QuerySet
+from django.db.models import BooleanField, ExpressionWrapper, F, Q, QuerySet
 
 from annotate.models import Assignment, Batch, ExpectedAnswer, ItemFlag, RaterExclusion, RaterPause, Study
 from annotate.selectors.batches import answer_matches, batch_answers, first_answers
@@ -159,16 +159,16 @@ def get_study_flag(study: Study, flag_uuid) -> ItemFlag | None:
         return None
 
 
-def flags_on_item(assignment: Assignment) -> list[ItemFlag]:
-    """What the rater sees on an item: the flags they raised on it (with answers when
-    given). Never another rater's flag: those reach raters only as shared guideline notes."""
-    return list(ItemFlag.objects.filter(assignment__summary_id=assignment.summary_id, raised_by=assignment.rater_id))
-
-
-def guideline_notes(study: Study) -> list[ItemFlag]:
-    """Answers the admins chose to share with every rater of the study, oldest first."""
-    return list(
-        ItemFlag.objects.filter(study=study, shared=True, answered_at__isnull=False)
-        .filter(~Q(answer=""))
-        .order_by("answered_at", "pk")
+def item_flags(assignment: Assignment) -> tuple[list[ItemFlag], list[ItemFlag]]:
+    """What a rater sees on an item, in one query: the flags they raised on it (with the
+    answers when given), and the answers the admins shared with every rater of the study
+    as guideline notes (oldest first). Never another rater's flag itself: those reach
+    raters only as shared answers, without the question or who asked."""
+    mine = Q(assignment__summary_id=assignment.summary_id, raised_by=assignment.rater_id)
+    rows = list(
+        ItemFlag.objects.filter(mine | Q(study=assignment.study_id, shared=True, answered_at__isnull=False))
+        .annotate(on_item=ExpressionWrapper(mine, output_field=BooleanField()))
+        .order_by("created_at", "pk")
     )
+    shared = sorted((f for f in rows if f.shared and f.answered_at), key=lambda f: (f.answered_at, f.pk))
+    return [f for f in rows if f.on_item], shared

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from django.db.models import Count, Prefetch, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
 from django.http import Http404
 
 from annotate.models import (
@@ -15,6 +15,7 @@ from annotate.models import (
     ComparisonMember,
     ExpectedAnswer,
     Finding,
+    RaterPause,
     Rating,
     Revision,
     Span,
@@ -43,9 +44,12 @@ def get_assignment_for_rater(user, assignment_uuid) -> Assignment:
     read them themselves.
     """
     findings = Prefetch("summary__source__findings", queryset=Finding.objects.order_by("index"))
+    # Whether the study admin paused this rater (docs/monitoring.md), in the same query.
+    paused = RaterPause.objects.filter(study=OuterRef("study_id"), rater=user, resumed_at=None)
     try:
         return (
             Assignment.objects.select_related("study__rubric", "summary__source")
+            .annotate(rater_paused=Exists(paused))
             .prefetch_related(findings)
             .get(uuid=assignment_uuid, rater=user)
         )

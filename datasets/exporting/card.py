@@ -137,6 +137,11 @@ def dataset_card(study: Study, context: dict, include_restricted: bool) -> str:
             "saw them, the preferred one (or tie) and its side, strength, rationale, and highlights in either "
             "summary (each naming its summary)"
         ),
+        "exclusions": (
+            "raters whose answers in a batch a study admin excluded from the analysis (left out of the answer "
+            "tables above), with the reason, who decided and when"
+        ),
+        "flags": "raters' questions to the study admins about items (guidelines, broken sources), with the answers",
     }
     for name in TABLES:
         lines.append(f"| `{name}` | {counts[name]} | {what[name]} |")
