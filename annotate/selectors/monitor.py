@@ -8,6 +8,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.db.models import BooleanField, ExpressionWrapper, F, Q, QuerySet
 
 from annotate.models import Assignment, Batch, ExpectedAnswer, ItemFlag, RaterExclusion, RaterPause, Study
@@ -153,9 +154,10 @@ def study_flags(study: Study, *, status: str = "all") -> QuerySet[ItemFlag]:
 
 
 def get_study_flag(study: Study, flag_uuid) -> ItemFlag | None:
+    """The study's flag of that uuid; None for another study's, an unknown or a malformed id."""
     try:
         return ItemFlag.objects.filter(study=study, uuid=flag_uuid).first()
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, ValidationError):
         return None
 
 
