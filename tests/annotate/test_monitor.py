@@ -226,7 +226,7 @@ def test_reassigning_moves_open_items_keeping_k(study):
     per_item = {}
     for a in live:
         per_item.setdefault(a.summary_id, []).append(a.rater_id)
-    for summary_id, rater_ids in per_item.items():
+    for rater_ids in per_item.values():
         assert len(rater_ids) == len(set(rater_ids))
     moved_items = {a.summary_id for a in mine}
     kept = [s for s in moved_items if len(per_item.get(s, [])) < 2]
