@@ -49,6 +49,8 @@ def urls(study, batch):
         "batch": f"{base}batches/{batch.uuid}/",
         "disagreements": f"{base}batches/{batch.uuid}/disagreements/",
         "item": f"{base}batches/{batch.uuid}/items/{summary.uuid}/",
+        "monitor": f"{base}batches/{batch.uuid}/monitor/",
+        "flags": f"{base}flags/",
     }
 
 
@@ -56,15 +58,92 @@ def urls(study, batch):
 @pytest.mark.parametrize(
     "who,expected",
     [
-        ("rater_a", {"dashboard": 404, "new": 404, "batch": 404, "disagreements": 404, "item": 404}),
-        ("outsider", {"dashboard": 404, "new": 404, "batch": 404, "disagreements": 404, "item": 404}),
-        ("viewer", {"dashboard": 200, "new": 404, "batch": 200, "disagreements": 404, "item": 404}),
-        ("study_admin", {"dashboard": 200, "new": 200, "batch": 200, "disagreements": 200, "item": 200}),
+        (
+            "rater_a",
+            {
+                "dashboard": 404,
+                "new": 404,
+                "batch": 404,
+                "disagreements": 404,
+                "item": 404,
+                "monitor": 404,
+                "flags": 404,
+            },
+        ),
+        (
+            "outsider",
+            {
+                "dashboard": 404,
+                "new": 404,
+                "batch": 404,
+                "disagreements": 404,
+                "item": 404,
+                "monitor": 404,
+                "flags": 404,
+            },
+        ),
+        (
+            "viewer",
+            {
+                "dashboard": 200,
+                "new": 404,
+                "batch": 200,
+                "disagreements": 404,
+                "item": 404,
+                "monitor": 404,
+                "flags": 404,
+            },
+        ),
+        (
+            "study_admin",
+            {
+                "dashboard": 200,
+                "new": 200,
+                "batch": 200,
+                "disagreements": 200,
+                "item": 200,
+                "monitor": 200,
+                "flags": 200,
+            },
+        ),
         # Staff alone gives nothing; annotate.view_study / change_study give viewer / admin
         # of every study, as in the Django admin (docs/security.md).
-        ("staff", {"dashboard": 404, "new": 404, "batch": 404, "disagreements": 404, "item": 404}),
-        ("staff_viewer", {"dashboard": 200, "new": 404, "batch": 200, "disagreements": 404, "item": 404}),
-        ("staff_admin", {"dashboard": 200, "new": 200, "batch": 200, "disagreements": 200, "item": 200}),
+        (
+            "staff",
+            {
+                "dashboard": 404,
+                "new": 404,
+                "batch": 404,
+                "disagreements": 404,
+                "item": 404,
+                "monitor": 404,
+                "flags": 404,
+            },
+        ),
+        (
+            "staff_viewer",
+            {
+                "dashboard": 200,
+                "new": 404,
+                "batch": 200,
+                "disagreements": 404,
+                "item": 404,
+                "monitor": 404,
+                "flags": 404,
+            },
+        ),
+        (
+            "staff_admin",
+            {
+                "dashboard": 200,
+                "new": 200,
+                "batch": 200,
+                "disagreements": 200,
+                "item": 200,
+                "monitor": 200,
+                "flags": 200,
+            },
+        ),
     ],
 )
 def test_who_reaches_the_study_pages(client, setup, outsider, who, expected):
@@ -215,3 +294,22 @@ def test_metadata_filter_accepts_plain_field_names_only(client, setup, rater_a, 
     )
     assert response.status_code == 400 and "is not a plain field name" in response.content.decode()
     assert not Batch.objects.filter(name="x").exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("who", ["viewer", "rater_a", "outsider", "staff_viewer"])
+def test_only_study_admins_act_on_the_monitor_and_the_inbox(client, setup, outsider, who):
+    from annotate.models import ItemFlag, RaterExclusion, RaterPause
+    from annotate.monitoring import raise_flag
+
+    study, batch, *_ = setup
+    a = batch.assignments.first()
+    flag = raise_flag(assignment=a, rater=a.rater, kind="other", note="Why?")
+    client.force_login(persona(who))
+    monitor = urls(study, batch)["monitor"]
+    for action in ("pause", "reassign"):
+        assert client.post(monitor, {"action": action, "rater": a.rater.username}).status_code == 404
+    assert client.post(monitor, {"action": "exclude", "rater": a.rater.username, "reason": "x"}).status_code == 404
+    assert client.post(urls(study, batch)["flags"], {"flag": flag.uuid, "answer": "No."}).status_code == 404
+    assert not RaterPause.objects.exists() and not RaterExclusion.objects.exists()
+    assert ItemFlag.objects.get().answered_at is None
