@@ -21,6 +21,7 @@ api_urlpatterns = [
     path("assignments/<uuid:assignment_uuid>/submit/", api.AssignmentSubmit.as_view(), name="assignment-submit"),
     path("assignments/<uuid:assignment_uuid>/skip/", api.AssignmentSkip.as_view(), name="assignment-skip"),
     path("assignments/<uuid:assignment_uuid>/reopen/", api.AssignmentReopen.as_view(), name="assignment-reopen"),
+    path("assignments/<uuid:assignment_uuid>/flags/", api.AssignmentFlagList.as_view(), name="assignment-flags"),
     path("studies/", api.StudyList.as_view(), name="study-list"),
     path("studies/<slug:slug>/", api.StudyDetail.as_view(), name="study-detail"),
     path("studies/<slug:slug>/sources/", api.SourceList.as_view(), name="source-list"),

@@ -167,3 +167,23 @@ def test_the_export_keeps_flags_and_exclusions_with_pseudonyms(world, rater_a, r
     for name in ("exclusions", "flags"):
         text = (tmp_path / "out" / "jsonl" / f"{name}.jsonl").read_text()
         assert "rater_a" not in text and "rater_b" not in text and "boss" not in text
+
+
+@pytest.mark.django_db
+def test_the_api_raises_and_lists_a_raters_flags(world, rater_a, rater_b):
+    from tests.conftest import api_client_for
+
+    study, admin, batch = world
+    mine = item_of(batch, rater_a)
+    client = api_client_for(rater_a)
+    created = client.post(f"/api/assignments/{mine.uuid}/flags/", {"kind": "other", "note": "Typo?"}, format="json")
+    assert created.status_code == 201 and created.json()["kind"] == "other" and created.json()["answer"] == ""
+    answer_flag(flag=ItemFlag.objects.get(), answered_by=admin, answer="Not a typo.")
+    [row] = client.get(f"/api/assignments/{mine.uuid}/flags/").json()
+    assert (row["note"], row["answer"]) == ("Typo?", "Not a typo.")
+    for body, field in (({"kind": "x", "note": "a"}, "kind"), ({"kind": "other", "note": ""}, "note")):
+        response = client.post(f"/api/assignments/{mine.uuid}/flags/", body, format="json")
+        assert response.status_code == 400 and field in response.json()["error"]["fields"]
+    other = api_client_for(rater_b)
+    assert other.get(f"/api/assignments/{mine.uuid}/flags/").status_code == 404
+    assert ItemFlag.objects.count() == 1
