@@ -250,3 +250,28 @@ def test_excluding_a_rater_records_who_when_and_why_and_leaves_the_counting_answ
     assert Assignment.objects.filter(batch=batch, rater=raters["ra"], state="submitted").count() == 4  # kept
     with pytest.raises(ApplicationError, match="already excluded"):
         exclude_rater(batch=batch, rater=raters["ra"], excluded_by=admin, reason="Again.")
+
+
+@pytest.mark.django_db
+def test_the_monitor_page_reads_a_fixed_number_of_queries_however_many_raters(client, study):
+    """The page is fetched every 5 seconds: its queries must not grow with the raters."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    admin = UserFactory(username="boss")
+    add_study_member(study=study, user=admin, role=StudyMembership.Role.ADMIN)
+    for i in range(4):
+        SummaryFactory(source__study=study, key=f"s{i + 1}")
+    client.force_login(admin)
+    counts = []
+    for n in (2, 5):
+        raters = [UserFactory(username=f"r{n}-{i}") for i in range(n)]
+        batch = create_batch(study=study, name=f"b{n}", raters=raters, design="k_raters", k=2, seed=n)
+        for a in batch.assignments.select_related("rater"):
+            submit_rating(assignment=a, rater=a.rater, answers={"overall": 3}, version=a.version)
+        url = f"/studies/{study.slug}/batches/{batch.uuid}/monitor/"
+        client.get(url)
+        with CaptureQueriesContext(connection) as context:
+            assert client.get(url).status_code == 200
+        counts.append(len(context))
+    assert counts[0] == counts[1], counts
