@@ -17,7 +17,7 @@ from django.contrib.auth import get_user_model
 
 from analysis.models import AnalysisResult, ReportPlot
 from analysis.versions import REPORT_VERSION
-from annotate.models import Batch, Claim, ConsensusAnswer, Revision, Source, Study, Summary
+from annotate.models import Batch, Claim, ConsensusAnswer, RaterExclusion, Revision, Source, Study, Summary
 from core.models import change_states
 from generation import selectors as generation_selectors
 from literature import selectors as literature_selectors
@@ -31,7 +31,8 @@ class ReportInputs:
     """Everything a study report is computed from, as (number of rows, newest change) per
     kind: the submitted ratings of the phase, the study's summaries, sources, claims (and
     their verdicts), consensus answers recorded after adjudication, batches (a batch turned
-    into calibration leaves the analysis), the evaluators' runs and scores, the rubric
+    into calibration leaves the analysis), the raters' answers excluded by an admin (per
+    batch, docs/monitoring.md), the evaluators' runs and scores, the rubric
     judge's runs and answers, the questions (and their gold answers), the retrievals (and
     their relevance decisions); and the rubric version. Its fingerprint, with the report
     version, is the cache key of the report: change any of them and the report is computed
@@ -44,6 +45,7 @@ class ReportInputs:
     claims: tuple[int, str]
     consensus: tuple[int, str]
     batches: tuple[int, str]
+    exclusions: tuple[int, str]
     evaluator_runs: tuple[int, str]
     evaluator_scores: tuple[int, str]
     judge_runs: tuple[int, str]
@@ -79,6 +81,7 @@ def report_inputs(*, study: Study, phase: str) -> ReportInputs:
             "claims": Claim.objects.filter(summary__study=study),
             "consensus": ConsensusAnswer.objects.filter(batch__study=study),
             "batches": Batch.objects.filter(study=study),
+            "exclusions": RaterExclusion.objects.filter(batch__study=study),
             **generation_selectors.evaluation_rows(study=study),
             "questions": literature_selectors.question_rows(study=study),
             "retrievals": literature_selectors.retrieval_rows(study=study),

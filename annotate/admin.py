@@ -16,10 +16,13 @@ from annotate.models import (
     Assignment,
     Batch,
     Claim,
+    ItemFlag,
     LoginThrottle,
     QualificationAttempt,
     QualificationRetry,
     QualificationRule,
+    RaterExclusion,
+    RaterPause,
     Rating,
     Rationale,
     Revision,
@@ -316,3 +319,29 @@ try:
     admin.site.unregister(TokenProxy)
 except admin.sites.NotRegistered:  # pragma: no cover - the app's admin was not loaded first
     pass
+
+
+class RecordOnlyMixin(ReadOnlyMixin):
+    """Records of a decision (docs/monitoring.md): read here, made on the study's pages.
+    An exclusion recorded by mistake may be deleted here (the answers count again)."""
+
+
+@admin.register(RaterPause)
+class RaterPauseAdmin(RecordOnlyMixin, admin.ModelAdmin):
+    list_display = ["rater", "study", "paused_by", "created_at", "resumed_at"]
+    list_select_related = ["rater", "study", "paused_by"]
+
+
+@admin.register(RaterExclusion)
+class RaterExclusionAdmin(RecordOnlyMixin, admin.ModelAdmin):
+    list_display = ["rater", "batch", "excluded_by", "created_at", "reason"]
+    list_select_related = ["rater", "batch__study", "excluded_by"]
+
+    def has_delete_permission(self, request, obj=None):
+        return request.user.has_perm("annotate.delete_raterexclusion")
+
+
+@admin.register(ItemFlag)
+class ItemFlagAdmin(RecordOnlyMixin, admin.ModelAdmin):
+    list_display = ["kind", "study", "raised_by", "created_at", "answered_at", "shared"]
+    list_select_related = ["study", "raised_by"]

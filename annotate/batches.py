@@ -25,6 +25,7 @@ from annotate.models import (
     ConsensusAnswer,
     DiscussionNote,
     ExpectedAnswer,
+    RaterPause,
     Revision,
     Study,
     StudyMembership,
@@ -253,6 +254,10 @@ def create_batch(
         raise _invalid("attention_every", f"must be from 1 to {MAX_ATTENTION_EVERY}")
     # Checked here and not only when sampling: without n the option would be ignored silently.
     _check_stratify_by(stratify_by)
+    paused = RaterPause.objects.filter(study=study, rater__in=[r.pk for r in raters], resumed_at=None)
+    if paused.exists():
+        names = ", ".join(sorted(p.rater.get_username() for p in paused.select_related("rater")))
+        raise _invalid("raters", f"paused in this study (no new items until resumed): {names}")
     if Batch.objects.filter(study=study, name=name).exists():
         # Named as a field, so the form shows it at its Name field.
         raise ApplicationError(
@@ -492,6 +497,8 @@ def move_assignment(*, assignment: Assignment, to_rater) -> Assignment:
         raise ApplicationError("The item is already with this rater.")
     if assignment.state == Assignment.State.WITHDRAWN:
         raise InvalidStateError("A withdrawn assignment cannot be moved.")
+    if RaterPause.objects.filter(study=assignment.study_id, rater=to_rater, resumed_at=None).exists():
+        raise ApplicationError(f"{to_rater.get_username()} is paused in this study: paused raters get no new items.")
     if (
         Assignment.objects.filter(summary=assignment.summary, rater=to_rater)
         .exclude(state=Assignment.State.WITHDRAWN)

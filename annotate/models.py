@@ -744,6 +744,94 @@ class QualificationRetry(TimeStamped):
         return f"Retry for {self.rater} at {self.study.slug}"
 
 
+class RaterPause(TimeStamped):
+    """A study admin paused a rater (docs/monitoring.md): while the pause holds
+    (`resumed_at` empty), the rater gets no new items in the study, cannot write answers
+    there and sees a message instead. A resumed pause stays as the record of who paused
+    whom, when and why."""
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="rater_pauses")
+    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="pauses")
+    reason = models.TextField(blank=True)
+    paused_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    resumed_at = models.DateTimeField(null=True, blank=True)
+    resumed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["study", "rater"], condition=Q(resumed_at__isnull=True), name="rater_pause_one_open"
+            ),
+        ]
+        ordering = ["study", "created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.rater} paused in {self.study}"
+
+
+class RaterExclusion(TimeStamped):
+    """A study admin excluded a rater's answers in one batch from the analysis (the
+    report and the export's answer tables), with the reason; the export keeps this
+    record (docs/monitoring.md). Human work is never deleted: the answers stay stored."""
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    batch = models.ForeignKey(Batch, on_delete=models.PROTECT, related_name="exclusions")
+    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="exclusions")
+    reason = models.TextField()
+    excluded_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["batch", "rater"], name="rater_exclusion_unique_batch_rater"),
+            models.CheckConstraint(condition=~Q(reason=""), name="rater_exclusion_needs_reason"),
+        ]
+        ordering = ["batch", "created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.rater} excluded from {self.batch}"
+
+
+class ItemFlag(TimeStamped):
+    """A rater's question to the study admins about one item (docs/monitoring.md), and
+    the admin's answer. The answer shows to that rater on the item; when `shared`, it
+    also shows to every rater of the study as a guideline note."""
+
+    class Kind(models.TextChoices):
+        GUIDELINE = "guideline", "Question about the guidelines"
+        BROKEN_SOURCE = "broken_source", "Broken or unreadable source"
+        OTHER = "other", "Something else"
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="item_flags")
+    assignment = models.ForeignKey(Assignment, on_delete=models.PROTECT, related_name="flags")
+    raised_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="item_flags")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    note = models.TextField()
+    answer = models.TextField(blank=True)
+    answered_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    answered_at = models.DateTimeField(null=True, blank=True)
+    shared = models.BooleanField(
+        default=False, help_text="The answer is shown to every rater of the study as a guideline note."
+    )
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=~Q(note=""), name="item_flag_needs_note"),
+            models.CheckConstraint(
+                condition=Q(answered_at__isnull=True) | ~Q(answer=""), name="item_flag_answered_has_answer"
+            ),
+        ]
+        ordering = ["study", "created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} on {self.assignment_id}"
+
+
 class ApiToken(models.Model):
     """An API token (`Authorization: Token <token>`), stored as the SHA-256 of the secret:
     the secret is shown once, when it is made, and cannot be read back from the database.

@@ -27,6 +27,7 @@ from annotate.models import (
     Comparison,
     ComparisonMember,
     Finding,
+    RaterPause,
     Rating,
     Rationale,
     Revision,
@@ -299,8 +300,33 @@ def _check_rater(assignment: Assignment, rater) -> None:
         raise ApplicationError("This assignment belongs to another rater.")
 
 
+class PausedError(ApplicationError):
+    """The study admin paused this rater (docs/monitoring.md): no answers until resumed."""
+
+    http_status = 403
+
+
+def _check_not_paused(assignment: Assignment) -> None:
+    """Refuse a paused rater's write. get_assignment_for_rater read the pause with the
+    assignment (`rater_paused`); an assignment from elsewhere costs one query."""
+    paused = getattr(assignment, "rater_paused", None)
+    if paused is not None:
+        if paused:
+            raise PausedError(PAUSED_MESSAGE)
+        return
+    if RaterPause.objects.filter(study_id=assignment.study_id, rater_id=assignment.rater_id, resumed_at=None).exists():
+        raise PausedError(PAUSED_MESSAGE)
+
+
+PAUSED_MESSAGE = (
+    "The study admin has paused your work on this study: your answers so far are kept, "
+    "and you can go on when they resume you."
+)
+
+
 def _check_editable(assignment: Assignment, rater) -> None:
     _check_rater(assignment, rater)
+    _check_not_paused(assignment)
     if assignment.state == Assignment.State.WITHDRAWN:
         raise InvalidStateError("This item was withdrawn from your queue.")
     if assignment.state in (Assignment.State.SUBMITTED, Assignment.State.SKIPPED):
@@ -636,6 +662,7 @@ def _after_qualification_item(assignment: Assignment, rater) -> None:
 @transaction.atomic
 def skip_assignment(*, assignment: Assignment, rater, reason: Any, version: Any) -> Assignment:
     _check_rater(assignment, rater)
+    _check_not_paused(assignment)
     reason = reason.strip() if isinstance(reason, str) else ""
     check_text(reason, "reason")
     check_limit(reason, "reason", MAX_SKIP_REASON_CHARS)
@@ -653,6 +680,7 @@ def reopen_rating(*, assignment: Assignment, rater, version: Any) -> Revision | 
     """Reopen a submitted or skipped item. A submitted rating is copied into a new
     draft revision, so the submitted one stays in the history unchanged."""
     _check_rater(assignment, rater)
+    _check_not_paused(assignment)
     if assignment.state not in (Assignment.State.SUBMITTED, Assignment.State.SKIPPED):
         raise InvalidStateError("Only a submitted or skipped item can be reopened.")
     if qualification.is_qualification_item(assignment):

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from annotate import qualification_views, study_views, views
+from annotate import monitor_views, qualification_views, study_views, views
 
 app_name = "studies"
 
@@ -15,6 +15,8 @@ urlpatterns = [
     path("<slug:slug>/qualification/", qualification_views.qualification_page, name="qualification"),
     path("<slug:slug>/gold/<uuid:summary_uuid>/", qualification_views.gold_form, name="gold"),
     path("<slug:slug>/batches/<uuid:batch_uuid>/", views.batch_detail, name="batch"),
+    path("<slug:slug>/flags/", monitor_views.flag_inbox, name="flags"),
+    path("<slug:slug>/batches/<uuid:batch_uuid>/monitor/", monitor_views.batch_monitor_page, name="monitor"),
     path("<slug:slug>/batches/<uuid:batch_uuid>/disagreements/", views.disagreements, name="disagreements"),
     path("<slug:slug>/batches/<uuid:batch_uuid>/items/<uuid:summary_uuid>/", views.batch_item, name="batch-item"),
 ]

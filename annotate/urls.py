@@ -10,6 +10,7 @@ urlpatterns = [
     path("<uuid:assignment_uuid>/feedback/", views.feedback, name="feedback"),
     path("studies/<slug:slug>/continue/", views.continue_study, name="continue"),
     path("studies/<slug:slug>/done/", views.done, name="done"),
+    path("<uuid:assignment_uuid>/flag/", views.flag, name="flag"),
 ]
 
 BATCH = "studies/<slug:slug>/batches/<uuid:batch_uuid>/"
@@ -22,6 +23,7 @@ api_urlpatterns = [
     path("assignments/<uuid:assignment_uuid>/submit/", api.AssignmentSubmit.as_view(), name="assignment-submit"),
     path("assignments/<uuid:assignment_uuid>/skip/", api.AssignmentSkip.as_view(), name="assignment-skip"),
     path("assignments/<uuid:assignment_uuid>/reopen/", api.AssignmentReopen.as_view(), name="assignment-reopen"),
+    path("assignments/<uuid:assignment_uuid>/flags/", api.AssignmentFlagList.as_view(), name="assignment-flags"),
     path("studies/", api.StudyList.as_view(), name="study-list"),
     path("studies/<slug:slug>/", api.StudyDetail.as_view(), name="study-detail"),
     path("studies/<slug:slug>/sources/", api.SourceList.as_view(), name="source-list"),

@@ -25,7 +25,8 @@ from annotate.forms import (
     strength_field,
 )
 from annotate.members import may_create_studies
-from annotate.models import Assignment, Batch, Revision, Summary
+from annotate.models import Assignment, Batch, ItemFlag, Revision, Summary
+from annotate.monitoring import raise_flag
 from annotate.rubrics import TIE, AnswerValidationError
 from annotate.selectors.access import (
     get_study_for_admin,
@@ -44,6 +45,7 @@ from annotate.selectors.batches import (
     rerating_scope,
 )
 from annotate.selectors.contents import pipeline_flags_in, rubric_definition, source_metadata_example
+from annotate.selectors.monitor import item_flags, paused_study_ids
 from annotate.selectors.queue import (
     assignments_for_rater,
     get_assignment_for_rater,
@@ -117,7 +119,12 @@ def queue(request):
     return render(
         request,
         "annotate/queue.html",
-        {"assignments": assignments, "studies": [_study_way(request.user, p) for p in queue_progress(request.user)]},
+        {
+            "assignments": assignments,
+            "studies": [_study_way(request.user, p) for p in queue_progress(request.user)],
+            "paused_studies": paused_study_ids(request.user),
+            "paused_message": services.PAUSED_MESSAGE,
+        },
     )
 
 
@@ -422,7 +429,8 @@ def rate(request, assignment_uuid):
         assignment.refresh_from_db()
         phase = latest_revision_phase(assignment)
 
-    editable = assignment.state in (Assignment.State.PENDING, Assignment.State.IN_PROGRESS)
+    paused = assignment.rater_paused
+    editable = assignment.state in (Assignment.State.PENDING, Assignment.State.IN_PROGRESS) and not paused
     compared = shown_summaries(assignment)
     source = assignment.summary.source
     # Tuples, not model instances, and the list built here, not in a template loop: a
@@ -466,6 +474,9 @@ def rate(request, assignment_uuid):
         "api_url": reverse("api:assignment-rating", kwargs={"assignment_uuid": assignment.uuid}),
         "digit_question": next((q.key for q in definition.questions if q.shortcut_digits), ""),
         "keys_hint": _keys_hint(definition, findings, claims),
+        **item_flag_context(assignment),
+        "paused": paused,
+        "paused_message": services.PAUSED_MESSAGE,
     }
     if compared is not None:
         # A comparison item: its summaries side by side, in this rater's order (never their
@@ -477,6 +488,40 @@ def rate(request, assignment_uuid):
         )
         return render(request, "annotate/compare.html", context, status=status)
     return render(request, "annotate/rate.html", context, status=status)
+
+
+def item_flag_context(assignment, *, kind: str = "", note: str = "", error: str = "") -> dict:
+    """What the item pages and the flag page show of the rater's questions to the admin."""
+    own, shared = item_flags(assignment)
+    return {
+        "item_flags": own,
+        "guideline_notes": shared,
+        "flag_kinds": ItemFlag.Kind.choices,
+        "flag_kind": kind,
+        "flag_note": note,
+        "flag_error": error,
+    }
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def flag(request, assignment_uuid):
+    """A rater's question about an item (docs/monitoring.md). The item pages post their
+    flag form here; a bad post shows the form again with the field named (400)."""
+    assignment = get_assignment_for_rater(request.user, assignment_uuid)
+    if request.method == "GET":
+        context = item_flag_context(assignment)
+        return render(request, "annotate/flag.html", {"assignment": assignment, "study": assignment.study, **context})
+    kind, note = request.POST.get("kind", ""), request.POST.get("note", "")
+    try:
+        raise_flag(assignment=assignment, rater=request.user, kind=kind, note=note)
+    except ApplicationError as exc:
+        context = item_flag_context(assignment, kind=kind, note=note, error=exc.message)
+        return render(
+            request, "annotate/flag.html", {"assignment": assignment, "study": assignment.study, **context}, status=400
+        )
+    messages.success(request, "Your question was sent to the study admin; the answer will show on this item.")
+    return redirect(reverse("annotate:rate", kwargs={"assignment_uuid": assignment.uuid}) + "#item-flags")
 
 
 def _claims_asked(definition, summary) -> list:

@@ -8,6 +8,7 @@ its selectors; writes go through annotate.services and annotate.batches.
 
 from annotate.api.raters import (
     AssignmentDetail,
+    AssignmentFlagList,
     AssignmentList,
     AssignmentRating,
     AssignmentReopen,
@@ -43,6 +44,7 @@ __all__ = [
     "AssignmentList",
     "AssignmentMove",
     "AssignmentRating",
+    "AssignmentFlagList",
     "AssignmentReopen",
     "AssignmentSkip",
     "AssignmentSubmit",

@@ -23,8 +23,11 @@ from annotate.api.common import (
 )
 from annotate.models import (
     Assignment,
+    ItemFlag,
     Revision,
 )
+from annotate.monitoring import raise_flag
+from annotate.selectors.monitor import item_flags
 from annotate.selectors.queue import (
     assignments_for_rater,
     get_assignment_for_rater,
@@ -255,3 +258,39 @@ class AssignmentReopen(APIView):
             assignment=assignment, rater=request.user, version=_version(request, body.validated_data)
         )
         return _rating_state(assignment)
+
+
+class FlagSerializer(serializers.Serializer):
+    """A rater's question about the item and the admin's answer (docs/monitoring.md)."""
+
+    uuid = serializers.UUIDField(read_only=True)
+    kind = serializers.ChoiceField(choices=ItemFlag.Kind.choices)
+    note = serializers.CharField(trim_whitespace=False)
+    created_at = serializers.DateTimeField(read_only=True)
+    answer = serializers.CharField(read_only=True)
+    answered_at = serializers.DateTimeField(read_only=True)
+
+
+class AssignmentFlagList(APIView):
+    @extend_schema(responses=FlagSerializer(many=True), description="Your questions about this item, with answers.")
+    def get(self, request, assignment_uuid):
+        assignment = get_assignment_for_rater(request.user, assignment_uuid)
+        own, _shared = item_flags(assignment)
+        return Response(FlagSerializer(own, many=True).data)
+
+    @extend_schema(
+        request=FlagSerializer,
+        responses={201: FlagSerializer},
+        description="Ask the study admins about this item: kind is guideline, broken_source or other.",
+    )
+    def post(self, request, assignment_uuid):
+        assignment = get_assignment_for_rater(request.user, assignment_uuid)
+        body = FlagSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        flag = raise_flag(
+            assignment=assignment,
+            rater=request.user,
+            kind=body.validated_data["kind"],
+            note=body.validated_data["note"],
+        )
+        return Response(FlagSerializer(flag).data, status=201)

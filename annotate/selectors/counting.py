@@ -9,9 +9,9 @@ from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from typing import NamedTuple, TypeVar
 
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
 
-from annotate.models import Assignment, Batch, Revision, Study
+from annotate.models import Assignment, Batch, RaterExclusion, Revision, Study
 
 T = TypeVar("T")
 
@@ -19,8 +19,16 @@ T = TypeVar("T")
 def submitted_revisions(*, study: Study, phase: str = "all", include_calibration: bool = False) -> QuerySet[Revision]:
     """The study's submitted revisions a count chooses from, in the order the rule reads
     them: by assignment and phase, newest first. Calibration (pilot) and qualification
-    batches are left out unless asked for (include_calibration); `phase` is "initial", "post_discussion" or "all"."""
-    revisions = Revision.objects.filter(assignment__study=study, status=Revision.Status.SUBMITTED)
+    batches are left out unless asked for (include_calibration); `phase` is "initial",
+    "post_discussion" or "all". A rater's answers in a batch the admin excluded them from
+    (RaterExclusion, docs/monitoring.md) are always left out: the report and the export's
+    answer tables never count them."""
+    excluded = RaterExclusion.objects.filter(
+        batch_id=OuterRef("assignment__batch_id"), rater_id=OuterRef("assignment__rater_id")
+    )
+    revisions = Revision.objects.filter(assignment__study=study, status=Revision.Status.SUBMITTED).exclude(
+        Exists(excluded)
+    )
     if not include_calibration:
         revisions = revisions.exclude(assignment__batch__kind__in=Batch.OUTSIDE_ANALYSIS)
     if phase != "all":

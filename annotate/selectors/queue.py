@@ -18,6 +18,7 @@ from annotate.models import (
     Finding,
     QualificationAttempt,
     QualificationRule,
+    RaterPause,
     Rating,
     Revision,
     Span,
@@ -57,9 +58,12 @@ def get_assignment_for_rater(user, assignment_uuid) -> Assignment:
     read them themselves.
     """
     findings = Prefetch("summary__source__findings", queryset=Finding.objects.order_by("index"))
+    # Whether the study admin paused this rater (docs/monitoring.md), in the same query.
+    paused = RaterPause.objects.filter(study=OuterRef("study_id"), rater=user, resumed_at=None)
     try:
         return (
             Assignment.objects.select_related("study__rubric", "summary__source", "batch")
+            .annotate(rater_paused=Exists(paused))
             .prefetch_related(findings)
             .filter(visible_to_rater(user))
             .get(uuid=assignment_uuid, rater=user)

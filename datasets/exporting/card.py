@@ -141,6 +141,11 @@ def dataset_card(study: Study, context: dict, include_restricted: bool) -> str:
             "each scored qualification attempt of a rater (by pseudonym): agreement with gold, pass or fail, "
             "the pass rule and its version, and the retries the study admin allowed"
         ),
+        "exclusions": (
+            "raters whose answers in a batch a study admin excluded from the analysis (left out of the answer "
+            "tables above), with the reason, who decided and when"
+        ),
+        "flags": "raters' questions to the study admins about items (guidelines, broken sources), with the answers",
     }
     for name in TABLES:
         lines.append(f"| `{name}` | {counts[name]} | {what[name]} |")

@@ -26,8 +26,10 @@ from annotate.models import (
     Comparison,
     ConsensusAnswer,
     Finding,
+    ItemFlag,
     QualificationAttempt,
     QualificationRetry,
+    RaterExclusion,
     Rating,
     Revision,
     Rubric,
@@ -519,6 +521,8 @@ def _write_tables(study, writers, phase, include_calibration, include_restricted
             )
         )
 
+    _write_quality_tables(study, writers, pseudonyms)
+
     rubric_versions.add((study.rubric.key, study.rubric.version))
     rubrics = []
     for key, version in sorted(rubric_versions):
@@ -565,6 +569,58 @@ def _write_qualification_attempts(study, writers, pseudonyms) -> None:
         for a in attempts
     ]
     writers["qualification_attempts"].write_many(sorted(rows, key=lambda row: (row[0], row[1])))
+
+
+def _write_quality_tables(study, writers, pseudonyms: dict[int, str]) -> None:
+    """The exclusions and the raters' questions (docs/monitoring.md), with pseudonymous
+    ids: a rater who flagged an item before answering anything has no `rater-NN` and is
+    `flagger-NN` by their first flag; an admin who never rated is `study-admin`."""
+    flaggers: dict[int, str] = {}
+    flags = list(
+        ItemFlag.objects.filter(study=study)
+        .select_related("assignment__summary", "assignment__batch")
+        .order_by("created_at", "pk")
+    )
+    for flag in flags:
+        if flag.raised_by_id not in pseudonyms and flag.raised_by_id not in flaggers:
+            flaggers[flag.raised_by_id] = f"flagger-{len(flaggers) + 1:02d}"
+
+    def name(user_id: int | None) -> str | None:
+        if user_id is None:
+            return None
+        return pseudonyms.get(user_id) or flaggers.get(user_id) or "study-admin"
+
+    exclusions = RaterExclusion.objects.filter(batch__study=study).select_related("batch").order_by("created_at", "pk")
+    for exclusion in exclusions:
+        left_out = Assignment.objects.filter(
+            batch=exclusion.batch_id, rater=exclusion.rater_id, state=Assignment.State.SUBMITTED
+        ).count()
+        writers["exclusions"].write(
+            (
+                exclusion.batch.name,
+                name(exclusion.rater_id),
+                exclusion.reason,
+                name(exclusion.excluded_by_id),
+                iso_timestamp(exclusion.created_at),
+                left_out,
+            )
+        )
+    for flag in flags:
+        batch = flag.assignment.batch
+        writers["flags"].write(
+            (
+                flag.assignment.summary.key,
+                batch.name if batch is not None else None,
+                name(flag.raised_by_id),
+                flag.kind,
+                flag.note,
+                iso_timestamp(flag.created_at),
+                flag.answer or None,
+                name(flag.answered_by_id),
+                iso_timestamp(flag.answered_at),
+                flag.shared,
+            )
+        )
 
 
 def _write_comparison_tables(study, writers, definition, counting) -> None:

@@ -202,9 +202,32 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("rule", "json"),
         ("retries_allowed", "int"),
     ),
+    # Live quality (issue 32; docs/monitoring.md): a rater's answers in a batch an admin
+    # excluded from the analysis (left out of the answer tables), with who, when and why;
+    # and the raters' questions to the admins about items, with the answers.
+    "exclusions": (
+        ("batch", "str"),
+        ("rater", "str"),
+        ("reason", "str"),
+        ("excluded_by", "str"),
+        ("excluded_at", "str"),
+        ("items_left_out", "int"),
+    ),
+    "flags": (
+        ("summary_key", "str"),
+        ("batch", "str"),
+        ("rater", "str"),
+        ("kind", "str"),
+        ("note", "str"),
+        ("raised_at", "str"),
+        ("answer", "str"),
+        ("answered_by", "str"),
+        ("answered_at", "str"),
+        ("shared", "bool"),
+    ),
 }
 # Tables a folder exported before they existed lacks: read as empty.
-OPTIONAL_TABLES = ("comparisons", "comparison_answers", "qualification_attempts")
+OPTIONAL_TABLES = ("comparisons", "comparison_answers", "qualification_attempts", "exclusions", "flags")
 
 
 def canonical_json(value: Any) -> str:

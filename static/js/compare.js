@@ -17,12 +17,7 @@
   const statusEl = document.getElementById("save-status");
   const csrf = (form.querySelector("input[name=csrfmiddlewaretoken]") || {}).value;
 
-  function el(tag, cls, text) {
-    const e = document.createElement(tag);
-    if (cls) e.className = cls;
-    if (text !== undefined) e.textContent = text;
-    return e;
-  }
+  const el = window.ItemPage.el;
   function cps(s) { return Array.from(s); }
 
   // ---------------------------------------------------------------- source toggle
@@ -335,31 +330,12 @@
     const here = document.activeElement && document.activeElement.closest && document.activeElement.closest("fieldset[data-question]");
     return here || lastQuestion || questions[0];
   }
-  function choose(input) {
-    if (!input) return false;
-    input.checked = true;
-    input.focus();
-    input.dispatchEvent(new Event("change", { bubbles: true }));
-    return true;
-  }
-  const help = el("div", "shortcut-help");
-  help.id = "shortcut-help";
-  help.setAttribute("role", "dialog");
-  help.setAttribute("aria-label", "Keyboard shortcuts");
-  help.tabIndex = -1;
-  help.hidden = true;
-  help.appendChild(el("h2", "", "Keyboard shortcuts"));
-  const helpList = el("ul");
-  [["a", "summary A is better"], ["b", "summary B is better"], ["t", "a tie"],
-   ["1 / 2", "much / slightly better"], ["n", "next question"], ["]", "next item"], ["[", "previous item"],
-   ["Ctrl+Enter", "submit"], ["?", "show this list"], ["Esc", "close it"]].forEach(function (pair) {
-    const li = el("li");
-    li.appendChild(el("kbd", "", pair[0]));
-    li.appendChild(document.createTextNode(": " + pair[1]));
-    helpList.appendChild(li);
-  });
-  help.appendChild(helpList);
-  document.body.appendChild(help);
+  const choose = window.ItemPage.choose;
+  const help = window.ItemPage.shortcutHelp(
+    [["a", "summary A is better"], ["b", "summary B is better"], ["t", "a tie"],
+     ["1 / 2", "much / slightly better"], ["n", "next question"], ["]", "next item"], ["[", "previous item"],
+     ["Ctrl+Enter", "submit"], ["?", "show this list"], ["Esc", "close it"]],
+    function () { const q = current(); return q && q.querySelector("input"); });
 
   document.addEventListener("keydown", function (event) {
     if (editable && (event.ctrlKey || event.metaKey) && event.key === "Enter") {
@@ -367,15 +343,12 @@
       form.requestSubmit(document.getElementById("submit-button"));
       return;
     }
-    if (event.key === "Escape" && !help.hidden) { event.preventDefault(); help.hidden = true; const q = current(); const i = q && q.querySelector("input"); if (i) i.focus(); return; }
+    if (event.key === "Escape" && help.isOpen()) { event.preventDefault(); help.hide(); return; }
     if (event.ctrlKey || event.metaKey || event.altKey) return;
-    const t = event.target;
-    if (t && (t.tagName === "TEXTAREA" || t.isContentEditable ||
-              (t.tagName === "INPUT" && !["radio", "checkbox", "button", "submit"].includes(t.type)))) return;
-    if (event.key === "?") { event.preventDefault(); help.hidden = false; help.focus(); return; }
+    if (window.ItemPage.isTyping(event.target)) return;
+    if (event.key === "?") { event.preventDefault(); help.open(); return; }
     if (event.key === "]" || event.key === "[") {
-      const link = document.getElementById(event.key === "]" ? "next-item" : "previous-item");
-      if (link) { event.preventDefault(); window.location.assign(link.href); }
+      if (window.ItemPage.goToItem(event.key)) event.preventDefault();
       return;
     }
     if (event.key === "n") {

@@ -32,12 +32,7 @@
   Object.keys(data.span_questions).forEach(function (key) { spans[key] = (data.spans[key] || []).slice(); });
   let focusedFinding = null;
 
-  function el(tag, cls, text) {
-    const e = document.createElement(tag);
-    if (cls) e.className = cls;
-    if (text !== undefined) e.textContent = text;
-    return e;
-  }
+  const el = window.ItemPage.el;
 
   // Renders text[base, end) into container with marks: [{start, end, cls, title, cite}].
   // Overlapping marks nest (in the order of `marks`); a citation mark becomes a focusable
@@ -738,61 +733,23 @@
     const fs = stop.closest("fieldset[data-question]");
     const kind = fs ? fs.getAttribute("data-kind") : "";
     const radios = radioGroup(stop);
-    let input = null;
     if (radios.length) {
       // A scale's digit is its value; a choice's digit is its place in the list.
-      input = radios.find(function (r) { return r.value === digit; }) ||
-        (kind === "scale" || kind === "per_finding" ? null : radios[Number(digit) - 1]);
-      if (input) input.checked = true;
-    } else {
-      // A tickbox question: the digit ticks (or unticks) the box in that place.
-      input = stop.querySelectorAll("input[type=checkbox]")[Number(digit) - 1] || null;
-      if (input) input.checked = !input.checked;
+      return window.ItemPage.choose(radios.find(function (r) { return r.value === digit; }) ||
+        (kind === "scale" || kind === "per_finding" ? null : radios[Number(digit) - 1]));
     }
-    if (!input) return false;
-    input.focus();
-    input.dispatchEvent(new Event("change", { bubbles: true }));
-    return true;
+    // A tickbox question: the digit ticks (or unticks) the box in that place.
+    return window.ItemPage.toggle(stop.querySelectorAll("input[type=checkbox]")[Number(digit) - 1] || null);
   }
-  const help = el("div", "shortcut-help");
-  help.id = "shortcut-help";
-  help.setAttribute("role", "dialog");
-  help.setAttribute("aria-label", "Keyboard shortcuts");
-  help.tabIndex = -1;
-  help.hidden = true;
-  help.appendChild(el("h2", "", "Keyboard shortcuts"));
-  const helpList = el("ul");
-  [["1–9", "answer the current question (a scale's value, a choice's place in the list, or tick the box in that place)"],
-   ["n", "go to the next question (each finding and claim is one)"],
-   ["← →", "move between the summary's citations (one Tab stop); Enter or Space keeps a citation's sentences shown"],
-   ["]", "next item"], ["[", "previous item"],
-   ["Ctrl+Enter", "submit"], ["?", "show this list"], ["Esc", "close it"]].forEach(function (pair) {
-    const li = el("li");
-    li.appendChild(el("kbd", "", pair[0]));
-    li.appendChild(document.createTextNode(": " + pair[1]));
-    helpList.appendChild(li);
-  });
-  help.appendChild(helpList);
-  const closeHelp = el("button", "secondary", "Close");
-  closeHelp.type = "button";
   // Closing the list gives the keyboard back where it was (or to the question being
   // worked on), never to the page's <body>.
-  let helpReturn = null;
-  function openHelp() {
-    const active = document.activeElement;
-    helpReturn = active && active !== document.body && !help.contains(active) ? active : null;
-    help.hidden = false;
-    help.focus();
-  }
-  function hideHelp() {
-    help.hidden = true;
-    const back = helpReturn && document.contains(helpReturn) ? helpReturn : firstControl(currentStop());
-    helpReturn = null;
-    if (back) back.focus();
-  }
-  closeHelp.addEventListener("click", hideHelp);
-  help.appendChild(closeHelp);
-  document.body.appendChild(help);
+  const help = window.ItemPage.shortcutHelp(
+    [["1–9", "answer the current question (a scale's value, a choice's place in the list, or tick the box in that place)"],
+     ["n", "go to the next question (each finding and claim is one)"],
+     ["← →", "move between the summary's citations (one Tab stop); Enter or Space keeps a citation's sentences shown"],
+     ["]", "next item"], ["[", "previous item"],
+     ["Ctrl+Enter", "submit"], ["?", "show this list"], ["Esc", "close it"]],
+    function () { return firstControl(currentStop()); });
 
   document.addEventListener("keydown", function (event) {
     if (editable && (event.ctrlKey || event.metaKey) && event.key === "Enter") {
@@ -800,15 +757,12 @@
       form.requestSubmit(document.getElementById("submit-button"));
       return;
     }
-    if (event.key === "Escape" && !help.hidden) { event.preventDefault(); hideHelp(); return; }
+    if (event.key === "Escape" && help.isOpen()) { event.preventDefault(); help.hide(); return; }
     if (event.ctrlKey || event.metaKey || event.altKey) return;
-    const t = event.target;
-    if (t && (t.tagName === "TEXTAREA" || t.isContentEditable ||
-              (t.tagName === "INPUT" && !["radio", "checkbox", "button", "submit"].includes(t.type)))) return;
-    if (event.key === "?") { event.preventDefault(); openHelp(); return; }
+    if (window.ItemPage.isTyping(event.target)) return;
+    if (event.key === "?") { event.preventDefault(); help.open(); return; }
     if (event.key === "]" || event.key === "[") {
-      const link = document.getElementById(event.key === "]" ? "next-item" : "previous-item");
-      if (link) { event.preventDefault(); window.location.assign(link.href); }
+      if (window.ItemPage.goToItem(event.key)) event.preventDefault();
       return;
     }
     if (event.key === "n") {

@@ -3,7 +3,8 @@
 Each change below is made through the code path a user's action takes (a rating submitted,
 a summary generated or imported, an evaluator or the rubric judge run, claims verified, a
 question's gold answer imported again, a consensus answer recorded after adjudication, the
-study moved to a new rubric version, a batch made a calibration batch, a new report version).
+study moved to a new rubric version, a batch made a calibration batch, a new report version,
+a rater's answers excluded by an admin).
 After each, the report page must queue a new report, and the new report must be computed
 from the changed data."""
 
@@ -153,7 +154,20 @@ def a_consensus_answer(study, serve):
     )
 
 
+def a_rater_excluded(study, serve):
+    from annotate.monitoring import exclude_rater
+
+    batch = Batch.objects.create(study=study, name="main", seed=1)
+    Assignment.objects.filter(study=study).update(batch=batch)
+    admin = study.memberships.filter(role="admin").first().user
+    rater = Assignment.objects.filter(study=study).order_by("rater__username").last().rater
+    exclude_rater(batch=batch, rater=rater, excluded_by=admin, reason="Straight-lined every item.")
+    # Two raters rated every summary: without one of them half the answers are left.
+    return lambda before, after: after["n_answers"] * 2 == before["n_answers"]
+
+
 CHANGES = [
+    a_rater_excluded,
     a_new_rating,
     a_consensus_answer,
     a_generated_summary,

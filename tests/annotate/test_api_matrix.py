@@ -143,6 +143,7 @@ def _body(w, name: str) -> dict:
         "skip": {"version": 1, "reason": "Outside my field."},
         "reopen": {"version": w["a_submitted"].version},
         "export": {"formats": ["csv"], "phase": "initial"},
+        "flag": {"kind": "guideline", "note": "Does a table count as context?"},
     }.get(name, {})
 
 
@@ -174,6 +175,9 @@ MATRIX = [
     ("assignment-submit", "post", "{a_open}submit/", "submit", OWNER_A),
     ("assignment-skip", "post", "{a_open}skip/", "skip", OWNER_A),
     ("assignment-reopen", "post", "{a_submitted}reopen/", "reopen", OWNER_A),
+    ("assignment-flags read own", "get", "{a_open}flags/", None, OWNER_A),
+    ("assignment-flags read other", "get", "{b_submitted}flags/", None, OWNER_B),
+    ("assignment-flags raise", "post", "{a_open}flags/", "flag", {**OWNER_A, "rater_a": 201}),
     ("study-list", "get", "/api/studies/", None, ANY),
     ("study-detail", "get", "{study}", None, READERS),
     ("source-list", "get", "{study}sources/", None, READERS),

@@ -110,3 +110,23 @@ def test_no_generator_in_any_rater_response(client, batch):
         for g in GENERATORS:
             assert g not in body
         assert not re.search(r"secret-", body)
+
+
+def test_a_rater_flags_a_comparison_item_and_sees_the_answer(client, batch):
+    """The comparison page carries the same flag widget as the rating page (the shared
+    templates/annotate/_rating_form.html partial)."""
+    from annotate.models import ItemFlag, StudyMembership
+    from annotate.monitoring import answer_flag
+    from annotate.services import add_study_member
+
+    assignment = batch.assignments.select_related("rater").first()
+    client.force_login(assignment.rater)
+    url = reverse("annotate:rate", args=[assignment.uuid])
+    assert 'id="flag-form"' in client.get(url).content.decode()
+    response = client.post(reverse("annotate:flag", args=[assignment.uuid]), {"kind": "guideline", "note": "Ties?"})
+    assert response.status_code == 302
+    admin = UserFactory(username="boss")
+    add_study_member(study=batch.study, user=admin, role=StudyMembership.Role.ADMIN)
+    answer_flag(flag=ItemFlag.objects.get(), answered_by=admin, answer="Ties are fine when both are equal.")
+    html = client.get(url).content.decode()
+    assert "Ties?" in html and "Ties are fine when both are equal." in html

@@ -8,7 +8,7 @@ from tests.conftest import GOOD_ANSWERS, api_client_for
 
 @pytest.mark.django_db
 def test_anonymous_user_is_sent_to_login(client, assignment_a):
-    for url in ("/rate/", f"/rate/{assignment_a.uuid}/", "/"):
+    for url in ("/rate/", f"/rate/{assignment_a.uuid}/", f"/rate/{assignment_a.uuid}/flag/", "/"):
         response = client.get(url)
         assert response.status_code == 302
         assert response["Location"].startswith("/accounts/login/")

@@ -22,12 +22,13 @@ def test_hostile_summary_text_is_rendered_literally(client, rater_a, study):
     assert "<b onmouseover" not in html
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in html
     assert "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in html
-    # The only scripts are our own static files (every page's announce.js, the rating
-    # page's rate.js) and an inert JSON block, in which json_script escapes "<" so the
+    # The only scripts are our own static files (every page's announce.js, the item pages'
+    # shared item_page.js, the rating page's rate.js) and an inert JSON block, in which json_script escapes "<" so the
     # text cannot close it.
     assert re.findall(r"<script[^>]*>", html) == [
         '<script id="rating-data" type="application/json">',
         '<script src="/static/js/announce.js" defer>',
+        '<script src="/static/js/item_page.js" defer>',
         '<script src="/static/js/rate.js" defer>',
     ]
     data = html.split('<script id="rating-data" type="application/json">')[1].split("</script>")[0]

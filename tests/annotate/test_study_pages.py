@@ -51,6 +51,8 @@ def urls(study, batch):
         "item": f"{base}batches/{batch.uuid}/items/{summary.uuid}/",
         "qualification": f"{base}qualification/",
         "gold": f"{base}gold/{summary.uuid}/",
+        "monitor": f"{base}batches/{batch.uuid}/monitor/",
+        "flags": f"{base}flags/",
     }
 
 
@@ -68,6 +70,8 @@ def urls(study, batch):
                 "item": 404,
                 "qualification": 404,
                 "gold": 404,
+                "monitor": 404,
+                "flags": 404,
             },
         ),
         (
@@ -80,6 +84,8 @@ def urls(study, batch):
                 "item": 404,
                 "qualification": 404,
                 "gold": 404,
+                "monitor": 404,
+                "flags": 404,
             },
         ),
         (
@@ -92,6 +98,8 @@ def urls(study, batch):
                 "item": 404,
                 "qualification": 404,
                 "gold": 404,
+                "monitor": 404,
+                "flags": 404,
             },
         ),
         (
@@ -104,6 +112,8 @@ def urls(study, batch):
                 "item": 200,
                 "qualification": 200,
                 "gold": 200,
+                "monitor": 200,
+                "flags": 200,
             },
         ),
         # Staff alone gives nothing; annotate.view_study / change_study give viewer / admin
@@ -118,6 +128,8 @@ def urls(study, batch):
                 "item": 404,
                 "qualification": 404,
                 "gold": 404,
+                "monitor": 404,
+                "flags": 404,
             },
         ),
         (
@@ -130,6 +142,8 @@ def urls(study, batch):
                 "item": 404,
                 "qualification": 404,
                 "gold": 404,
+                "monitor": 404,
+                "flags": 404,
             },
         ),
         (
@@ -142,6 +156,8 @@ def urls(study, batch):
                 "item": 200,
                 "qualification": 200,
                 "gold": 200,
+                "monitor": 200,
+                "flags": 200,
             },
         ),
     ],
@@ -294,3 +310,22 @@ def test_metadata_filter_accepts_plain_field_names_only(client, setup, rater_a, 
     )
     assert response.status_code == 400 and "is not a plain field name" in response.content.decode()
     assert not Batch.objects.filter(name="x").exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("who", ["viewer", "rater_a", "outsider", "staff_viewer"])
+def test_only_study_admins_act_on_the_monitor_and_the_inbox(client, setup, outsider, who):
+    from annotate.models import ItemFlag, RaterExclusion, RaterPause
+    from annotate.monitoring import raise_flag
+
+    study, batch, *_ = setup
+    a = batch.assignments.first()
+    flag = raise_flag(assignment=a, rater=a.rater, kind="other", note="Why?")
+    client.force_login(persona(who))
+    monitor = urls(study, batch)["monitor"]
+    for action in ("pause", "reassign"):
+        assert client.post(monitor, {"action": action, "rater": a.rater.username}).status_code == 404
+    assert client.post(monitor, {"action": "exclude", "rater": a.rater.username, "reason": "x"}).status_code == 404
+    assert client.post(urls(study, batch)["flags"], {"flag": flag.uuid, "answer": "No."}).status_code == 404
+    assert not RaterPause.objects.exists() and not RaterExclusion.objects.exists()
+    assert ItemFlag.objects.get().answered_at is None

@@ -1,0 +1,176 @@
+"""Reads of the live quality monitor and of the raters' questions (docs/monitoring.md):
+the rows stats.monitor computes the figures from, who is paused or excluded, and the
+flags raised about items. Study admins only, except the rater's own flags."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db.models import BooleanField, ExpressionWrapper, F, Q, QuerySet
+
+from annotate.models import Assignment, Batch, ExpectedAnswer, ItemFlag, RaterExclusion, RaterPause, Study
+from annotate.selectors.batches import answer_matches, batch_answers, first_answers
+from annotate.selectors.contents import rubric_definition
+from stats.monitor import AnswerRow, BatchFigures, GoldRow, ItemRow, RaterFigures, batch_figures
+
+DEFAULT_FAST_FRACTION = 0.25
+
+
+def _hashable(value: Any) -> Any:
+    """An answer as a value stats can compare and count: lists and mappings as canonical
+    JSON text (tickboxes in any order are the same answer)."""
+    if isinstance(value, list):
+        value = sorted(value, key=str)
+    if isinstance(value, list | dict):
+        return json.dumps(value, sort_keys=True)
+    return value
+
+
+def monitor_rows(batch: Batch) -> tuple[list[ItemRow], list[AnswerRow], list[GoldRow]]:
+    """The tidy rows of stats.monitor for one batch: submitted items with their active
+    time, the answers that count (initial phase) to comparable questions, and each
+    expected answer (gold items and attention checks) compared with the rater's FIRST
+    submitted answer (annotate.selectors.batches.first_answers: feedback cannot raise it)."""
+    items = [
+        ItemRow(username, str(summary_uuid), float(seconds))
+        for username, summary_uuid, seconds in Assignment.objects.filter(
+            batch=batch, state=Assignment.State.SUBMITTED
+        ).values_list("rater__username", "summary__uuid", "active_seconds")
+    ]
+    questions = [q for q in rubric_definition(batch.study.rubric).questions if q.comparable and not q.highlights]
+    answers = []
+    for summary_id, by_rater in batch_answers(batch).items():
+        for rater, (given, _rationales, _revision) in by_rater.items():
+            for q in questions:
+                if given.get(q.key) is not None:
+                    answers.append(
+                        AnswerRow(rater.get_username(), str(summary_id), q.key, _hashable(given[q.key]), q.plain_scale)
+                    )
+    expected = {
+        e.summary_id: e.answers
+        for e in ExpectedAnswer.objects.filter(
+            study=batch.study_id, purpose__in=[ExpectedAnswer.Purpose.GOLD, ExpectedAnswer.Purpose.ATTENTION]
+        )
+    }
+    gold = []
+    for summary_id, by_rater in first_answers(batch).items():
+        for rater, given in by_rater.items():
+            for key, value in expected.get(summary_id, {}).items():
+                gold.append(GoldRow(rater.get_username(), answer_matches(value, given.get(key))))
+    return items, answers, gold
+
+
+@dataclass(frozen=True)
+class MonitorRow:
+    """One rater's line on the monitor: the figures, the open items and the flags the
+    admin acts on."""
+
+    figures: RaterFigures
+    user: Any
+    open_items: int
+    paused: RaterPause | None
+    exclusion: RaterExclusion | None
+
+
+@dataclass(frozen=True)
+class Monitor:
+    figures: BatchFigures
+    rows: tuple[MonitorRow, ...]
+    fast_fraction: float
+    submitted: int
+    planned: int
+
+
+def batch_monitor(batch: Batch, *, fast_fraction: float = DEFAULT_FAST_FRACTION) -> Monitor:
+    """Everything the monitor page shows of a batch, computed from the database as it is
+    now (the page polls it)."""
+    assignments = list(
+        Assignment.objects.filter(batch=batch).select_related("rater").order_by("rater__username", "position")
+    )
+    users = {}
+    open_items: dict[int, int] = {}
+    for a in assignments:
+        users.setdefault(a.rater.get_username(), a.rater)
+        if a.state in (Assignment.State.PENDING, Assignment.State.IN_PROGRESS):
+            open_items[a.rater_id] = open_items.get(a.rater_id, 0) + 1
+    items, answers, gold = monitor_rows(batch)
+    figures = batch_figures(items=items, answers=answers, gold=gold, raters=users, fast_fraction=fast_fraction)
+    pauses = {p.rater_id: p for p in open_pauses(batch.study).select_related("paused_by")}
+    exclusions = {e.rater_id: e for e in batch.exclusions.select_related("excluded_by")}
+    rows = tuple(
+        MonitorRow(
+            figures=f,
+            user=users[f.rater],
+            open_items=open_items.get(users[f.rater].pk, 0),
+            paused=pauses.get(users[f.rater].pk),
+            exclusion=exclusions.get(users[f.rater].pk),
+        )
+        for f in figures.raters
+        if f.rater in users
+    )
+    live = [a for a in assignments if a.state != Assignment.State.WITHDRAWN]
+    return Monitor(
+        figures=figures,
+        rows=rows,
+        fast_fraction=fast_fraction,
+        submitted=sum(a.state == Assignment.State.SUBMITTED for a in live),
+        planned=len(live),
+    )
+
+
+def open_pauses(study: Study) -> QuerySet[RaterPause]:
+    return RaterPause.objects.filter(study=study, resumed_at__isnull=True)
+
+
+def paused_study_ids(user) -> set[int]:
+    """The studies where `user` is paused now (one query)."""
+    return set(RaterPause.objects.filter(rater=user, resumed_at__isnull=True).values_list("study_id", flat=True))
+
+
+def is_paused(user, study: Study) -> bool:
+    return RaterPause.objects.filter(rater=user, study=study, resumed_at__isnull=True).exists()
+
+
+def study_exclusions(study: Study) -> QuerySet[RaterExclusion]:
+    return RaterExclusion.objects.filter(batch__study=study).select_related("batch", "rater", "excluded_by")
+
+
+# --- questions to the admin (item flags) --------------------------------------------------------
+
+
+def study_flags(study: Study, *, status: str = "all") -> QuerySet[ItemFlag]:
+    """The study's flags for the admins' inbox, open ones first, oldest first."""
+    flags = ItemFlag.objects.filter(study=study).select_related(
+        "raised_by", "answered_by", "assignment__summary", "assignment__batch"
+    )
+    if status == "open":
+        flags = flags.filter(answered_at__isnull=True)
+    elif status == "answered":
+        flags = flags.filter(answered_at__isnull=False)
+    return flags.order_by(F("answered_at").asc(nulls_first=True), "created_at", "pk")
+
+
+def get_study_flag(study: Study, flag_uuid) -> ItemFlag | None:
+    """The study's flag of that uuid; None for another study's, an unknown or a malformed id."""
+    try:
+        return ItemFlag.objects.filter(study=study, uuid=flag_uuid).first()
+    except (ValueError, TypeError, ValidationError):
+        return None
+
+
+def item_flags(assignment: Assignment) -> tuple[list[ItemFlag], list[ItemFlag]]:
+    """What a rater sees on an item, in one query: the flags they raised on it (with the
+    answers when given), and the answers the admins shared with every rater of the study
+    as guideline notes (oldest first). Never another rater's flag itself: those reach
+    raters only as shared answers, without the question or who asked."""
+    mine = Q(assignment__summary_id=assignment.summary_id, raised_by=assignment.rater_id)
+    rows = list(
+        ItemFlag.objects.filter(mine | Q(study=assignment.study_id, shared=True, answered_at__isnull=False))
+        .annotate(on_item=ExpressionWrapper(mine, output_field=BooleanField()))
+        .order_by("created_at", "pk")
+    )
+    shared = sorted((f for f in rows if f.shared and f.answered_at), key=lambda f: (f.answered_at, f.pk))
+    return [f for f in rows if f.on_item], shared
