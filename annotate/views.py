@@ -45,7 +45,7 @@ from annotate.selectors.batches import (
     rerating_scope,
 )
 from annotate.selectors.contents import pipeline_flags_in, rubric_definition, source_metadata_example
-from annotate.selectors.monitor import item_flags, paused_study_ids
+from annotate.selectors.monitor import item_flags
 from annotate.selectors.queue import (
     assignments_for_rater,
     get_assignment_for_rater,
@@ -122,7 +122,6 @@ def queue(request):
         {
             "assignments": assignments,
             "studies": [_study_way(request.user, p) for p in queue_progress(request.user)],
-            "paused_studies": paused_study_ids(request.user),
             "paused_message": services.PAUSED_MESSAGE,
         },
     )

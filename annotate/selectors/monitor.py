@@ -125,11 +125,6 @@ def open_pauses(study: Study) -> QuerySet[RaterPause]:
     return RaterPause.objects.filter(study=study, resumed_at__isnull=True)
 
 
-def paused_study_ids(user) -> set[int]:
-    """The studies where `user` is paused now (one query)."""
-    return set(RaterPause.objects.filter(rater=user, resumed_at__isnull=True).values_list("study_id", flat=True))
-
-
 def is_paused(user, study: Study) -> bool:
     return RaterPause.objects.filter(rater=user, study=study, resumed_at__isnull=True).exists()
 

@@ -79,6 +79,7 @@ class QueueProgress:
     submitted: int
     skipped: int
     gated: bool = False  # the study has a qualification pass rule
+    paused: bool = False  # a study admin paused this rater in the study (docs/monitoring.md)
 
     @property
     def done(self) -> int:
@@ -90,7 +91,8 @@ class QueueProgress:
 
 
 def queue_progress(user) -> list[QueueProgress]:
-    """Per study: how many of the rater's assignments are submitted or skipped."""
+    """Per study: how many of the rater's assignments are submitted or skipped, whether
+    the study gates raters on a qualification and whether the rater is paused there."""
     rows = (
         Assignment.objects.filter(rater=user)
         .filter(visible_to_rater(user))
@@ -102,12 +104,20 @@ def queue_progress(user) -> list[QueueProgress]:
             skipped=Count("id", filter=Q(state=Assignment.State.SKIPPED)),
         )
     )
-    studies = Study.objects.annotate(gated=Exists(QualificationRule.objects.filter(study=OuterRef("pk")))).in_bulk(
-        [row["study"] for row in rows]
-    )
+    studies = Study.objects.annotate(
+        gated=Exists(QualificationRule.objects.filter(study=OuterRef("pk"))),
+        paused=Exists(RaterPause.objects.filter(study=OuterRef("pk"), rater=user, resumed_at=None)),
+    ).in_bulk([row["study"] for row in rows])
     return sorted(
         (
-            QueueProgress(studies[r["study"]], r["total"], r["submitted"], r["skipped"], studies[r["study"]].gated)
+            QueueProgress(
+                studies[r["study"]],
+                r["total"],
+                r["submitted"],
+                r["skipped"],
+                studies[r["study"]].gated,
+                studies[r["study"]].paused,
+            )
             for r in rows
         ),
         key=lambda p: p.study.title,
