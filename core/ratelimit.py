@@ -200,23 +200,29 @@ class RedisSemaphore:
     def __exit__(self, *exc: object) -> None:
         self.release()
 
-    def acquire(self) -> None:
+    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
+        """Take a slot, waiting for one (up to `timeout` seconds) unless not `blocking`;
+        whether one was taken, as threading.Semaphore.acquire answers."""
         token = uuid.uuid4().hex
+        deadline = None if timeout is None else time.monotonic() + timeout
         poll = 0.02
         while True:
             try:
                 got = self._acquire(keys=[self.key], args=[self.size, self.hold_ms, token])
             except redis.RedisError as exc:
                 self._fallback.warn(exc)
-                self._local.acquire()
+                if not self._local.acquire(blocking, timeout if blocking else None):
+                    return False
                 self._stack().append(None)
-                return
+                return True
             if got:
                 stop = threading.Event()
                 threading.Thread(target=self._keep, args=(token, stop), daemon=True, name="slot-renewal").start()
                 self._stack().append((token, stop))
-                return
-            time.sleep(poll)
+                return True
+            if not blocking or (deadline is not None and time.monotonic() >= deadline):
+                return False
+            time.sleep(poll if deadline is None else max(0.0, min(poll, deadline - time.monotonic())))
             poll = min(poll * 1.5, 0.25)
 
     def release(self) -> None:
