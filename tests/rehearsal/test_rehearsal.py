@@ -29,7 +29,6 @@ import os
 import re
 import shutil
 import time
-from pathlib import Path
 
 import httpx2
 import pytest
