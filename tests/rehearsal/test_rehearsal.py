@@ -19,16 +19,25 @@ The scenario, each step against the running processes over HTTP:
 2. twelve clinical questions answered from PubMed by the two workers at once: at the
    scripted E-utilities server never more than 3 requests (NCBI's limit without a key) in
    any second, and at the scripted LLM server never more than GENERATION_CONCURRENCY (1)
-   requests at once, though each worker alone would respect its own limit only.
+   requests at once, though each worker alone would respect its own limit only;
+3. an import uploaded on web 1 (3,000 sources, each with a summary) is processed by a
+   worker and its status read on web 2;
+4. an export started on web 2 is downloaded on web 1, its rows those of the study;
+5. a worker killed with SIGKILL (its whole process group) in the middle of an export leaves
+   the run to the other worker once its lease (RUN_LEASE, 5 s here) has run out and the
+   sweep (`manage.py sweep_runs`, as cron runs it) has queued it again; the export it
+   finishes holds every row once.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
 import shutil
 import time
+import zipfile
 
 import httpx2
 import pytest
@@ -47,6 +56,7 @@ DATABASE_URL = os.environ.get("REHEARSAL_DATABASE_URL") or "postgres://postgres@
 REDIS_URL = os.environ.get("REHEARSAL_REDIS_URL") or "redis://127.0.0.1:6379/14"
 REPORT_STUDY = "demo-litsumm"
 QUESTION_STUDY = "demo-questions"
+IMPORTED_SOURCES = 3000  # enough for an export to take seconds, to be killed in the middle
 NCBI_RATE = 3  # NCBI's requests per second without a key
 LLM_CONCURRENCY = 1
 FIGURES = ROOT / "var" / "rehearsal" / "figures.json"
@@ -248,3 +258,145 @@ def test_the_production_shape_across_machines_that_share_no_disk(cluster, script
         errors=len(re.findall(r"answer_question_task\[[^\]]+\] (?:raised|failed)", str(worker_logs(cluster)))),
         seconds=round(time.monotonic() - started, 1),
     )
+
+    # 3-5: files through the object store, run state in the database.
+    check_file_steps(cluster)
+
+
+def import_file(slug: str) -> bytes:
+    lines = []
+    for i in range(IMPORTED_SOURCES):
+        key = f"rehearsal-{i:05d}"
+        lines.append(
+            {
+                "type": "source",
+                "study": slug,
+                "key": key,
+                "title": f"Rehearsal source {i}",
+                "licence": "CC BY 4.0",
+                "licence_url": "https://creativecommons.org/licenses/by/4.0/",
+                "text": f"Sentence one of source {i} says something. Sentence two of source {i} says more.",
+            }
+        )
+        lines.append(
+            {
+                "type": "summary",
+                "study": slug,
+                "source": key,
+                "key": f"{key}-s",
+                "text": f"Source {i} says something and more.",
+                "generator": "rehearsal",
+            }
+        )
+    return "".join(json.dumps(line) + "\n" for line in lines).encode()
+
+
+def table_rows(archive: bytes, table: str) -> list[dict]:
+    with zipfile.ZipFile(io.BytesIO(archive)) as zipped:
+        name = next(n for n in zipped.namelist() if n.endswith(f"jsonl/{table}.jsonl"))
+        return [json.loads(line) for line in zipped.read(name).decode().splitlines() if line.strip()]
+
+
+def download(api: Browser, url: str) -> bytes:
+    """The archive, streamed by the web server or from the presigned URL it redirects to."""
+    answer = api.get(url)
+    if answer.status_code in (301, 302, 303, 307):
+        answer = httpx2.get(answer.headers["location"], timeout=60)
+    assert answer.status_code == 200, answer.text[:300]
+    return answer.content
+
+
+def wait_for_export(api: Browser, url: str, *, logs) -> dict:
+    def finished():
+        state = api.get(url).json()
+        return state if state["status"] in ("done", "failed") else None
+
+    state = wait_until(finished, what="the export to finish", every=0.5, timeout=600, logs=logs)
+    assert state["status"] == "done", state
+    return state
+
+
+def check_file_steps(cluster: Cluster) -> None:
+    web1, web2 = web(cluster, 1), web(cluster, 2)
+    logs = cluster.services
+    api = Browser(cluster.token)
+    slug = REPORT_STUDY
+
+    # 3. An import uploaded on web 1, processed by a worker, its status read on web 2.
+    started = time.monotonic()
+    upload = api.post(
+        f"{web1}/api/studies/{slug}/imports/",
+        files={"file": ("rehearsal.jsonl", import_file(slug), "application/x-ndjson")},
+    )
+    assert upload.status_code == 202, upload.text[:500]
+    run_id = upload.json()["id"]
+
+    def imported():
+        state = api.get(f"{web2}/api/studies/{slug}/imports/{run_id}/").json()
+        return state if state["status"] in ("done", "failed") else None
+
+    state = wait_until(imported, what="the import, read on web 2", every=0.5, timeout=600, logs=logs)
+    assert state["status"] == "done", state
+    assert state["counts"]["source"]["created"] == IMPORTED_SOURCES, state["counts"]
+    assert state["counts"]["summary"]["created"] == IMPORTED_SOURCES, state["counts"]
+    cluster.figures.record(
+        "import", lines=2 * IMPORTED_SOURCES, requests=api.requests, errors=api.errors,
+        seconds=round(time.monotonic() - started, 1),
+    )  # fmt: skip
+
+    # 4. An export started on web 2, downloaded on web 1.
+    started, before = time.monotonic(), api.requests
+    asked = api.post(f"{web2}/api/studies/{slug}/exports/", json={"formats": ["jsonl"], "phase": "all"})
+    assert asked.status_code == 202, asked.text[:500]
+    export_id = asked.json()["id"]
+    wait_for_export(api, f"{web1}/api/studies/{slug}/exports/{export_id}/", logs=logs)
+    summaries = table_rows(download(api, f"{web1}/api/studies/{slug}/exports/{export_id}/download/"), "summaries")
+    keys = [row["key"] for row in summaries]
+    assert len(keys) == len(set(keys))
+    assert {f"rehearsal-{i:05d}-s" for i in range(IMPORTED_SOURCES)} <= set(keys)
+    expected_rows = len(keys)
+    cluster.figures.record(
+        "export", summaries=expected_rows, requests=api.requests - before, errors=api.errors,
+        seconds=round(time.monotonic() - started, 1),
+    )  # fmt: skip
+
+    # 5. A worker killed in the middle of an export; the other finishes it, every row once.
+    started, before = time.monotonic(), api.requests
+    received = {name: log.count("run_api_export_task") for name, log in worker_logs(cluster).items()}
+    asked = api.post(f"{web1}/api/studies/{slug}/exports/", json={"formats": ["jsonl"], "phase": "all"})
+    assert asked.status_code == 202, asked.text[:500]
+    export_id = asked.json()["id"]
+    status_url = f"{web2}/api/studies/{slug}/exports/{export_id}/"
+    state = wait_until(
+        lambda: (lambda s: s if s["status"] != "pending" else None)(api.get(status_url).json()),
+        what="a worker to take the export",
+        every=0.05,
+        logs=logs,
+    )
+    assert state["status"] == "running", f"the export ended before it could be killed: {state}"
+
+    def holding():
+        workers = [s for s in cluster.services if s.name in received]
+        return next((s for s in workers if s.output().count("run_api_export_task") > received[s.name]), None)
+
+    holder = wait_until(holding, what="the worker holding the export", logs=logs)
+    holder.kill_hard()
+    killed = time.monotonic()
+    other = next(s for s in cluster.services if s.name in received and s is not holder)
+
+    def taken_over():
+        cluster.manage("cron", "sweep_runs")
+        state = api.get(status_url).json()
+        return state if state["status"] in ("done", "failed") else None
+
+    state = wait_until(taken_over, what="the other worker to finish the export", every=1, timeout=600, logs=logs)
+    assert state["status"] == "done", state
+    assert other.output().count("run_api_export_task") > received[other.name]
+    rows = table_rows(download(api, f"{web1}/api/studies/{slug}/exports/{export_id}/download/"), "summaries")
+    keys = [row["key"] for row in rows]
+    assert len(keys) == len(set(keys)) == expected_rows
+    cluster.figures.record(
+        "takeover", requests=api.requests - before, errors=api.errors, summaries=len(keys),
+        seconds_from_kill_to_done=round(time.monotonic() - killed, 1),
+        seconds=round(time.monotonic() - started, 1),
+    )  # fmt: skip
