@@ -6,7 +6,7 @@ from annotate import study_views as annotate_study_views
 from annotate import views as annotate_views
 from annotate.api.schema import DocsView, SchemaView
 from annotate.urls import api_urlpatterns as annotate_api
-from config import docs
+from config import docs, health
 from datasets.api_urls import urlpatterns as datasets_api
 
 # A body too large to read is a 413 naming the limit; other 400s are Django's.
@@ -22,6 +22,9 @@ api_urlpatterns = [
 
 urlpatterns = [
     path("", annotate_views.home, name="home"),
+    # For load balancers and orchestrators: no login, no study data (config/health.py).
+    path("healthz", health.healthz, name="healthz"),
+    path("readyz", health.readyz, name="readyz"),
     # Before Django's own: a reset whose e-mail could not be sent says so.
     path("accounts/password_reset/", accounts.PasswordResetView.as_view(), name="password_reset"),
     path(
