@@ -316,6 +316,47 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 2_621_440, 
 EXPORTS_DIR = env_str("EXPORTS_DIR") or None
 MAX_IMPORT_BYTES = env_int("MAX_IMPORT_BYTES", 200 * 1024 * 1024, minimum=1)
 
+# Where uploads and exports are kept (core/storage.py, docs/deployment.md): this machine's
+# disk under IMPORTS_DIR and EXPORTS_DIR (STORAGE_BACKEND=local, the default), or one bucket
+# of an S3-compatible object store (STORAGE_BACKEND=s3) for machines that share no disk.
+STORAGE_BACKEND = env_str("STORAGE_BACKEND", "local").lower()
+if STORAGE_BACKEND == "local":
+    _run_storages = {
+        kind: {
+            "BACKEND": "core.storage.LocalRunStorage",
+            "OPTIONS": {"setting": f"{kind.upper()}_DIR", "default": kind},
+        }
+        for kind in ("imports", "exports")
+    }
+elif STORAGE_BACKEND == "s3":
+    if not env_str("S3_BUCKET"):
+        raise ImproperlyConfigured("STORAGE_BACKEND=s3 needs S3_BUCKET (and S3_REGION, S3_ENDPOINT_URL if not AWS)")
+    # Credentials are not settings: boto3 reads AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY
+    # (or the machine's role) from the environment itself.
+    _run_storages = {
+        kind: {
+            "BACKEND": "storages.backends.s3.S3Storage",
+            "OPTIONS": {
+                "bucket_name": env_str("S3_BUCKET"),
+                "region_name": env_str("S3_REGION") or None,
+                "endpoint_url": env_str("S3_ENDPOINT_URL") or None,
+                "location": f"{env_str('S3_PREFIX').strip('/') + '/' if env_str('S3_PREFIX') else ''}{kind}",
+                "addressing_style": env_str("S3_ADDRESSING_STYLE") or None,
+                "default_acl": None,  # private objects; the bucket's policy decides
+                "querystring_auth": True,
+                "file_overwrite": False,
+            },
+        }
+        for kind in ("imports", "exports")
+    }
+else:
+    raise ImproperlyConfigured(f"STORAGE_BACKEND must be local or s3, got {STORAGE_BACKEND!r}")
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    **_run_storages,
+}
+
 # Libraries' routine chatter (an HTTP line per LLM call, axes' banner, ...) stays off the
 # console unless it is a warning; a command's -v 2 shows it (core/logs.py).
 LOGGING = {

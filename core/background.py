@@ -9,8 +9,7 @@ RUN_CLAIM_TIMEOUT (seconds a queued run may wait for a worker before it is queue
 once, then failed; default 300).
 
 Used by the study report (analysis), generation jobs, evaluators and the rubric judge
-(generation). Dataset import and export runs keep their state in files and tell a dead run
-by a kernel file lock instead (datasets.run_files).
+(generation), and dataset import and export runs (datasets.run_state).
 """
 
 from __future__ import annotations

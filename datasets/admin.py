@@ -8,7 +8,7 @@ from django.utils.html import format_html
 
 from annotate.admin import StudyAdmin
 from annotate.models import Study
-from datasets.export_runs import FORMATS, export_folder, start_export
+from datasets.export_runs import FORMATS, start_export
 from datasets.tasks import run_api_export_task
 
 
@@ -26,16 +26,14 @@ class PublishingStudyAdmin(StudyAdmin):
             where = {"slug": study.slug, "export_id": run.id}
             status = reverse("datasets:export", kwargs=where)  # a page, not the API's JSON
             download = reverse("api:export-download", kwargs=where)
-            folder = export_folder(study_slug=study.slug, export_id=run.id)
             # Without a broker the export has run by now; with one it has only started:
             # the message says which, in the words of that state.
             if run.status == "done":
                 text = format_html(
-                    "Export {} of {} is done (every format, restricted sources withheld), in {}: "
+                    "Export {} of {} is done (every format, restricted sources withheld): "
                     '<a href="{}">download (zip)</a>, <a href="{}">status</a>.',
                     run.id,
                     study.slug,
-                    folder,
                     download,
                     status,
                 )
@@ -47,11 +45,10 @@ class PublishingStudyAdmin(StudyAdmin):
                 level = messages.ERROR
             else:
                 text = format_html(
-                    "Export {} of {} has started (every format, restricted sources withheld), into {}: "
+                    "Export {} of {} has started (every format, restricted sources withheld): "
                     '<a href="{}">its status</a>; <a href="{}">download (zip)</a> once it has finished.',
                     run.id,
                     study.slug,
-                    folder,
                     status,
                     download,
                 )

@@ -133,9 +133,9 @@ class ExportDownload(APIView):
     )
     def get(self, request, slug, export_id):
         study = permissions.study_for_admin(request, slug)
-        archive = export_runs.export_archive(study=study, export_id=export_id)
+        archive = export_runs.export_archive(study=study, export_id=export_id)  # after the permission check
         name = f"{study.slug}-dataset-{export_id}.zip"
-        return FileResponse(archive.open("rb"), as_attachment=True, filename=name, content_type="application/zip")
+        return FileResponse(archive, as_attachment=True, filename=name, content_type="application/zip")
 
 
 # --- imports ------------------------------------------------------------------------

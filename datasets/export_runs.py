@@ -1,17 +1,9 @@
-"""Dataset export runs, started over the API or from the admin: start one, poll its
-status, download it.
+"""Dataset exports started over the API or from the admin (issue 18): one row per run
+(datasets.models.ExportRun, its state as datasets.run_state keeps it), and its files in the
+"exports" storage (core.storage):
 
-The export itself is datasets.exporting.export_dataset (the same function as
-`manage.py export_dataset`); this module only gives each run an id, a folder and a
-status file (datasets.run_files, shared with the import runs), so that the API is
-stateless and needs no table:
-
-    <EXPORTS_DIR>/<study slug>/<export id>/status.json   what the API answers
-    <EXPORTS_DIR>/<study slug>/<export id>/claim.lock    held by the worker running it
-    <EXPORTS_DIR>/<study slug>/<export id>/dataset/      the dataset folder, once done
-    <EXPORTS_DIR>/<study slug>/<export id>/dataset.zip   what the download serves
-
-EXPORTS_DIR is the setting of that name if there is one, else var/exports.
+    <study slug>/<export id>/dataset/       the dataset folder, once done
+    <study slug>/<export id>/dataset.zip    what the download serves
 
 `start_export` records a pending run and hands its id to the Celery task
 `run_api_export_task` (passed in by the caller as `enqueue`; run in-process when no
@@ -23,8 +15,8 @@ broker's visibility timeout passed) or after the worker running it died.
 
 from __future__ import annotations
 
-import os
 import shutil
+import tempfile
 import uuid
 import zipfile
 from collections.abc import Callable
@@ -32,35 +24,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
 from django.http import Http404
 from django.utils import timezone
 
 from annotate.models import Study
-from core.background import enqueue_or_fail
+from core import storage
+from core.background import enqueue_or_fail, heartbeat
 from core.exceptions import ApplicationError, InvalidStateError
-from datasets.run_files import (
-    NOT_QUEUED_ERROR,
-    claim_run,
-    clear_partial,
-    fail_if_abandoned,
-    fail_run,
-    read_status_file,
-    run_folder,
-    statuses_under,
-    worker_died_error,
-    write_status_file,
-)
+from datasets import run_state
+from datasets.models import ExportRun
+from datasets.run_state import NOT_QUEUED_ERROR, Status, worker_died_error
 
 STATUSES = ("pending", "running", "done", "failed")
 FORMATS = ("jsonl", "csv", "parquet")  # datasets.exporting.FORMATS, without importing it here
 PHASES = ("initial", "post_discussion", "all")
 # A fixed time for every zip entry: the same dataset folder always gives the same archive.
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)
+ARCHIVE = "dataset.zip"
 
 
 @dataclass
 class ExportStatus:
+    """What the API and pages show of a run (the row, with its times as ISO text)."""
+
     id: str
     study: str
     status: str
@@ -76,23 +62,42 @@ class ExportStatus:
     withheld_sources: list[str] = field(default_factory=list)
     queued_at: str | None = None  # when it was last handed to the broker
     requeued: bool = False  # queued a second time: no worker took it (RUN_CLAIM_TIMEOUT)
+    progress: int = 0
+    worker: str = ""
 
 
-def exports_root() -> Path:
-    return Path(getattr(settings, "EXPORTS_DIR", None) or Path(settings.BASE_DIR) / "var" / "exports")
+def _status(row: ExportRun) -> ExportStatus:
+    return ExportStatus(
+        id=str(row.uuid),
+        study=row.study.slug,
+        status=row.status,
+        formats=list(row.formats),
+        phase=row.phase,
+        include_calibration=row.include_calibration,
+        include_restricted=row.include_restricted,
+        requested_by=row.requested_by,
+        created_at=row.created_at.isoformat(),
+        finished_at=run_state._iso(row.finished_at),
+        error=row.error,
+        counts=dict(row.counts),
+        withheld_sources=list(row.withheld_sources),
+        queued_at=run_state._iso(row.queued_at),
+        requeued=row.requeued,
+        progress=row.progress,
+        worker=row.worker,
+    )
 
 
-def export_folder(*, study_slug: str, export_id: str) -> Path:
-    """The folder of one run: <EXPORTS_DIR>/<study slug>/<export id>/."""
-    return run_folder(exports_root(), study_slug=study_slug, run_id=export_id)
+def archive_name(*, study_slug: str, export_id) -> str:
+    """The name of a run's zip in the exports storage (ValueError if the id is not a UUID)."""
+    return f"{study_slug}/{uuid.UUID(str(export_id))}/{ARCHIVE}"
 
 
-def _write_status(status: ExportStatus) -> None:
-    write_status_file(export_folder(study_slug=status.study, export_id=status.id), status)
-
-
-def _read_status(folder: Path) -> ExportStatus:
-    return read_status_file(folder, ExportStatus)
+def _row(*, study: Study, export_id) -> ExportRun:
+    try:
+        return ExportRun.objects.select_related("study").get(study=study, uuid=uuid.UUID(str(export_id)))
+    except (ValueError, ExportRun.DoesNotExist):
+        raise Http404("No such export.") from None
 
 
 def start_export(
@@ -113,32 +118,27 @@ def start_export(
         raise ApplicationError(f"choose at least one format of {', '.join(FORMATS)}")
     if phase not in PHASES:
         raise ApplicationError(f"phase must be one of {', '.join(PHASES)}")
-    status = ExportStatus(
-        id=str(uuid.uuid4()),
-        study=study.slug,
-        status="pending",
+    row = ExportRun.objects.create(
+        study=study,
         formats=formats,
         phase=phase,
         include_calibration=include_calibration,
         include_restricted=include_restricted,
         requested_by=requested_by.get_username(),
-        created_at=timezone.now().isoformat(),
+        queued_at=timezone.now(),
     )
-    _write_status(status)
-    folder = export_folder(study_slug=study.slug, export_id=status.id)
     # Runs in-process when no broker is configured (the returned status is then final);
-    # with a broker a worker runs it and clients poll. The state lives in status.json,
-    # not in a database row, so there is no transaction to wait for. A broker that cannot
-    # be reached fails the run and answers 503 (core.background.enqueue_or_fail).
+    # with a broker a worker runs it and clients poll. The row is committed already (no
+    # transaction is open around this in a request: ATOMIC_REQUESTS is off), so the worker
+    # finds it. A broker that cannot be reached fails the run and answers 503.
     enqueue_or_fail(
         enqueue,
         study_slug=study.slug,
-        export_id=status.id,
-        fail=lambda message: fail_run(
-            folder, lambda: _read_status(folder), _write_status, NOT_QUEUED_ERROR, only=("pending",)
-        ),
+        export_id=str(row.uuid),
+        fail=lambda message: run_state.fail_run(ExportRun, row.pk, NOT_QUEUED_ERROR, only=(Status.PENDING,)),
     )
-    return _read_status(folder)
+    row.refresh_from_db()
+    return _status(row)
 
 
 def retry_export(*, study: Study, export_id, requested_by, enqueue: Callable[..., Any]) -> ExportStatus:
@@ -158,122 +158,131 @@ def retry_export(*, study: Study, export_id, requested_by, enqueue: Callable[...
     )
 
 
-def _clear_unfinished(folder: Path) -> None:
-    """Remove what an earlier delivery of an unfinished run may have left."""
-    for name in ("dataset.partial", "dataset"):
-        shutil.rmtree(folder / name, ignore_errors=True)
-    for name in ("dataset.zip", "dataset.zip.tmp"):
-        (folder / name).unlink(missing_ok=True)
+class _LostClaim(Exception):
+    """The run was taken over by another worker while this one ran it."""
 
 
 def run_export(*, study_slug: str, export_id: str) -> ExportStatus:
     """Write the dataset folder and its zip for a recorded export, recording the outcome.
 
-    Safe to deliver more than once: a delivery that finds the run claimed by a live
-    worker, or already done or failed, changes nothing and returns the status. One that
-    finds it "running" but unclaimed is the redelivery after the worker died, and starts
-    the export again from nothing. The folder is written as dataset.partial/ and renamed
-    to dataset/ at the end, so dataset/ and dataset.zip only ever exist complete."""
+    Safe to deliver more than once, on any machine: a delivery that cannot claim the run
+    (a live worker holds it, or it ended) changes nothing and returns the status. One that
+    finds it running with its lease run out (the worker died) takes it over and starts the
+    export again from nothing. The folder and zip are built in a temporary folder of this
+    machine and stored only while this worker still holds the run, the zip last: a stored
+    dataset.zip is always complete, and the run is done only once it is stored."""
     from datasets.exporting import export_dataset  # the export lives in its own package
 
-    folder = export_folder(study_slug=study_slug, export_id=export_id)
-    with claim_run(folder) as claimed:
-        status = _read_status(folder)
-        if not claimed or status.status in ("done", "failed"):
-            return status
-        status.status = "running"
-        _write_status(status)
-        _clear_unfinished(folder)
-        partial = folder / "dataset.partial"
+    row = run_state.claim(ExportRun, export_id)
+    if row is None:
+        return _status(ExportRun.objects.select_related("study").get(uuid=export_id))
+    me, files = row.worker, storage.exports_storage()
+    stored = [0]
+    with (
+        heartbeat(lambda: run_state.renew(ExportRun, row.pk, worker=me, progress=stored[0])),
+        tempfile.TemporaryDirectory(prefix="export-") as scratch,
+    ):
+        folder = Path(scratch) / "dataset"
         try:
-            study = Study.objects.select_related("rubric").get(slug=study_slug)
             result = export_dataset(
-                study=study,
-                out_dir=partial,
-                formats=status.formats,
-                phase=status.phase,
-                include_calibration=status.include_calibration,
-                include_restricted=status.include_restricted,
+                study=row.study,
+                out_dir=folder,
+                formats=row.formats,
+                phase=row.phase,
+                include_calibration=row.include_calibration,
+                include_restricted=row.include_restricted,
             )
-            _zip(partial, folder / "dataset.zip")
-            os.replace(partial, folder / "dataset")
+            _zip(folder, Path(scratch) / ARCHIVE)
+            if not run_state.renew(ExportRun, row.pk, worker=me):
+                raise _LostClaim
+            prefix = run_state.run_prefix(row)
+            storage.delete_tree(files, prefix)  # what an earlier, taken-over delivery stored
+            for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+                storage.save_file(files, f"{prefix}/dataset/{path.relative_to(folder).as_posix()}", path)
+                stored[0] += 1
+            storage.save_file(files, f"{prefix}/{ARCHIVE}", Path(scratch) / ARCHIVE)
+        except _LostClaim:
+            pass
         except ApplicationError as exc:
-            status.status, status.error = "failed", exc.message
-            clear_partial(folder)
+            run_state.finish(ExportRun, row.pk, worker=me, status=Status.FAILED, error=exc.message)
         except Exception:
             # Recorded so a poll does not wait forever, then raised: a bug must be seen.
-            status.status, status.error = "failed", "The export failed unexpectedly."
-            status.finished_at = timezone.now().isoformat()
-            _write_status(status)
-            clear_partial(folder)
+            run_state.finish(
+                ExportRun, row.pk, worker=me, status=Status.FAILED, error="The export failed unexpectedly."
+            )
             raise
         else:
-            status.status = "done"
-            status.counts = dict(result.counts)
-            status.withheld_sources = list(result.withheld_sources)
-        status.finished_at = timezone.now().isoformat()
-        _write_status(status)
-        return status
+            run_state.finish(
+                ExportRun,
+                row.pk,
+                worker=me,
+                status=Status.DONE,
+                counts=dict(result.counts),
+                withheld_sources=list(result.withheld_sources),
+                progress=stored[0] + 1,
+            )
+    row.refresh_from_db()
+    return _status(row)
 
 
 def _zip(folder: Path, archive: Path) -> None:
-    temporary = archive.with_suffix(".zip.tmp")
-    with zipfile.ZipFile(temporary, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+    with zipfile.ZipFile(archive, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         for path in sorted(p for p in folder.rglob("*") if p.is_file()):
             info = zipfile.ZipInfo(str(Path("dataset") / path.relative_to(folder)), date_time=ZIP_TIME)
             info.compress_type = zipfile.ZIP_DEFLATED
             info.external_attr = 0o644 << 16
             with path.open("rb") as source, zf.open(info, "w", force_zip64=True) as target:
                 shutil.copyfileobj(source, target, 1 << 20)  # streamed: tables can be large
-    os.replace(temporary, archive)
 
 
 WORKER_DIED_ERROR = worker_died_error("export", "Retry it to start a new export with the same options.")
 
 
-def _status_now(folder: Path, requeue: Callable[[ExportStatus], object] | None = None) -> ExportStatus:
-    return fail_if_abandoned(folder, lambda: _read_status(folder), _write_status, WORKER_DIED_ERROR, requeue=requeue)
+def _enqueue_again(enqueue: Callable[..., Any], row: ExportRun) -> Callable[[], object]:
+    return lambda: enqueue(study_slug=row.study.slug, export_id=str(row.uuid))
 
 
-def fail_lost_export(*, study_slug: str, export_id: str) -> ExportStatus:
+def fail_lost_export(*, study_slug: str, export_id: str, enqueue: Callable[..., Any] | None = None) -> ExportStatus:
     """The worker process running the export died (WorkerLostError, seen at once by the
-    worker's main process): record it as failed now and remove its partial folder."""
-    folder = export_folder(study_slug=study_slug, export_id=export_id)
-    return fail_run(folder, lambda: _read_status(folder), _write_status, WORKER_DIED_ERROR, only=("pending", "running"))
+    worker's main process): queue it again for another worker to take over (with
+    `enqueue`), or fail it after run_state.MAX_TRIES claims or without `enqueue`."""
+    row = ExportRun.objects.select_related("study").get(uuid=export_id)
+    if enqueue is None:
+        run_state.fail_run(ExportRun, row.pk, WORKER_DIED_ERROR, only=(Status.PENDING, Status.RUNNING))
+    else:
+        run_state.requeue_lost(ExportRun, row.pk, error=WORKER_DIED_ERROR, enqueue_run=_enqueue_again(enqueue, row))
+    row.refresh_from_db()
+    return _status(row)
 
 
 def sweep_exports(*, enqueue: Callable[..., Any]) -> list[ExportStatus]:
-    """Look at every unfinished export (the periodic sweep): fail those whose worker died,
-    queue again once those that no worker claimed within RUN_CLAIM_TIMEOUT, and fail them
-    the second time. Returns the statuses that changed."""
+    """Look at every unfinished export (the periodic sweep): queue again those whose
+    worker died (another takes them over) and those no worker claimed within
+    RUN_CLAIM_TIMEOUT, failing them when that was tried already. Returns the statuses
+    that changed."""
     changed = []
-    root = exports_root()
-    for path in sorted(root.glob("*/*/status.json")) if root.is_dir() else []:
-        before = _read_status(path.parent)
-        if before.status not in ("pending", "running"):
-            continue
-        after = _status_now(path.parent, requeue=lambda s: enqueue(study_slug=s.study, export_id=s.id))
-        if (after.status, after.requeued) != (before.status, before.requeued):
-            changed.append(after)
+    for row in run_state.unfinished(ExportRun):
+        if run_state.recover(row, error=WORKER_DIED_ERROR, enqueue_run=_enqueue_again(enqueue, row)):
+            row.refresh_from_db()
+            changed.append(_status(row))
     return changed
 
 
 def get_export(*, study: Study, export_id) -> ExportStatus:
-    folder = export_folder(study_slug=study.slug, export_id=export_id)
-    if not (folder / "status.json").is_file():
-        raise Http404("No such export.")
-    return _status_now(folder)
+    return _status(run_state.status_now(_row(study=study, export_id=export_id), error=WORKER_DIED_ERROR))
 
 
 def list_exports(*, study: Study) -> list[ExportStatus]:
     """The study's exports, newest first."""
-    return statuses_under(exports_root() / study.slug, _status_now)
+    rows = ExportRun.objects.select_related("study").filter(study=study).order_by("-created_at", "-id")
+    return [_status(run_state.status_now(row, error=WORKER_DIED_ERROR)) for row in rows]
 
 
-def export_archive(*, study: Study, export_id) -> Path:
-    """The zip of a finished export; 409 while it is not done."""
+def export_archive(*, study: Study, export_id):
+    """The zip of a finished export, open for a streamed download; 409 while it is not done."""
     status = get_export(study=study, export_id=export_id)
-    archive = export_folder(study_slug=study.slug, export_id=status.id) / "dataset.zip"
-    if status.status != "done" or not archive.is_file():
+    name = archive_name(study_slug=study.slug, export_id=status.id)
+    files = storage.exports_storage()
+    if status.status != "done" or not files.exists(name):
         raise InvalidStateError(f"The export is {status.status}; download it once it is done.")
-    return archive
+    return storage.open_for_download(files, name)

@@ -3,52 +3,46 @@ then poll its run.
 
 The import itself is datasets.importing.import_records, the same all-or-nothing import as
 `manage.py import_jsonl`, restricted to the study the file is imported into. This module,
-like datasets.export_runs, gives each run an id, a folder and a status file
-(datasets.run_files):
+like datasets.export_runs, gives each run a row (datasets.models.ImportRun, its state as
+datasets.run_state keeps it) and keeps the file in the "imports" storage (core.storage):
 
-    <IMPORTS_DIR>/<study slug>/<import id>/upload.jsonl   the file as received
-    <IMPORTS_DIR>/<study slug>/<import id>/status.json    what the API answers
-    <IMPORTS_DIR>/<study slug>/<import id>/claim.lock     held by the worker running it
+    <study slug>/<import id>/upload.jsonl   the file as received
 
-IMPORTS_DIR is the setting of that name if there is one, else var/imports; with separate
-Celery workers it must be shared with them (as EXPORTS_DIR is). The upload is streamed to
-disk in blocks and refused past MAX_IMPORT_BYTES, so a web process never holds a whole file.
+The upload is spooled in blocks and refused past MAX_IMPORT_BYTES, so a web process never
+holds a whole file in memory, and stored whole: a worker on another machine reads it from
+the storage.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.db import transaction
 from django.http import Http404
 from django.utils import timezone
 
 from annotate.models import Study
-from core.background import enqueue_or_fail
+from core import storage
+from core.background import enqueue_or_fail, heartbeat
 from core.exceptions import ApplicationError, InvalidStateError
-from datasets.run_files import (
-    NOT_QUEUED_ERROR,
-    claim_run,
-    fail_if_abandoned,
-    fail_run,
-    read_status_file,
-    run_folder,
-    statuses_under,
-    worker_died_error,
-    write_status_file,
-)
+from datasets import run_state
+from datasets.models import ImportRun
+from datasets.run_state import NOT_QUEUED_ERROR, Status, worker_died_error
 
 STATUSES = ("pending", "running", "done", "failed")
-BLOCK = 1 << 20
+UPLOAD = "upload.jsonl"
 
 
 @dataclass
 class ImportStatus:
+    """What the API and pages show of a run (the row, with its times as ISO text)."""
+
     id: str
     study: str
     status: str
@@ -64,30 +58,56 @@ class ImportStatus:
     counts: dict[str, dict[str, int]] = field(default_factory=dict)
     queued_at: str | None = None  # when it was last handed to the broker
     requeued: bool = False  # queued a second time: no worker took it (RUN_CLAIM_TIMEOUT)
+    progress: int = 0  # lines read so far
+    worker: str = ""
+
+
+def _status(row: ImportRun) -> ImportStatus:
+    return ImportStatus(
+        id=str(row.uuid),
+        study=row.study.slug,
+        status=row.status,
+        file_name=row.file_name,
+        size_bytes=row.size_bytes,
+        requested_by=row.requested_by,
+        created_at=row.created_at.isoformat(),
+        finished_at=run_state._iso(row.finished_at),
+        error=row.error,
+        error_line=row.error_line,
+        error_field=row.error_field or None,
+        counts=dict(row.counts),
+        queued_at=run_state._iso(row.queued_at),
+        requeued=row.requeued,
+        progress=row.progress,
+        worker=row.worker,
+    )
 
 
 class ImportTooLargeError(ApplicationError):
     http_status = 413
 
 
-def imports_root() -> Path:
-    return Path(getattr(settings, "IMPORTS_DIR", None) or Path(settings.BASE_DIR) / "var" / "imports")
-
-
 def max_import_bytes() -> int:
     return int(getattr(settings, "MAX_IMPORT_BYTES", 200 * 1024 * 1024))
 
 
-def import_folder(*, study_slug: str, import_id: str) -> Path:
-    return run_folder(imports_root(), study_slug=study_slug, run_id=import_id)
+def upload_name(*, study_slug: str, import_id) -> str:
+    """The name of a run's file in the imports storage (ValueError if the id is not a UUID)."""
+    return f"{study_slug}/{uuid.UUID(str(import_id))}/{UPLOAD}"
 
 
-def _write_status(status: ImportStatus) -> None:
-    write_status_file(import_folder(study_slug=status.study, import_id=status.id), status)
+def _too_large(limit: int):
+    raise ImportTooLargeError(
+        f"The file is larger than the import limit of {limit:,} bytes (MAX_IMPORT_BYTES). "
+        "Split it into several files: each import is all or nothing, and records are idempotent by key."
+    )
 
 
-def _read_status(folder: Path) -> ImportStatus:
-    return read_status_file(folder, ImportStatus)
+def _row(*, study: Study, import_id) -> ImportRun:
+    try:
+        return ImportRun.objects.select_related("study").get(study=study, uuid=uuid.UUID(str(import_id)))
+    except (ValueError, ImportRun.DoesNotExist):
+        raise Http404("No such import.") from None
 
 
 def start_import(
@@ -97,52 +117,31 @@ def start_import(
     to `enqueue(study_slug=..., import_id=...)` (the Celery task's delay: in process without a
     broker, so the status returned is then final). A file over MAX_IMPORT_BYTES is refused
     (413) and nothing is kept."""
-    import_id = str(uuid.uuid4())
-    folder = import_folder(study_slug=study.slug, import_id=import_id)
-    folder.mkdir(parents=True)
-    limit, size = max_import_bytes(), 0
-    try:
-        with (folder / "upload.jsonl").open("wb") as out:
-            for chunk in chunks:
-                size += len(chunk)
-                if size > limit:
-                    raise ImportTooLargeError(
-                        f"The file is larger than the import limit of {limit:,} bytes (MAX_IMPORT_BYTES). "
-                        "Split it into several files: each import is all or nothing, and records are idempotent by key."
-                    )
-                out.write(chunk)
-    except BaseException:
-        (folder / "upload.jsonl").unlink(missing_ok=True)
-        folder.rmdir()
-        raise
+    import_id = uuid.uuid4()
+    name = upload_name(study_slug=study.slug, import_id=import_id)
+    size = storage.save_stream(storage.imports_storage(), name, chunks, limit=max_import_bytes(), too_large=_too_large)
     if size == 0:
-        (folder / "upload.jsonl").unlink()
-        folder.rmdir()
         raise ApplicationError("The file is empty.")
-    status = ImportStatus(
-        id=import_id,
-        study=study.slug,
-        status="pending",
-        file_name=os.path.basename(file_name or "upload.jsonl")[:200],
+    row = ImportRun.objects.create(
+        uuid=import_id,
+        study=study,
+        file_name=os.path.basename(file_name or UPLOAD)[:200],
         size_bytes=size,
         requested_by=requested_by.get_username(),
-        created_at=timezone.now().isoformat(),
+        queued_at=timezone.now(),
     )
-    _write_status(status)
-    _enqueue(status, enqueue)
-    return _read_status(folder)
+    _enqueue(row, enqueue)
+    row.refresh_from_db()
+    return _status(row)
 
 
-def _enqueue(status: ImportStatus, enqueue: Callable[..., Any]) -> None:
+def _enqueue(row: ImportRun, enqueue: Callable[..., Any]) -> None:
     """Hand the run to the broker; one that cannot be reached fails it (503)."""
-    folder = import_folder(study_slug=status.study, import_id=status.id)
     enqueue_or_fail(
         enqueue,
-        study_slug=status.study,
-        import_id=status.id,
-        fail=lambda message: fail_run(
-            folder, lambda: _read_status(folder), _write_status, NOT_QUEUED_ERROR, only=("pending",)
-        ),
+        study_slug=row.study.slug,
+        import_id=str(row.uuid),
+        fail=lambda message: run_state.fail_run(ImportRun, row.pk, NOT_QUEUED_ERROR, only=(Status.PENDING,)),
     )
 
 
@@ -150,106 +149,131 @@ def retry_import(*, study: Study, import_id, enqueue: Callable[..., Any]) -> Imp
     """Run a failed import again from the file as uploaded (kept for FILE_RETENTION_DAYS):
     the "retry" the page and API offer after a worker died or the queue was down. The
     import is all or nothing, so a failed run left nothing to undo. 409 unless failed."""
-    get_import(study=study, import_id=import_id)  # an unknown import is a 404, before any lock file
-    folder = import_folder(study_slug=study.slug, import_id=import_id)
-    with claim_run(folder) as claimed:
-        status = get_import(study=study, import_id=import_id)
-        if not claimed or status.status != "failed":
-            raise InvalidStateError(f"The import is {status.status}; only a failed import can be retried.")
-        if not (folder / "upload.jsonl").is_file():
-            raise InvalidStateError("The uploaded file is no longer kept (FILE_RETENTION_DAYS); upload it again.")
-        status.status, status.error, status.error_line, status.error_field = "pending", "", None, None
-        status.finished_at, status.requeued, status.queued_at = None, False, timezone.now().isoformat()
-        _write_status(status)
-    _enqueue(status, enqueue)
-    return _read_status(folder)
+    row = _row(study=study, import_id=import_id)
+    if row.status != Status.FAILED:
+        raise InvalidStateError(f"The import is {row.status}; only a failed import can be retried.")
+    if not storage.imports_storage().exists(upload_name(study_slug=study.slug, import_id=row.uuid)):
+        raise InvalidStateError("The uploaded file is no longer kept (FILE_RETENTION_DAYS); upload it again.")
+    reset = ImportRun.objects.filter(pk=row.pk, status=Status.FAILED).update(
+        status=Status.PENDING,
+        error="",
+        error_line=None,
+        error_field="",
+        finished_at=None,
+        requeued=False,
+        queued_at=timezone.now(),
+        tries=0,
+        worker="",
+        heartbeat_at=None,
+        progress=0,
+    )
+    if not reset:  # retried twice at once: the other request won
+        row.refresh_from_db()
+        raise InvalidStateError(f"The import is {row.status}; only a failed import can be retried.")
+    _enqueue(row, enqueue)
+    row.refresh_from_db()
+    return _status(row)
 
 
-def _lines(path: Path):
-    with path.open(encoding="utf-8", errors="strict", newline="") as handle:
-        yield from handle
+class _LostClaim(Exception):
+    """The run was taken over by another worker while this one ran it."""
+
+
+def _counted_lines(handle, counter: list[int]):
+    for line in handle:
+        counter[0] += 1
+        yield line
 
 
 def run_import(*, study_slug: str, import_id: str) -> ImportStatus:
-    """Run a recorded import: all of the file or none of it, the outcome recorded in its
-    status. Safe to deliver twice: a delivery that finds the run claimed, done or failed
-    changes nothing; the import is one transaction, so a worker that died mid-way left
-    nothing behind and a redelivery runs it from the start."""
+    """Run a recorded import: all of the file or none of it, the outcome recorded on its
+    row. Safe to deliver twice, on any machine: a delivery that cannot claim the run (a
+    live worker holds it, or it ended) changes nothing. The import and the "done" of its
+    row are one transaction, and "done" is written only while this worker still holds the
+    run: a worker that died, or whose run was taken over, leaves nothing behind, and the
+    one that takes it over imports the file from the start (no duplicate rows)."""
     from datasets.importing import ImportLineError, import_records
 
-    folder = import_folder(study_slug=study_slug, import_id=import_id)
-    with claim_run(folder) as claimed:
-        status = _read_status(folder)
-        if not claimed or status.status in ("done", "failed"):
-            return status
-        status.status = "running"
-        _write_status(status)
+    row = run_state.claim(ImportRun, import_id)
+    if row is None:
+        return _status(ImportRun.objects.select_related("study").get(uuid=import_id))
+    me, lines = row.worker, [0]
+    fail = {}
+    with heartbeat(lambda: run_state.renew(ImportRun, row.pk, worker=me, progress=lines[0])):
         try:
-            result = import_records(lines=_lines(folder / "upload.jsonl"), only_study=study_slug)
-        except ImportLineError as exc:
-            status.status, status.error = "failed", exc.message
-            status.error_line, status.error_field = exc.line, exc.field
-        except ApplicationError as exc:
-            status.status, status.error = "failed", exc.message
-        except UnicodeDecodeError as exc:
-            status.status, status.error = "failed", f"The file is not UTF-8 text (byte {exc.start})."
-        except Exception:
-            status.status, status.error = "failed", "The import failed unexpectedly; nothing was imported."
-            status.finished_at = timezone.now().isoformat()
-            _write_status(status)
-            raise
-        else:
-            status.status = "done"
-            status.counts = {
-                kind: {
-                    "created": result.created[kind],
-                    "updated": result.updated[kind],
-                    "unchanged": result.unchanged[kind],
+            with (
+                storage.local_copy(storage.imports_storage(), run_state.run_prefix(row) + "/" + UPLOAD) as path,
+                path.open("rb") as raw,
+                io.TextIOWrapper(raw, encoding="utf-8", errors="strict", newline="") as handle,
+                transaction.atomic(),
+            ):
+                result = import_records(lines=_counted_lines(handle, lines), only_study=study_slug)
+                counts = {
+                    kind: {
+                        "created": result.created[kind],
+                        "updated": result.updated[kind],
+                        "unchanged": result.unchanged[kind],
+                    }
+                    for kind in ("source", "summary", "claim", "finding")
                 }
-                for kind in ("source", "summary", "claim", "finding")
-            }
-        status.finished_at = timezone.now().isoformat()
-        _write_status(status)
-        return status
+                if not run_state.finish(
+                    ImportRun, row.pk, worker=me, status=Status.DONE, counts=counts, progress=lines[0]
+                ):
+                    raise _LostClaim  # rolls the import back: the worker that took it over imports it
+        except _LostClaim:
+            pass
+        except ImportLineError as exc:
+            fail = {"error": exc.message, "error_line": exc.line, "error_field": exc.field or ""}
+        except ApplicationError as exc:
+            fail = {"error": exc.message}
+        except UnicodeDecodeError as exc:
+            fail = {"error": f"The file is not UTF-8 text (byte {exc.start})."}
+        except FileNotFoundError:
+            fail = {"error": "The uploaded file is no longer kept (FILE_RETENTION_DAYS); upload it again."}
+        except Exception:
+            error = "The import failed unexpectedly; nothing was imported."
+            run_state.finish(ImportRun, row.pk, worker=me, status=Status.FAILED, error=error)
+            raise
+        if fail:
+            run_state.finish(ImportRun, row.pk, worker=me, status=Status.FAILED, progress=lines[0], **fail)
+    row.refresh_from_db()
+    return _status(row)
 
 
 WORKER_DIED_ERROR = worker_died_error("import", "Nothing was imported; retry it to import the file again.")
 
 
-def _status_now(folder: Path, requeue: Callable[[ImportStatus], object] | None = None) -> ImportStatus:
-    return fail_if_abandoned(folder, lambda: _read_status(folder), _write_status, WORKER_DIED_ERROR, requeue=requeue)
+def _enqueue_again(enqueue: Callable[..., Any], row: ImportRun) -> Callable[[], object]:
+    return lambda: enqueue(study_slug=row.study.slug, import_id=str(row.uuid))
 
 
-def fail_lost_import(*, study_slug: str, import_id: str) -> ImportStatus:
-    """The worker process running the import died (WorkerLostError): record it now."""
-    folder = import_folder(study_slug=study_slug, import_id=import_id)
-    return fail_run(folder, lambda: _read_status(folder), _write_status, WORKER_DIED_ERROR, only=("pending", "running"))
+def fail_lost_import(*, study_slug: str, import_id: str, enqueue: Callable[..., Any] | None = None) -> ImportStatus:
+    """The worker process running the import died (WorkerLostError): as
+    datasets.export_runs.fail_lost_export."""
+    row = ImportRun.objects.select_related("study").get(uuid=import_id)
+    if enqueue is None:
+        run_state.fail_run(ImportRun, row.pk, WORKER_DIED_ERROR, only=(Status.PENDING, Status.RUNNING))
+    else:
+        run_state.requeue_lost(ImportRun, row.pk, error=WORKER_DIED_ERROR, enqueue_run=_enqueue_again(enqueue, row))
+    row.refresh_from_db()
+    return _status(row)
 
 
 def sweep_imports(*, enqueue: Callable[..., Any]) -> list[ImportStatus]:
     """As datasets.export_runs.sweep_exports, for imports."""
     changed = []
-    root = imports_root()
-    for path in sorted(root.glob("*/*/status.json")) if root.is_dir() else []:
-        before = _read_status(path.parent)
-        if before.status not in ("pending", "running"):
-            continue
-        after = _status_now(path.parent, requeue=lambda s: enqueue(study_slug=s.study, import_id=s.id))
-        if (after.status, after.requeued) != (before.status, before.requeued):
-            changed.append(after)
+    for row in run_state.unfinished(ImportRun):
+        if run_state.recover(row, error=WORKER_DIED_ERROR, enqueue_run=_enqueue_again(enqueue, row)):
+            row.refresh_from_db()
+            changed.append(_status(row))
     return changed
 
 
 def get_import(*, study: Study, import_id) -> ImportStatus:
-    try:
-        folder = import_folder(study_slug=study.slug, import_id=import_id)
-    except ValueError:
-        raise Http404("No such import.") from None
-    if not (folder / "status.json").is_file():
-        raise Http404("No such import.")
-    return _status_now(folder)
+    return _status(run_state.status_now(_row(study=study, import_id=import_id), error=WORKER_DIED_ERROR))
 
 
 def list_imports(*, study: Study) -> list[ImportStatus]:
     """The study's imports, newest first."""
-    return statuses_under(imports_root() / study.slug, _status_now)
+    rows = ImportRun.objects.select_related("study").filter(study=study).order_by("-created_at", "-id")
+    return [_status(run_state.status_now(row, error=WORKER_DIED_ERROR)) for row in rows]

@@ -1,7 +1,8 @@
 """How long uploaded files and export archives are kept (FILE_RETENTION_DAYS, default 30):
-a run's folder (the upload of an import, the dataset folder and zip of an export, their
-status) is removed once the run ended longer ago than that. Run by the periodic task
-datasets.tasks.remove_expired_files_task (Celery beat, config/settings.py) and by
+a run's files (the upload of an import, the dataset folder and zip of an export) and its
+row are removed once the run ended longer ago than that. Through the storages of
+core.storage, so the same on the local disk and in an object store. Run by the periodic
+task datasets.tasks.remove_expired_files_task (Celery beat, config/settings.py) and by
 `manage.py remove_expired_files` (for cron where no beat runs; docs/deployment.md)."""
 
 from __future__ import annotations
@@ -9,10 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
+from django.db.models import Q
+from django.utils import timezone
+
+from core import storage
 from core.env import env_int
-from datasets.export_runs import exports_root
-from datasets.import_runs import imports_root
-from datasets.run_files import expired_runs, remove_run_folder
+from datasets import run_state
+from datasets.models import DatasetRun, ExportRun, ImportRun
 
 DEFAULT_RETENTION_DAYS = 30
 
@@ -28,11 +32,25 @@ class Removed:
     imports: int
 
 
+def _remove(model: type[DatasetRun], files, cutoff) -> int:
+    ended = Q(finished_at__lt=cutoff) | Q(finished_at__isnull=True, created_at__lt=cutoff)
+    removed = 0
+    for row in model.objects.select_related("study").filter(
+        ended, status__in=(DatasetRun.Status.DONE, DatasetRun.Status.FAILED)
+    ):
+        storage.delete_tree(files, run_state.run_prefix(row))
+        # Conditional: a retry that made the run pending again meanwhile keeps it (and
+        # uploads again; the retry answers that the file is gone).
+        removed += model.objects.filter(pk=row.pk, status=row.status).delete()[0]
+    return removed
+
+
 def remove_expired_files(*, older_than: timedelta | None = None) -> Removed:
-    """Remove the folders of exports and imports that ended (done or failed) longer ago
-    than `older_than` (default FILE_RETENTION_DAYS). Runs still pending or running, and a
-    folder a worker holds, are kept."""
-    keep = older_than if older_than is not None else file_retention()
-    exports = sum(remove_run_folder(folder) for folder in list(expired_runs(exports_root(), older_than=keep)))
-    imports = sum(remove_run_folder(folder) for folder in list(expired_runs(imports_root(), older_than=keep)))
-    return Removed(exports=exports, imports=imports)
+    """Remove the files and rows of exports and imports that ended (done or failed) longer
+    ago than `older_than` (default FILE_RETENTION_DAYS). Runs still pending or running are
+    kept."""
+    cutoff = timezone.now() - (older_than if older_than is not None else file_retention())
+    return Removed(
+        exports=_remove(ExportRun, storage.exports_storage(), cutoff),
+        imports=_remove(ImportRun, storage.imports_storage(), cutoff),
+    )

@@ -25,8 +25,9 @@ def run_api_import_task(*, study_slug: str, import_id: str) -> str:
 
 @shared_task
 def sweep_dataset_runs_task() -> int:
-    """Periodic (Celery beat): fail runs whose worker died, queue again once the runs no
-    worker claimed within RUN_CLAIM_TIMEOUT, and fail them the second time."""
+    """Periodic (Celery beat): queue again the runs whose worker died (another worker takes
+    them over) and, once, the runs no worker claimed within RUN_CLAIM_TIMEOUT; fail them
+    when that was tried already (datasets.run_state)."""
     changed = export_runs.sweep_exports(enqueue=run_api_export_task.delay)
     changed += import_runs.sweep_imports(enqueue=run_api_import_task.delay)
     return len(changed)
@@ -42,11 +43,16 @@ def remove_expired_files_task() -> int:
 @task_failure.connect
 def _dataset_worker_lost(sender=None, exception=None, kwargs=None, **_) -> None:
     """The pool process running an export or import died (WorkerLostError): the worker's
-    main process records it at once as "stopped: the worker died"."""
+    main process queues it again at once for another worker to take over (or records it as
+    "stopped: the worker died" after run_state.MAX_TRIES claims)."""
     if not worker_lost(exception) or not kwargs:
         return
     name = getattr(sender, "name", None)
     if name == run_api_export_task.name:
-        export_runs.fail_lost_export(study_slug=kwargs["study_slug"], export_id=kwargs["export_id"])
+        export_runs.fail_lost_export(
+            study_slug=kwargs["study_slug"], export_id=kwargs["export_id"], enqueue=run_api_export_task.delay
+        )
     elif name == run_api_import_task.name:
-        import_runs.fail_lost_import(study_slug=kwargs["study_slug"], import_id=kwargs["import_id"])
+        import_runs.fail_lost_import(
+            study_slug=kwargs["study_slug"], import_id=kwargs["import_id"], enqueue=run_api_import_task.delay
+        )

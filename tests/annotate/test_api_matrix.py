@@ -12,11 +12,13 @@ import json
 import pytest
 from django.contrib.auth.models import Permission
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.utils import timezone
 
 from annotate.batches import create_batch
 from annotate.models import Assignment, StudyMembership
 from annotate.services import add_study_member, record_claims, submit_rating
 from datasets import export_runs, import_runs
+from datasets.models import ExportRun
 from datasets.tasks import run_api_export_task, run_api_import_task
 from tests.conftest import GOOD_ANSWERS, api_client_for
 from tests.factories import AssignmentFactory, SummaryFactory, UserFactory
@@ -308,8 +310,6 @@ def test_admin_starts_polls_and_downloads_an_export(world):
 
 @pytest.mark.django_db
 def test_an_unfinished_export_cannot_be_downloaded(world):
-    status = export_runs.get_export(study=world["study"], export_id=world["export"])
-    status.status = "running"
-    export_runs._write_status(status)
+    ExportRun.objects.filter(uuid=world["export"]).update(status="running", heartbeat_at=timezone.now())
     response = api_client_for(world["users"]["study_admin"]).get(_urls(world)["export"] + "download/")
     assert response.status_code == 409 and response.json()["error"]["code"] == "invalid_state"

@@ -1,96 +1,160 @@
-"""/healthz and /readyz (config/health.py): open to anyone, no study data, and /readyz
-failing cleanly (503 naming the dependency, its failure's kind only) when the database or
-the broker is down. A dependency that is down is a real one made unreachable: the
-platform's own settings in a separate process pointed at a port where nothing listens."""
+"""Health checks (issue 33): /healthz says the process is up without touching the
+database; /readyz asks the database, the broker (when one is configured) and the storage,
+and answers 503 naming the one that failed, for each of them down in a process of its own
+(a database URL, a broker URL and an S3 endpoint nobody answers at). No login, no study
+data, one query, the security headers of every page."""
+
+from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from django.test import Client
 
-ROOT = Path(__file__).resolve().parents[2]
-# Ports of this test's range where nothing listens.
-DEAD_POSTGRES = "postgres://ratings:db-secret@127.0.0.1:18598/ratings"
-DEAD_REDIS = "redis://:broker-secret@127.0.0.1:18597/0"
-LIVE_REDIS = os.environ.get("TEST_RATELIMIT_REDIS_URL") or "redis://127.0.0.1:6379/13"
+from tests.config.test_server import BASE, environment
+from tests.s3_server import free_port
 
+# Ports of this project's range where nothing listens (checked before use).
+NOBODY = 18490
 
-def get_in_a_process(path: str, tmp_path: Path, **env: str) -> tuple[int, dict, str]:
-    environment = {
-        "PATH": os.environ.get("PATH", ""),
-        "HOME": str(tmp_path),
-        "PYTHONPATH": str(ROOT),
-        "DEBUG": "1",
-        "ALLOWED_HOSTS": "testserver",
-        "LOCAL_SECRET_KEY_FILE": str(tmp_path / "secret_key"),
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
-        "IMPORTS_DIR": str(tmp_path / "imports"),
-        "EXPORTS_DIR": str(tmp_path / "exports"),
-        **env,
-    }
-    result = subprocess.run(
-        [sys.executable, "-m", "tests.config.health_child", path],
-        cwd=ROOT,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    line = result.stdout.strip().splitlines()[-1]
-    answer = json.loads(line)
-    return answer["status"], answer["body"], line
+pytestmark = pytest.mark.django_db
 
 
-@pytest.mark.django_db
-def test_healthz_answers_anyone_without_touching_the_database(client, django_assert_num_queries):
+def test_healthz_answers_without_the_database(client, django_assert_num_queries):
     with django_assert_num_queries(0):
         response = client.get("/healthz")
+    assert response.status_code == 200 and response.json() == {"status": "ok"}
+    assert response["Cache-Control"].startswith("max-age=0")
+
+
+def test_readyz_asks_the_database_once_and_says_what_it_checked(client, django_assert_num_queries, settings, tmp_path):
+    settings.EXPORTS_DIR = tmp_path / "exports"
+    settings.IMPORTS_DIR = tmp_path / "imports"
+    with django_assert_num_queries(1):
+        response = client.get("/readyz")
     assert response.status_code == 200
-    assert response.json() == {"status": "ok"}
-    assert "no-cache" in response["Cache-Control"] or "max-age=0" in response["Cache-Control"]
+    # No broker in the tests' settings: tasks run in process.
+    assert response.json() == {
+        "status": "ok",
+        "checks": {"database": "ok", "broker": "not configured", "storage": "ok"},
+    }
 
 
-@pytest.mark.django_db
-def test_readyz_answers_anyone_when_everything_answers(client):
-    response = client.get("/readyz")
-    assert response.status_code == 200
-    body = response.json()
-    assert body["status"] == "ready"
-    # The test settings run tasks in-process: no broker to check.
-    assert body["checks"]["database"] == "ok" and body["checks"]["broker"] == "not configured"
-    assert all(state == "ok" for name, state in body["checks"].items() if name.startswith("storage:"))
+@pytest.mark.parametrize("path", ["/healthz", "/readyz"])
+def test_health_checks_are_the_same_for_everyone_and_show_no_study_data(
+    path, study, rater_a, admin_user, settings, tmp_path
+):
+    settings.EXPORTS_DIR = tmp_path / "exports"
+    settings.IMPORTS_DIR = tmp_path / "imports"
+    answers = []
+    for user in (None, rater_a, admin_user):
+        client = Client(enforce_csrf_checks=True)
+        if user is not None:
+            client.force_login(user)
+        response = client.get(path)
+        assert response.status_code == 200
+        answers.append(response.content)
+        assert study.slug.encode() not in response.content and study.title.encode() not in response.content
+    assert len(set(answers)) == 1
+    assert Client(enforce_csrf_checks=True).head(path).status_code == 200
+    assert Client(enforce_csrf_checks=True).post(path).status_code == 405  # read-only
 
 
-@pytest.mark.django_db
-def test_health_checks_take_only_get(client):
-    assert client.post("/healthz").status_code == 405
-    assert client.post("/readyz").status_code == 405
+def ready_in_a_process(tmp_path, **env) -> tuple[int, dict]:
+    """GET /readyz in a fresh process with `env` (a dependency pointed at nothing)."""
+    script = (
+        "import json, django; django.setup();"
+        "from django.test.utils import setup_test_environment; setup_test_environment();"
+        "from django.test import Client; r = Client().get('/readyz');"
+        "print(json.dumps([r.status_code, json.loads(r.content)]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=BASE,
+        env={**environment(tmp_path), "DJANGO_SETTINGS_MODULE": "config.settings", **env},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    status, body = json.loads(done.stdout.strip().splitlines()[-1])
+    return status, body
 
 
-def test_readyz_is_503_naming_the_database_when_it_is_down(tmp_path):
-    status, body, line = get_in_a_process("/readyz", tmp_path, DATABASE_URL=DEAD_POSTGRES)
+def nobody_at() -> int:
+    port = free_port(NOBODY)
+    return port
+
+
+def test_readyz_is_a_503_naming_the_database_when_it_cannot_be_reached(tmp_path):
+    status, body = ready_in_a_process(tmp_path, DATABASE_URL=f"postgres://postgres@127.0.0.1:{nobody_at()}/nothing")
+    assert status == 503 and body["status"] == "failed"
+    assert body["checks"]["database"] == "failed: OperationalError"
+    assert body["checks"]["storage"] == "ok"
+    assert "127.0.0.1" not in json.dumps(body)  # the kind of error, not where
+
+
+def test_readyz_is_a_503_naming_the_broker_when_it_cannot_be_reached(tmp_path):
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
+        cwd=BASE,
+        env=environment(tmp_path),
+        check=True,
+        timeout=600,
+    )
+    status, body = ready_in_a_process(tmp_path, CELERY_BROKER_URL=f"redis://127.0.0.1:{nobody_at()}/0")
     assert status == 503
-    assert body["status"] == "unavailable"
-    assert body["checks"]["database"].startswith("unavailable (")
-    assert "db-secret" not in line and "18598" not in line
-    # /healthz still answers: the process is up, and restarting it would not help.
-    status, body, _ = get_in_a_process("/healthz", tmp_path, DATABASE_URL=DEAD_POSTGRES)
-    assert (status, body) == (200, {"status": "ok"})
+    assert body["checks"]["broker"].startswith("failed: ")
+    assert body["checks"]["database"] == "ok" and body["checks"]["storage"] == "ok"
 
 
-def test_readyz_is_503_naming_the_broker_when_it_is_down(tmp_path):
-    status, body, line = get_in_a_process("/readyz", tmp_path, CELERY_BROKER_URL=DEAD_REDIS)
+def test_readyz_is_a_503_naming_the_storage_when_the_object_store_cannot_be_reached(tmp_path):
+    status, body = ready_in_a_process(
+        tmp_path,
+        STORAGE_BACKEND="s3",
+        S3_BUCKET="ratings",
+        S3_REGION="us-east-1",
+        S3_ENDPOINT_URL=f"http://127.0.0.1:{nobody_at()}",
+        AWS_ACCESS_KEY_ID="testing",
+        AWS_SECRET_ACCESS_KEY="testing",
+    )
     assert status == 503
-    assert body["checks"]["broker"].startswith("unavailable (")
+    assert body["checks"]["storage"].startswith("failed: ")
     assert body["checks"]["database"] == "ok"
-    assert "broker-secret" not in line
 
 
-def test_readyz_checks_a_broker_that_answers(tmp_path):
-    status, body, _ = get_in_a_process("/readyz", tmp_path, CELERY_BROKER_URL=LIVE_REDIS)
-    assert status == 200, body
-    assert body["checks"]["broker"] == "ok"
+def test_s3_storage_comes_from_the_environment_alone(tmp_path):
+    script = (
+        "import json, django; django.setup(); from django.conf import settings;"
+        "print(json.dumps(settings.STORAGES['exports']))"
+    )
+    env = {
+        **environment(tmp_path),
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "STORAGE_BACKEND": "s3",
+        "S3_BUCKET": "ratings",
+        "S3_REGION": "eu-west-1",
+        "S3_ENDPOINT_URL": "http://minio:9000",
+        "S3_PREFIX": "site-a",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=BASE, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr
+    exports = json.loads(done.stdout.strip().splitlines()[-1])
+    assert exports["BACKEND"] == "storages.backends.s3.S3Storage"
+    options = exports["OPTIONS"]
+    assert (options["bucket_name"], options["region_name"], options["endpoint_url"]) == (
+        "ratings",
+        "eu-west-1",
+        "http://minio:9000",
+    )
+    assert options["location"] == "site-a/exports" and options["default_acl"] is None
+    # Without a bucket, the settings refuse to start, naming the variable.
+    env.pop("S3_BUCKET")
+    refused = subprocess.run(
+        [sys.executable, "-c", script], cwd=BASE, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert refused.returncode != 0 and "S3_BUCKET" in refused.stderr

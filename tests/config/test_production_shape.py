@@ -122,3 +122,11 @@ def test_a_form_body_over_the_limit_on_a_page_is_a_413_naming_it(settings, clien
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 10_000
     response = client.post("/accounts/login/", {"username": "x", "password": "y" * 20_000})
     assert response.status_code == 413 and "at most 10,000 bytes" in response.content.decode()
+
+
+def test_health_checks_answer_with_the_security_headers_and_no_login(production):
+    for path in ("/healthz", "/readyz"):
+        status, body, headers = request(production, "GET", path)
+        assert status == 200, body
+        assert json.loads(body)["status"] == "ok"
+        assert_security_headers(headers)

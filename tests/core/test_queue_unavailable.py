@@ -27,6 +27,7 @@ from annotate.models import Study
 from config.celery import app
 from core.background import QUEUE_UNAVAILABLE
 from datasets import export_runs, import_runs
+from datasets.models import ExportRun, ImportRun
 from generation.models import EvaluationRun, GenerationJob
 from tests.conftest import api_client_for
 
@@ -194,14 +195,9 @@ def test_a_pending_report_no_worker_took_is_queued_again_once_then_failed(demo, 
     assert not AnalysisResult.objects.get(pk=result.pk).requeued
 
 
-def _age_status(folder, seconds: int) -> None:
-    path = folder / "status.json"
-    status = json.loads(path.read_text())
-    then = (timezone.now() - timedelta(seconds=seconds)).isoformat()
-    status["created_at"] = then
-    if status.get("queued_at"):
-        status["queued_at"] = then
-    path.write_text(json.dumps(status))
+def _age_status(model, run, seconds: int) -> None:
+    then = timezone.now() - timedelta(seconds=seconds)
+    model.objects.filter(uuid=run.id).update(created_at=then, queued_at=then)
 
 
 def test_a_pending_export_no_worker_took_is_queued_again_once_then_failed(demo, admin, settings, tmp_path, monkeypatch):
@@ -211,15 +207,14 @@ def test_a_pending_export_no_worker_took_is_queued_again_once_then_failed(demo, 
     run = export_runs.start_export(
         study=demo, requested_by=admin, formats=["jsonl"], enqueue=lambda **kw: lost.append(kw)
     )
-    folder = export_runs.export_folder(study_slug=demo.slug, export_id=run.id)
     assert export_runs.sweep_exports(enqueue=lambda **kw: lost.append(kw)) == []  # within the timeout
-    _age_status(folder, 61)
+    _age_status(ExportRun, run, 61)
     assert export_runs.get_export(study=demo, export_id=run.id).status == "pending"  # a poll only reads
     [changed] = export_runs.sweep_exports(enqueue=lambda **kw: lost.append(kw))
     assert changed.requeued and changed.status == "pending"
     assert lost == [{"study_slug": demo.slug, "export_id": run.id}] * 2
     assert export_runs.sweep_exports(enqueue=lambda **kw: lost.append(kw)) == []
-    _age_status(folder, 61)
+    _age_status(ExportRun, run, 61)
     failed = export_runs.get_export(study=demo, export_id=run.id)
     assert failed.status == "failed" and failed.error.lower().startswith(QUEUE_UNAVAILABLE) and len(lost) == 2
 
@@ -239,15 +234,14 @@ def test_a_pending_import_is_queued_again_by_the_sweep_command_then_failed(
         file_name="a.jsonl",
         enqueue=lambda **kw: None,
     )
-    folder = import_runs.import_folder(study_slug=demo.slug, import_id=run.id)
-    _age_status(folder, 61)
+    _age_status(ImportRun, run, 61)
     delivered = []
     monkeypatch.setattr(tasks.run_api_import_task, "delay", lambda **kw: delivered.append(kw))
     out = StringIO()
     call_command("sweep_runs", stdout=out)
     assert out.getvalue().startswith("1 run changed")
     assert delivered == [{"study_slug": demo.slug, "import_id": run.id}]
-    _age_status(folder, 61)
+    _age_status(ImportRun, run, 61)
     call_command("sweep_runs", stdout=StringIO())
     assert import_runs.get_import(study=demo, import_id=run.id).status == "failed"
     # The page and the API offer to retry it: the kept upload is imported, by the real task now.

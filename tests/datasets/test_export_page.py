@@ -11,6 +11,7 @@ from django.test import Client
 from annotate.models import StudyMembership
 from annotate.services import add_study_member, submit_rating
 from datasets import export_runs
+from datasets.models import ExportRun
 from tests.conftest import GOOD_ANSWERS
 from tests.factories import StudyFactory, UserFactory
 
@@ -49,18 +50,9 @@ def test_a_study_admin_exports_from_the_study_page_and_follows_a_status_page(rat
 @pytest.mark.django_db
 def test_a_running_export_page_refreshes_itself(rated):
     study, client = rated
-    status = export_runs.ExportStatus(
-        id="0b3c6f52-8a0d-4c53-9a51-1a2b3c4d5e6f",
-        study=study.slug,
-        status="pending",
-        formats=["jsonl"],
-        phase="all",
-        include_calibration=False,
-        include_restricted=False,
-        requested_by="pi",
-        created_at="2026-01-01T00:00:00+00:00",
+    status = export_runs._status(
+        ExportRun.objects.create(study=study, formats=["jsonl"], phase="all", requested_by="pi")
     )
-    export_runs._write_status(status)
     body = client.get(f"/studies/{study.slug}/exports/{status.id}/").content.decode()
     assert 'http-equiv="refresh"' in body and "Download (zip)" not in body
 

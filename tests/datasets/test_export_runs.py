@@ -1,28 +1,31 @@
 """Export runs (datasets.export_runs): a redelivered task (Celery acks_late) does no
-harm while the first delivery runs, and finishes the export after a worker died
-mid-export; the admin action needs the change permission and writes under EXPORTS_DIR."""
+harm while the first delivery runs, and takes over the export after the worker running
+it died (its lease ran out); the admin action needs the change permission and writes
+under EXPORTS_DIR (the local storage)."""
 
-import json
+import os
 from pathlib import Path
 
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import Permission
 from django.test import Client
+from django.utils import timezone
 
 import datasets.exporting
 from annotate.models import Study
 from annotate.services import submit_rating
+from core.background import run_lease
 from datasets import export_runs
 from datasets.exporting import verify_checksums
+from datasets.models import ExportRun
 from tests.conftest import GOOD_ANSWERS
 from tests.factories import UserFactory
 
 
 class WorkerDied(BaseException):
-    """Stands for a killed worker: no `except Exception` handler runs, and the process's
-    file locks go away (here when the claim's file is closed; for a real process, when
-    the kernel closes its files)."""
+    """Stands for a killed worker: no `except Exception` handler runs, and its heartbeat
+    stops (for a real process, with the process)."""
 
 
 @pytest.fixture
@@ -40,69 +43,55 @@ def rated_study(assignment_a, assignment_b, rater_a, rater_b):
 
 def pending_export(study, user) -> export_runs.ExportStatus:
     """An export recorded but not run yet (as when a broker holds the task)."""
-    status = export_runs.ExportStatus(
-        id="0b3c6f52-8a0d-4c53-9a51-1a2b3c4d5e6f",
-        study=study.slug,
-        status="pending",
-        formats=["jsonl", "csv"],
-        phase="all",
-        include_calibration=False,
-        include_restricted=False,
-        requested_by=user.username,
-        created_at="2026-01-01T00:00:00+00:00",
+    row = ExportRun.objects.create(
+        study=study, formats=["jsonl", "csv"], phase="all", requested_by=user.username, queued_at=timezone.now()
     )
-    export_runs._write_status(status)
-    return status
+    return export_runs._status(row)
 
 
-def folder_of(status) -> object:
-    return export_runs.exports_root() / status.study / status.id
+def expire_lease(status) -> None:
+    """What the clock does to a dead worker's run: its last heartbeat falls behind RUN_LEASE."""
+    ExportRun.objects.filter(uuid=status.id).update(heartbeat_at=timezone.now() - 2 * run_lease())
 
 
-def assert_complete(status):
+def folder_of(status) -> Path:
+    return Path(settings.EXPORTS_DIR) / status.study / status.id
+
+
+def assert_complete(status) -> None:
     folder = folder_of(status)
     final = export_runs.get_export(study=Study.objects.get(slug=status.study), export_id=status.id)
     assert final.status == "done", final.error
-    assert final.counts["ratings"] == 2 * len(GOOD_ANSWERS)
     verify_checksums(folder / "dataset")
     assert (folder / "dataset.zip").is_file()
-    assert sorted(p.name for p in folder.iterdir()) == [
-        "claim.lock",
-        "dataset",
-        "dataset.zip",
-        "status.json",
-    ]
+    assert sorted(p.name for p in folder.iterdir()) == ["dataset", "dataset.zip"]
+    assert ExportRun.objects.count() == 1
 
 
 @pytest.mark.django_db
 def test_a_task_redelivered_while_the_first_runs_does_nothing(rated_study, admin_user, exports_dir, monkeypatch):
     status = pending_export(rated_study, admin_user)
-    real_export, real_write = datasets.exporting.export_dataset, export_runs._write_status
-    calls, redelivered, seen_by_second = [], [], []
+    real_export = datasets.exporting.export_dataset
+    calls, seen_by_second = [], []
 
     def export(**kwargs):
         calls.append(kwargs["out_dir"])
+        if len(calls) == 1:
+            # The broker hands the same message to a second worker while the first runs.
+            seen_by_second.append(export_runs.run_export(study_slug=status.study, export_id=status.id))
         return real_export(**kwargs)
 
-    def write_status(s):
-        if s.status == "running" and not redelivered:
-            # The broker hands the same message to a second worker just as the first
-            # one read "pending" and is about to record "running".
-            redelivered.append(True)
-            seen_by_second.append(export_runs.run_export(study_slug=s.study, export_id=s.id))
-        real_write(s)
-
     monkeypatch.setattr(datasets.exporting, "export_dataset", export)
-    monkeypatch.setattr(export_runs, "_write_status", write_status)
     first = export_runs.run_export(study_slug=status.study, export_id=status.id)
     assert first.status == "done", first.error
     assert len(calls) == 1  # the second delivery wrote nothing
-    assert seen_by_second[0].status == "pending"
+    assert seen_by_second[0].status == "running"
+    assert ExportRun.objects.get(uuid=status.id).tries == 1
     assert_complete(status)
 
 
 @pytest.mark.django_db
-def test_a_task_redelivered_after_the_worker_died_mid_export_completes(
+def test_a_task_redelivered_after_the_worker_died_mid_export_takes_it_over(
     rated_study, admin_user, exports_dir, monkeypatch
 ):
     status = pending_export(rated_study, admin_user)
@@ -110,28 +99,56 @@ def test_a_task_redelivered_after_the_worker_died_mid_export_completes(
 
     def dies_half_way(**kwargs):
         out = kwargs["out_dir"]
-        out.mkdir(parents=True)
-        (out / "jsonl").mkdir()
+        (out / "jsonl").mkdir(parents=True)
         (out / "jsonl" / "sources.jsonl").write_text('{"half": "written"', encoding="utf-8")
         raise WorkerDied
 
     monkeypatch.setattr(datasets.exporting, "export_dataset", dies_half_way)
     with pytest.raises(WorkerDied):
         export_runs.run_export(study_slug=status.study, export_id=status.id)
-    stuck = json.loads((folder_of(status) / "status.json").read_text(encoding="utf-8"))
-    assert stuck["status"] == "running"  # what the dead worker left, with a partial folder
-
+    assert ExportRun.objects.get(uuid=status.id).status == "running"  # what the dead worker left
     monkeypatch.setattr(datasets.exporting, "export_dataset", real_export)
+    # Within the lease the run still counts as held: a redelivery does nothing.
+    assert export_runs.run_export(study_slug=status.study, export_id=status.id).status == "running"
+    assert not folder_of(status).exists()
+
+    expire_lease(status)
     again = export_runs.run_export(study_slug=status.study, export_id=status.id)  # the redelivery
     assert again.status == "done", again.error
+    assert ExportRun.objects.get(uuid=status.id).tries == 2
     assert_complete(status)
     assert "half" not in (folder_of(status) / "dataset" / "jsonl" / "sources.jsonl").read_text(encoding="utf-8")
 
 
 @pytest.mark.django_db
+def test_a_worker_whose_run_was_taken_over_records_nothing(rated_study, admin_user, exports_dir, monkeypatch):
+    """The first worker stalls past its lease (a long pause, a partition): another takes the
+    run over and finishes it; when the first wakes up it neither stores files nor records."""
+    status = pending_export(rated_study, admin_user)
+    real_export = datasets.exporting.export_dataset
+    seen = []
+
+    def stalls(**kwargs):
+        result = real_export(**kwargs)
+        if not seen:
+            seen.append(None)
+            expire_lease(status)
+            seen[0] = export_runs.run_export(study_slug=status.study, export_id=status.id)
+        return result
+
+    monkeypatch.setattr(datasets.exporting, "export_dataset", stalls)
+    first = export_runs.run_export(study_slug=status.study, export_id=status.id)
+    assert seen[0].status == "done"
+    row = ExportRun.objects.get(uuid=status.id)
+    assert (first.status, row.status, row.tries) == ("done", "done", 2)
+    assert first.finished_at == seen[0].finished_at  # recorded once, by the second worker
+    assert_complete(status)
+
+
+@pytest.mark.django_db
 def test_a_poll_reports_an_export_whose_worker_was_killed_as_failed(rated_study, admin_user, exports_dir, monkeypatch):
-    """A killed worker process has its message acknowledged by Celery: nothing would
-    ever finish the export, so the next poll says it failed instead of "running"."""
+    """Without a broker the export ran in the request's process: once its lease ran out
+    nothing would ever finish it, so the next poll says it failed instead of "running"."""
     status = pending_export(rated_study, admin_user)
 
     def dies(**kwargs):
@@ -140,6 +157,8 @@ def test_a_poll_reports_an_export_whose_worker_was_killed_as_failed(rated_study,
     monkeypatch.setattr(datasets.exporting, "export_dataset", dies)
     with pytest.raises(WorkerDied):
         export_runs.run_export(study_slug=status.study, export_id=status.id)
+    assert export_runs.get_export(study=rated_study, export_id=status.id).status == "running"  # lease held
+    expire_lease(status)
     polled = export_runs.get_export(study=rated_study, export_id=status.id)
     assert polled.status == "failed"
     assert "the worker died" in polled.error
@@ -152,13 +171,14 @@ def test_a_poll_while_a_worker_holds_the_export_says_running(rated_study, admin_
     polls = []
 
     def export(**kwargs):
-        polls.append(export_runs.get_export(study=rated_study, export_id=status.id).status)
+        polls.append(export_runs.get_export(study=rated_study, export_id=status.id))
         raise WorkerDied
 
     monkeypatch.setattr(datasets.exporting, "export_dataset", export)
     with pytest.raises(WorkerDied):
         export_runs.run_export(study_slug=status.study, export_id=status.id)
-    assert polls == ["running"]
+    assert [p.status for p in polls] == ["running"]
+    assert f":{os.getpid()}/" in polls[0].worker
 
 
 @pytest.mark.django_db
@@ -167,6 +187,7 @@ def test_a_task_redelivered_after_the_export_finished_does_nothing(rated_study, 
     export_runs.run_export(study_slug=status.study, export_id=status.id)
     archive = folder_of(status) / "dataset.zip"
     before = archive.stat().st_mtime_ns
+    expire_lease(status)  # even with its lease long gone: done is done
     again = export_runs.run_export(study_slug=status.study, export_id=status.id)
     assert again.status == "done" and archive.stat().st_mtime_ns == before
 

@@ -1,0 +1,76 @@
+"""The run state of dataset imports and exports, one row per run (issue 33): what the API
+and pages answer, which worker holds the run and until when (its lease), and why it failed.
+
+A worker claims a run with one conditional UPDATE (pending, or running with its lease run
+out) and renews its lease from a heartbeat thread (core.background.heartbeat); a run whose
+lease ran out is queued again by the sweep and taken over by whichever worker claims it,
+as the report and generation jobs do. The files (the upload, the export's folder and zip)
+live in the storages of core.storage under <study slug>/<run id>/.
+"""
+
+import uuid
+
+from django.db import models
+
+from annotate.models import Study
+from core.models import TimeStamped
+
+
+class DatasetRun(TimeStamped):
+    class Status(models.TextChoices):
+        PENDING = "pending", "Waiting for a worker"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="+")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    requested_by = models.CharField(max_length=150, help_text="The user name of who started it.")
+    error = models.TextField(blank=True)
+    counts = models.JSONField(default=dict, blank=True)
+    progress = models.PositiveIntegerField(
+        default=0, help_text="While running: lines read (imports) or files stored (exports) so far."
+    )
+    queued_at = models.DateTimeField(null=True, blank=True, help_text="When it was last handed to the broker.")
+    requeued = models.BooleanField(
+        default=False, help_text="Queued a second time because no worker took it (RUN_CLAIM_TIMEOUT)."
+    )
+    worker = models.CharField(max_length=200, blank=True, help_text="host:pid of the worker that last claimed it.")
+    tries = models.PositiveIntegerField(default=0, help_text="How many times a worker claimed it.")
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True, help_text="While running: renewed every third of RUN_LEASE by the worker."
+    )
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+        ordering = ["-created_at", "-id"]
+
+
+class ExportRun(DatasetRun):
+    formats = models.JSONField(default=list)
+    phase = models.CharField(max_length=20, default="all")
+    include_calibration = models.BooleanField(default=False)
+    include_restricted = models.BooleanField(default=False)
+    withheld_sources = models.JSONField(default=list, blank=True)
+
+    class Meta(DatasetRun.Meta):
+        indexes = [models.Index(fields=["status", "heartbeat_at"], name="exportrun_status_heartbeat")]
+
+    def __str__(self) -> str:
+        return f"export {self.uuid} of {self.study_id} ({self.status})"
+
+
+class ImportRun(DatasetRun):
+    file_name = models.CharField(max_length=200)
+    size_bytes = models.PositiveBigIntegerField()
+    error_line = models.PositiveIntegerField(null=True, blank=True)
+    error_field = models.CharField(max_length=200, blank=True)
+
+    class Meta(DatasetRun.Meta):
+        indexes = [models.Index(fields=["status", "heartbeat_at"], name="importrun_status_heartbeat")]
+
+    def __str__(self) -> str:
+        return f"import {self.uuid} of {self.study_id} ({self.status})"
