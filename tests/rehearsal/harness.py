@@ -225,7 +225,8 @@ class Cluster:
             url=f"http://127.0.0.1:{port}",
             env=env,
         )
-        wait_until(lambda: self._answers(service.url + "/accounts/login/"), what=f"{name} to serve", logs=[service])
+        # Ready as a load balancer sees it: the database, the broker and the bucket answer.
+        wait_until(lambda: self._ready(service.url + "/readyz"), what=f"{name} to be ready", logs=[service])
         return service
 
     def start_worker(self, name: str) -> Service:
@@ -249,6 +250,12 @@ class Cluster:
     def _answers(self, url: str) -> bool:
         try:
             return httpx2.get(url, headers=PROXY_HEADERS, timeout=5).status_code < 500
+        except httpx2.HTTPError:
+            return False
+
+    def _ready(self, url: str) -> bool:
+        try:
+            return httpx2.get(url, timeout=5).status_code == 200
         except httpx2.HTTPError:
             return False
 

@@ -351,7 +351,7 @@ def check_file_steps(cluster: Cluster) -> None:
     export_id = asked.json()["id"]
     wait_for_export(api, f"{web1}/api/studies/{slug}/exports/{export_id}/", logs=logs)
     summaries = table_rows(download(api, f"{web1}/api/studies/{slug}/exports/{export_id}/download/"), "summaries")
-    keys = [row["key"] for row in summaries]
+    keys = [row["summary_key"] for row in summaries]
     assert len(keys) == len(set(keys))
     assert {f"rehearsal-{i:05d}-s" for i in range(IMPORTED_SOURCES)} <= set(keys)
     expected_rows = len(keys)
@@ -393,7 +393,7 @@ def check_file_steps(cluster: Cluster) -> None:
     assert state["status"] == "done", state
     assert other.output().count("run_api_export_task") > received[other.name]
     rows = table_rows(download(api, f"{web1}/api/studies/{slug}/exports/{export_id}/download/"), "summaries")
-    keys = [row["key"] for row in rows]
+    keys = [row["summary_key"] for row in rows]
     assert len(keys) == len(set(keys)) == expected_rows
     cluster.figures.record(
         "takeover", requests=api.requests - before, errors=api.errors, summaries=len(keys),
