@@ -48,7 +48,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from core.env import env_float, env_int, env_str
 from core.exceptions import ApplicationError
-from core.ratelimit import HEADROOM, LocalPacer, Pacer, key_name, pacer
+from core.ratelimit import HEADROOM, Pacer, key_name, pacer
 from core.retry import RetriesExhausted, send_politely
 
 logger = logging.getLogger(__name__)
@@ -152,10 +152,6 @@ class FullText:
             pmcid=self.pmcid,
             publication_types=(),
         ).citation()
-
-
-# The limiter of the process (literature.ncbi's own before limits were shared): kept by name.
-RateLimiter = LocalPacer
 
 
 def shared_limiter(base_url: str, api_key: str) -> Pacer:
