@@ -38,6 +38,7 @@ class ExportSerializer(serializers.Serializer):
     withheld_sources = serializers.ListField(
         child=serializers.CharField(), help_text="Sources exported as identifiers only (licence)."
     )
+    progress = serializers.IntegerField(help_text="Files of the dataset folder stored so far.")
     download = serializers.SerializerMethodField()
 
     @extend_schema_field(serializers.URLField(allow_null=True))
@@ -157,6 +158,7 @@ class ImportSerializer(serializers.Serializer):
     error_line = serializers.IntegerField(allow_null=True, help_text="The line of the file that failed.")
     error_field = serializers.CharField(allow_null=True, help_text="The field of that line that failed.")
     counts = ImportCountsField(help_text='Per record type: {"created": n, "updated": n, "unchanged": n}.')
+    progress = serializers.IntegerField(help_text="Lines of the file read so far.")
 
 
 class ImportUploadSerializer(serializers.Serializer):

@@ -192,12 +192,17 @@ def run_import(*, study_slug: str, import_id: str) -> ImportStatus:
     row are one transaction, and "done" is written only while this worker still holds the
     run: a worker that died, or whose run was taken over, leaves nothing behind, and the
     one that takes it over imports the file from the start (no duplicate rows)."""
-    from datasets.importing import ImportLineError, import_records
-
     row = run_state.claim(ImportRun, import_id)
     if row is None:
         return _status(ImportRun.objects.select_related("study").get(uuid=import_id))
-    me, lines = row.worker, [0]
+    return _run_claimed(row)
+
+
+def _run_claimed(row: ImportRun) -> ImportStatus:
+    """Run the import of a run this worker claimed (`row.worker` is its claim)."""
+    from datasets.importing import ImportLineError, import_records
+
+    study_slug, me, lines = row.study.slug, row.worker, [0]
     fail = {}
     with heartbeat(lambda: run_state.renew(ImportRun, row.pk, worker=me, progress=lines[0])):
         try:

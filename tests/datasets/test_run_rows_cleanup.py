@@ -20,7 +20,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from datasets import export_runs, import_runs
+from core.background import run_lease
+from datasets import export_runs, import_runs, run_state
 from datasets.models import ExportRun, ImportRun
 from datasets.retention import file_retention
 from datasets.run_state import MAX_TRIES
@@ -183,3 +184,43 @@ def test_the_retention_period_comes_from_the_environment(monkeypatch):
             file_retention()
     with pytest.raises(CommandError, match="--days must be at least 1"):
         call_command("remove_expired_files", "--days", "0")
+
+
+def test_an_import_taken_over_after_its_lease_ran_out_is_recorded_once(dirs, study, admin_user):
+    """Worker 1 claims the import and stalls (a long pause) past its lease; worker 2 takes
+    it over and imports the file; when worker 1 resumes, its "done" finds the run no longer
+    its own, so its transaction is rolled back: the run keeps worker 2's outcome."""
+    lines = "".join(
+        json.dumps({"type": "source", "study": study.slug, "key": f"k{i}", "text": f"Trial {i}. It ended."}) + "\n"
+        for i in range(3)
+    )
+    run = import_runs.start_import(
+        study=study, requested_by=admin_user, chunks=[lines.encode()], file_name="a.jsonl", enqueue=never
+    )
+    first = run_state.claim(ImportRun, run.id)
+    assert first is not None and run_state.claim(ImportRun, run.id) is None  # held: nobody else
+    first_claim = first.worker
+    rewrite(ImportRun, run, heartbeat_at=timezone.now() - 2 * run_lease())
+    second = import_runs.run_import(study_slug=study.slug, import_id=run.id)
+    assert second.status == "done" and second.counts["source"]["created"] == 3
+    resumed = import_runs._run_claimed(first)
+    assert resumed == second  # nothing recorded by the worker that lost the run
+    assert study.sources.filter(key__startswith="k").count() == 3
+    row = ImportRun.objects.get(uuid=run.id)
+    assert (row.tries, row.worker) == (2, second.worker) and row.worker != first_claim
+
+
+def test_the_sweep_hands_an_export_whose_lease_ran_out_to_another_worker(dirs, study, admin_user):
+    """The whole worker died (its machine gone): nobody reports WorkerLostError, so the
+    periodic sweep sees the lease run out, puts the run back and queues it again."""
+    run, folder = export(study, admin_user)
+    running_elsewhere(ExportRun, run, tries=1)
+    queued = []
+    assert export_runs.sweep_exports(enqueue=lambda **kw: queued.append(kw)) == []  # its lease still holds
+    rewrite(ExportRun, run, heartbeat_at=timezone.now() - 2 * run_lease())
+    [changed] = export_runs.sweep_exports(enqueue=lambda **kw: queued.append(kw))
+    assert changed.status == "pending" and changed.worker == ""
+    assert queued == [{"study_slug": study.slug, "export_id": run.id}]
+    done = export_runs.run_export(**queued[0])  # the worker that takes the message
+    assert done.status == "done" and (folder / "dataset.zip").is_file()
+    assert ExportRun.objects.get(uuid=run.id).tries == 2 and ExportRun.objects.count() == 1
