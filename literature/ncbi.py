@@ -13,8 +13,10 @@ Choices:
 - Every request is a form POST: efetch as NCBI recommends for long id lists, esearch too,
   so the API key is never in a URL (which httpx2 logs at INFO and proxies record). The
   key is never logged nor put in an error message.
-- Rate: request starts at most 3 a second without a key, 10 with one (NCBI's limits), by
-  one limiter per base URL and key shared in the process, so two clients do not double it.
+- Rate: request starts at most 3 a second without a key, 10 with one (NCBI's limits; we
+  aim at 90 % of them, core.ratelimit.HEADROOM), by one limiter per base URL and key
+  shared by every process through Redis when one is configured (RATE_LIMIT_REDIS_URL, or
+  a Redis broker), else by the process, so two clients or two workers do not double it.
 - Retries on 429, 5xx, timeouts and dropped connections, exponential backoff with jitter;
   Retry-After (seconds or HTTP date) wins, capped at backoff_max. Other 4xx fail at once.
   Giving up, or a 200 carrying an error (`<ERROR>`, a JSON "error"), raises NcbiError.
@@ -34,8 +36,6 @@ import datetime
 import json
 import logging
 import re
-import threading
-import time
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from urllib.parse import urlsplit
@@ -48,7 +48,8 @@ from django.core.exceptions import ImproperlyConfigured
 
 from core.env import env_float, env_int, env_str
 from core.exceptions import ApplicationError
-from core.retry import backoff_delay, http_date_delay
+from core.ratelimit import HEADROOM, Pacer, key_name, pacer
+from core.retry import RetriesExhausted, send_politely
 
 logger = logging.getLogger(__name__)
 
@@ -153,31 +154,12 @@ class FullText:
         ).citation()
 
 
-class RateLimiter:
-    """Spaces request starts at least `interval` seconds apart, across threads."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._last = float("-inf")
-
-    def wait(self, interval: float) -> None:
-        with self._lock:
-            now = time.monotonic()
-            start = max(now, self._last + interval)
-            self._last = start
-        if start > now:
-            time.sleep(start - now)
-
-
-_limiters: dict[tuple[str, str], RateLimiter] = {}
-_limiters_lock = threading.Lock()
-
-
-def shared_limiter(base_url: str, api_key: str) -> RateLimiter:
-    """One limiter per (endpoint, key) in the process: NCBI counts requests per key (or
-    per address without one), not per client object."""
-    with _limiters_lock:
-        return _limiters.setdefault((base_url, api_key), RateLimiter())
+def shared_limiter(base_url: str, api_key: str) -> Pacer:
+    """One limiter per (endpoint, key): NCBI counts requests per key (or per address
+    without one), not per client object. Shared by every process through Redis when one
+    is configured (core.ratelimit: RATE_LIMIT_REDIS_URL, or a Redis CELERY_BROKER_URL),
+    else by this process's threads."""
+    return pacer(key_name("eutils", base_url, api_key))
 
 
 class EutilsClient:
@@ -289,34 +271,27 @@ class EutilsClient:
         data = {**params, "tool": self.tool, "email": self.email}
         if self._api_key:
             data["api_key"] = self._api_key
-        attempts = 0
-        while True:
-            attempts += 1
-            self._limiter.wait(1.0 / self.requests_per_second)
-            retry_after = None
-            try:
-                response = self._http.post(url, data=data)
-            except (httpx2.TimeoutException, httpx2.NetworkError, httpx2.RemoteProtocolError) as exc:
-                failure = type(exc).__name__
-            else:
-                status = response.status_code
-                if status == 200:
-                    return response.content
-                if status != 429 and status < 500:
-                    detail = self._redact(response.text[:200].strip())
-                    raise NcbiError(f"NCBI {path} answered HTTP {status} (attempt {attempts}, not retried): {detail}")
-                failure = f"HTTP {status}"
-                retry_after = _retry_after(response.headers.get("retry-after", ""))
-            if attempts > self.max_retries:
-                raise NcbiError(f"NCBI {path} failed after {attempts} attempts; last: {failure}")
-            delay = self._backoff(attempts, retry_after)
-            logger.warning("NCBI %s: %s; retry %d in %.2f s", path, failure, attempts, delay)
-            time.sleep(delay)
+        try:
+            response, attempts = send_politely(
+                lambda: self._http.post(url, data=data),
+                pace=self._pace,
+                max_retries=self.max_retries,
+                backoff_base=self.backoff_base,
+                backoff_max=self.backoff_max,
+                label=f"NCBI {path}",
+            )
+        except RetriesExhausted as exc:
+            raise NcbiError(f"NCBI {path} failed after {exc.attempts} attempts; last: {exc.failure}") from None
+        if response.status_code != 200:
+            detail = self._redact(response.text[:200].strip())
+            raise NcbiError(
+                f"NCBI {path} answered HTTP {response.status_code} (attempt {attempts}, not retried): {detail}"
+            )
+        return response.content
 
-    def _backoff(self, attempt: int, retry_after: float | None) -> float:
-        """Retry-After when given (capped); else equal jitter: half the exponential step
-        fixed, half random, so parallel workers do not retry in lockstep."""
-        return backoff_delay(attempt, self.backoff_base, self.backoff_max, retry_after)
+    def _pace(self) -> None:
+        # HEADROOM: aim under NCBI's limit, which it counts at arrival (core.ratelimit).
+        self._limiter.wait(1.0 / (self.requests_per_second * HEADROOM))
 
     def _parse(self, body: bytes, what: str) -> Element:
         if body.lstrip()[:1] in (b"{", b"["):
@@ -344,13 +319,6 @@ def _date_param(value: datetime.date | str | None, default: str) -> str:
     if not _DATE.fullmatch(value):
         raise ValueError(f"dates are YYYY/MM/DD (or YYYY, YYYY/MM), got {value!r}")
     return value
-
-
-def _retry_after(raw: str) -> float | None:
-    """Seconds from a Retry-After header (delta-seconds or HTTP date); None if unreadable."""
-    if re.fullmatch(r"\d+(\.\d+)?", raw.strip()):
-        return float(raw)
-    return http_date_delay(raw.strip())
 
 
 def _json_error(body: bytes) -> str:

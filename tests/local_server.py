@@ -1,12 +1,18 @@
 """What the scripted local servers of the tests share (tests/generation/scripted_server.py
-for the LLM endpoint, tests/literature/ncbi_server.py for NCBI E-utilities): an HTTP
-server on 127.0.0.1 and a free port, serving from a daemon thread while a `with` block
-lasts, and queues of scripted replies whose last one repeats."""
+for the LLM endpoint, tests/literature/ncbi_server.py for NCBI E-utilities,
+tests/literature/europepmc_server.py for Europe PMC): an HTTP server on 127.0.0.1 and a
+free port, serving from a daemon thread while a `with` block lasts, and queues of scripted
+replies whose last one repeats. `ScriptedServer` adds what the two literature servers
+share: every request recorded with its arrival time, a queue of replies per endpoint, and
+the writing of a reply (any status and headers, a delay, a dropped connection)."""
 
 from __future__ import annotations
 
 import threading
-from http.server import ThreadingHTTPServer
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 
 class LocalServer:
@@ -36,3 +42,80 @@ class LocalServer:
 def next_in(queue: list):
     """The next scripted reply of a queue: taken off it, except the last, which repeats."""
     return queue.pop(0) if len(queue) > 1 else queue[0]
+
+
+@dataclass
+class Reply:
+    body: str = ""
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0  # seconds before answering (a slow server, a client's timeout)
+    content_type: str = "text/plain; charset=UTF-8"
+    drop: bool = False  # close the connection without answering
+
+
+class ScriptedServer(LocalServer):
+    """A LocalServer that records each request (`parse` makes it; it has `received_at`,
+    time.monotonic() on arrival) and answers what `choose` returns for it; `scripted`
+    takes the next reply of an endpoint's queue, when the test gave one."""
+
+    def _script(self, replies: dict[str, list] | None) -> None:
+        self.replies = {k: list(v) for k, v in (replies or {}).items()}
+        self.requests: list[Any] = []
+        self._lock = threading.Lock()
+
+    def gaps(self) -> list[float]:
+        """Seconds between the arrivals of consecutive requests."""
+        times = [r.received_at for r in self.requests]
+        return [b - a for a, b in zip(times, times[1:], strict=False)]
+
+    def scripted(self, endpoint: str, request: Any) -> Reply | None:
+        with self._lock:
+            queue = self.replies.get(endpoint)
+            item = next_in(queue) if queue else None
+        return item(request) if callable(item) else item
+
+    def parse(self, method: str, path: str, body: bytes) -> Any:
+        raise NotImplementedError
+
+    def choose(self, request: Any) -> Reply:
+        raise NotImplementedError
+
+    def _handler(self):
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True
+
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                server._serve(self, b"")
+
+            def do_POST(self):
+                server._serve(self, self.rfile.read(int(self.headers.get("content-length", 0))))
+
+        return Handler
+
+    def _serve(self, handler: BaseHTTPRequestHandler, body: bytes) -> None:
+        request = self.parse(handler.command, handler.path, body)
+        with self._lock:
+            self.requests.append(request)
+        reply = self.choose(request)
+        time.sleep(reply.delay)
+        if reply.drop:
+            handler.close_connection = True
+            return
+        data = reply.body.encode("utf-8")
+        try:
+            handler.send_response(reply.status)
+            handler.send_header("content-type", reply.content_type)
+            handler.send_header("content-length", str(len(data)))
+            for name, value in reply.headers.items():
+                handler.send_header(name, value)
+            handler.end_headers()
+            handler.wfile.write(data)
+        except OSError:
+            pass  # the client gave up (a timeout test)

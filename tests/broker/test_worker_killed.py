@@ -76,7 +76,9 @@ class Worker:
             + ["--concurrency=1", "-Q", queue, "--without-gossip", "--without-mingle", "--without-heartbeat"]
             + ["-l", "info"],
             cwd=django_settings.BASE_DIR,
-            env={**os.environ, **env, "CELERY_BROKER_URL": broker},
+            # The worker's own sends (a run queued again from its main process when its pool
+            # process is lost) go to the test's queue too, not to Celery's default one.
+            env={**os.environ, **env, "CELERY_BROKER_URL": broker, "TEST_TASK_QUEUE": queue},
             stdout=log.open("w"),
             stderr=subprocess.STDOUT,
         )

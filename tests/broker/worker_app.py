@@ -15,6 +15,11 @@ from config.celery import app
 
 __all__ = ["app"]
 
+# A test's own queue (TEST_TASK_QUEUE), for the tasks this worker sends itself: a run queued
+# again by the worker's main process when a pool process is lost (datasets.tasks).
+if os.environ.get("TEST_TASK_QUEUE"):
+    app.conf.task_default_queue = os.environ["TEST_TASK_QUEUE"]
+
 
 @worker_init.connect
 def _slow_reports(**kwargs) -> None:

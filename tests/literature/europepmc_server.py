@@ -21,24 +21,18 @@ from __future__ import annotations
 
 import base64
 import json
-import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler
+from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlsplit
 
-from tests.local_server import LocalServer, next_in
+from tests import local_server
+from tests.local_server import ScriptedServer
 
 
 @dataclass
-class Reply:
-    body: str = ""
-    status: int = 200
-    headers: dict[str, str] = field(default_factory=dict)
-    delay: float = 0.0
+class Reply(local_server.Reply):
     content_type: str = "application/json;charset=UTF-8"
-    drop: bool = False
 
 
 @dataclass
@@ -105,7 +99,7 @@ def _offset(mark: str) -> int:
     return 0 if mark == "*" else int(base64.urlsafe_b64decode(mark[3:].encode()).decode())
 
 
-class EuropePmcServer(LocalServer):
+class EuropePmcServer(ScriptedServer):
     url_path = "/europepmc/webservices/rest/"
 
     def __init__(
@@ -116,24 +110,21 @@ class EuropePmcServer(LocalServer):
         replies: dict[str, list[Reply | Callable[[Request], Reply]]] | None = None,
         page_cap: int = 1000,
     ):
+        self._script(replies)
         self.results = list(results or [])
         self.texts = dict(texts or {})
-        self.replies = {k: list(v) for k, v in (replies or {}).items()}
         self.page_cap = page_cap
-        self.requests: list[Request] = []
-        self._lock = threading.Lock()
         self._listen(self._handler())
 
-    def gaps(self) -> list[float]:
-        times = [r.received_at for r in self.requests]
-        return [b - a for a, b in zip(times, times[1:], strict=False)]
+    def parse(self, method: str, path: str, body: bytes) -> Request:
+        url = urlsplit(path)
+        endpoint = "search" if url.path.endswith("/search") else url.path.rsplit("/", 1)[-1]
+        return Request(endpoint, url.path, dict(parse_qsl(url.query, keep_blank_values=True)), time.monotonic())
 
     def choose(self, request: Request) -> Reply:
-        with self._lock:
-            queue = self.replies.get(request.endpoint)
-            item = next_in(queue) if queue else None
+        item = self.scripted(request.endpoint, request)
         if item is not None:
-            return item(request) if callable(item) else item
+            return item
         if request.endpoint == "search":
             return self.search(request)
         pmcid = request.path.rsplit("/", 2)[-2]
@@ -163,40 +154,3 @@ class EuropePmcServer(LocalServer):
             "resultList": {"result": page},
         }
         return Reply(json.dumps(body))
-
-    def _handler(self):
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True
-
-            def log_message(self, *args):
-                pass
-
-            def do_GET(self):
-                url = urlsplit(self.path)
-                endpoint = "search" if url.path.endswith("/search") else url.path.rsplit("/", 1)[-1]
-                request = Request(
-                    endpoint, url.path, dict(parse_qsl(url.query, keep_blank_values=True)), time.monotonic()
-                )
-                with server._lock:
-                    server.requests.append(request)
-                reply = server.choose(request)
-                time.sleep(reply.delay)
-                if reply.drop:
-                    self.close_connection = True
-                    return
-                data = reply.body.encode("utf-8")
-                try:
-                    self.send_response(reply.status)
-                    self.send_header("content-type", reply.content_type)
-                    self.send_header("content-length", str(len(data)))
-                    for name, value in reply.headers.items():
-                        self.send_header(name, value)
-                    self.end_headers()
-                    self.wfile.write(data)
-                except OSError:
-                    pass
-
-        return Handler

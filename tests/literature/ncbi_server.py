@@ -15,25 +15,19 @@ with its DOCTYPE, as efetch db=pubmed retmode=xml sends it; pmc-articleset of JA
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler
+from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlsplit
 from xml.sax.saxutils import escape
 
-from tests.local_server import LocalServer, next_in
+from tests import local_server
+from tests.local_server import ScriptedServer
 
 
 @dataclass
-class Reply:
-    body: str = ""
-    status: int = 200
-    headers: dict[str, str] = field(default_factory=dict)
-    delay: float = 0.0
+class Reply(local_server.Reply):
     content_type: str = "text/xml; charset=UTF-8"
-    drop: bool = False  # close the connection without answering
 
 
 @dataclass
@@ -52,7 +46,7 @@ class Request:
 Script = Callable[[Request], Reply]
 
 
-class NcbiServer(LocalServer):
+class NcbiServer(ScriptedServer):
     url_path = "/entrez/eutils/"
 
     def __init__(
@@ -62,71 +56,26 @@ class NcbiServer(LocalServer):
         pubmed: dict[str, str] | None = None,
         pmc: dict[str, str] | None = None,
     ):
-        self.replies = {k: list(v) for k, v in (replies or {}).items()}
+        self._script(replies)
         self.pubmed = dict(pubmed or {})
         self.pmc = dict(pmc or {})
-        self.requests: list[Request] = []
-        self._lock = threading.Lock()
         self._listen(self._handler())
 
-    def gaps(self) -> list[float]:
-        """Seconds between the arrivals of consecutive requests."""
-        times = [r.received_at for r in self.requests]
-        return [b - a for a, b in zip(times, times[1:], strict=False)]
+    def parse(self, method: str, path: str, body: bytes) -> Request:
+        url = urlsplit(path)
+        params = dict(parse_qsl(url.query, keep_blank_values=True))
+        params.update(parse_qsl(body.decode("utf-8"), keep_blank_values=True))
+        return Request(method, url.path.rsplit("/", 1)[-1], url.query, params, time.monotonic())
 
     def choose(self, request: Request) -> Reply:
-        with self._lock:
-            queue = self.replies.get(request.utility)
-            item = next_in(queue) if queue else None
+        item = self.scripted(request.utility, request)
         if item is not None:
-            return item(request) if callable(item) else item
+            return item
         if request.utility == "efetch.fcgi" and request.params.get("db") == "pubmed":
             return Reply(pubmed_set(self.pubmed[i] for i in sorted(request.ids, key=int) if i in self.pubmed))
         if request.utility == "efetch.fcgi" and request.params.get("db") == "pmc":
             return Reply(pmc_set(self.pmc[i] for i in sorted(request.ids, key=int) if i in self.pmc))
         return Reply(status=500, body=f"no script for {request.utility}")
-
-    def _handler(self):
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True
-
-            def log_message(self, *args):
-                pass
-
-            def do_GET(self):
-                self._serve(b"")
-
-            def do_POST(self):
-                self._serve(self.rfile.read(int(self.headers.get("content-length", 0))))
-
-            def _serve(self, body: bytes) -> None:
-                url = urlsplit(self.path)
-                params = dict(parse_qsl(url.query, keep_blank_values=True))
-                params.update(parse_qsl(body.decode("utf-8"), keep_blank_values=True))
-                request = Request(self.command, url.path.rsplit("/", 1)[-1], url.query, params, time.monotonic())
-                with server._lock:
-                    server.requests.append(request)
-                reply = server.choose(request)
-                time.sleep(reply.delay)
-                if reply.drop:
-                    self.close_connection = True
-                    return
-                data = reply.body.encode("utf-8")
-                try:
-                    self.send_response(reply.status)
-                    self.send_header("content-type", reply.content_type)
-                    self.send_header("content-length", str(len(data)))
-                    for name, value in reply.headers.items():
-                        self.send_header(name, value)
-                    self.end_headers()
-                    self.wfile.write(data)
-                except OSError:
-                    pass  # the client gave up (a timeout test)
-
-        return Handler
 
 
 def esearch_xml(
