@@ -1,0 +1,68 @@
+"""Where a rater goes next in a study: onboarding first, then the qualification gate, then
+the items, and for a participant the end (docs/recruitment.md).
+
+`qualification_outcome` is the one place the qualification gate (annotate/qualification.py,
+issue 32's gate branch) plugs in: at merge, it returns
+`qualification_state(study=study, rater=rater)`; a "failed" state screens a participant out
+(finish_participation(outcome="screened_out")) and shows a member the gate's message."""
+
+from __future__ import annotations
+
+from django.shortcuts import redirect
+from django.urls import reverse
+
+from recruit import selectors, services
+from recruit.models import Participant
+
+NOT_REQUIRED, PENDING, PASSED, FAILED = "not_required", "pending", "passed", "failed"
+
+
+def qualification_outcome(*, study, rater) -> str:
+    """ "not_required" | "pending" | "passed" | "failed". Until the gate is merged, no
+    study requires qualification. At merge: `from annotate.qualification import
+    qualification_state` and return `qualification_state(study=study, rater=rater)`."""
+    return NOT_REQUIRED
+
+
+STEP_URLS = {
+    selectors.CONSENT: "recruit:consent",
+    selectors.DECLINED: "recruit:consent",
+    selectors.INSTRUCTIONS: "recruit:instructions",
+    selectors.QUESTIONNAIRE: "recruit:questionnaire",
+}
+
+
+def next_page(request, study, participant: Participant | None):
+    """The redirect to where this rater goes next in the study."""
+    user = request.user
+    if participant is not None and participant.outcome:
+        return redirect("recruit:done")
+    step = selectors.onboarding_step(study=study, rater=user)
+    if step is not None:
+        return redirect(STEP_URLS[step], slug=study.slug)
+    if qualification_outcome(study=study, rater=user) == FAILED:
+        if participant is not None:
+            services.finish_participation(participant=participant, outcome=Participant.Outcome.SCREENED_OUT)
+            return redirect("recruit:done")
+        return redirect("annotate:queue")
+    if participant is not None:
+        if services.time_is_up(participant):
+            outcome = (
+                Participant.Outcome.COMPLETED
+                if selectors.has_submitted(study=study, rater=user)
+                else Participant.Outcome.SCREENED_OUT
+            )
+            services.finish_participation(participant=participant, outcome=outcome)
+            return redirect("recruit:done")
+        following = selectors.next_open_assignment(study=study, rater=user)
+        if following is None:
+            services.finish_participation(participant=participant, outcome=Participant.Outcome.COMPLETED)
+            return redirect("recruit:done")
+        return redirect("annotate:rate", assignment_uuid=following.uuid)
+    wanted = request.GET.get("next", "")
+    if wanted.startswith("/rate/") and "//" not in wanted:
+        return redirect(wanted)
+    following = selectors.next_open_assignment(study=study, rater=user)
+    if following is not None:
+        return redirect("annotate:rate", assignment_uuid=following.uuid)
+    return redirect(reverse("annotate:queue"))
