@@ -137,6 +137,10 @@ def dataset_card(study: Study, context: dict, include_restricted: bool) -> str:
             "saw them, the preferred one (or tie) and its side, strength, rationale, and highlights in either "
             "summary (each naming its summary)"
         ),
+        "onboarding": (
+            "per rater (pseudonym): consent decisions (version, accepted, time), instructions opened and "
+            "acknowledged, background questionnaire answers, and for panel participants the panel and outcome"
+        ),
     }
     for name in TABLES:
         lines.append(f"| `{name}` | {counts[name]} | {what[name]} |")
