@@ -12,7 +12,7 @@ from datasets.exporting import export_dataset
 from recruit import services
 from recruit.models import ConsentDecision, ConsentVersion, Onboarding, OnboardingRecord, Participant
 from tests.conftest import GOOD_ANSWERS
-from tests.factories import AssignmentFactory, SummaryFactory, UserFactory
+from tests.factories import AssignmentFactory, SummaryFactory
 from tests.recruit.helpers import CONSENT, INSTRUCTIONS, arrival_url, make_link, set_up_onboarding
 
 pytestmark = pytest.mark.django_db
