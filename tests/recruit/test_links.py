@@ -168,3 +168,47 @@ def test_finish_participation_keeps_the_first_outcome(study):
     assert again.outcome == "screened_out"
     with pytest.raises(services.ApplicationError):
         services.finish_participation(participant=participant, outcome="bored")
+
+
+def test_the_admin_creates_and_disables_a_link_on_the_page(client, study, rater_a, outsider):
+    from annotate.models import StudyMembership
+    from annotate.services import add_study_member
+    from recruit.models import RecruitmentLink
+    from tests.factories import SummaryFactory
+
+    for _ in range(3):
+        SummaryFactory(source__study=study)
+    add_study_member(study=study, user=rater_a, role=StudyMembership.Role.ADMIN)
+    client.force_login(rater_a)
+    url = f"/studies/{study.slug}/recruitment/"
+    form = {
+        "name": "wave 1",
+        "raters_per_item": 2,
+        "items_per_participant": 2,
+        "max_participants": 10,
+        "time_budget_minutes": 45,
+        "lease_minutes": 20,
+        "completion_url": "https://app.prolific.com/submissions/complete",
+        "completion_code": "CODE1",
+        "screenout_code": "CODE1",
+    }
+    same = client.post(url, form)
+    assert same.status_code == 400 and "screenout_code" in same.content.decode()
+    bad = client.post(url, {**form, "screenout_code": "NOPE", "raters_per_item": 0})
+    assert bad.status_code == 400 and "raters_per_item" in bad.content.decode()
+    assert not RecruitmentLink.objects.exists()
+    assert client.post(url, {**form, "screenout_code": "NOPE"}).status_code == 302
+    link = RecruitmentLink.objects.get()
+    assert (link.batch.raters_per_item, link.batch.name, len(link.batch.design["pool"])) == (2, "crowd: wave 1", 3)
+    page = client.get(url).content.decode()
+    token = services.link_token(link)
+    assert f"/r/{token}/?PROLIFIC_PID={{{{%PROLIFIC_PID%}}}}&amp;STUDY_ID=" in page
+
+    client.force_login(outsider)
+    assert client.post(f"{url}{link.uuid}/", {"enabled": "0"}).status_code == 404
+    client.force_login(rater_a)
+    assert client.post(f"{url}{link.uuid}/", {"enabled": "0"}).status_code == 302
+    link.refresh_from_db()
+    assert not link.enabled
+    client.logout()
+    assert client.get(arrival_url(link)).status_code == 404
