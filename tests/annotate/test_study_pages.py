@@ -49,6 +49,9 @@ def urls(study, batch):
         "batch": f"{base}batches/{batch.uuid}/",
         "disagreements": f"{base}batches/{batch.uuid}/disagreements/",
         "item": f"{base}batches/{batch.uuid}/items/{summary.uuid}/",
+        # The recruit app's study admin pages (docs/recruitment.md).
+        "onboarding": f"{base}onboarding/",
+        "recruitment": f"{base}recruitment/",
     }
 
 
@@ -56,15 +59,92 @@ def urls(study, batch):
 @pytest.mark.parametrize(
     "who,expected",
     [
-        ("rater_a", {"dashboard": 404, "new": 404, "batch": 404, "disagreements": 404, "item": 404}),
-        ("outsider", {"dashboard": 404, "new": 404, "batch": 404, "disagreements": 404, "item": 404}),
-        ("viewer", {"dashboard": 200, "new": 404, "batch": 200, "disagreements": 404, "item": 404}),
-        ("study_admin", {"dashboard": 200, "new": 200, "batch": 200, "disagreements": 200, "item": 200}),
+        (
+            "rater_a",
+            {
+                "dashboard": 404,
+                "new": 404,
+                "batch": 404,
+                "disagreements": 404,
+                "item": 404,
+                "onboarding": 404,
+                "recruitment": 404,
+            },
+        ),
+        (
+            "outsider",
+            {
+                "dashboard": 404,
+                "new": 404,
+                "batch": 404,
+                "disagreements": 404,
+                "item": 404,
+                "onboarding": 404,
+                "recruitment": 404,
+            },
+        ),
+        (
+            "viewer",
+            {
+                "dashboard": 200,
+                "new": 404,
+                "batch": 200,
+                "disagreements": 404,
+                "item": 404,
+                "onboarding": 404,
+                "recruitment": 404,
+            },
+        ),
+        (
+            "study_admin",
+            {
+                "dashboard": 200,
+                "new": 200,
+                "batch": 200,
+                "disagreements": 200,
+                "item": 200,
+                "onboarding": 200,
+                "recruitment": 200,
+            },
+        ),
         # Staff alone gives nothing; annotate.view_study / change_study give viewer / admin
         # of every study, as in the Django admin (docs/security.md).
-        ("staff", {"dashboard": 404, "new": 404, "batch": 404, "disagreements": 404, "item": 404}),
-        ("staff_viewer", {"dashboard": 200, "new": 404, "batch": 200, "disagreements": 404, "item": 404}),
-        ("staff_admin", {"dashboard": 200, "new": 200, "batch": 200, "disagreements": 200, "item": 200}),
+        (
+            "staff",
+            {
+                "dashboard": 404,
+                "new": 404,
+                "batch": 404,
+                "disagreements": 404,
+                "item": 404,
+                "onboarding": 404,
+                "recruitment": 404,
+            },
+        ),
+        (
+            "staff_viewer",
+            {
+                "dashboard": 200,
+                "new": 404,
+                "batch": 200,
+                "disagreements": 404,
+                "item": 404,
+                "onboarding": 404,
+                "recruitment": 404,
+            },
+        ),
+        (
+            "staff_admin",
+            {
+                "dashboard": 200,
+                "new": 200,
+                "batch": 200,
+                "disagreements": 200,
+                "item": 200,
+                "onboarding": 200,
+                "recruitment": 200,
+            },
+        ),
     ],
 )
 def test_who_reaches_the_study_pages(client, setup, outsider, who, expected):
