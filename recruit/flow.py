@@ -55,8 +55,17 @@ def next_page(request, study, participant: Participant | None):
             services.finish_participation(participant=participant, outcome=outcome)
             return redirect("recruit:done")
         following = selectors.next_open_assignment(study=study, rater=user)
+        if following is None and participant.released_at is not None:
+            # Away longer than the lease, their open items went to others: back now, they
+            # get work again if the pool has room (as following the link again would).
+            services.arrive(link=participant.link, panel=participant.panel, external_id=participant.external_id)
+            following = selectors.next_open_assignment(study=study, rater=user)
         if following is None:
-            services.finish_participation(participant=participant, outcome=Participant.Outcome.COMPLETED)
+            # Done; or no item was left for them (every item had its k raters): the
+            # screen-out code, since they did no work to be paid for as completed.
+            submitted = selectors.has_submitted(study=study, rater=user)
+            outcome = Participant.Outcome.COMPLETED if submitted else Participant.Outcome.SCREENED_OUT
+            services.finish_participation(participant=participant, outcome=outcome)
             return redirect("recruit:done")
         return redirect("annotate:rate", assignment_uuid=following.uuid)
     wanted = request.GET.get("next", "")

@@ -61,3 +61,29 @@ def test_a_participant_past_the_time_budget_is_finished(client, study):
     participant.refresh_from_db()
     assert participant.outcome == "completed"  # one item submitted in time: their work counts
     assert _live(link).filter(rater=participant.user).count() == 1
+
+
+def test_a_released_participant_coming_back_in_their_session_gets_work_again(client, study):
+    """6 summaries, k = 1: P1's two go back, P2 takes two, and two are left that P1 never
+    had (a withdrawn item is not given back to the same participant)."""
+    link = make_link(study, items=2, k=1, summaries=6, lease=30)
+    client.get(arrival_url(link, pid="P1"))
+    first = Participant.objects.get()
+    Participant.objects.filter(pk=first.pk).update(last_seen_at=timezone.now() - timedelta(minutes=31))
+    services.arrive(link=link, panel="prolific", external_id="P2")  # releases P1's items; P2 takes two
+    assert not _live(link).filter(rater=first.user).exists()
+    response = client.get(f"/r/s/{study.slug}/next/")
+    assert response.status_code == 302 and response["Location"].startswith("/rate/")
+    assert _live(link).filter(rater=first.user).count() == 2
+    first.refresh_from_db()
+    assert first.outcome == "" and first.released_at is None
+
+
+def test_a_participant_for_whom_no_item_is_left_gets_the_screenout_code(client, study):
+    from tests.recruit.helpers import SCREENOUT
+
+    link = make_link(study, items=2, k=1, summaries=2)
+    services.arrive(link=link, panel="prolific", external_id="P1")  # takes both items
+    response = client.get(arrival_url(link, pid="P2"), follow=True)
+    assert f'id="completion-code">{SCREENOUT}<' in response.content.decode()
+    assert Participant.objects.get(external_id="P2").outcome == "screened_out"
