@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db.models import F, Min
 
 from annotate.models import (
     Assignment,
@@ -169,6 +169,38 @@ def is_qualification_item(assignment: Assignment) -> bool:
 
 
 # --- writes -----------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def enrol_in_qualification(*, study: Study, rater) -> list[Assignment]:
+    """Give a rater who joined after the qualification batch was built (a panel participant
+    arriving through a recruitment link, docs/recruitment.md) the study's qualification
+    items, first in their queue. Nothing when the study has no pass rule or the rater
+    already has qualification items (their attempts and retries stay as they are)."""
+    if (
+        current_rule(study) is None
+        or Assignment.objects.filter(study=study, rater=rater, batch__kind=Batch.Kind.QUALIFICATION).exists()
+    ):
+        return []
+    items: dict[int, int] = {}  # summary -> its first qualification batch (one live item per summary)
+    for batch_id, summary_id in (
+        Assignment.objects.filter(study=study, batch__kind=Batch.Kind.QUALIFICATION)
+        .exclude(state=Assignment.State.WITHDRAWN)
+        .order_by("batch_id", "summary_id")
+        .values_list("batch_id", "summary_id")
+        .distinct()
+    ):
+        items.setdefault(summary_id, batch_id)
+    first = Assignment.objects.filter(study=study, rater=rater).aggregate(m=Min("position"))["m"]
+    start = 0 if first is None else first  # shift the rater's other items after these
+    if first is not None:
+        Assignment.objects.filter(study=study, rater=rater).update(position=F("position") + len(items))
+    return Assignment.objects.bulk_create(
+        [
+            Assignment(study=study, batch_id=batch_id, summary_id=summary_id, rater=rater, position=start + i)
+            for i, (summary_id, batch_id) in enumerate(items.items())
+        ]
+    )
 
 
 def _rule_problems(definition: RubricDefinition, questions, tolerances) -> dict[str, str]:

@@ -56,6 +56,7 @@ INSTALLED_APPS = [
     "analysis",
     "datasets",
     "literature",
+    "recruit",
 ]
 
 MIDDLEWARE = [
@@ -81,6 +82,9 @@ MIDDLEWARE = [
     "core.exceptions.UnavailablePageMiddleware",
     # A login refused by the throttle answers the lockout page (annotate/throttling.py).
     "annotate.throttling.LoginLockMiddleware",
+    # Participants reach only their study; raters meet a study's onboarding before its
+    # items (recruit/middleware.py, docs/recruitment.md).
+    "recruit.middleware.RecruitGateMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -95,6 +99,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "recruit.context_processors.participant",
             ],
         },
     },
@@ -199,6 +204,9 @@ LOGIN_ADDRESS_FAILURE_LIMIT = env_int("LOGIN_ADDRESS_FAILURE_LIMIT", 20, minimum
 LOGIN_USERNAME_FAILURE_LIMIT = env_int("LOGIN_USERNAME_FAILURE_LIMIT", 10, minimum=1)
 LOGIN_USERNAME_WINDOW_HOURS = env_int("LOGIN_USERNAME_WINDOW_HOURS", 24, minimum=1)
 LOGIN_USERNAME_MAX_DELAY_SECONDS = env_int("LOGIN_USERNAME_MAX_DELAY_SECONDS", 60, minimum=1)
+# Recruitment links (docs/recruitment.md): new participant accounts per address per window.
+RECRUIT_ARRIVALS_PER_ADDRESS = env_int("RECRUIT_ARRIVALS_PER_ADDRESS", 20, minimum=1)
+RECRUIT_ARRIVAL_WINDOW_MINUTES = env_int("RECRUIT_ARRIVAL_WINDOW_MINUTES", 60, minimum=1)
 
 # API tokens (POST /api/auth/token/) stop working this many hours after they were made.
 API_TOKEN_TTL_HOURS = env_int("API_TOKEN_TTL_HOURS", 720, minimum=1)

@@ -41,6 +41,7 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("rate/", include("annotate.urls")),
+    path("", include("recruit.urls")),
     path("studies/", include("annotate.study_urls")),
     path("studies/", include("datasets.urls")),
     path("studies/", include("literature.urls")),

@@ -59,6 +59,7 @@ from datasets.exporting.folder import (
 )
 from datasets.exporting.licences import licence_allows_text
 from datasets.exporting.raw_rows import raw_chunks
+from recruit.selectors import onboarding_rows
 
 _NA_JSON = canonical_json(NA)  # how an N/A answer's value reads in the ratings table
 
@@ -501,6 +502,8 @@ def _write_tables(study, writers, phase, include_calibration, include_restricted
             )
         )
 
+    _write_onboarding(study, writers["onboarding"], pseudonyms)
+
     # consensus: the latest decision per (batch, summary, question) is the answer
     consensus = ConsensusAnswer.objects.filter(batch__in=batches).select_related("batch", "summary", "rubric")
     latest: dict[tuple[str, str, str], ConsensusAnswer] = {}
@@ -619,6 +622,32 @@ def _write_quality_tables(study, writers, pseudonyms: dict[int, str]) -> None:
                 name(flag.answered_by_id),
                 iso_timestamp(flag.answered_at),
                 flag.shared,
+            )
+        )
+
+
+def _write_onboarding(study, writer, pseudonyms: dict[int, str]) -> None:
+    """The onboarding table (recruit.selectors.onboarding_rows): raters by their export
+    pseudonym; someone with an onboarding trace and no answer in the study (a participant who
+    declined, say) is `onboarded-NN`, numbered in the order of their first trace."""
+    rows = onboarding_rows(study=study)
+    others = [r["user_id"] for r in rows if r["user_id"] not in pseudonyms]
+    width = max(2, len(str(len(others))))
+    names = dict(pseudonyms) | {uid: f"onboarded-{i:0{width}d}" for i, uid in enumerate(others, start=1)}
+    for r in sorted(rows, key=lambda r: names[r["user_id"]]):
+        consent = [
+            {"version": c["version"], "accepted": c["accepted"], "at": iso_timestamp(c["at"])} for c in r["consent"]
+        ]
+        writer.write(
+            (
+                names[r["user_id"]],
+                r["panel"],
+                r["outcome"],
+                canonical_json(consent),
+                iso_timestamp(r["instructions_opened_at"]),
+                iso_timestamp(r["instructions_acknowledged_at"]),
+                canonical_json(r["questionnaire"]) if r["questionnaire"] is not None else None,
+                iso_timestamp(r["answered_at"]),
             )
         )
 

@@ -225,9 +225,22 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("answered_at", "str"),
         ("shared", "bool"),
     ),
+    # Onboarding (issue 32; docs/recruitment.md): per rater, their consent decisions, the
+    # instructions acknowledged and the background questionnaire, by pseudonym only (never
+    # a panel's participant, study or session id).
+    "onboarding": (
+        ("rater", "str"),
+        ("panel", "str"),
+        ("outcome", "str"),
+        ("consent", "json"),
+        ("instructions_opened_at", "str"),
+        ("instructions_acknowledged_at", "str"),
+        ("questionnaire", "json"),
+        ("answered_at", "str"),
+    ),
 }
 # Tables a folder exported before they existed lacks: read as empty.
-OPTIONAL_TABLES = ("comparisons", "comparison_answers", "qualification_attempts", "exclusions", "flags")
+OPTIONAL_TABLES = ("comparisons", "comparison_answers", "qualification_attempts", "exclusions", "flags", "onboarding")
 
 
 def canonical_json(value: Any) -> str:

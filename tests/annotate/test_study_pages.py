@@ -53,6 +53,9 @@ def urls(study, batch):
         "gold": f"{base}gold/{summary.uuid}/",
         "monitor": f"{base}batches/{batch.uuid}/monitor/",
         "flags": f"{base}flags/",
+        # The recruit app's study admin pages (docs/recruitment.md).
+        "onboarding": f"{base}onboarding/",
+        "recruitment": f"{base}recruitment/",
     }
 
 
@@ -72,6 +75,8 @@ def urls(study, batch):
                 "gold": 404,
                 "monitor": 404,
                 "flags": 404,
+                "onboarding": 404,
+                "recruitment": 404,
             },
         ),
         (
@@ -86,6 +91,8 @@ def urls(study, batch):
                 "gold": 404,
                 "monitor": 404,
                 "flags": 404,
+                "onboarding": 404,
+                "recruitment": 404,
             },
         ),
         (
@@ -100,6 +107,8 @@ def urls(study, batch):
                 "gold": 404,
                 "monitor": 404,
                 "flags": 404,
+                "onboarding": 404,
+                "recruitment": 404,
             },
         ),
         (
@@ -114,6 +123,8 @@ def urls(study, batch):
                 "gold": 200,
                 "monitor": 200,
                 "flags": 200,
+                "onboarding": 200,
+                "recruitment": 200,
             },
         ),
         # Staff alone gives nothing; annotate.view_study / change_study give viewer / admin
@@ -130,6 +141,8 @@ def urls(study, batch):
                 "gold": 404,
                 "monitor": 404,
                 "flags": 404,
+                "onboarding": 404,
+                "recruitment": 404,
             },
         ),
         (
@@ -144,6 +157,8 @@ def urls(study, batch):
                 "gold": 404,
                 "monitor": 404,
                 "flags": 404,
+                "onboarding": 404,
+                "recruitment": 404,
             },
         ),
         (
@@ -158,6 +173,8 @@ def urls(study, batch):
                 "gold": 200,
                 "monitor": 200,
                 "flags": 200,
+                "onboarding": 200,
+                "recruitment": 200,
             },
         ),
     ],

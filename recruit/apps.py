@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class RecruitConfig(AppConfig):
+    name = "recruit"
+    verbose_name = "Recruitment and onboarding"

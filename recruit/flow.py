@@ -1,0 +1,77 @@
+"""Where a rater goes next in a study: onboarding first, then the qualification gate, then
+the items, and for a participant the end (docs/recruitment.md).
+
+`qualification_outcome` is the one place the qualification gate (annotate/qualification.py)
+plugs in: a "failed" state screens a participant out (finish_participation(outcome=
+"screened_out")) and shows a member the gate's message; while "pending", only the
+qualification items are open to them (annotate.selectors.queue.visible_to_rater)."""
+
+from __future__ import annotations
+
+from django.shortcuts import redirect
+from django.urls import reverse
+
+from annotate.qualification import qualification_state
+from recruit import selectors, services
+from recruit.models import Participant
+
+NOT_REQUIRED, PENDING, PASSED, FAILED = "not_required", "pending", "passed", "failed"
+
+
+def qualification_outcome(*, study, rater) -> str:
+    """ "not_required" | "pending" | "passed" | "failed": the study's qualification gate
+    (annotate/qualification.py, docs/qualification.md)."""
+    return qualification_state(study=study, rater=rater)
+
+
+STEP_URLS = {
+    selectors.CONSENT: "recruit:consent",
+    selectors.DECLINED: "recruit:consent",
+    selectors.INSTRUCTIONS: "recruit:instructions",
+    selectors.QUESTIONNAIRE: "recruit:questionnaire",
+}
+
+
+def next_page(request, study, participant: Participant | None):
+    """The redirect to where this rater goes next in the study."""
+    user = request.user
+    if participant is not None and participant.outcome:
+        return redirect("recruit:done")
+    step = selectors.onboarding_step(study=study, rater=user)
+    if step is not None:
+        return redirect(STEP_URLS[step], slug=study.slug)
+    if qualification_outcome(study=study, rater=user) == FAILED:
+        if participant is not None:
+            services.finish_participation(participant=participant, outcome=Participant.Outcome.SCREENED_OUT)
+            return redirect("recruit:done")
+        return redirect("annotate:queue")
+    if participant is not None:
+        if services.time_is_up(participant):
+            outcome = (
+                Participant.Outcome.COMPLETED
+                if selectors.has_submitted(study=study, rater=user)
+                else Participant.Outcome.SCREENED_OUT
+            )
+            services.finish_participation(participant=participant, outcome=outcome)
+            return redirect("recruit:done")
+        following = selectors.next_open_assignment(study=study, rater=user)
+        if following is None and participant.released_at is not None:
+            # Away longer than the lease, their open items went to others: back now, they
+            # get work again if the pool has room (as following the link again would).
+            services.arrive(link=participant.link, panel=participant.panel, external_id=participant.external_id)
+            following = selectors.next_open_assignment(study=study, rater=user)
+        if following is None:
+            # Done; or no item was left for them (every item had its k raters): the
+            # screen-out code, since they did no work to be paid for as completed.
+            submitted = selectors.has_submitted(study=study, rater=user)
+            outcome = Participant.Outcome.COMPLETED if submitted else Participant.Outcome.SCREENED_OUT
+            services.finish_participation(participant=participant, outcome=outcome)
+            return redirect("recruit:done")
+        return redirect("annotate:rate", assignment_uuid=following.uuid)
+    wanted = request.GET.get("next", "")
+    if wanted.startswith("/rate/") and "//" not in wanted:
+        return redirect(wanted)
+    following = selectors.next_open_assignment(study=study, rater=user)
+    if following is not None:
+        return redirect("annotate:rate", assignment_uuid=following.uuid)
+    return redirect(reverse("annotate:queue"))

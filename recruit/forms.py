@@ -1,0 +1,64 @@
+from django import forms
+
+from recruit.services import QUESTION_KINDS
+
+
+class OnboardingForm(forms.Form):
+    consent_text = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 8}),
+        help_text="Shown before anything else; raters accept or decline. Editing it makes a new version that "
+        "every rater is asked to accept again. Leave empty to ask for no consent.",
+    )
+    instructions = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 8}),
+        help_text="Raters open and acknowledge them before their first item.",
+    )
+
+
+class QuestionForm(forms.Form):
+    prompt = forms.CharField(max_length=500)
+    kind = forms.ChoiceField(
+        choices=[
+            (
+                k,
+                {
+                    "choice": "One of several options",
+                    "checkboxes": "Any of several options",
+                    "scale": "A scale (options in increasing order)",
+                    "text": "Free text",
+                }[k],
+            )
+            for k in QUESTION_KINDS
+        ]
+    )
+    options = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 4}), help_text="One option per line (not for free text)."
+    )
+    required = forms.BooleanField(required=False)
+
+
+class LinkForm(forms.Form):
+    name = forms.CharField(max_length=150)
+    raters_per_item = forms.IntegerField(min_value=1, max_value=50, initial=3, label="Raters per item (k)")
+    items_per_participant = forms.IntegerField(min_value=1, max_value=500, initial=5)
+    max_participants = forms.IntegerField(min_value=1, max_value=100_000, initial=30)
+    time_budget_minutes = forms.IntegerField(min_value=1, max_value=24 * 60, initial=60)
+    lease_minutes = forms.IntegerField(
+        min_value=1,
+        max_value=24 * 60,
+        initial=30,
+        help_text="An absent participant's unfinished items go back to the pool after this long.",
+    )
+    completion_url = forms.URLField(
+        max_length=500,
+        assume_scheme="https",
+        initial="https://app.prolific.com/submissions/complete",
+        help_text="Participants are sent here with ?cc=<code> when they finish.",
+    )
+    completion_code = forms.CharField(max_length=64)
+    screenout_code = forms.CharField(max_length=64, help_text="For declined consent or failed qualification.")
+
+    def error_message(self) -> str:
+        return "; ".join(f"{field}: {' '.join(errors)}" for field, errors in self.errors.items())

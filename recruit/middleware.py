@@ -1,0 +1,85 @@
+"""Two gates in front of the rating pages (docs/recruitment.md):
+
+- A participant (an account a recruitment link made, marked in its session) reaches only
+  its own study's participant pages, its own items and the API calls its rating page makes;
+  every other page is a 404, as if it did not exist. Their queue and the home page lead to
+  their next step instead.
+- A rater (participant or member) who has not finished a study's onboarding (consent,
+  instructions, questionnaire) is sent to the step instead of the item.
+
+The participant mark is read from the session, so ordinary requests cost no query."""
+
+from __future__ import annotations
+
+from django.http import Http404
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.utils.http import urlencode
+
+from recruit import selectors, services
+
+SESSION_KEY = "recruit_participant"
+
+# What a participant may reach besides the recruit app's participant pages.
+PARTICIPANT_VIEWS = {
+    "annotate:rate",
+    "annotate:feedback",
+    "api:assignment-detail",
+    "api:assignment-rating",
+    "api:assignment-submit",
+    "api:assignment-skip",
+    "api:assignment-reopen",
+    "logout",
+}
+PARTICIPANT_PAGES = {
+    "recruit:arrive",
+    "recruit:consent",
+    "recruit:instructions",
+    "recruit:questionnaire",
+    "recruit:next",
+    "recruit:done",
+}
+TO_NEXT_STEP = {"home", "annotate:queue"}
+
+
+class RecruitGateMiddleware:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_view(self, request, view_func, view_args, view_kwargs):
+        match = request.resolver_match
+        name = match.view_name if match is not None else ""
+        if name == "recruit:arrive" or not request.user.is_authenticated:
+            return None
+        if request.session.get(SESSION_KEY) is not None:
+            return self._participant(request, name, view_kwargs)
+        if name == "annotate:rate":
+            study = selectors.assignment_needs_onboarding(
+                assignment_uuid=view_kwargs.get("assignment_uuid"), rater=request.user
+            )
+            if study is not None:
+                url = reverse("recruit:next", kwargs={"slug": study.slug})
+                return redirect(f"{url}?{urlencode({'next': request.path})}")
+        return None
+
+    def _participant(self, request, name, kwargs):
+        participant = selectors.participant_of(request.user)
+        if participant is None or participant.pk != request.session.get(SESSION_KEY):
+            raise Http404("No such page.")
+        services.touch(participant=participant)
+        if name in TO_NEXT_STEP:
+            return redirect("recruit:next", slug=participant.study.slug)
+        if name in PARTICIPANT_PAGES:
+            if "slug" in kwargs and kwargs["slug"] != participant.study.slug:
+                raise Http404("No such study.")
+            return None
+        if name not in PARTICIPANT_VIEWS:
+            raise Http404("No such page.")
+        if participant.outcome and name != "logout":
+            return redirect("recruit:done")
+        if name == "annotate:rate" and selectors.onboarding_step(study=participant.study, rater=request.user):
+            return redirect("recruit:next", slug=participant.study.slug)
+        return None

@@ -1,0 +1,185 @@
+"""Arriving and leaving: a study's onboarding (versioned consent, instructions, a background
+questionnaire), each rater's answers to it, crowd recruitment links and the participants
+who arrive through them (docs/recruitment.md).
+
+Consent decisions are never overwritten: each is a row of its own (the version read, the
+decision, the time). A participant's panel identifiers are stored as given and leave the
+system only as the study's pseudonyms (datasets export)."""
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from annotate.models import Batch, Study
+from core.models import TimeStamped
+
+
+class Onboarding(TimeStamped):
+    """What a study asks of a rater before the first item. Consent texts are versions of
+    their own (ConsentVersion); `questionnaire` is a list of rubric question mappings
+    (annotate/rubrics.py), built on the onboarding page, never typed as JSON."""
+
+    study = models.OneToOneField(Study, on_delete=models.CASCADE, related_name="onboarding")
+    instructions = models.TextField(blank=True, help_text="Opened and acknowledged before the first item.")
+    questionnaire = models.JSONField(default=list, blank=True)
+
+    def __str__(self) -> str:
+        return f"Onboarding of {self.study}"
+
+
+class ConsentVersion(TimeStamped):
+    """One version of a study's consent text; an edit makes the next version."""
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="consent_versions")
+    number = models.PositiveIntegerField()
+    text = models.TextField()
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["study", "number"], name="consent_version_unique_study_number"),
+            models.CheckConstraint(condition=Q(number__gte=1), name="consent_version_number_positive"),
+        ]
+        ordering = ["study", "number"]
+
+    def __str__(self) -> str:
+        return f"{self.study.slug} consent v{self.number}"
+
+
+class ConsentDecision(TimeStamped):
+    """A rater accepted or declined one consent version, at `created_at`. Append-only."""
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="consent_decisions")
+    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="consent_decisions")
+    version = models.ForeignKey(ConsentVersion, on_delete=models.PROTECT, related_name="decisions")
+    accepted = models.BooleanField()
+
+    class Meta:
+        ordering = ["study", "rater", "created_at", "pk"]
+
+    def __str__(self) -> str:
+        return f"{self.rater} {'accepted' if self.accepted else 'declined'} {self.version}"
+
+
+class OnboardingRecord(TimeStamped):
+    """One rater's way through a study's onboarding: instructions opened and acknowledged,
+    and the answers to the background questionnaire."""
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="onboarding_records")
+    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="onboarding_records")
+    instructions_opened_at = models.DateTimeField(null=True, blank=True)
+    instructions_acknowledged_at = models.DateTimeField(null=True, blank=True)
+    answers = models.JSONField(null=True, blank=True, help_text="Questionnaire key -> answer.")
+    answered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["study", "rater"], name="onboarding_record_unique_study_rater"),
+            models.CheckConstraint(
+                condition=Q(instructions_acknowledged_at__isnull=True) | Q(instructions_opened_at__isnull=False),
+                name="onboarding_acknowledged_after_opened",
+            ),
+        ]
+        ordering = ["study", "created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.rater} in {self.study}"
+
+
+class RecruitmentLink(TimeStamped):
+    """A signed link that lets panel participants in (docs/recruitment.md). Its batch
+    (made with the link) holds the participants' assignments; `batch.raters_per_item` is
+    k and `batch.design["pool"]` the summaries it hands out."""
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="recruitment_links")
+    batch = models.OneToOneField(Batch, on_delete=models.PROTECT, related_name="recruitment_link")
+    name = models.CharField(max_length=200)
+    enabled = models.BooleanField(default=True)
+    max_participants = models.PositiveIntegerField(help_text="Participants the link lets in, at most.")
+    items_per_participant = models.PositiveSmallIntegerField()
+    time_budget_minutes = models.PositiveIntegerField(help_text="From arrival; then the session ends.")
+    lease_minutes = models.PositiveIntegerField(
+        default=30, help_text="An absent participant's unfinished items go back to the pool after this long."
+    )
+    completion_url = models.URLField(max_length=500, help_text="e.g. https://app.prolific.com/submissions/complete")
+    completion_code = models.CharField(max_length=64)
+    screenout_code = models.CharField(max_length=64)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(items_per_participant__gte=1), name="link_items_positive"),
+            models.CheckConstraint(condition=Q(max_participants__gte=1), name="link_participants_positive"),
+            models.CheckConstraint(condition=Q(time_budget_minutes__gte=1), name="link_time_budget_positive"),
+            models.CheckConstraint(condition=Q(lease_minutes__gte=1), name="link_lease_positive"),
+        ]
+        ordering = ["study", "created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.study.slug}: {self.name}"
+
+
+class Participant(TimeStamped):
+    """A study-only account made by a recruitment link: no password, signed in by the
+    link for one session; reaches nothing outside its study (recruit/middleware.py)."""
+
+    class Panel(models.TextChoices):
+        PROLIFIC = "prolific", "Prolific"
+        GENERIC = "generic", "Other panel"
+
+    class Outcome(models.TextChoices):
+        ACTIVE = "", "Taking part"
+        COMPLETED = "completed", "Completed"
+        DECLINED = "declined", "Declined consent"
+        SCREENED_OUT = "screened_out", "Screened out"
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="participant")
+    link = models.ForeignKey(RecruitmentLink, on_delete=models.PROTECT, related_name="participants")
+    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="participants")
+    panel = models.CharField(max_length=16, choices=Panel.choices)
+    external_id = models.CharField(max_length=64, help_text="The panel's participant id, as given.")
+    panel_study_id = models.CharField(max_length=64, blank=True)
+    panel_session_id = models.CharField(max_length=64, blank=True)
+    address = models.CharField(max_length=64, blank=True, help_text="Where the account was made from.")
+    last_seen_at = models.DateTimeField()
+    released_at = models.DateTimeField(
+        null=True, blank=True, help_text="When an absence longer than the lease gave the open items back."
+    )
+    outcome = models.CharField(max_length=16, choices=Outcome.choices, default=Outcome.ACTIVE, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["link", "external_id"], name="participant_unique_link_external_id"),
+            models.CheckConstraint(
+                condition=Q(outcome="", finished_at__isnull=True) | (~Q(outcome="") & Q(finished_at__isnull=False)),
+                name="participant_finished_has_time",
+            ),
+        ]
+        ordering = ["link", "created_at"]
+
+    def __str__(self) -> str:
+        return f"participant {self.pk} of {self.link}"
+
+
+class ArrivalCount(models.Model):
+    """New participant accounts made from one address in the current window (a rate
+    limit on account creation, settings.RECRUIT_ARRIVALS_PER_ADDRESS)."""
+
+    address = models.CharField(max_length=64, unique=True)
+    window_start = models.DateTimeField()
+    count = models.PositiveIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"{self.address}: {self.count}"

@@ -1,0 +1,154 @@
+"""Reads of the recruit app: where a rater stands in a study's onboarding, the participant
+behind an account, a link's figures."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import Count, Exists, OuterRef, Q
+
+from annotate.models import Assignment, Study
+from annotate.rubrics import RubricDefinition
+from annotate.selectors.queue import visible_to_rater
+from recruit.models import ConsentDecision, ConsentVersion, Onboarding, OnboardingRecord, Participant, RecruitmentLink
+
+CONSENT, INSTRUCTIONS, QUESTIONNAIRE, DECLINED = "consent", "instructions", "questionnaire", "declined"
+
+
+def current_consent(*, study: Study, include_withdrawn: bool = False) -> ConsentVersion | None:
+    """The study's newest consent version, or None when it asks for none (no version, or
+    the newest is empty: the admin stopped asking)."""
+    version = ConsentVersion.objects.filter(study=study).order_by("-number").first()
+    if version is not None and not version.text and not include_withdrawn:
+        return None
+    return version
+
+
+def questionnaire_definition(onboarding: Onboarding | None) -> RubricDefinition | None:
+    """The background questionnaire as rubric questions (annotate/rubrics.py), or None."""
+    if onboarding is None or not onboarding.questionnaire:
+        return None
+    return RubricDefinition.from_dict(
+        {"key": "questionnaire", "title": "Background questions", "questions": onboarding.questionnaire}
+    )
+
+
+def onboarding_step(*, study: Study, rater) -> str | None:
+    """The step of the study's onboarding the rater must take next: "consent",
+    "declined" (they declined the current version: no items), "instructions",
+    "questionnaire", or None when they are through (or the study asks nothing)."""
+    onboarding = Onboarding.objects.filter(study=study).first()
+    consent = current_consent(study=study)
+    if consent is not None:
+        decision = ConsentDecision.objects.filter(study=study, rater=rater, version=consent).order_by("-pk").first()
+        if decision is None:
+            return CONSENT
+        if not decision.accepted:
+            return DECLINED
+    if onboarding is None:
+        return None
+    record = OnboardingRecord.objects.filter(study=study, rater=rater).first()
+    if onboarding.instructions and (record is None or record.instructions_acknowledged_at is None):
+        return INSTRUCTIONS
+    if onboarding.questionnaire and (record is None or record.answered_at is None):
+        return QUESTIONNAIRE
+    return None
+
+
+def assignment_needs_onboarding(*, assignment_uuid, rater) -> Study | None:
+    """The study of the rater's assignment when it has an onboarding the rater has not
+    finished, else None. One query when the study asks nothing (the common case)."""
+    asks = Q(Exists(Onboarding.objects.filter(study=OuterRef("pk")))) | Q(
+        Exists(ConsentVersion.objects.filter(study=OuterRef("pk")))
+    )
+    study = Study.objects.filter(asks, assignments__uuid=assignment_uuid, assignments__rater=rater).distinct().first()
+    if study is None or onboarding_step(study=study, rater=rater) is None:
+        return None
+    return study
+
+
+def participant_of(user) -> Participant | None:
+    """The participant behind an account, or None for an ordinary account."""
+    if not getattr(user, "is_authenticated", False):
+        return None
+    try:
+        return Participant.objects.select_related("link__batch", "study").get(user=user)
+    except Participant.DoesNotExist:
+        return None
+
+
+def next_open_assignment(*, study: Study, rater) -> Assignment | None:
+    """The first open item the rater may see now: behind a qualification gate, only the
+    qualification items until they pass."""
+    return (
+        Assignment.objects.filter(
+            study=study, rater=rater, state__in=(Assignment.State.PENDING, Assignment.State.IN_PROGRESS)
+        )
+        .filter(visible_to_rater(rater))
+        .order_by("position", "pk")
+        .first()
+    )
+
+
+def has_submitted(*, study: Study, rater) -> bool:
+    return Assignment.objects.filter(study=study, rater=rater, state=Assignment.State.SUBMITTED).exists()
+
+
+@dataclass(frozen=True)
+class LinkRow:
+    link: RecruitmentLink
+    participants: int
+    completed: int
+    declined: int
+    screened_out: int
+
+
+def links_of(*, study: Study) -> list[LinkRow]:
+    """The study's links with their participant counts (one query)."""
+    links = (
+        RecruitmentLink.objects.filter(study=study)
+        .select_related("batch")
+        .annotate(
+            n=Count("participants"),
+            n_completed=Count("participants", filter=Q(participants__outcome=Participant.Outcome.COMPLETED)),
+            n_declined=Count("participants", filter=Q(participants__outcome=Participant.Outcome.DECLINED)),
+            n_screened=Count("participants", filter=Q(participants__outcome=Participant.Outcome.SCREENED_OUT)),
+        )
+        .order_by("created_at")
+    )
+    return [LinkRow(link, lk.n, lk.n_completed, lk.n_declined, lk.n_screened) for lk in links for link in (lk,)]
+
+
+def onboarding_rows(*, study: Study) -> list[dict]:
+    """Per rater of the study who has an onboarding trace: user id, consent decisions
+    (version, accepted, time), instructions times, questionnaire answers, participant
+    panel and outcome (never the panel's identifiers). For the dataset export."""
+    rows: dict[int, dict] = {}
+
+    def row(uid: int) -> dict:
+        return rows.setdefault(
+            uid,
+            {
+                "user_id": uid,
+                "consent": [],
+                "instructions_opened_at": None,
+                "instructions_acknowledged_at": None,
+                "questionnaire": None,
+                "answered_at": None,
+                "panel": "",
+                "outcome": "",
+            },
+        )
+
+    for d in ConsentDecision.objects.filter(study=study).select_related("version").order_by("created_at", "pk"):
+        row(d.rater_id)["consent"].append({"version": d.version.number, "accepted": d.accepted, "at": d.created_at})
+    for r in OnboardingRecord.objects.filter(study=study):
+        target = row(r.rater_id)
+        target["instructions_opened_at"] = r.instructions_opened_at
+        target["instructions_acknowledged_at"] = r.instructions_acknowledged_at
+        target["questionnaire"] = r.answers
+        target["answered_at"] = r.answered_at
+    for p in Participant.objects.filter(study=study).values("user_id", "panel", "outcome"):
+        target = row(p["user_id"])
+        target["panel"], target["outcome"] = p["panel"], p["outcome"]
+    return list(rows.values())

@@ -1,0 +1,558 @@
+"""Writes of the recruit app: onboarding set-up and each rater's way through it, crowd
+links, participants arriving (with their work assigned) and leaving (docs/recruitment.md).
+
+Every function is keyword-only and atomic where it writes, as annotate.services'."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core import signing
+from django.db import IntegrityError, transaction
+from django.db.models import Count, Max, Q
+from django.utils import timezone
+
+from annotate.batches import withdraw_assignment
+from annotate.models import Assignment, Batch, ExpectedAnswer, Study, StudyMembership
+from annotate.qualification import enrol_in_qualification
+from annotate.rubrics import RubricDefinition, RubricDefinitionError
+from annotate.selectors.contents import filter_summaries
+from annotate.services import add_study_member
+from core.exceptions import ApplicationError, InvalidStateError
+from core.text_validation import check_text
+from recruit.models import (
+    ArrivalCount,
+    ConsentDecision,
+    ConsentVersion,
+    Onboarding,
+    OnboardingRecord,
+    Participant,
+    RecruitmentLink,
+)
+from recruit.selectors import current_consent, questionnaire_definition
+
+LINK_SALT = "recruit.link"
+MAX_CONSENT_CHARS = 50_000
+MAX_INSTRUCTIONS_CHARS = 50_000
+MAX_QUESTIONS = 30
+# Panel identifiers: Prolific's are 24 hex digits; other panels use similar tokens. Anything
+# else (spaces, markup, very long values) is refused with a 400 naming the parameter.
+PANEL_ID = re.compile(r"[A-Za-z0-9_.:@-]{1,64}")
+OPEN_STATES = (Assignment.State.PENDING, Assignment.State.IN_PROGRESS)
+
+
+def _invalid(field: str, message: str) -> ApplicationError:
+    return ApplicationError(f"{field}: {message}", extra={"fields": {field: message}})
+
+
+# --- the study admin's set-up -----------------------------------------------------------------
+
+
+@transaction.atomic
+def save_onboarding(*, study: Study, consent_text: str, instructions: str, by=None) -> Onboarding:
+    """Store the onboarding texts. A consent text that differs from the current version
+    becomes the next version (raters are asked again); an empty one asks for no consent
+    from then on (the versions and decisions already made are kept)."""
+    for field, text, limit in (
+        ("consent_text", consent_text, MAX_CONSENT_CHARS),
+        ("instructions", instructions, MAX_INSTRUCTIONS_CHARS),
+    ):
+        check_text(text, field)
+        if len(text) > limit:
+            raise _invalid(field, f"at most {limit} characters")
+    onboarding, _ = Onboarding.objects.select_for_update().get_or_create(study=study)
+    onboarding.instructions = instructions.strip()
+    onboarding.save()
+    text = consent_text.strip()
+    current = current_consent(study=study, include_withdrawn=True)
+    if text and (current is None or current.text != text):
+        number = (ConsentVersion.objects.filter(study=study).aggregate(m=Max("number"))["m"] or 0) + 1
+        ConsentVersion.objects.create(study=study, number=number, text=text, created_by=by)
+    elif not text and current is not None and current.text:
+        # "No consent asked" is a version too (empty text), so the history shows when it stopped.
+        number = (ConsentVersion.objects.filter(study=study).aggregate(m=Max("number"))["m"] or 0) + 1
+        ConsentVersion.objects.create(study=study, number=number, text="", created_by=by)
+    return onboarding
+
+
+SUGGESTED_QUESTIONS = (
+    {
+        "key": "expertise",
+        "kind": "choice",
+        "prompt": "Which best describes your background in this field?",
+        "required": True,
+        "options": [
+            {"value": "lay", "label": "No training in the field"},
+            {"value": "student", "label": "Student of the field"},
+            {"value": "practitioner", "label": "Practitioner or researcher"},
+        ],
+    },
+    {
+        "key": "years_of_practice",
+        "kind": "scale",
+        "prompt": "Years of practice in the field",
+        "required": True,
+        "options": [
+            {"value": 0, "label": "none"},
+            {"value": 1, "label": "under 2"},
+            {"value": 2, "label": "2 to 5"},
+            {"value": 3, "label": "5 to 10"},
+            {"value": 4, "label": "over 10"},
+        ],
+    },
+    {"key": "language", "kind": "text", "prompt": "Your first language", "required": False},
+)
+
+QUESTION_KINDS = ("choice", "checkboxes", "scale", "text")
+
+
+def question_from_form(
+    *, prompt: str, kind: str, options_text: str = "", required: bool = False, key: str = ""
+) -> dict[str, Any]:
+    """A rubric question mapping from the onboarding page's fields: the options one per
+    line (a scale's are numbered 1, 2, ... in the order given; a choice's values are made
+    from their labels)."""
+    check_text(prompt, "prompt")
+    prompt = prompt.strip()
+    if not prompt:
+        raise _invalid("prompt", "a question needs its prompt")
+    if len(prompt) > 500:
+        raise _invalid("prompt", "at most 500 characters")
+    if kind not in QUESTION_KINDS:
+        raise _invalid("kind", f"must be one of {', '.join(QUESTION_KINDS)}")
+    key = key or re.sub(r"[^a-z0-9]+", "_", prompt.lower()).strip("_")[:40] or "question"
+    if not key[0].isalpha():
+        key = f"q_{key}"
+    question: dict[str, Any] = {"key": key, "kind": kind, "prompt": prompt, "required": bool(required)}
+    if kind != "text":
+        check_text(options_text, "options")
+        labels = [line.strip() for line in options_text.splitlines() if line.strip()]
+        if len(labels) < 2:
+            raise _invalid("options", "give at least two options, one per line")
+        if len(labels) > 20 or any(len(label) > 200 for label in labels):
+            raise _invalid("options", "at most 20 options of at most 200 characters each")
+        if kind == "scale":
+            question["options"] = [{"value": i, "label": label} for i, label in enumerate(labels, start=1)]
+        else:
+            values = [
+                re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_") or f"option_{i}"
+                for i, label in enumerate(labels, 1)
+            ]
+            if len(set(values)) != len(values):
+                values = [f"option_{i}" for i in range(1, len(labels) + 1)]
+            question["options"] = [{"value": v, "label": label} for v, label in zip(values, labels, strict=True)]
+    return question
+
+
+@transaction.atomic
+def add_questionnaire_questions(*, study: Study, questions: list[dict[str, Any]]) -> Onboarding:
+    """Append questions to the background questionnaire, checked as rubric questions
+    (annotate/rubrics.py). A key already asked gets a numbered suffix."""
+    onboarding, _ = Onboarding.objects.select_for_update().get_or_create(study=study)
+    current = list(onboarding.questionnaire or [])
+    keys = {q["key"] for q in current}
+    for question in questions:
+        question = dict(question)
+        base, n = question["key"], 2
+        while question["key"] in keys:
+            question["key"], n = f"{base}_{n}", n + 1
+        keys.add(question["key"])
+        current.append(question)
+    if len(current) > MAX_QUESTIONS:
+        raise _invalid("prompt", f"a questionnaire has at most {MAX_QUESTIONS} questions")
+    try:
+        RubricDefinition.from_dict({"key": "questionnaire", "title": "Questionnaire", "questions": current})
+    except RubricDefinitionError as exc:
+        raise _invalid("prompt", exc.message) from None
+    onboarding.questionnaire = current
+    onboarding.save()
+    return onboarding
+
+
+@transaction.atomic
+def remove_questionnaire_question(*, study: Study, key: str) -> Onboarding:
+    """Take a question off the questionnaire; answers already given keep it."""
+    onboarding, _ = Onboarding.objects.select_for_update().get_or_create(study=study)
+    remaining = [q for q in onboarding.questionnaire or [] if q.get("key") != key]
+    if len(remaining) == len(onboarding.questionnaire or []):
+        raise _invalid("key", "no such question")
+    onboarding.questionnaire = remaining
+    onboarding.save()
+    return onboarding
+
+
+# --- a rater's way through onboarding ---------------------------------------------------------
+
+
+def _record(study: Study, rater) -> OnboardingRecord:
+    record, _ = OnboardingRecord.objects.select_for_update().get_or_create(study=study, rater=rater)
+    return record
+
+
+@transaction.atomic
+def record_consent(*, study: Study, rater, version_uuid: Any, accepted: bool) -> ConsentDecision:
+    """Store the rater's decision on the consent version they read (a stale version, one
+    edited since the page was shown, is refused: they must read the new one). Declining
+    ends their part: their open items are taken back (answers kept), and a participant
+    finishes with the screen-out code."""
+    version = current_consent(study=study)
+    if version is None:
+        raise InvalidStateError("This study asks for no consent.")
+    if str(version.uuid) != str(version_uuid):
+        raise _invalid("version", "the consent text has changed since you opened it: please read it again")
+    decision = ConsentDecision.objects.create(study=study, rater=rater, version=version, accepted=bool(accepted))
+    if not accepted:
+        participant = Participant.objects.filter(user=rater, study=study).first()
+        if participant is not None:
+            finish_participation(participant=participant, outcome=Participant.Outcome.DECLINED)
+        else:
+            _withdraw_open(Assignment.objects.filter(study=study, rater=rater))
+    return decision
+
+
+@transaction.atomic
+def open_instructions(*, study: Study, rater) -> OnboardingRecord:
+    record = _record(study, rater)
+    if record.instructions_opened_at is None:
+        record.instructions_opened_at = timezone.now()
+        record.save(update_fields=["instructions_opened_at", "updated_at"])
+    return record
+
+
+@transaction.atomic
+def acknowledge_instructions(*, study: Study, rater) -> OnboardingRecord:
+    record = _record(study, rater)
+    if record.instructions_opened_at is None:
+        raise _invalid("acknowledge", "open the instructions before acknowledging them")
+    if record.instructions_acknowledged_at is None:
+        record.instructions_acknowledged_at = timezone.now()
+        record.save(update_fields=["instructions_acknowledged_at", "updated_at"])
+    return record
+
+
+@transaction.atomic
+def submit_questionnaire(*, study: Study, rater, answers: dict[str, Any]) -> OnboardingRecord:
+    """Check the answers with the rubric's own validation (annotate/rubrics.py) and store
+    them; answered again, the newest answers replace the stored ones."""
+    onboarding = Onboarding.objects.filter(study=study).first()
+    definition = questionnaire_definition(onboarding)
+    if definition is None:
+        raise InvalidStateError("This study asks no background questions.")
+    clean = definition.validate(answers, {}, final=True)
+    record = _record(study, rater)
+    record.answers = {k: v for k, v in clean.values.items() if v not in (None, "", [])}
+    record.answered_at = timezone.now()
+    record.save(update_fields=["answers", "answered_at", "updated_at"])
+    return record
+
+
+# --- recruitment links ----------------------------------------------------------------------
+
+
+def link_token(link: RecruitmentLink) -> str:
+    """The link's signed token (Django's signing, with the secret key): it names the link
+    by its random uuid, and any change to it fails the signature."""
+    return signing.dumps(str(link.uuid), salt=LINK_SALT, compress=False)
+
+
+def link_from_token(token: str) -> RecruitmentLink | None:
+    """The enabled link a token names, else None (tampered, unknown or disabled)."""
+    try:
+        value = signing.loads(token, salt=LINK_SALT)
+    except signing.BadSignature:
+        return None
+    return (
+        RecruitmentLink.objects.select_related("study", "batch").filter(uuid=value, enabled=True).first()
+        if isinstance(value, str) and len(value) == 36
+        else None
+    )
+
+
+@transaction.atomic
+def create_link(
+    *,
+    study: Study,
+    name: str,
+    raters_per_item: int,
+    items_per_participant: int,
+    max_participants: int,
+    time_budget_minutes: int,
+    completion_url: str,
+    completion_code: str,
+    screenout_code: str,
+    lease_minutes: int = 30,
+    by=None,
+) -> RecruitmentLink:
+    """A recruitment link with its own batch over the study's summaries (gold items,
+    attention checks and training items left out): `raters_per_item` participants rate
+    each summary, `items_per_participant` each."""
+    for field, value in (("name", name), ("completion_code", completion_code), ("screenout_code", screenout_code)):
+        check_text(value, field)
+        if not value.strip():
+            raise _invalid(field, "required")
+    if completion_code.strip() == screenout_code.strip():
+        raise _invalid("screenout_code", "must differ from the completion code")
+    for field, value, low, high in (
+        ("raters_per_item", raters_per_item, 1, 50),
+        ("items_per_participant", items_per_participant, 1, 500),
+        ("max_participants", max_participants, 1, 100_000),
+        ("time_budget_minutes", time_budget_minutes, 1, 24 * 60),
+        ("lease_minutes", lease_minutes, 1, 24 * 60),
+    ):
+        if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+            raise _invalid(field, f"a whole number from {low} to {high}")
+    special = ExpectedAnswer.objects.filter(study=study).values("summary")
+    pool = list(filter_summaries(study=study).exclude(pk__in=special).values_list("pk", flat=True))
+    if not pool:
+        raise _invalid("name", "the study has no summaries to hand out")
+    batch_name = f"crowd: {name.strip()}"
+    if Batch.objects.filter(study=study, name=batch_name).exists():
+        raise _invalid("name", f"this study already has a batch named {batch_name!r}")
+    batch = Batch.objects.create(
+        study=study,
+        name=batch_name,
+        kind=Batch.Kind.MAIN,
+        design={"design": "crowd", "k": raters_per_item, "pool": pool},
+        seed=secrets.randbelow(2**31),
+        raters_per_item=raters_per_item,
+        created_by=by,
+    )
+    return RecruitmentLink.objects.create(
+        study=study,
+        batch=batch,
+        name=name.strip(),
+        max_participants=max_participants,
+        items_per_participant=items_per_participant,
+        time_budget_minutes=time_budget_minutes,
+        lease_minutes=lease_minutes,
+        completion_url=completion_url,
+        completion_code=completion_code.strip(),
+        screenout_code=screenout_code.strip(),
+        created_by=by,
+    )
+
+
+@transaction.atomic
+def set_link_enabled(*, link: RecruitmentLink, enabled: bool) -> RecruitmentLink:
+    RecruitmentLink.objects.filter(pk=link.pk).update(enabled=enabled, updated_at=timezone.now())
+    link.refresh_from_db()
+    return link
+
+
+class ArrivalRefused(ApplicationError):
+    """The link cannot take this participant (full, rate-limited)."""
+
+    code = "refused"
+    http_status = 403
+
+
+class TooManyArrivals(ArrivalRefused):
+    code = "throttled"
+    http_status = 429
+
+
+def _count_arrival(address: str) -> None:
+    """Count one new account from `address`; refuse past the limit in the window."""
+    if not address:
+        return
+    limit = settings.RECRUIT_ARRIVALS_PER_ADDRESS
+    window = timedelta(minutes=settings.RECRUIT_ARRIVAL_WINDOW_MINUTES)
+    now = timezone.now()
+    row, _ = ArrivalCount.objects.select_for_update().get_or_create(address=address, defaults={"window_start": now})
+    if row.window_start < now - window:
+        row.window_start, row.count = now, 0
+    if row.count >= limit:
+        raise TooManyArrivals("Too many new participants from your network: please try again later.")
+    row.count += 1
+    row.save()
+
+
+def check_panel_ids(params) -> tuple[str, str, str, str]:
+    """(panel, participant id, study id, session id) from the link's query string:
+    Prolific's PROLIFIC_PID, STUDY_ID and SESSION_ID, or a generic `participant`."""
+    if params.get("PROLIFIC_PID") is not None:
+        panel, fields = Participant.Panel.PROLIFIC, ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID")
+    elif params.get("participant") is not None:
+        panel, fields = Participant.Panel.GENERIC, ("participant", "study", "session")
+    else:
+        raise _invalid("PROLIFIC_PID", "the link needs the panel's participant id (PROLIFIC_PID or participant)")
+    values = []
+    for i, field in enumerate(fields):
+        value = params.get(field, "")
+        if (i == 0 or value) and not PANEL_ID.fullmatch(value):
+            raise _invalid(field, "1 to 64 letters, digits or _.:@-")
+        values.append(value)
+    return panel, *values
+
+
+def _withdraw_open(assignments) -> int:
+    n = 0
+    for assignment in assignments.filter(state__in=OPEN_STATES):
+        withdraw_assignment(assignment=assignment)
+        n += 1
+    return n
+
+
+def release_absent(*, link: RecruitmentLink, now=None) -> int:
+    """Give back the open items of the link's participants who have been away longer
+    than the lease (or past their time budget): withdrawn, their answers kept. Returns
+    the number of participants released. Called inside arrive()'s lock."""
+    now = now or timezone.now()
+    gone = Participant.objects.filter(link=link, outcome="", released_at__isnull=True).filter(
+        Q(last_seen_at__lt=now - timedelta(minutes=link.lease_minutes))
+        | Q(created_at__lt=now - timedelta(minutes=link.time_budget_minutes))
+    )
+    released = 0
+    for participant in gone:
+        _withdraw_open(Assignment.objects.filter(batch=link.batch, rater=participant.user))
+        Participant.objects.filter(pk=participant.pk).update(released_at=now)
+        released += 1
+    return released
+
+
+def _tie_break(participant_id: int, summary_id: int, seed: int) -> bytes:
+    return hashlib.sha256(f"{seed}:{participant_id}:{summary_id}".encode()).digest()
+
+
+def assign_work(*, participant: Participant) -> list[Assignment]:
+    """Hand the participant items of the link's pool, fewest live ratings first (ties in
+    an order of the participant's own), never more than k live raters on an item, up to
+    `items_per_participant` items in all (withdrawn ones not counted again).
+
+    The caller holds the batch's row lock (arrive()), so concurrent arrivals count live
+    ratings one after the other and k holds."""
+    link = participant.link
+    batch = link.batch
+    mine = Assignment.objects.filter(batch=batch, rater=participant.user)
+    kept = mine.exclude(state=Assignment.State.WITHDRAWN).count()
+    wanted = link.items_per_participant - kept
+    if wanted <= 0:
+        return []
+    pool = list(batch.design.get("pool") or [])
+    live = dict(
+        Assignment.objects.filter(batch=batch)
+        .exclude(state=Assignment.State.WITHDRAWN)
+        .values_list("summary_id")
+        .annotate(n=Count("pk"))
+        .values_list("summary_id", "n")
+    )
+    had = set(
+        Assignment.objects.filter(study=participant.study, rater=participant.user).values_list("summary_id", flat=True)
+    )
+    open_items = [s for s in pool if live.get(s, 0) < batch.raters_per_item and s not in had]
+    open_items.sort(key=lambda s: (live.get(s, 0), _tie_break(participant.pk, s, batch.seed)))
+    chosen = open_items[:wanted]
+    last = Assignment.objects.filter(study=participant.study, rater=participant.user).aggregate(m=Max("position"))["m"]
+    start = 0 if last is None else last + 1
+    return Assignment.objects.bulk_create(
+        [
+            Assignment(study=participant.study, batch=batch, summary_id=s, rater=participant.user, position=start + i)
+            for i, s in enumerate(chosen)
+        ]
+    )
+
+
+def arrive(
+    *,
+    link: RecruitmentLink,
+    panel: str,
+    external_id: str,
+    panel_study_id: str = "",
+    panel_session_id: str = "",
+    address: str = "",
+) -> tuple[Participant, bool]:
+    """A participant arrives through the link: their account is made (first visit) or
+    found (a return), and work is handed out. Returns (participant, created).
+
+    The batch row is locked first (select_for_update; SQLite's writers queue on the
+    database lock, settings' IMMEDIATE transactions), so arrivals on one link are counted
+    one at a time: the participant limit and k per item hold under concurrency."""
+    with transaction.atomic():
+        Batch.objects.select_for_update().filter(pk=link.batch_id).update(updated_at=timezone.now())
+        link = RecruitmentLink.objects.select_related("study", "batch").get(pk=link.pk)
+        if not link.enabled:
+            raise ArrivalRefused("This link is closed.")
+        now = timezone.now()
+        release_absent(link=link, now=now)
+        participant = (
+            Participant.objects.select_related("user", "link__batch", "study")
+            .filter(link=link, external_id=external_id)
+            .first()
+        )
+        created = participant is None
+        if created:
+            if Participant.objects.filter(link=link).count() >= link.max_participants:
+                raise ArrivalRefused("This study has all the participants it needs. Thank you for your interest.")
+            _count_arrival(address)
+            user = get_user_model().objects.create_user(username=f"participant-{secrets.token_hex(8)}", password=None)
+            add_study_member(study=link.study, user=user, role=StudyMembership.Role.RATER)
+            try:
+                with transaction.atomic():
+                    participant = Participant.objects.create(
+                        user=user,
+                        link=link,
+                        study=link.study,
+                        panel=panel,
+                        external_id=external_id,
+                        panel_study_id=panel_study_id,
+                        panel_session_id=panel_session_id,
+                        address=address,
+                        last_seen_at=now,
+                    )
+            except IntegrityError:
+                raise ArrivalRefused("This participant arrived twice at once: please reload the page.") from None
+        else:
+            Participant.objects.filter(pk=participant.pk).update(last_seen_at=now, released_at=None)
+            participant.refresh_from_db()
+        if participant.outcome == "" and not time_is_up(participant, now=now):
+            # Behind a qualification gate the study's qualification items come first; the
+            # link's items stay hidden until the participant passes (visible_to_rater).
+            enrol_in_qualification(study=link.study, rater=participant.user)
+            assign_work(participant=participant)
+        return participant, created
+
+
+def time_is_up(participant: Participant, *, now=None) -> bool:
+    now = now or timezone.now()
+    return participant.created_at + timedelta(minutes=participant.link.time_budget_minutes) <= now
+
+
+def touch(*, participant: Participant) -> None:
+    """The participant is here: the lease on their items starts again."""
+    Participant.objects.filter(pk=participant.pk).update(last_seen_at=timezone.now())
+
+
+@transaction.atomic
+def finish_participation(*, participant: Participant, outcome: str) -> Participant:
+    """End a participant's part: `completed`, `declined` (consent) or `screened_out`
+    (failed qualification). Their open items go back to the pool (answers kept). The first
+    outcome stands: finishing again changes nothing and returns the participant as stored."""
+    if outcome not in (
+        Participant.Outcome.COMPLETED,
+        Participant.Outcome.DECLINED,
+        Participant.Outcome.SCREENED_OUT,
+    ):
+        raise _invalid("outcome", "must be completed, declined or screened_out")
+    updated = Participant.objects.filter(pk=participant.pk, outcome="").update(
+        outcome=outcome, finished_at=timezone.now(), updated_at=timezone.now()
+    )
+    if updated:
+        _withdraw_open(Assignment.objects.filter(study=participant.study, rater=participant.user))
+    participant.refresh_from_db()
+    return participant
+
+
+def completion(participant: Participant) -> tuple[str, str]:
+    """(code, URL to send the participant to) for a finished participant."""
+    link = participant.link
+    code = link.completion_code if participant.outcome == Participant.Outcome.COMPLETED else link.screenout_code
+    joiner = "&" if "?" in link.completion_url else "?"
+    from urllib.parse import quote
+
+    return code, f"{link.completion_url}{joiner}cc={quote(code, safe='')}"

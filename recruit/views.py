@@ -1,0 +1,334 @@
+"""Pages of the recruit app: the participant's arrival and end, every rater's onboarding
+steps, and the study admin's onboarding and recruitment pages. Thin: a selector or
+service does the work."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth import login, logout
+from django.contrib.auth.decorators import login_required
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_http_methods, require_POST
+
+from annotate.forms import answers_from_post
+from annotate.models import Study, StudyMembership
+from annotate.rubrics import AnswerValidationError
+from annotate.selectors.access import get_study_for_admin
+from annotate.throttling import recorded_address
+from core.exceptions import ApplicationError
+from recruit import flow, selectors, services
+from recruit.forms import LinkForm, OnboardingForm, QuestionForm
+from recruit.middleware import SESSION_KEY
+from recruit.models import Onboarding, Participant, RecruitmentLink
+
+
+def _problem(request, message: str, status: int):
+    return render(request, "recruit/problem.html", {"message": message}, status=status)
+
+
+# --- arriving and leaving ---------------------------------------------------------------
+
+
+@never_cache
+@require_http_methods(["GET"])
+def arrive(request, token):
+    """A panel participant follows the study's link: a signed token and the panel's ids."""
+    link = services.link_from_token(token)
+    if link is None:
+        raise Http404("No such link.")
+    try:
+        panel, external_id, panel_study, panel_session = services.check_panel_ids(request.GET)
+        participant, _ = services.arrive(
+            link=link,
+            panel=panel,
+            external_id=external_id,
+            panel_study_id=panel_study,
+            panel_session_id=panel_session,
+            address=recorded_address(request),
+        )
+    except ApplicationError as exc:
+        return _problem(request, exc.message, exc.http_status)
+    if request.user.is_authenticated and request.session.get(SESSION_KEY) != participant.pk:
+        logout(request)  # a link never adds a study to someone else's session
+    if request.session.get(SESSION_KEY) != participant.pk:
+        login(request, participant.user, backend=settings.AUTHENTICATION_BACKENDS[0])
+        request.session[SESSION_KEY] = participant.pk
+        request.session.set_expiry(0)  # ends with the browser session: no password to come back with
+    return redirect("recruit:next", slug=link.study.slug)
+
+
+def _rater_study(request, slug) -> tuple[Study, Participant | None]:
+    """The study if the user rates in it (a participant: only their own), else 404."""
+    study = Study.objects.select_related("rubric").filter(slug=slug).first()
+    if (
+        study is None
+        or not StudyMembership.objects.filter(study=study, user=request.user, role=StudyMembership.Role.RATER).exists()
+    ):
+        raise Http404("No such study.")
+    participant = selectors.participant_of(request.user) if request.session.get(SESSION_KEY) else None
+    return study, participant
+
+
+@never_cache
+@login_required
+def next_step(request, slug):
+    study, participant = _rater_study(request, slug)
+    return flow.next_page(request, study, participant)
+
+
+@never_cache
+@login_required
+@require_http_methods(["GET", "POST"])
+def consent(request, slug):
+    study, participant = _rater_study(request, slug)
+    version = selectors.current_consent(study=study)
+    if version is None:
+        return flow.next_page(request, study, participant)
+    error, status = "", 200
+    if request.method == "POST":
+        choice = request.POST.get("decision")
+        if choice not in ("accept", "decline"):
+            error, status = "decision: choose to accept or decline", 400
+        else:
+            try:
+                services.record_consent(
+                    study=study,
+                    rater=request.user,
+                    version_uuid=request.POST.get("version"),
+                    accepted=choice == "accept",
+                )
+            except ApplicationError as exc:
+                error, status = exc.message, exc.http_status
+            else:
+                if choice == "decline" and participant is None:
+                    messages.info(
+                        request,
+                        "You declined: this study will not show you items. Your open items were "
+                        "handed back to the study admin.",
+                    )
+                return _after(request, study, participant)
+    declined = selectors.onboarding_step(study=study, rater=request.user) == selectors.DECLINED
+    return render(
+        request,
+        "recruit/consent.html",
+        {"study": study, "version": version, "error": error, "declined": declined, "next": request.GET.get("next", "")},
+        status=status,
+    )
+
+
+def _after(request, study, participant):
+    url = reverse("recruit:next", kwargs={"slug": study.slug})
+    wanted = request.POST.get("next") or request.GET.get("next")
+    if wanted and wanted.startswith("/rate/") and "//" not in wanted:
+        from django.utils.http import urlencode
+
+        url = f"{url}?{urlencode({'next': wanted})}"
+    if participant is None and selectors.onboarding_step(study=study, rater=request.user) == selectors.DECLINED:
+        return redirect("recruit:consent", slug=study.slug)
+    return redirect(url)
+
+
+@never_cache
+@login_required
+@require_http_methods(["GET", "POST"])
+def instructions(request, slug):
+    study, participant = _rater_study(request, slug)
+    onboarding = Onboarding.objects.filter(study=study).first()
+    if onboarding is None or not onboarding.instructions:
+        return flow.next_page(request, study, participant)
+    error, status = "", 200
+    # Shown on this page is opened: the acknowledgement below needs it first.
+    services.open_instructions(study=study, rater=request.user)
+    if request.method == "POST":
+        if request.POST.get("acknowledge") != "yes":
+            error, status = "acknowledge: tick the box to confirm you have read the instructions", 400
+        else:
+            try:
+                services.acknowledge_instructions(study=study, rater=request.user)
+            except ApplicationError as exc:
+                error, status = exc.message, exc.http_status
+            else:
+                return _after(request, study, participant)
+    return render(
+        request,
+        "recruit/instructions.html",
+        {"study": study, "onboarding": onboarding, "error": error, "next": request.GET.get("next", "")},
+        status=status,
+    )
+
+
+@never_cache
+@login_required
+@require_http_methods(["GET", "POST"])
+def questionnaire(request, slug):
+    study, participant = _rater_study(request, slug)
+    onboarding = Onboarding.objects.filter(study=study).first()
+    definition = selectors.questionnaire_definition(onboarding)
+    if definition is None:
+        return flow.next_page(request, study, participant)
+    errors: dict[str, str] = {}
+    answers: dict = {}
+    status = 200
+    if request.method == "POST":
+        try:
+            answers, _ = answers_from_post(definition, request.POST)
+            services.submit_questionnaire(study=study, rater=request.user, answers=answers)
+        except AnswerValidationError as exc:
+            errors, status = exc.errors, 400
+        except ApplicationError as exc:
+            errors, status = {"__all__": exc.message}, exc.http_status
+        else:
+            return _after(request, study, participant)
+    views = [
+        {
+            "q": q,
+            "template": q.template,
+            "value": answers.get(q.key),
+            "selected": {str(v) for v in answers.get(q.key)}
+            if isinstance(answers.get(q.key), list)
+            else {str(answers.get(q.key))},
+            "error": errors.get(q.key, ""),
+        }
+        for q in definition.questions
+    ]
+    return render(
+        request,
+        "recruit/questionnaire.html",
+        {
+            "study": study,
+            "questions": views,
+            "form_error": errors.get("__all__", ""),
+            "next": request.GET.get("next", ""),
+        },
+        status=status,
+    )
+
+
+@never_cache
+@login_required
+def done(request):
+    """A participant's end: the code, and the way back to the panel (a refresh after a
+    few seconds, and a link)."""
+    participant = selectors.participant_of(request.user) if request.session.get(SESSION_KEY) else None
+    if participant is None:
+        raise Http404("No such page.")
+    if not participant.outcome:
+        return redirect("recruit:next", slug=participant.study.slug)
+    code, url = services.completion(participant)
+    return render(request, "recruit/done.html", {"participant": participant, "code": code, "return_url": url})
+
+
+# --- the study admin's pages -------------------------------------------------------------
+
+
+@never_cache
+@login_required
+@require_http_methods(["GET", "POST"])
+def onboarding_admin(request, slug):
+    study = get_study_for_admin(request.user, slug)
+    onboarding = Onboarding.objects.filter(study=study).first()
+    current = selectors.current_consent(study=study)
+    form = OnboardingForm(
+        initial={
+            "consent_text": current.text if current else "",
+            "instructions": onboarding.instructions if onboarding else "",
+        }
+    )
+    question_form = QuestionForm()
+    error, status = "", 200
+    if request.method == "POST":
+        action = request.POST.get("action")
+        try:
+            if action == "save":
+                form = OnboardingForm(request.POST)
+                if not form.is_valid():
+                    raise ApplicationError("; ".join(f"{f}: {' '.join(e)}" for f, e in form.errors.items()))
+                services.save_onboarding(study=study, by=request.user, **form.cleaned_data)
+                messages.success(request, "Onboarding saved.")
+            elif action == "add_question":
+                question_form = QuestionForm(request.POST)
+                if not question_form.is_valid():
+                    raise ApplicationError("; ".join(f"{f}: {' '.join(e)}" for f, e in question_form.errors.items()))
+                d = question_form.cleaned_data
+                question = services.question_from_form(
+                    prompt=d["prompt"], kind=d["kind"], options_text=d["options"], required=d["required"]
+                )
+                services.add_questionnaire_questions(study=study, questions=[question])
+                messages.success(request, "Question added.")
+            elif action == "suggested":
+                services.add_questionnaire_questions(study=study, questions=list(services.SUGGESTED_QUESTIONS))
+                messages.success(request, "The suggested questions were added.")
+            elif action == "remove":
+                services.remove_questionnaire_question(study=study, key=request.POST.get("key", ""))
+                messages.success(request, "Question removed.")
+            else:
+                raise ApplicationError("action: unknown button")
+        except ApplicationError as exc:
+            error, status = exc.message, exc.http_status
+        else:
+            return redirect("recruit:onboarding-admin", slug=study.slug)
+    onboarding = Onboarding.objects.filter(study=study).first()
+    definition = selectors.questionnaire_definition(onboarding)
+    return render(
+        request,
+        "recruit/onboarding_admin.html",
+        {
+            "study": study,
+            "form": form,
+            "question_form": question_form,
+            "questions": definition.questions if definition else (),
+            "versions": study.consent_versions.order_by("-number"),
+            "error": error,
+        },
+        status=status,
+    )
+
+
+def _prolific_url(request, link: RecruitmentLink) -> str:
+    path = reverse("recruit:arrive", kwargs={"token": services.link_token(link)})
+    return (
+        request.build_absolute_uri(path)
+        + "?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
+    )
+
+
+@never_cache
+@login_required
+@require_http_methods(["GET", "POST"])
+def recruitment_admin(request, slug):
+    study = get_study_for_admin(request.user, slug)
+    form = LinkForm(request.POST or None)
+    error, status = "", 200
+    if request.method == "POST":
+        if form.is_valid():
+            try:
+                services.create_link(study=study, by=request.user, **form.cleaned_data)
+            except ApplicationError as exc:
+                error, status = exc.message, exc.http_status
+            else:
+                messages.success(request, "Link created.")
+                return redirect("recruit:recruitment-admin", slug=study.slug)
+        else:
+            error, status = form.error_message(), 400
+    rows = [{"row": row, "url": _prolific_url(request, row.link)} for row in selectors.links_of(study=study)]
+    return render(
+        request,
+        "recruit/recruitment_admin.html",
+        {"study": study, "form": form, "rows": rows, "error": error},
+        status=status,
+    )
+
+
+@login_required
+@require_POST
+def link_toggle(request, slug, link_uuid):
+    study = get_study_for_admin(request.user, slug)
+    link = get_object_or_404(RecruitmentLink, study=study, uuid=link_uuid)
+    enable = request.POST.get("enabled") == "1"
+    services.set_link_enabled(link=link, enabled=enable)
+    messages.success(request, "Link enabled." if enable else "Link disabled: it lets nobody in now.")
+    return redirect("recruit:recruitment-admin", slug=study.slug)

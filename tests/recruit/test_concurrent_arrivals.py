@@ -1,0 +1,71 @@
+"""30 participants arriving at once through one link (real threads, each on its own
+database connection): no item ever has more than k live raters, the participant limit
+holds, and nobody gets an item twice. Runs on SQLite and on PostgreSQL (DATABASE_URL)."""
+
+import threading
+from collections import Counter
+
+import pytest
+from django.db import connection
+
+from annotate.models import Assignment
+from recruit import services
+from recruit.models import Participant, RecruitmentLink
+from tests.recruit.helpers import make_link
+
+ARRIVALS = 30
+
+
+def _arrive_all(link_pk: int, ids: list[str]) -> dict[str, str]:
+    barrier = threading.Barrier(len(ids))
+    outcomes: dict[str, str] = {}
+
+    def go(external_id: str):
+        try:
+            link = RecruitmentLink.objects.get(pk=link_pk)
+            barrier.wait(timeout=300)
+            services.arrive(link=link, panel="prolific", external_id=external_id, address=f"10.0.0.{external_id[-3:]}")
+            outcomes[external_id] = "in"
+        except services.ArrivalRefused as exc:
+            outcomes[external_id] = exc.code
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=go, args=(i,)) for i in ids]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=600)
+    return outcomes
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(("summaries", "items"), [(20, 3), (5, 1)])
+def test_thirty_arrivals_at_once_never_exceed_k_raters_per_item(study, settings, summaries, items):
+    """k = 2: 2 x summaries ratings in all (40, or 10). 30 participants want `items` each
+    (90, or 30), so the pool runs dry: every summary ends with exactly 2 live raters."""
+    settings.RECRUIT_ARRIVALS_PER_ADDRESS = 1000
+    link = make_link(study, items=items, k=2, summaries=summaries, participants=100)
+    outcomes = _arrive_all(link.pk, [f"PID{i:04d}" for i in range(ARRIVALS)])
+    assert Counter(outcomes.values()) == {"in": ARRIVALS}
+    live = Assignment.objects.filter(batch=link.batch).exclude(state="withdrawn")
+    per_item = Counter(live.values_list("summary_id", flat=True))
+    assert max(per_item.values()) == 2
+    assert len(per_item) == summaries and sum(per_item.values()) == 2 * summaries
+    per_pair = Counter(live.values_list("summary_id", "rater_id"))
+    assert max(per_pair.values()) == 1
+    per_rater = Counter(live.values_list("rater_id", flat=True))
+    assert max(per_rater.values()) <= items
+
+
+@pytest.mark.django_db(transaction=True)
+def test_thirty_arrivals_at_once_respect_the_participant_limit(study, settings):
+    settings.RECRUIT_ARRIVALS_PER_ADDRESS = 1000
+    link = make_link(study, items=1, k=3, summaries=10, participants=25)
+    outcomes = _arrive_all(link.pk, [f"PID{i:04d}" for i in range(ARRIVALS)])
+    assert Counter(outcomes.values()) == {"in": 25, "refused": 5}
+    assert Participant.objects.filter(link=link).count() == 25
+    per_item = Counter(
+        Assignment.objects.filter(batch=link.batch).exclude(state="withdrawn").values_list("summary_id", flat=True)
+    )
+    assert max(per_item.values()) <= 3 and sum(per_item.values()) == 25
