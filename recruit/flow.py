@@ -2,8 +2,9 @@
 the items, and for a participant the end (docs/recruitment.md).
 
 `qualification_outcome` is the one place the qualification gate (annotate/qualification.py)
-plugs in: a "failed" state screens a participant out (finish_participation(outcome=
-"screened_out")) and shows a member the gate's message; while "pending", only the
+plugs in: a "failed" state shows a participant the gate's message with the choice to leave
+with the screen-out code (or to come back after a retry a study admin allows), and shows a
+member the gate's message in their queue; while "pending", only the
 qualification items are open to them (annotate.selectors.queue.visible_to_rater)."""
 
 from __future__ import annotations
@@ -42,8 +43,9 @@ def next_page(request, study, participant: Participant | None):
         return redirect(STEP_URLS[step], slug=study.slug)
     if qualification_outcome(study=study, rater=user) == FAILED:
         if participant is not None:
-            services.finish_participation(participant=participant, outcome=Participant.Outcome.SCREENED_OUT)
-            return redirect("recruit:done")
+            # The gate's message and the choice to leave with the screen-out code, or to
+            # wait for a retry a study admin may allow (recruit.views.not_passed).
+            return redirect("recruit:not-passed", slug=study.slug)
         return redirect("annotate:queue")
     if participant is not None:
         if services.time_is_up(participant):

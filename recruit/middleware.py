@@ -24,6 +24,7 @@ SESSION_KEY = "recruit_participant"
 PARTICIPANT_VIEWS = {
     "annotate:rate",
     "annotate:feedback",
+    "annotate:flag",
     "api:assignment-detail",
     "api:assignment-rating",
     "api:assignment-submit",
@@ -36,10 +37,13 @@ PARTICIPANT_PAGES = {
     "recruit:consent",
     "recruit:instructions",
     "recruit:questionnaire",
+    "recruit:not-passed",
     "recruit:next",
     "recruit:done",
 }
-TO_NEXT_STEP = {"home", "annotate:queue"}
+# The queue, the home page and the rater's Continue and completion pages lead a participant
+# to their next step (an item, the qualification's next item, or the end with their code).
+TO_NEXT_STEP = {"home", "annotate:queue", "annotate:continue", "annotate:done"}
 
 
 class RecruitGateMiddleware:

@@ -12,6 +12,7 @@ urlpatterns = [
     path("r/s/<slug:slug>/consent/", views.consent, name="consent"),
     path("r/s/<slug:slug>/instructions/", views.instructions, name="instructions"),
     path("r/s/<slug:slug>/questionnaire/", views.questionnaire, name="questionnaire"),
+    path("r/s/<slug:slug>/not-passed/", views.not_passed, name="not-passed"),
     path("studies/<slug:slug>/onboarding/", views.onboarding_admin, name="onboarding-admin"),
     path("studies/<slug:slug>/recruitment/", views.recruitment_admin, name="recruitment-admin"),
     path("studies/<slug:slug>/recruitment/<uuid:link_uuid>/", views.link_toggle, name="link-toggle"),

@@ -16,6 +16,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from annotate.forms import answers_from_post
 from annotate.models import Study, StudyMembership
+from annotate.qualification import qualification_status
 from annotate.rubrics import AnswerValidationError
 from annotate.selectors.access import get_study_for_admin
 from annotate.throttling import recorded_address
@@ -220,6 +221,26 @@ def done(request):
         return redirect("recruit:next", slug=participant.study.slug)
     code, url = services.completion(participant)
     return render(request, "recruit/done.html", {"participant": participant, "code": code, "return_url": url})
+
+
+@never_cache
+@login_required
+@require_http_methods(["GET", "POST"])
+def not_passed(request, slug):
+    """A participant who used every qualification attempt without passing: the gate's
+    message and a choice (docs/recruitment.md). "Check again" returns to the next step (a
+    study admin may have allowed a retry meanwhile, e.g. after a question); "Leave the
+    study" ends their participation with the screen-out code."""
+    study, participant = _rater_study(request, slug)
+    if participant is None:
+        raise Http404("No such page.")
+    gate = qualification_status(study=study, rater=request.user)
+    if participant.outcome or gate.state != "failed":
+        return flow.next_page(request, study, participant)
+    if request.method == "POST":
+        services.finish_participation(participant=participant, outcome=Participant.Outcome.SCREENED_OUT)
+        return redirect("recruit:done")
+    return render(request, "recruit/not_passed.html", {"study": study, "gate": gate})
 
 
 # --- the study admin's pages -------------------------------------------------------------

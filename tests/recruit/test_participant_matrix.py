@@ -21,9 +21,11 @@ REACHABLE = {
     "recruit:consent",
     "recruit:instructions",
     "recruit:questionnaire",
+    "recruit:not-passed",
     "recruit:done",
     "annotate:rate",
     "annotate:feedback",
+    "annotate:flag",
     "api:assignment-detail",
     "api:assignment-rating",
     "api:assignment-submit",
@@ -32,7 +34,7 @@ REACHABLE = {
     "logout",
     "recruit:arrive",
 }
-TO_NEXT_STEP = {"home", "annotate:queue"}
+TO_NEXT_STEP = {"home", "annotate:queue", "annotate:continue", "annotate:done"}
 
 
 def _patterns(resolver, prefix="", namespace=""):
