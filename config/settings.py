@@ -271,6 +271,8 @@ SPECTACULAR_SETTINGS = {
         "RunStatusEnum": ["pending", "running", "done", "failed"],
         "AnswerPhaseEnum": ["initial", "post_discussion"],
         "AnswerPhaseOrAllEnum": ["initial", "post_discussion", "all"],
+        "ItemFlagKindEnum": "annotate.models.ItemFlag.Kind",
+        "BatchKindEnum": "annotate.models.Batch.Kind",
     },
 }
 

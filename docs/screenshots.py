@@ -15,9 +15,11 @@ and as admin:
   docs/study-page.png     a study: its batches, the report and its downloads
   docs/batch-builder.png  the batch builder with a preview of a sample of 6
   docs/batch-progress.png a batch's progress per rater
+  docs/monitor.png        the batch's live quality monitor (per-rater figures and actions)
   docs/adjudication.png   one item's answers side by side, from the disagreement list
   docs/report.png         the FactPICO study's report (its header, downloads, agreement)
   docs/imports.png        the import page after an import
+  docs/recruitment.png    a recruitment link made for a Prolific-style wave
   docs/admin-assignment.png an assignment in the Django admin, found by its uuid
 Nothing outside docs/ and a temporary directory is written.
 """
@@ -185,6 +187,10 @@ def capture_admin(browser, base: str, tmp: Path) -> None:
     page.get_by_role("link", name="main", exact=True).click()
     page.wait_for_load_state("load")
     shoot(page, "batch-progress.png")
+    page.get_by_role("link", name="Live quality monitor").click()
+    page.locator("#monitor-table").wait_for()
+    shoot(page, "monitor.png", full_page=True)
+    page.go_back()
     page.get_by_role("link", name="Disagreements").click()
     page.locator("table a").first.click()
     page.wait_for_load_state("load")
@@ -213,6 +219,16 @@ def capture_admin(browser, base: str, tmp: Path) -> None:
     page.get_by_role("button", name="Import").click()
     page.locator("table.data time").first.wait_for()
     shoot(page, "imports.png")
+
+    # A recruitment link for a Prolific-style wave (docs/recruitment.md).
+    page.goto("/studies/demo-factpico/recruitment/")
+    page.locator("#id_name").fill("Prolific wave 1")
+    page.locator("#id_completion_url").fill("https://app.prolific.com/submissions/complete")
+    page.locator("#id_completion_code").fill("C1A2B3C4")
+    page.locator("#id_screenout_code").fill("SCREEN01")
+    page.locator("#create-link").click()
+    page.wait_for_load_state("load")
+    shoot(page, "recruitment.png", full_page=True)
 
     # An assignment's uuid, as the batch page shows it, searched for in the admin.
     page.goto("/studies/demo-litsumm/")

@@ -44,7 +44,7 @@ class LinkForm(forms.Form):
     raters_per_item = forms.IntegerField(min_value=1, max_value=50, initial=3, label="Raters per item (k)")
     items_per_participant = forms.IntegerField(min_value=1, max_value=500, initial=5)
     max_participants = forms.IntegerField(min_value=1, max_value=100_000, initial=30)
-    time_budget_minutes = forms.IntegerField(min_value=1, max_value=24 * 60, initial=60)
+    time_budget_minutes = forms.IntegerField(min_value=1, max_value=24 * 60, initial=60, label="Time budget (minutes)")
     lease_minutes = forms.IntegerField(
         min_value=1,
         max_value=24 * 60,
@@ -55,10 +55,14 @@ class LinkForm(forms.Form):
         max_length=500,
         assume_scheme="https",
         initial="https://app.prolific.com/submissions/complete",
-        help_text="Participants are sent here with ?cc=<code> when they finish.",
+        label="Completion URL",
+        # Django renders help_text as HTML: no angle brackets here.
+        help_text="Participants are sent here with ?cc= and their code when they finish.",
     )
     completion_code = forms.CharField(max_length=64)
-    screenout_code = forms.CharField(max_length=64, help_text="For declined consent or failed qualification.")
+    screenout_code = forms.CharField(
+        max_length=64, label="Screen-out code", help_text="For declined consent or failed qualification."
+    )
 
     def error_message(self) -> str:
         return "; ".join(f"{field}: {' '.join(errors)}" for field, errors in self.errors.items())
