@@ -10,15 +10,19 @@ reach a DRF view (a URL no route matches, Django's 500 page).
 
 from __future__ import annotations
 
-from typing import Any
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
-from rest_framework import exceptions as drf_exceptions
-from rest_framework import status
-from rest_framework.response import Response
-from rest_framework.views import exception_handler as drf_exception_handler
+
+if TYPE_CHECKING:
+    from rest_framework.response import Response
+
+# DRF is imported where it is used, not here: every service module imports this one for
+# ApplicationError, and DRF's import (its compat module pulls in psycopg's types, requests,
+# markdown and pygments) was a fifth of `manage.py import_jsonl`'s start-up (issue 30).
 
 
 class ApplicationError(Exception):
@@ -48,17 +52,23 @@ class InvalidStateError(ApplicationError):
 
 
 API_PREFIX = "/api/"
+
+
 # The code and message of an error response that no API view produced, by status.
-_STATUS_ERRORS = {
-    400: ("invalid", "The request is not valid."),
-    401: ("not_authenticated", drf_exceptions.NotAuthenticated.default_detail),
-    403: ("permission_denied", drf_exceptions.PermissionDenied.default_detail),
-    404: ("not_found", drf_exceptions.NotFound.default_detail),
-    406: ("not_acceptable", drf_exceptions.NotAcceptable.default_detail),
-    413: ("too_large", "The request is too large."),
-    415: ("unsupported_media_type", "Unsupported media type in the request."),
-    429: ("throttled", drf_exceptions.Throttled.default_detail),
-}
+@cache
+def _status_errors() -> dict[int, tuple[str, Any]]:
+    from rest_framework import exceptions as drf_exceptions
+
+    return {
+        400: ("invalid", "The request is not valid."),
+        401: ("not_authenticated", drf_exceptions.NotAuthenticated.default_detail),
+        403: ("permission_denied", drf_exceptions.PermissionDenied.default_detail),
+        404: ("not_found", drf_exceptions.NotFound.default_detail),
+        406: ("not_acceptable", drf_exceptions.NotAcceptable.default_detail),
+        413: ("too_large", "The request is too large."),
+        415: ("unsupported_media_type", "Unsupported media type in the request."),
+        429: ("throttled", drf_exceptions.Throttled.default_detail),
+    }
 
 
 def error_body(code: str, message: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -93,9 +103,11 @@ class ApiErrorMiddleware:
                 return response
             code, message = "server_error", "Internal error."
         elif status_code == 405:
+            from rest_framework import exceptions as drf_exceptions
+
             code, message = "method_not_allowed", drf_exceptions.MethodNotAllowed(request.method).detail
         else:
-            code, message = _STATUS_ERRORS.get(status_code, ("error", response.reason_phrase))
+            code, message = _status_errors().get(status_code, ("error", response.reason_phrase))
         json_response = JsonResponse(error_body(code, message), status=status_code)
         if response.has_header("Allow"):
             json_response["Allow"] = response["Allow"]
@@ -136,6 +148,11 @@ def _flatten(detail: Any) -> Any:
 
 
 def api_exception_handler(exc: Exception, context: dict) -> Response | None:
+    from rest_framework import exceptions as drf_exceptions
+    from rest_framework import status
+    from rest_framework.response import Response
+    from rest_framework.views import exception_handler as drf_exception_handler
+
     if isinstance(exc, ApplicationError):
         response = Response(error_body(exc.code, exc.message, exc.extra), status=exc.http_status)
         if exc.http_status == status.HTTP_503_SERVICE_UNAVAILABLE:

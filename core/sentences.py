@@ -56,18 +56,28 @@ def _is_abbreviation(text: str, stop: int) -> bool:
     if stop == 0 or not text[stop - 1].isalpha():
         return False
     lower = max(0, stop - _LOOKBACK)
-    match = _WORD_BEFORE.search(text, max(lower, text.rfind(" ", lower, stop) + 1), stop)
-    if not match:
-        return False
-    word = match.group(1)
-    if word.lower().rstrip(".") in ABBREVIATIONS or word.lower() in ABBREVIATIONS:
-        return True
+    begin = text.rfind(" ", lower, stop) + 1
+    word = text[begin:stop] if begin or not lower else ""
+    if word.isalpha() and word.isascii():
+        # The common case, a plain word after a space (or at the start): the word the
+        # search below would find is all of it, and it has no inner dots.
+        start = begin
+        if len(word) > 1:
+            return word.lower() in ABBREVIATIONS
+    else:
+        match = _WORD_BEFORE.search(text, max(lower, begin), stop)
+        if not match:
+            return False
+        word = match.group(1)
+        if word.lower().rstrip(".") in ABBREVIATIONS or word.lower() in ABBREVIATIONS:
+            return True
+        start = match.start()
     if len(word) != 1 or not word.isupper():
         return False
     # A single capital letter is an initial ("J. Smith", "Smith J. et al."), unless it
     # names something after a lowercase word: "vitamin D.", "hepatitis B.", "type C."
     # end a sentence. Names follow small words too ("by J. Smith"), so those stay initials.
-    before = _WORD_BEFORE_INITIAL.search(text, max(0, match.start() - _LOOKBACK), match.start())
+    before = _WORD_BEFORE_INITIAL.search(text, max(0, start - _LOOKBACK), start)
     if before is None:
         return True
     previous = before.group(1)
@@ -76,10 +86,12 @@ def _is_abbreviation(text: str, stop: int) -> bool:
 
 def _next_starts_sentence(text: str, pos: int) -> bool:
     """After whitespace at `pos`, does a new sentence plausibly begin?"""
-    found = _NEXT_CHARACTER.match(text, pos)  # not text[pos:]: a copy per boundary
-    if not found:
-        return True
-    first = found.group(1)
+    first = text[pos + 1 : pos + 2]  # the common case: one space, then the next word
+    if not first or first.isspace():
+        found = _NEXT_CHARACTER.match(text, pos)  # not text[pos:]: a copy per boundary
+        if not found:
+            return True
+        first = found.group(1)
     return first.isupper() or first.isdigit() or first in "\"'([“‘"
 
 

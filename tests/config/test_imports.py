@@ -179,3 +179,56 @@ def test_a_celery_worker_imports_the_report_stack_before_its_pool_forks(tmp_path
     # Nothing but the signal imported them: the handler is connected.
     assert found["after"] == sorted(report_stack)
     assert found["backend"].lower() == "agg"
+
+
+# `manage.py import_jsonl` (issue 30): a new interpreter for each file, so its start-up is
+# part of every import. It runs what the command runs (django.setup, then the command) and
+# records what got imported. DRF (rest_framework is an installed app, but its
+# serializers and compat modules are not needed) was a fifth of that start-up, imported through
+# core.exceptions by every service module; the command does not serve a request.
+IMPORT_COMMAND_PROBE = """
+import json, sys
+from django.core.management import execute_from_command_line
+execute_from_command_line(["manage.py", "import_jsonl", sys.argv[1]])
+print(json.dumps({"heavy": sorted(m for m in %r if m in sys.modules)}))
+"""
+
+
+def test_the_import_command_imports_neither_drf_nor_a_heavy_library(tmp_path):
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": os.environ.get("HOME", "/tmp"),
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DEBUG": "1",  # as `make run` and the harness's command row
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        "LOCAL_SECRET_KEY_FILE": str(tmp_path / "secret_key"),
+    }
+    migrated = subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--verbosity", "0"],
+        cwd=settings.BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert migrated.returncode == 0, migrated.stderr
+    records = [
+        {"type": "study", "slug": "probe", "title": "Probe", "rubric": "litsumm"},
+        {"type": "source", "study": "probe", "key": "s1", "text": "A trial enrolled adults. It ended early."},
+        {"type": "summary", "study": "probe", "source": "s1", "key": "m1", "text": "It ended.", "generator": "g"},
+    ]
+    path = tmp_path / "probe.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    unwanted = (*HEAVY, "rest_framework.compat", "rest_framework.serializers")
+    done = subprocess.run(
+        [sys.executable, "-c", IMPORT_COMMAND_PROBE % (unwanted,), str(path)],
+        cwd=settings.BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "summary: 1 created" in done.stdout, done.stdout
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["heavy"] == [], f"manage.py import_jsonl imported {found['heavy']}"

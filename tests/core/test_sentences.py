@@ -92,3 +92,32 @@ def test_the_word_before_a_stop_is_found_within_its_own_word_only():
     before a stop is one word (not an abbreviation), and the abbreviations still hold."""
     text = "x" * 200 + ". Next one. Data (e.g. rates) fell. Done."
     assert split_sentences(text) == ["x" * 200 + ".", "Next one.", "Data (e.g. rates) fell.", "Done."]
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        # The word before the stop at the very start of the text (no space before it).
+        ("Dr. Smith came. Then left.", ["Dr. Smith came.", "Then left."]),
+        ("Ended. Then left.", ["Ended.", "Then left."]),
+        # A word with inner dots or other characters goes through the full search.
+        ("In the U.S. Army. Fine.", ["In the U.S. Army.", "Fine."]),
+        ("It was (cf. Fig. 2) clear. Next.", ["It was (cf. Fig. 2) clear.", "Next."]),
+        ("Il a dit café. Puis parti.", ["Il a dit café.", "Puis parti."]),
+        # More than one space, a tab or a no-break space after the stop: the next
+        # character is found past all of them.
+        ("It ended.  Then more.", ["It ended.", "Then more."]),
+        ("It ended.\tthen more.", ["It ended.\tthen more."]),
+        ("It ended.\u00a0 Then more.", ["It ended.", "Then more."]),
+        ("It ended. \u00a0then more.", ["It ended. \u00a0then more."]),
+        # A word longer than the look-back (64 characters) before a stop.
+        ("x" * 70 + ". Then more.", ["x" * 70 + ".", "Then more."]),
+        ("By " + "y" * 70 + " J. Smith.", ["By " + "y" * 70 + " J. Smith."]),
+    ],
+)
+def test_the_common_case_shortcuts_split_as_the_full_search(text, expected):
+    """The splitter reads a plain word after a space and a single space after a stop
+    without its regular expressions (issue 30); these texts go through both the short
+    paths and the full ones, and each expected split is worked by hand from the rules in
+    the module's docstring."""
+    assert split_sentences(text) == expected

@@ -2,11 +2,13 @@
 number of statements whatever the file's size (each kind's new rows go in one
 executemany), and with DEBUG on the query log does not render the rows it inserts."""
 
+import io
 import json
 import re
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
@@ -69,3 +71,23 @@ def test_with_debug_on_the_query_log_does_not_render_the_imported_rows(settings,
     settings.DEBUG = True  # `make run`: Django keeps every statement in connection.queries
     logged = import_over_api(settings, tmp_path, "debug", 50)
     assert not [q[:120] for q in logged if MARK in q]
+
+
+def import_with_the_command(tmp_path, slug: str, n: int):
+    path = tmp_path / f"{slug}.jsonl"
+    study = json.dumps({"type": "study", "slug": slug, "title": slug, "rubric": "litsumm"}) + "\n"
+    path.write_bytes(study.encode() + jsonl(slug, n))
+    with CaptureQueriesContext(connection) as captured:
+        call_command("import_jsonl", str(path), stdout=io.StringIO())
+    assert Summary.objects.filter(study__slug=slug).count() == n
+    assert SourceSentence.objects.filter(source__study__slug=slug).count() == 3 * n
+    return [q["sql"] for q in captured.captured_queries]
+
+
+def test_the_import_command_costs_the_same_statements_for_5_and_for_a_chunk_of_pairs(tmp_path):
+    """`manage.py import_jsonl` (a new study in each file): the statements do not grow
+    with the number of rows either. A first file stores the built-in rubric."""
+    import_with_the_command(tmp_path, "cmd-first", 1)
+    small = import_with_the_command(tmp_path, "cmd-small", 5)
+    large = import_with_the_command(tmp_path, "cmd-large", CHUNK)
+    assert len(large) == len(small), (len(small), len(large))
