@@ -87,3 +87,25 @@ def test_a_participant_for_whom_no_item_is_left_gets_the_screenout_code(client, 
     response = client.get(arrival_url(link, pid="P2"), follow=True)
     assert f'id="completion-code">{SCREENOUT}<' in response.content.decode()
     assert Participant.objects.get(external_id="P2").outcome == "screened_out"
+
+
+def test_a_participants_requests_renew_the_lease_without_a_write_each(client, study):
+    """Each request of a participant renews the lease (`last_seen_at`), but writes it only
+    when it is at least TOUCH_EVERY (30 s) old: a participant saving drafts every few
+    seconds does not add a write per request, and is never away longer than 30 s on record."""
+    link = make_link(study, items=1)
+    client.get(arrival_url(link, pid="TOUCH1"))
+    me = Participant.objects.get()
+    item = Assignment.objects.get(rater=me.user)
+
+    recent = timezone.now() - timedelta(seconds=10)
+    Participant.objects.filter(pk=me.pk).update(last_seen_at=recent)
+    client.get(f"/rate/{item.uuid}/")
+    me.refresh_from_db()
+    assert me.last_seen_at == recent
+
+    stale = timezone.now() - timedelta(seconds=31)
+    Participant.objects.filter(pk=me.pk).update(last_seen_at=stale)
+    client.get(f"/rate/{item.uuid}/")
+    me.refresh_from_db()
+    assert me.last_seen_at > stale + timedelta(seconds=30)
