@@ -41,6 +41,7 @@ from pathlib import Path
 from statistics import median
 
 import requests
+from urllib3.util.retry import Retry
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "var" / "bench-e2e-template.sqlite3"
@@ -134,6 +135,9 @@ def stop_server(server: subprocess.Popen) -> None:
 
 def login(base: str) -> requests.Session:
     session = requests.Session()
+    # A kept-alive connection that gunicorn closed meanwhile is tried again, as a browser does.
+    retry = Retry(total=3, connect=3, read=3, allowed_methods=("GET",), backoff_factor=0)
+    session.mount("http://", requests.adapters.HTTPAdapter(max_retries=retry))
     session.get(f"{base}/accounts/login/").raise_for_status()
     response = session.post(
         f"{base}/accounts/login/",
