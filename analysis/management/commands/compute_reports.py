@@ -42,7 +42,7 @@ class Command(BaseCommand):
         # than queueing it in its own worker.
         results = [services.request_study_report(study=s, phase=phase, enqueue=lambda _id: None) for s in studies]
         # Study by study its numbers and the SVGs the page shows; then the PNGs (downloads).
-        for study, result in zip(studies, results):
+        for study, result in zip(studies, results, strict=True):
             started, cpu = time.monotonic(), time.process_time()
             if result.status == AnalysisResult.Status.PENDING:
                 done = services.run_study_report(result_id=result.pk)
@@ -55,9 +55,8 @@ class Command(BaseCommand):
                 f"{study.slug}: numbers {state} ({numbers[0]:.1f} s, {numbers[1]:.1f} CPU s), {drawn} SVGs "
                 f"(then {time.monotonic() - started:.1f} s, {time.process_time() - cpu:.1f} CPU s)"
             )
-        for study, result in zip(studies, results):
+        for study, result in zip(studies, results, strict=True):
             started, cpu = time.monotonic(), time.process_time()
             drawn = services.draw_missing_plots(result_id=result.pk)
-            self.stdout.write(
-                f"{study.slug}: {drawn} PNGs ({time.monotonic() - started:.1f} s, {time.process_time() - cpu:.1f} CPU s)"
-            )
+            wall, used = time.monotonic() - started, time.process_time() - cpu
+            self.stdout.write(f"{study.slug}: {drawn} PNGs ({wall:.1f} s, {used:.1f} CPU s)")
