@@ -15,10 +15,13 @@ claimed with a conditional update). The process ends with the master (PR_SET_PDE
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
+
+from core.background import BACKGROUND_NICENESS
 
 # The studies `load_demo` makes, in the order their reports are computed; the first is the
 # one the README points to.
@@ -51,7 +54,13 @@ def queue_demo_reports() -> list[str]:
 
 
 def _die_with_parent() -> None:
-    """In the child before exec: SIGTERM when the process that started it (the master) ends."""
+    """In the child before exec: run below the web workers (the raters' requests come first,
+    as for a report thread: core.background.BACKGROUND_NICENESS), and SIGTERM when the process
+    that started it (the master) ends."""
+    try:
+        os.nice(BACKGROUND_NICENESS)
+    except OSError:
+        pass
     try:
         import ctypes
 

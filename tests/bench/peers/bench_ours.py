@@ -137,6 +137,18 @@ def start_server(kind):
     return srv, t
 
 
+def demo_reports_running(root):
+    """True while a `manage.py compute_reports` process runs under the server's tree."""
+    for p in tree_pids(root):
+        try:
+            with open(f"/proc/{p}/cmdline", "rb") as f:
+                if b"compute_reports" in f.read():
+                    return True
+        except OSError:
+            continue
+    return False
+
+
 def proc_breakdown(root):
     """Per process of the tree: pid, command (short), VmRSS MiB, Pss MiB."""
     out = []
@@ -312,6 +324,19 @@ def main():
         log("first `make run` on an empty database (migrate + load_demo + runserver)")
         srv, t_first = start_server(kind)
         res["first_start_empty_data_dir_s"] = r3(t_first, 2)
+        # `make run` computes the demo's reports once, in a child of gunicorn's master that it
+        # does not wait for (config/demo_reports.py). They are stored in the database, so later
+        # starts find them and start nothing; let this first start finish them (not timed) so
+        # that no cold start below, nor the memory and load figures, has that child running.
+        t0 = time.perf_counter()
+        deadline = time.monotonic() + PHASE_MAX_S
+        while time.monotonic() < deadline and demo_reports_running(srv.pid):
+            time.sleep(0.5)
+        res["demo_reports_after_first_start_s"] = {
+            "value": r3(time.perf_counter() - t0, 1),
+            "what": "the first start's `manage.py compute_reports` child, waited for before the server stops",
+        }
+        log(f"the demo's reports computed {res['demo_reports_after_first_start_s']['value']} s after the first start")
         srv.stop()
     else:
         if CONFIG == "b":
