@@ -11,7 +11,11 @@ imported code's memory pages. Reports and exports never run in a web request (th
 Celery tasks, or a background thread without a broker), so the timeout stays short.
 """
 
+import os
+
 import gunicorn.http.wsgi
+
+from config.memory import IdleTrimmer, share_with_workers
 
 from core.env import env_int, env_str
 
@@ -63,3 +67,26 @@ def on_starting(server):
     print(next_step(f"http://{host or '127.0.0.1'}:{port}/"), flush=True)
     # The workers open their own connections after the fork; none may inherit this one.
     connections.close_all()
+    # The workers share what the master loads before they fork (config/memory.py).
+    if os.environ.get("MEM_SHARE", "1") == "1":
+        share_with_workers()
+
+
+_trimmer = None
+
+
+def post_worker_init(worker):
+    global _trimmer
+    if os.environ.get("MEM_TRIM", "1") == "1":
+        _trimmer = IdleTrimmer().start()
+
+
+def pre_request(worker, req):
+    worker.log.debug("%s %s", req.method, req.path)
+    if _trimmer is not None:
+        _trimmer.request_started()
+
+
+def post_request(worker, req, environ, resp):
+    if _trimmer is not None:
+        _trimmer.request_finished()
