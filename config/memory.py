@@ -19,6 +19,7 @@ import ctypes
 import ctypes.util
 import gc
 import os
+import os
 import threading
 import time
 from pathlib import Path
@@ -106,5 +107,7 @@ class IdleTrimmer:
                     self._cond.wait(wait)
                     continue  # look again: a request may have come in meanwhile
                 self._dirty = False
+            if os.environ.get("MEM_GC", "0") == "1":
+                gc.collect()
             self.trim(0)
             self.trims += 1
