@@ -19,10 +19,8 @@ import ctypes
 import ctypes.util
 import gc
 import os
-import os
 import threading
 import time
-from pathlib import Path
 
 # Idle this long (no request in flight) before a trim: a busy worker is never trimmed, and a
 # burst of requests is trimmed once, after it.
@@ -34,24 +32,9 @@ def share_with_workers() -> None:
     from django.urls import get_resolver
 
     # Resolving the URL patterns imports every urls module and the views they name.
-    get_resolver().url_patterns  # noqa: B018
-    if os.environ.get("MEM_TPL", "1") == "1":
-        _compile_templates()
+    if os.environ.get("MEM_URLS", "1") == "1":
+        get_resolver().url_patterns  # noqa: B018
     gc.freeze()
-
-
-def _compile_templates() -> None:
-    """Compile the project's templates into the template engine's cache (each worker would
-    compile the ones it renders, into its own memory)."""
-    from django.template import engines
-
-    for engine in engines.all():
-        for directory in engine.template_dirs:
-            root = Path(directory)
-            if not root.is_dir() or ".venv" in root.parts or "site-packages" in root.parts:
-                continue
-            for path in sorted(root.rglob("*.html")):
-                engine.get_template(path.relative_to(root).as_posix())
 
 
 def _malloc_trim():
@@ -107,7 +90,5 @@ class IdleTrimmer:
                     self._cond.wait(wait)
                     continue  # look again: a request may have come in meanwhile
                 self._dirty = False
-            if os.environ.get("MEM_GC", "0") == "1":
-                gc.collect()
             self.trim(0)
             self.trims += 1
