@@ -11,12 +11,9 @@ imported code's memory pages. Reports and exports never run in a web request (th
 Celery tasks, or a background thread without a broker), so the timeout stays short.
 """
 
-import os
-
 import gunicorn.http.wsgi
 
-from config.memory import IdleTrimmer, share_with_workers
-
+from config.memory import IdleTrimmer, freeze_heap
 from core.env import env_int, env_str
 
 # gunicorn sends "Server: gunicorn" on every response and has no setting to change it; its
@@ -67,18 +64,18 @@ def on_starting(server):
     print(next_step(f"http://{host or '127.0.0.1'}:{port}/"), flush=True)
     # The workers open their own connections after the fork; none may inherit this one.
     connections.close_all()
-    # The workers share what the master loads before they fork (config/memory.py).
-    if os.environ.get("MEM_SHARE", "1") == "1":
-        share_with_workers()
+    # The workers keep sharing the master's objects after they fork (config/memory.py).
+    freeze_heap()
 
 
-_trimmer = None
+# Each worker hands the memory its requests freed back to the system once it is idle
+# (config/memory.py); None in the master.
+_trimmer: IdleTrimmer | None = None
 
 
 def post_worker_init(worker):
     global _trimmer
-    if os.environ.get("MEM_TRIM", "1") == "1":
-        _trimmer = IdleTrimmer().start()
+    _trimmer = IdleTrimmer().start()
 
 
 def pre_request(worker, req):

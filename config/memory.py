@@ -1,12 +1,11 @@
 """Memory of the gunicorn processes (config/gunicorn.conf.py's hooks; issue 30).
 
-Three things, each measured in notes-issue-30-mem.md:
+Two things, measured in notes-issue-30-mem.md (the harness's `make run` after its submit
+load: 224 -> about 150 MiB of PSS):
 
-- `share_with_workers()`, in the master before the workers fork: load the URLconf (and with
-  it every view, serializer and form module) once, so the workers share those pages instead
-  of each importing them on its first request; then `gc.freeze()`, so the workers' garbage
-  collections never write into the inherited objects' headers (which would copy the pages
-  they sit on into each worker).
+- `freeze_heap()`, in the master before the workers fork: `gc.freeze()`, so the workers'
+  garbage collections never write into the inherited objects' headers (which copies the
+  pages they sit on into each worker).
 - `IdleTrimmer`, in each worker: when the worker has had no request in flight for a moment,
   hand the memory that glibc's allocator kept after the requests freed it (SQLite's page
   caches of closed connections, request bodies, query results) back to the system with
@@ -18,7 +17,6 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import gc
-import os
 import threading
 import time
 
@@ -27,13 +25,11 @@ import time
 IDLE_S = 0.5
 
 
-def share_with_workers() -> None:
-    """Import what every worker would import on its first request, then freeze the heap."""
-    from django.urls import get_resolver
-
-    # Resolving the URL patterns imports every urls module and the views they name.
-    if os.environ.get("MEM_URLS", "1") == "1":
-        get_resolver().url_patterns  # noqa: B018
+def freeze_heap() -> None:
+    """In the master, just before the workers fork: move every object it holds to the
+    collector's permanent generation. A worker's collections then never visit (and write
+    into the header of) an object it inherited, so those pages stay shared with the master
+    instead of being copied into each worker."""
     gc.freeze()
 
 
