@@ -7,9 +7,14 @@ Everything comes from the environment, like the rest of the settings:
 - WEB_TIMEOUT seconds before a stuck worker is restarted (default 60).
 
 The app is loaded before the workers fork (`preload_app`), so the workers share the
-imported code's memory pages. Reports and exports never run in a web request (they are
-Celery tasks, or a background thread without a broker), so the timeout stays short.
+imported code's memory pages; the master freezes its objects for the garbage collector
+before they fork (so the workers do not copy those pages), and each worker returns the
+memory its requests freed to the system once it is idle (config/memory.py). Reports and
+exports never run in a web request (they are Celery tasks, or a background thread without a
+broker), so the timeout stays short.
 """
+
+import gc
 
 import gunicorn.http.wsgi
 
@@ -75,7 +80,8 @@ _trimmer: IdleTrimmer | None = None
 
 def post_worker_init(worker):
     global _trimmer
-    _trimmer = IdleTrimmer().start()
+    _trimmer = IdleTrimmer(log=worker.log.debug).start()
+    worker.log.debug("%d objects inherited frozen from the master", gc.get_freeze_count())
 
 
 def pre_request(worker, req):

@@ -48,8 +48,9 @@ def _malloc_trim():
 class IdleTrimmer:
     """Counts a worker's requests in flight; a daemon thread trims once after each busy spell."""
 
-    def __init__(self, idle_s: float = IDLE_S, trim=None):
+    def __init__(self, idle_s: float = IDLE_S, trim=None, log=None):
         self.idle_s = idle_s
+        self.log = log
         self.trim = trim if trim is not None else _malloc_trim()
         self.in_flight = 0
         self.trims = 0
@@ -86,5 +87,7 @@ class IdleTrimmer:
                     self._cond.wait(wait)
                     continue  # look again: a request may have come in meanwhile
                 self._dirty = False
-            self.trim(0)
+            released = self.trim(0)
             self.trims += 1
+            if self.log is not None:
+                self.log("idle: freed memory returned to the system (malloc_trim: %s)", released)
