@@ -40,7 +40,9 @@ ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    # The admin without discovery at start-up (config/admin_app.py): the URLconf discovers
+    # the apps' admin modules, so a command that serves no page does not import them.
+    "config.admin_app.AdminWithoutStartupDiscovery",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

@@ -9,6 +9,10 @@ from annotate.urls import api_urlpatterns as annotate_api
 from config import docs, health
 from datasets.api_urls import urlpatterns as datasets_api
 
+# INSTALLED_APPS has SimpleAdminConfig: every app's admin module is registered here, when
+# the URLconf loads (before any request, and before the URL system checks read it).
+admin.autodiscover()
+
 # A body too large to read is a 413 naming the limit; other 400s are Django's.
 handler400 = "config.middleware.bad_request"
 

@@ -19,11 +19,15 @@ see it).
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections, models
 from django.db.models.fields import AutoFieldMixin
+from django.utils import timezone
+
+_NONE = object()
 
 # Fields whose Python value the drivers take as it is (after pre_save): no per-value call.
 _AS_IS = (models.CharField, models.TextField, models.IntegerField, models.BooleanField, models.FloatField)
@@ -32,9 +36,27 @@ _AS_IS = (models.CharField, models.TextField, models.IntegerField, models.Boolea
 def _converter(field: models.Field, wrapper) -> Callable[[Any], Any] | None:
     if field.is_relation or (isinstance(field, _AS_IS) and not isinstance(field, models.JSONField)):
         return None
+
     # `wrapper` is this thread's connection itself: `django.db.connection` is a proxy that
     # looks it up again on every attribute (a tenth of these calls' time).
-    return lambda value: field.get_db_prep_save(value, connection=wrapper)
+    def generic(value):
+        return field.get_db_prep_save(value, connection=wrapper)
+
+    if isinstance(field, models.JSONField) and type(field).get_prep_value is models.JSONField.get_prep_value:
+        # What get_db_prep_save ends in for a plain decoded value, without its checks for
+        # expressions on every row; the empty object of most rows' metadata converted once.
+        adapt, encoder = wrapper.ops.adapt_json_value, field.encoder
+        empty = adapt({}, encoder)
+
+        def json_value(value):
+            if type(value) is dict or type(value) is list:
+                return adapt(value, encoder) if value or type(value) is list else empty
+            return generic(value)
+
+        return json_value
+    if isinstance(field, models.UUIDField) and not wrapper.features.has_native_uuid_field:
+        return lambda value: value.hex if type(value) is uuid.UUID else generic(value)
+    return generic
 
 
 def insert_new(objs: Sequence[models.Model], *, natural_key: tuple[str, str]) -> None:
@@ -48,12 +70,25 @@ def insert_new(objs: Sequence[models.Model], *, natural_key: tuple[str, str]) ->
     meta = model._meta
     fields = [f for f in meta.concrete_fields if not (f.primary_key and isinstance(f, AutoFieldMixin))]
     wrapper = connections[DEFAULT_DB_ALIAS]
-    converters = [(f, _converter(f, wrapper)) for f in fields]
+    # auto_now(_add) fields: one instant for the whole batch (pre_save would read the clock
+    # and convert the value again for every row), set on the instances as pre_save would.
+    now = timezone.now()
+    stamped = {
+        f.attname: f.get_db_prep_save(now, connection=wrapper)
+        for f in fields
+        if isinstance(f, models.DateField) and (f.auto_now or f.auto_now_add)
+    }
+    converters = [(f, None if f.attname in stamped else _converter(f, wrapper)) for f in fields]
     rows = []
     for obj in objs:
         row = []
         for field, convert in converters:
-            value = field.pre_save(obj, True)  # defaults, auto_now(_add)
+            stamp = stamped.get(field.attname, _NONE)
+            if stamp is not _NONE:
+                setattr(obj, field.attname, now)
+                row.append(stamp)
+                continue
+            value = field.pre_save(obj, True)  # defaults
             row.append(value if convert is None or value is None else convert(value))
         rows.append(row)
     quote = connection.ops.quote_name
@@ -63,6 +98,7 @@ def insert_new(objs: Sequence[models.Model], *, natural_key: tuple[str, str]) ->
         cursor.executemany(f"INSERT INTO {quote(meta.db_table)} ({columns}) VALUES ({placeholders})", rows)
     first, second = natural_key
     wanted = {(getattr(obj, first), getattr(obj, second)): obj for obj in objs}
+    alias = wrapper.alias
     found = model._base_manager.filter(
         **{f"{first}__in": {a for a, _ in wanted}, f"{second}__in": {b for _, b in wanted}}
     ).values_list(first, second, "pk")
@@ -71,7 +107,7 @@ def insert_new(objs: Sequence[models.Model], *, natural_key: tuple[str, str]) ->
         if obj is not None:
             obj.pk = pk
             obj._state.adding = False
-            obj._state.db = connection.alias
+            obj._state.db = alias
     missing = [key for key, obj in wanted.items() if obj.pk is None]
     if missing:  # cannot happen with a unique natural key; never leave an instance without its row
         raise RuntimeError(f"{meta.label}: {len(missing)} inserted rows not found again by {natural_key}")

@@ -230,7 +230,7 @@ def _clean_source(f: _Fields) -> dict:
             if i:
                 text += " "
                 offset += 1
-            sentences.append({"start": offset, "end": offset + len(sentence), "text": sentence, "ref": ref})
+            sentences.append((offset, offset + len(sentence), sentence, ref))
             text += sentence
             offset += len(sentence)
         if length_problem(text, "source"):
@@ -240,7 +240,7 @@ def _clean_source(f: _Fields) -> dict:
         if length_problem(text, "source"):  # before splitting it into sentences
             f.fail("text", length_problem(text, "source"))
         ref = f.string("ref", required=False, max_length=100)
-        sentences = [{"start": s, "end": e, "text": text[s:e], "ref": ref} for s, e in split_spans(text)]
+        sentences = [(s, e, text[s:e], ref) for s, e in split_spans(text)]
         if not sentences:
             f.fail("text", "has no sentences")
     external_ids = f.mapping("external_ids")
@@ -485,7 +485,7 @@ class _Writer:
             source = Source.objects.create(study=study, key=d["key"], **values)
             text_changed = changed = True
         else:
-            stored = list(source.sentences.order_by("index").values("start", "end", "text", "ref"))
+            stored = list(source.sentences.order_by("index").values_list("start", "end", "text", "ref"))
             text_changed = source.text != d["text"] or stored != d["sentences"]
             if text_changed and _has_human_work(assignment__summary__source=source):
                 raise ImportLineError(line, "sentences", f"source {source.key!r} has ratings; its text cannot change")
@@ -516,10 +516,11 @@ _SUMMARY_FIELDS = ("source", "text", "generator", "metadata", "flags", "parent")
 _CLAIM_FIELDS = ("text", "start", "end", "refs", "verdict", "explanation", "probability")
 
 
-def _sentence_rows(source: Source, sentences: list[dict]) -> Iterator[tuple]:
-    """A cleaned source's sentences as annotate.services.store_sentences takes them."""
-    for i, s in enumerate(sentences):
-        yield (source.pk, i, s["start"], s["end"], s["text"], s["ref"])
+def _sentence_rows(source: Source, sentences: list[tuple]) -> list[tuple]:
+    """A cleaned source's sentences, (start, end, text, ref) each, as
+    annotate.services.store_sentences takes them."""
+    pk = source.pk
+    return [(pk, i, *sentence) for i, sentence in enumerate(sentences)]
 
 
 class _BulkWriter(_Writer):
@@ -608,13 +609,13 @@ class _BulkWriter(_Writer):
             else:
                 updated.append((line, d, source, values))
         if updated:
-            stored: dict[int, list[dict]] = {}
-            for row in (
+            stored: dict[int, list[tuple]] = {}
+            for source_id, *sentence in (
                 SourceSentence.objects.filter(source__in=[s for _, _, s, _ in updated])
                 .order_by("source_id", "index")
-                .values("source_id", "start", "end", "text", "ref")
+                .values_list("source_id", "start", "end", "text", "ref")
             ):
-                stored.setdefault(row.pop("source_id"), []).append(row)
+                stored.setdefault(source_id, []).append(tuple(sentence))
             for line, d, source, _values in updated:
                 if source.text != d["text"] or stored.get(source.pk, []) != d["sentences"]:
                     text_changed.append((line, d, source))
@@ -645,7 +646,7 @@ class _BulkWriter(_Writer):
         if changed_text_ids:
             SourceSentence.objects.filter(source_id__in=changed_text_ids).delete()
         store_sentences(
-            row for _, d, source in [*created, *text_changed] for row in _sentence_rows(source, d["sentences"])
+            [row for _, d, source in [*created, *text_changed] for row in _sentence_rows(source, d["sentences"])]
         )
 
     # --- summaries ---

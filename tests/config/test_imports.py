@@ -219,7 +219,8 @@ def test_the_import_command_imports_neither_drf_nor_a_heavy_library(tmp_path):
     ]
     path = tmp_path / "probe.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    unwanted = (*HEAVY, "rest_framework.compat", "rest_framework.serializers")
+    # ... nor the apps' admin modules and forms (config/admin_app.py): no page is served.
+    unwanted = (*HEAVY, "rest_framework.compat", "rest_framework.serializers", "annotate.admin", "annotate.forms")
     done = subprocess.run(
         [sys.executable, "-c", IMPORT_COMMAND_PROBE % (unwanted,), str(path)],
         cwd=settings.BASE_DIR,
@@ -232,3 +233,41 @@ def test_the_import_command_imports_neither_drf_nor_a_heavy_library(tmp_path):
     assert "summary: 1 created" in done.stdout, done.stdout
     found = json.loads(done.stdout.strip().splitlines()[-1])
     assert found["heavy"] == [], f"manage.py import_jsonl imported {found['heavy']}"
+
+
+ADMIN_CHECK_PROBE = """
+import json, sys
+import django
+django.setup()
+before = "annotate.admin" in sys.modules
+from django.core import checks
+messages = checks.run_checks(tags=[checks.Tags.admin])
+from django.contrib import admin
+from annotate.models import Study
+print(json.dumps({"before": before, "registered": admin.site.is_registered(Study),
+                  "errors": [str(m) for m in messages if m.is_serious()]}))
+"""
+
+
+def test_the_admin_is_discovered_by_its_system_check_not_at_start_up(tmp_path):
+    """config/admin_app.py: django.setup() imports no app's admin module, and the admin's
+    system check discovers them before checking, so `manage.py check` (which loads no
+    URLconf) still checks every registered ModelAdmin."""
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": os.environ.get("HOME", "/tmp"),
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        "LOCAL_SECRET_KEY_FILE": str(tmp_path / "secret_key"),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", ADMIN_CHECK_PROBE],
+        cwd=settings.BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found == {"before": False, "registered": True, "errors": []}

@@ -67,13 +67,43 @@ def test_storable_json_loads_exactly_as_the_standard_library_does(value, ascii_o
 
 
 @settings(max_examples=200, deadline=None, database=None)
-@given(json_values, st.sampled_from(["\ud83d", "\udc00", "\x00"]), st.data())
-def test_a_bad_character_anywhere_is_found(value, bad, data):
+@given(json_values, st.sampled_from(["\ud83d", "\udc00", "\x00"]), st.data(), st.booleans())
+def test_a_bad_character_anywhere_is_found(value, bad, data, ascii_only):
     """Put a bad character into a random string (or key) of a random value: it is found,
     and nothing is reported for the value without it."""
     assert find_problem(value) is None
     wrapped = {"field": [value, data.draw(json_text) + bad]}
     found = find_problem(wrapped)
     assert found is not None and found[0] == "field[1]"
-    with pytest.raises(InvalidTextError):
-        loads(json.dumps(wrapped))
+    # Escaped (\\uD83D) or raw in the text given to loads (a str can hold a lone
+    # surrogate): both reach the walk that names the field.
+    with pytest.raises(InvalidTextError) as error:
+        loads(json.dumps(wrapped, ensure_ascii=ascii_only))
+    assert error.value.field == "field[1]"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"a": "\\\\u0000"}',  # an escaped backslash, then "u0000": plain text, storable
+        '{"a": "caf\u00e9 \\\\u"}',  # an escaped backslash before a "u" after non-ASCII text
+        '{"a": "café", "b": ["x", {"c": "≥ 3"}]}',
+    ],
+)
+def test_storable_text_with_backslashes_and_non_ascii_loads_as_the_standard_library_does(text):
+    assert loads(text) == json.loads(text)
+    assert find_problem(json.loads(text)) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ('{"a": "x\\u0000"}', "a"),  # \u0000 escape: a NUL after decoding
+        ('{"a": ["ok", "\\ud83d"]}', "a[1]"),  # an escaped lone surrogate
+        ('{"a": {"b": "x\ud83d"}}', "a.b"),  # a raw lone surrogate in the str given to loads
+    ],
+)
+def test_unstorable_text_is_refused_escaped_or_raw(text, field):
+    with pytest.raises(InvalidTextError) as error:
+        loads(text)
+    assert error.value.field == field
