@@ -85,6 +85,7 @@ test-ml: install-ml
 bench: install-dev
 	$(BIN)/python tests/bench/bench_analysis.py --runs 5
 	$(BIN)/python tests/bench/bench_report.py --runs 3
+	$(BIN)/python tests/bench/bench_report_e2e.py --rounds 1 --modes cold,cached
 	$(BIN)/python tests/bench/bench_bootstrap.py --runs 3
 	$(BIN)/python tests/bench/bench_generation.py --latency 1.0 --concurrency 1 4 16
 	$(BIN)/python tests/bench/bench_generation.py --latency 0.25 --concurrency 16 --per-worker 32

@@ -366,7 +366,7 @@ def draw_report_plots(
                 yield ReportPlot(kind=kind, subject=subject, format=fmt, image=image)
 
 
-def draw_missing_plots(*, result_id: int) -> int:
+def draw_missing_plots(*, result_id: int, formats: Sequence[str] = DRAWING_ORDER) -> int:
     """Draw and store the plots a finished report does not have yet; returns how many images
     were drawn (0 for a report that is not finished). The worker's task calls it right after
     run_study_report, so the page shows the numbers without waiting for matplotlib, and
@@ -376,13 +376,15 @@ def draw_missing_plots(*, result_id: int) -> int:
     report's `updated_at`, the sign of life that request_study_report reads (a worker that
     died half-way is replaced by the next request after one lease). Two workers drawing the
     same image store it once (the unique constraint); a report deleted meanwhile (its inputs
-    changed) stops the drawing."""
+    changed) stops the drawing. ``formats`` (default every one): only those are drawn now
+    (`compute_reports` draws every study's SVGs before any PNG); the plots count as done
+    only once every format is stored."""
     result = AnalysisResult.objects.filter(pk=result_id, status=AnalysisResult.Status.DONE).first()
     if result is None:
         return 0
     stored = set(ReportPlot.objects.filter(result=result).values_list("kind", "subject", "format"))
     drawn = 0
-    for image in draw_report_plots(result.result, skip=stored):
+    for image in draw_report_plots(result.result, skip=stored, formats=formats):
         with transaction.atomic():
             alive = AnalysisResult.objects.filter(pk=result_id, status=AnalysisResult.Status.DONE)
             if not alive.update(updated_at=timezone.now()):
@@ -391,6 +393,8 @@ def draw_missing_plots(*, result_id: int) -> int:
             ReportPlot.objects.bulk_create([image], ignore_conflicts=True)
         drawn += 1
     else:
+        if set(formats) < set(DRAWING_ORDER):
+            return drawn
         AnalysisResult.objects.filter(pk=result_id, status=AnalysisResult.Status.DONE).update(
             plots_done_at=timezone.now(), updated_at=timezone.now()
         )

@@ -43,7 +43,10 @@ forwarded_allow_ips = env_str("WEB_FORWARDED_ALLOW_IPS", "127.0.0.1")
 # workers fork. One interpreter and one Django start-up instead of three (`make demo` then
 # `make serve`): `make run` answers about two seconds sooner. `migrate` also creates the
 # first admin of an empty install (create_first_admin: from ADMIN_USERNAME/ADMIN_PASSWORD/
-# ADMIN_EMAIL, or asked at the terminal).
+# ADMIN_EMAIL, or asked at the terminal). With `demo`, the demo's reports that are not in
+# the report cache are then computed by `manage.py compute_reports` in a process of its own,
+# which the master starts and does not wait for (config/demo_reports.py; WEB_DEMO_REPORTS=0
+# skips it).
 PREPARE_STEPS = {
     "": (),
     "migrate": ("migrate", "create_first_admin"),
@@ -65,6 +68,12 @@ def on_starting(server):
         call_command("migrate", interactive=False)
     for step in steps[1:]:
         call_command(step, **({"with_answers": True} if step != "create_first_admin" else {}))
+    if prepare == "demo" and env_str("WEB_DEMO_REPORTS", "1") not in ("0", "no", "false"):
+        # The demo's reports, computed once in a process of their own (the master imports
+        # none of the statistics), so that the first visit is served from the cache.
+        from config.demo_reports import start_demo_reports
+
+        start_demo_reports()
     host, _, port = bind.rpartition(":")
     print(next_step(f"http://{host or '127.0.0.1'}:{port}/"), flush=True)
     # The workers open their own connections after the fork; none may inherit this one.

@@ -24,8 +24,6 @@ Built in:
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -36,6 +34,7 @@ from django.utils import timezone
 from annotate.models import Study, Summary
 from core.exceptions import ApplicationError
 from generation.conf import pipeline_settings
+from generation.evaluator_versions import REFERENCE_EVALUATOR, config_version, reference_config
 from generation.llm import Gateway, LLMError, as_text, excerpt, parse_json_object
 from generation.models import EvaluationRun, EvaluationScore, JudgeRun
 from generation.prompting import prompt_versions
@@ -317,16 +316,14 @@ class ReferenceMetrics:
     versions (stats.metrics.reference_config); the study report takes these columns
     from the run of today's version and computes only the summaries it lacks."""
 
-    name = "reference"
+    name = REFERENCE_EVALUATOR
     needs_llm = False
 
     def __init__(self, gateway: Gateway | None = None):
         self._gold: dict[int, dict[str, str]] = {}
 
     def config(self) -> dict:
-        from stats.metrics import reference_config
-
-        return {"evaluator": self.name, **reference_config()}
+        return reference_config()
 
     def _gold_texts(self, study) -> dict[str, str]:
         if study.pk not in self._gold:
@@ -379,10 +376,6 @@ def evaluator_for(name: str, gateway: Gateway, *, claims: str | None = None):
             raise ApplicationError("--claims is an option of the factored_verification evaluator only")
         return EVALUATORS[name](gateway, claims=claims)
     return EVALUATORS[name](gateway)
-
-
-def config_version(config: dict) -> str:
-    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:12]
 
 
 def start_evaluation(*, study: Study, evaluator) -> EvaluationRun:

@@ -34,6 +34,7 @@ from annotate.selectors.contents import rubric_definition
 from annotate.services import compared_texts
 from core.exceptions import ApplicationError
 from generation.conf import pipeline_settings
+from generation.evaluator_versions import JUDGE_NAME  # noqa: F401  (named there, for the report)
 from generation.llm import Gateway, LLMError, excerpt, parse_json_object
 from generation.models import JudgeAnswer, JudgeRun
 from generation.prompting import prompt_versions
@@ -41,7 +42,6 @@ from generation.run_records import recording
 
 PROMPT = "rubric_judge"
 PAIRWISE_PROMPT = "rubric_judge_pairwise"
-JUDGE_NAME = "rubric_judge"  # as the evaluators page and the report's columns name it
 JUDGED_KINDS = ("scale", "choice", "checkboxes", "text", "per_finding", "per_claim")
 FINDING, CLAIM = "F", "C"  # how the prompt numbers the source's findings and the summary's claims
 

@@ -186,10 +186,12 @@ def stored_reference_metrics(study):
     takes these instead of computing them again."""
     import pandas as pd
 
-    from generation.evaluators import ReferenceMetrics, config_version
+    # Not generation.evaluators: it imports the LLM gateway (openai, tiktoken), which the
+    # report does not need.
+    from generation.evaluator_versions import REFERENCE_EVALUATOR, config_version, reference_config
 
     run = EvaluationRun.objects.filter(
-        study=study, evaluator=ReferenceMetrics.name, version=config_version(ReferenceMetrics().config())
+        study=study, evaluator=REFERENCE_EVALUATOR, version=config_version(reference_config())
     ).first()
     if run is None:
         return pd.DataFrame(columns=["item"])
@@ -269,7 +271,7 @@ def judge_metrics(study):
     every human question like any evaluator's."""
     import pandas as pd
 
-    from generation.judging import JUDGE_NAME
+    from generation.evaluator_versions import JUDGE_NAME  # not judging: it imports the LLM gateway
 
     found = judge_scores(study)
     scores = found[1].dropna(subset=["value"]) if found is not None else None

@@ -1,20 +1,24 @@
 // The study report page loads this only while something is still coming:
-// - while the report is computed, it polls the progress endpoint (data-progress-url on the
+// - while the report is computed, it polls the progress endpoint (every 0.25 s at first, then up to every second; data-progress-url on the
 //   <progress> element), moves the bar, and reloads the page once the report is done or
 //   has failed;
 // - once the numbers are shown but the worker is still drawing the plots (#report-plots
-//   has data-pending), it fetches the page every 2 seconds and swaps in the plots region,
+//   has data-pending), it fetches the page every 0.5 s at first, then up to every 2 seconds and swaps in the plots region,
 //   so the figures appear without a reload (focus and scroll stay where the reader left them).
 // A file rather than an inline script, so the Content-Security-Policy needs no
 // 'unsafe-inline'; text set with textContent, and swapped markup comes from our own
 // template, which escaped it.
 "use strict";
 (function () {
-  function follow(fetchOnce, delay) {
-    var wait = delay;
+  // Poll soon at first, then less often: a report that is nearly done (a cached one whose
+  // plots are being drawn, a small study) shows without waiting a whole period.
+  function follow(fetchOnce, first, most) {
+    var next = first;
+    var wait = first;
     function step() {
       fetchOnce().then(function (again) {
-        wait = delay;
+        next = Math.min(next * 1.5, most);
+        wait = next;
         if (again) { window.setTimeout(step, wait); }
       }).catch(function () {
         wait = Math.min(wait * 2, 15000);  // the server is busy or gone: back off
@@ -47,7 +51,7 @@
           if (label) { label.textContent = data.progress + "%"; }
           return true;
         });
-    }, 1000);
+    }, 250, 1000);
     return;
   }
 
@@ -65,6 +69,6 @@
           plots.removeAttribute("data-pending");
           return false;
         });
-    }, 2000);
+    }, 500, 2000);
   }
 })();

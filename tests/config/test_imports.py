@@ -271,3 +271,46 @@ def test_the_admin_is_discovered_by_its_system_check_not_at_start_up(tmp_path):
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout.strip().splitlines()[-1])
     assert found == {"before": False, "registered": True, "errors": []}
+
+
+# The study report's numbers read which stored `reference` run is today's and the rubric
+# judge's columns (generation.selectors); they must not import the LLM gateway for that
+# (generation.evaluators and generation.judging import openai and tiktoken: about a second of
+# a report's first computation, issue 30). The selectors are called on a database without
+# tables: their imports come before their first query.
+REPORT_PROBE = """
+import json, sys
+import django
+django.setup()
+from django.db import DatabaseError
+from annotate.models import Study
+from generation import selectors
+study = Study(pk=1, slug="probe")
+for read in (selectors.stored_reference_metrics, selectors.judge_metrics):
+    try:
+        read(study)
+    except DatabaseError:
+        pass
+print(json.dumps(sorted(m for m in ("openai", "tiktoken", "generation.llm") if m in sys.modules)))
+"""
+
+
+def test_the_report_numbers_read_evaluator_runs_without_the_llm_gateway(tmp_path):
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": os.environ.get("HOME", "/tmp"),
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DEBUG": "1",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        "LOCAL_SECRET_KEY_FILE": str(tmp_path / "secret_key"),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", REPORT_PROBE],
+        cwd=settings.BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []

@@ -1,0 +1,77 @@
+"""The demo's reports computed once, in a process of their own, when `make run` starts
+(WEB_PREPARE=demo, config/gunicorn.conf.py): so that the demo admin's first report is
+served from the cache (issue 30: "the demo report appears within two seconds of asking").
+
+Computing a report imports pandas, scipy, statsmodels, scikit-learn and matplotlib
+(about 2 s, and tens of MiB). gunicorn's master must not import them (every worker would
+inherit them: tests/config/test_imports.py), nor should a web worker before a visitor asks;
+so the master only asks the cache (one query per study: analysis.selectors.report_inputs)
+and, when a demo report is missing or stale, starts `manage.py compute_reports` and does
+not wait for it. The reports go into the same cache as any other (keyed by a fingerprint
+of their inputs): a rating changed afterwards makes them stale as usual, and a visit
+meanwhile waits for this process's report rather than computing its own (the row is
+claimed with a conditional update). The process ends with the master (PR_SET_PDEATHSIG).
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+# The studies `load_demo` makes, in the order their reports are computed; the first is the
+# one the README points to.
+DEMO_REPORT_STUDIES = ("demo-litsumm", "demo-factpico", "demo-pairwise", "demo-questions")
+PHASE = "all"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def queue_demo_reports() -> list[str]:
+    """The demo studies (present in the database) whose report for their inputs as they are
+    now is not computed with its plots. Their rows are made (pending) here, through the
+    cache the page reads (analysis.services.request_study_report, handing the run to no
+    one), so that a visit before `compute_reports` has started finds its report queued and
+    waits for it rather than computing it in a web worker. Nothing is imported beyond what
+    the web app imports (the models, selectors and services)."""
+    from analysis import services
+    from analysis.models import AnalysisResult
+    from annotate.models import Study
+
+    missing = []
+    studies = {s.slug: s for s in Study.objects.filter(slug__in=DEMO_REPORT_STUDIES)}
+    for slug in DEMO_REPORT_STUDIES:
+        study = studies.get(slug)
+        if study is None:
+            continue
+        result = services.request_study_report(study=study, phase=PHASE, enqueue=lambda _id: None)
+        if result.status != AnalysisResult.Status.DONE or services.plots_pending(result):
+            missing.append(slug)
+    return missing
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGTERM when the process that started it (the master) ends."""
+    try:
+        import ctypes
+
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass  # not Linux: the command ends by itself after the reports
+
+
+def start_demo_reports(stdout=None) -> subprocess.Popen | None:
+    """Start `manage.py compute_reports` for the demo reports that are missing; None when
+    none is. Called by gunicorn's master before it forks (it does not wait)."""
+    missing = queue_demo_reports()
+    if not missing:
+        return None
+    print(f"Computing the demo's reports in the background: {', '.join(missing)}", flush=True)
+    return subprocess.Popen(
+        [sys.executable, str(ROOT / "manage.py"), "compute_reports", *missing, "--phase", PHASE],
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=stdout,
+        preexec_fn=_die_with_parent,
+    )
