@@ -7,12 +7,18 @@ Everything comes from the environment, like the rest of the settings:
 - WEB_TIMEOUT seconds before a stuck worker is restarted (default 60).
 
 The app is loaded before the workers fork (`preload_app`), so the workers share the
-imported code's memory pages. Reports and exports never run in a web request (they are
-Celery tasks, or a background thread without a broker), so the timeout stays short.
+imported code's memory pages; the master freezes its objects for the garbage collector
+before they fork (so the workers do not copy those pages), and each worker returns the
+memory its requests freed to the system once it is idle (config/memory.py). Reports and
+exports never run in a web request (they are Celery tasks, or a background thread without a
+broker), so the timeout stays short.
 """
+
+import gc
 
 import gunicorn.http.wsgi
 
+from config.memory import IdleTrimmer, freeze_heap
 from core.env import env_int, env_str
 
 # gunicorn sends "Server: gunicorn" on every response and has no setting to change it; its
@@ -72,3 +78,27 @@ def on_starting(server):
     print(next_step(f"http://{host or '127.0.0.1'}:{port}/"), flush=True)
     # The workers open their own connections after the fork; none may inherit this one.
     connections.close_all()
+    # The workers keep sharing the master's objects after they fork (config/memory.py).
+    freeze_heap()
+
+
+# Each worker hands the memory its requests freed back to the system once it is idle
+# (config/memory.py); None in the master.
+_trimmer: IdleTrimmer | None = None
+
+
+def post_worker_init(worker):
+    global _trimmer
+    _trimmer = IdleTrimmer(log=worker.log.debug).start()
+    worker.log.debug("%d objects inherited frozen from the master", gc.get_freeze_count())
+
+
+def pre_request(worker, req):
+    worker.log.debug("%s %s", req.method, req.path)
+    if _trimmer is not None:
+        _trimmer.request_started()
+
+
+def post_request(worker, req, environ, resp):
+    if _trimmer is not None:
+        _trimmer.request_finished()

@@ -1,0 +1,93 @@
+"""Memory of the gunicorn processes (config/gunicorn.conf.py's hooks; issue 30).
+
+Two things, measured in notes-issue-30-mem.md (the harness's `make run` after its submit
+load: 224 -> about 150 MiB of PSS):
+
+- `freeze_heap()`, in the master before the workers fork: `gc.freeze()`, so the workers'
+  garbage collections never write into the inherited objects' headers (which copies the
+  pages they sit on into each worker).
+- `IdleTrimmer`, in each worker: when the worker has had no request in flight for a moment,
+  hand the memory that glibc's allocator kept after the requests freed it (SQLite's page
+  caches of closed connections, request bodies, query results) back to the system with
+  `malloc_trim(0)`. It never runs while a request is in flight, so it costs requests nothing.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import gc
+import threading
+import time
+
+# Idle this long (no request in flight) before a trim: a busy worker is never trimmed, and a
+# burst of requests is trimmed once, after it.
+IDLE_S = 0.5
+
+
+def freeze_heap() -> None:
+    """In the master, just before the workers fork: move every object it holds to the
+    collector's permanent generation. A worker's collections then never visit (and write
+    into the header of) an object it inherited, so those pages stay shared with the master
+    instead of being copied into each worker."""
+    gc.freeze()
+
+
+def _malloc_trim():
+    """glibc's malloc_trim, or None where the C library has none (musl, macOS)."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        trim = libc.malloc_trim
+    except (OSError, AttributeError):
+        return None
+    trim.argtypes = [ctypes.c_size_t]
+    trim.restype = ctypes.c_int
+    return trim
+
+
+class IdleTrimmer:
+    """Counts a worker's requests in flight; a daemon thread trims once after each busy spell."""
+
+    def __init__(self, idle_s: float = IDLE_S, trim=None, log=None):
+        self.idle_s = idle_s
+        self.log = log
+        self.trim = trim if trim is not None else _malloc_trim()
+        self.in_flight = 0
+        self.trims = 0
+        self._last_end = 0.0
+        self._dirty = False
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> IdleTrimmer:
+        if self.trim is not None and self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="idle-trim", daemon=True)
+            self._thread.start()
+        return self
+
+    def request_started(self) -> None:
+        with self._cond:
+            self.in_flight += 1
+
+    def request_finished(self) -> None:
+        with self._cond:
+            self.in_flight = max(0, self.in_flight - 1)
+            self._dirty = True
+            if self.in_flight == 0:
+                self._last_end = time.monotonic()
+                self._cond.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not (self._dirty and self.in_flight == 0):
+                    self._cond.wait()
+                wait = self._last_end + self.idle_s - time.monotonic()
+                if wait > 0:
+                    self._cond.wait(wait)
+                    continue  # look again: a request may have come in meanwhile
+                self._dirty = False
+            released = self.trim(0)
+            self.trims += 1
+            if self.log is not None:
+                self.log("idle: freed memory returned to the system (malloc_trim: %s)", released)
