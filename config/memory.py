@@ -21,8 +21,11 @@ import threading
 import time
 
 # Idle this long (no request in flight) before a trim: a busy worker is never trimmed, and a
-# burst of requests is trimmed once, after it.
-IDLE_S = 0.5
+# burst of requests is trimmed once, after it. At 0.5 s one rater's requests a few tenths of a
+# second apart found their worker just trimmed and paid for faulting its pages back in (the
+# harness's one-client p95 +2-33 % in four alternated pairs); at 2 s they did not, and the
+# memory after the load was the same (notes-issue-30-mem.md).
+IDLE_S = 2.0
 
 
 def freeze_heap() -> None:
