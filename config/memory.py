@@ -1,7 +1,8 @@
 """Memory of the gunicorn processes (config/gunicorn.conf.py's hooks; issue 30).
 
-Two things, measured in notes-issue-30-mem.md (the harness's `make run` after its submit
-load: 224 -> about 150 MiB of PSS):
+Two things, measured in docs/performance.md (the harness's `make run` after its submit
+load: 218 -> 167 MiB of PSS, medians of four alternated pairs; every run in
+docs/performance-notes/issue-30-memory.md):
 
 - `freeze_heap()`, in the master before the workers fork: `gc.freeze()`, so the workers'
   garbage collections never write into the inherited objects' headers (which copies the
@@ -24,7 +25,7 @@ import time
 # burst of requests is trimmed once, after it. At 0.5 s one rater's requests a few tenths of a
 # second apart found their worker just trimmed and paid for faulting its pages back in (the
 # harness's one-client p95 +2-33 % in four alternated pairs); at 2 s they did not, and the
-# memory after the load was the same (notes-issue-30-mem.md).
+# memory after the load was the same (docs/performance-notes/issue-30-memory.md).
 IDLE_S = 2.0
 
 
