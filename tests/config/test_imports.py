@@ -45,15 +45,21 @@ print(json.dumps({
 """
 
 
-def test_serving_the_app_imports_no_heavy_library(tmp_path):
-    env = {
+def probe_env(tmp_path, **extra) -> dict[str, str]:
+    """The environment of a probe in a fresh interpreter: a database and secret key of its
+    own under `tmp_path`, and nothing of the caller's shell but PATH and HOME."""
+    return {
         "PATH": os.environ.get("PATH", ""),
         "HOME": os.environ.get("HOME", "/tmp"),
         "DJANGO_SETTINGS_MODULE": "config.settings",
-        "DEBUG": "1",  # a served site with DEBUG off needs its own SECRET_KEY
         "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
         "LOCAL_SECRET_KEY_FILE": str(tmp_path / "secret_key"),
+        **extra,
     }
+
+
+def test_serving_the_app_imports_no_heavy_library(tmp_path):
+    env = probe_env(tmp_path, DEBUG="1")  # a served site with DEBUG off needs its own SECRET_KEY
     done = subprocess.run(
         [sys.executable, "-c", PROBE % (HEAVY,)],
         cwd=settings.BASE_DIR,
@@ -102,16 +108,7 @@ MASTER_HEAVY = (*HEAVY, "bm25s", "Stemmer")
 
 
 def test_make_run_master_with_the_demo_present_imports_no_heavy_library(tmp_path):
-    env = {
-        "PATH": os.environ.get("PATH", ""),
-        "HOME": os.environ.get("HOME", "/tmp"),
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "DEBUG": "1",
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
-        "LOCAL_SECRET_KEY_FILE": str(tmp_path / "secret_key"),
-        "WEB_PREPARE": "demo",
-        "DEMO_PASSWORD": "",
-    }
+    env = probe_env(tmp_path, DEBUG="1", WEB_PREPARE="demo", DEMO_PASSWORD="")
 
     def start():
         done = subprocess.run(
@@ -156,14 +153,7 @@ def test_a_celery_worker_imports_the_report_stack_before_its_pool_forks(tmp_path
     """The web app never imports the report's libraries; a Celery worker's main process
     does, when it starts (config.celery.preload_report_modules on worker_init), so its pool
     processes inherit them and no report pays for them."""
-    env = {
-        "PATH": os.environ.get("PATH", ""),
-        "HOME": os.environ.get("HOME", "/tmp"),
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "DEBUG": "1",
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
-        "LOCAL_SECRET_KEY_FILE": str(tmp_path / "secret_key"),
-    }
+    env = probe_env(tmp_path, DEBUG="1")
     report_stack = ("pandas", "numpy", "scipy", "statsmodels", "sklearn", "matplotlib", "krippendorff")
     done = subprocess.run(
         [sys.executable, "-c", "import django; django.setup()\n" + WORKER_PROBE % (report_stack, report_stack)],
@@ -195,14 +185,7 @@ print(json.dumps({"heavy": sorted(m for m in %r if m in sys.modules)}))
 
 
 def test_the_import_command_imports_neither_drf_nor_a_heavy_library(tmp_path):
-    env = {
-        "PATH": os.environ.get("PATH", ""),
-        "HOME": os.environ.get("HOME", "/tmp"),
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "DEBUG": "1",  # as `make run` and the harness's command row
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
-        "LOCAL_SECRET_KEY_FILE": str(tmp_path / "secret_key"),
-    }
+    env = probe_env(tmp_path, DEBUG="1")  # as `make run` and the harness's command row
     migrated = subprocess.run(
         [sys.executable, "manage.py", "migrate", "--verbosity", "0"],
         cwd=settings.BASE_DIR,
@@ -253,13 +236,7 @@ def test_the_admin_is_discovered_by_its_system_check_not_at_start_up(tmp_path):
     """config/admin_app.py: django.setup() imports no app's admin module, and the admin's
     system check discovers them before checking, so `manage.py check` (which loads no
     URLconf) still checks every registered ModelAdmin."""
-    env = {
-        "PATH": os.environ.get("PATH", ""),
-        "HOME": os.environ.get("HOME", "/tmp"),
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
-        "LOCAL_SECRET_KEY_FILE": str(tmp_path / "secret_key"),
-    }
+    env = probe_env(tmp_path)
     done = subprocess.run(
         [sys.executable, "-c", ADMIN_CHECK_PROBE],
         cwd=settings.BASE_DIR,
@@ -296,14 +273,7 @@ print(json.dumps(sorted(m for m in ("openai", "tiktoken", "generation.llm") if m
 
 
 def test_the_report_numbers_read_evaluator_runs_without_the_llm_gateway(tmp_path):
-    env = {
-        "PATH": os.environ.get("PATH", ""),
-        "HOME": os.environ.get("HOME", "/tmp"),
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "DEBUG": "1",
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
-        "LOCAL_SECRET_KEY_FILE": str(tmp_path / "secret_key"),
-    }
+    env = probe_env(tmp_path, DEBUG="1")
     done = subprocess.run(
         [sys.executable, "-c", REPORT_PROBE],
         cwd=settings.BASE_DIR,
