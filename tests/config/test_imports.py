@@ -58,16 +58,17 @@ def probe_env(tmp_path, **extra) -> dict[str, str]:
     }
 
 
+def run_probe(argv: list[str], env: dict[str, str], timeout: int = 300) -> subprocess.CompletedProcess:
+    """`python <argv>` in the project's folder with `env` (a generous limit: a loaded
+    2-core machine can take a while), its output captured as text."""
+    return subprocess.run(
+        [sys.executable, *argv], cwd=settings.BASE_DIR, env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
 def test_serving_the_app_imports_no_heavy_library(tmp_path):
     env = probe_env(tmp_path, DEBUG="1")  # a served site with DEBUG off needs its own SECRET_KEY
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE % (HEAVY,)],
-        cwd=settings.BASE_DIR,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = run_probe(["-c", PROBE % (HEAVY,)], env)
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout.strip().splitlines()[-1])
     # The probe did load the web app: the URLconf and the apps' views and APIs.
@@ -111,14 +112,7 @@ def test_make_run_master_with_the_demo_present_imports_no_heavy_library(tmp_path
     env = probe_env(tmp_path, DEBUG="1", WEB_PREPARE="demo", DEMO_PASSWORD="")
 
     def start():
-        done = subprocess.run(
-            [sys.executable, "-c", MASTER_PROBE % (MASTER_HEAVY,)],
-            cwd=settings.BASE_DIR,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
+        done = run_probe(["-c", MASTER_PROBE % (MASTER_HEAVY,)], env, timeout=600)
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout.strip().splitlines()[-1]), done.stdout
 
@@ -155,14 +149,7 @@ def test_a_celery_worker_imports_the_report_stack_before_its_pool_forks(tmp_path
     processes inherit them and no report pays for them."""
     env = probe_env(tmp_path, DEBUG="1")
     report_stack = ("pandas", "numpy", "scipy", "statsmodels", "sklearn", "matplotlib", "krippendorff")
-    done = subprocess.run(
-        [sys.executable, "-c", "import django; django.setup()\n" + WORKER_PROBE % (report_stack, report_stack)],
-        cwd=settings.BASE_DIR,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = run_probe(["-c", "import django; django.setup()\n" + WORKER_PROBE % (report_stack, report_stack)], env)
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout.strip().splitlines()[-1])
     assert found["before"] == []
@@ -186,14 +173,7 @@ print(json.dumps({"heavy": sorted(m for m in %r if m in sys.modules)}))
 
 def test_the_import_command_imports_neither_drf_nor_a_heavy_library(tmp_path):
     env = probe_env(tmp_path, DEBUG="1")  # as `make run` and the harness's command row
-    migrated = subprocess.run(
-        [sys.executable, "manage.py", "migrate", "--verbosity", "0"],
-        cwd=settings.BASE_DIR,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    migrated = run_probe(["manage.py", "migrate", "--verbosity", "0"], env, timeout=600)
     assert migrated.returncode == 0, migrated.stderr
     records = [
         {"type": "study", "slug": "probe", "title": "Probe", "rubric": "litsumm"},
@@ -204,14 +184,7 @@ def test_the_import_command_imports_neither_drf_nor_a_heavy_library(tmp_path):
     path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     # ... nor the apps' admin modules and forms (config/admin_app.py): no page is served.
     unwanted = (*HEAVY, "rest_framework.compat", "rest_framework.serializers", "annotate.admin", "annotate.forms")
-    done = subprocess.run(
-        [sys.executable, "-c", IMPORT_COMMAND_PROBE % (unwanted,), str(path)],
-        cwd=settings.BASE_DIR,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = run_probe(["-c", IMPORT_COMMAND_PROBE % (unwanted,), str(path)], env)
     assert done.returncode == 0, done.stderr
     assert "summary: 1 created" in done.stdout, done.stdout
     found = json.loads(done.stdout.strip().splitlines()[-1])
@@ -237,14 +210,7 @@ def test_the_admin_is_discovered_by_its_system_check_not_at_start_up(tmp_path):
     system check discovers them before checking, so `manage.py check` (which loads no
     URLconf) still checks every registered ModelAdmin."""
     env = probe_env(tmp_path)
-    done = subprocess.run(
-        [sys.executable, "-c", ADMIN_CHECK_PROBE],
-        cwd=settings.BASE_DIR,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = run_probe(["-c", ADMIN_CHECK_PROBE], env)
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout.strip().splitlines()[-1])
     assert found == {"before": False, "registered": True, "errors": []}
@@ -274,13 +240,6 @@ print(json.dumps(sorted(m for m in ("openai", "tiktoken", "generation.llm") if m
 
 def test_the_report_numbers_read_evaluator_runs_without_the_llm_gateway(tmp_path):
     env = probe_env(tmp_path, DEBUG="1")
-    done = subprocess.run(
-        [sys.executable, "-c", REPORT_PROBE],
-        cwd=settings.BASE_DIR,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = run_probe(["-c", REPORT_PROBE], env)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.strip().splitlines()[-1]) == []
