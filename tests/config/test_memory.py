@@ -2,7 +2,6 @@
 master freezes its objects before the workers fork, and a worker trims glibc's heap once it
 is idle, never while a request is in flight. On real gunicorn, and on the trimmer's thread."""
 
-import os
 import socket
 import subprocess
 import sys
@@ -14,6 +13,7 @@ from pathlib import Path
 from django.conf import settings
 
 from config.memory import IdleTrimmer
+from tests.config.test_server import environment
 
 BASE = Path(settings.BASE_DIR)
 
@@ -95,21 +95,16 @@ def free_port() -> int:
 
 
 def test_gunicorn_workers_inherit_frozen_objects_and_trim_when_idle(tmp_path):
-    env = {
-        "PATH": os.environ.get("PATH", ""),
-        "HOME": os.environ.get("HOME", "/tmp"),
-        "DEBUG": "1",
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
-        "LOCAL_SECRET_KEY_FILE": str(tmp_path / "secret_key"),
-        "STATIC_COMPRESSED_DIR": str(tmp_path / "static-gz"),
-        "WEB_PREPARE": "migrate",
-        "ADMIN_USERNAME": "admin",
-        "ADMIN_PASSWORD": "a-password-for-this-test-2026",
-        "ADMIN_EMAIL": "admin@example.org",
-        "WEB_CONCURRENCY": "1",
-        "WEB_BIND": f"127.0.0.1:{free_port()}",
-        "GUNICORN_CMD_ARGS": "--log-level debug",
-    }
+    env = environment(
+        tmp_path,
+        WEB_PREPARE="migrate",
+        ADMIN_USERNAME="admin",
+        ADMIN_PASSWORD="a-password-for-this-test-2026",
+        ADMIN_EMAIL="admin@example.org",
+        WEB_CONCURRENCY="1",
+        WEB_BIND=f"127.0.0.1:{free_port()}",
+        GUNICORN_CMD_ARGS="--log-level debug",
+    )
     log_path = tmp_path / "gunicorn.log"
     with open(log_path, "wb") as log:
         gunicorn = str(Path(sys.executable).with_name("gunicorn"))
