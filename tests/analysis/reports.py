@@ -60,3 +60,20 @@ def rated_study(*, n_summaries: int = 12, raters: tuple[str, ...] = ("ra", "rb",
                 version=assignment.version,
             )
     return study, admin
+
+
+def change_first_rating(study) -> None:
+    """Reopen the study's first rating and submit a different answer: a rating replaced,
+    not added (what makes a computed report stale)."""
+    from annotate.models import Assignment
+    from annotate.services import reopen_rating, submit_rating
+
+    assignment = Assignment.objects.filter(study=study).order_by("pk").first()
+    reopen_rating(assignment=assignment, rater=assignment.rater, version=assignment.version)
+    assignment.refresh_from_db()
+    submit_rating(
+        assignment=assignment,
+        rater=assignment.rater,
+        answers={"overall": 1, "failure_modes": [], "feedback": "Changed my mind."},
+        version=assignment.version,
+    )

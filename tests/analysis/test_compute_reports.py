@@ -12,10 +12,8 @@ from django.urls import reverse
 
 from analysis import services
 from analysis.models import AnalysisResult, ReportPlot
-from annotate.models import Assignment
-from annotate.services import reopen_rating, submit_rating
 from config.demo_reports import queue_demo_reports
-from tests.analysis.reports import rated_study
+from tests.analysis.reports import change_first_rating, rated_study
 
 pytestmark = pytest.mark.django_db
 
@@ -60,15 +58,7 @@ def test_a_changed_answer_makes_the_computed_report_stale(client, study, visit):
     call_command("compute_reports", study.slug)
     computed = AnalysisResult.objects.get(study=study)
 
-    assignment = Assignment.objects.filter(study=study).order_by("pk").first()
-    reopen_rating(assignment=assignment, rater=assignment.rater, version=assignment.version)
-    assignment.refresh_from_db()
-    submit_rating(
-        assignment=assignment,
-        rater=assignment.rater,
-        answers={"overall": 1, "failure_modes": [], "feedback": "Changed my mind."},
-        version=assignment.version,
-    )
+    change_first_rating(study)
 
     result, queued = visit(study)
     assert result.status == AnalysisResult.Status.PENDING and queued == [result.pk]

@@ -24,14 +24,12 @@ from annotate.services import (
     load_rubric,
     read_rubric_file,
     record_claims,
-    reopen_rating,
-    submit_rating,
 )
 from datasets.importing import import_records
 from generation.evaluators import run_evaluation
 from generation.judging import run_judge
 from literature.importing import import_questions, read_rows
-from tests.analysis.reports import compute_queued_reports, rated_study
+from tests.analysis.reports import change_first_rating, compute_queued_reports, rated_study
 from tests.generation.scripted_server import Reply
 
 # Not transactional: the page's enqueue waits for a commit that never comes, and
@@ -60,15 +58,7 @@ def report_of(client, study) -> AnalysisResult:
 
 
 def a_new_rating(study, serve):
-    assignment = Assignment.objects.filter(study=study).order_by("pk").first()
-    reopen_rating(assignment=assignment, rater=assignment.rater, version=assignment.version)
-    assignment.refresh_from_db()
-    submit_rating(
-        assignment=assignment,
-        rater=assignment.rater,
-        answers={"overall": 1, "failure_modes": [], "feedback": "Changed my mind."},
-        version=assignment.version,
-    )
+    change_first_rating(study)
     return lambda before, after: after["n_answers"] == before["n_answers"]  # a rating replaced, not added
 
 
