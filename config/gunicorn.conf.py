@@ -18,7 +18,7 @@ import gc
 
 import gunicorn.http.wsgi
 
-from config.memory import IdleTrimmer, freeze_heap
+from config.memory import IdleTrimmer, freeze_heap, warm_up
 from core.env import env_int, env_str
 
 # gunicorn sends "Server: gunicorn" on every response and has no setting to change it; its
@@ -79,6 +79,7 @@ def on_starting(server):
     # The workers open their own connections after the fork; none may inherit this one.
     connections.close_all()
     # The workers keep sharing the master's objects after they fork (config/memory.py).
+    warm_up()
     freeze_heap()
 
 

@@ -29,11 +29,68 @@ import time
 IDLE_S = 2.0
 
 
+def warm_up() -> None:
+    """In the master, before the workers fork: build what each worker would otherwise build
+    privately on its first requests, so that it is built once and shared (issue 30, fifth round).
+
+    - every model's `_meta` caches (fields maps, related objects, the concrete and returning
+      fields), which the ORM fills on first use of each model;
+    - the template engine's loaders and context processors, the message storage and the
+      session serializer, which Django imports on the first page;
+    - the Celery app, finalized (its task registry, routes, amqp and result backend), with the
+      tracer an in-process (`ALWAYS_EAGER`) task runs through: the first import or export
+      request did this in each worker.
+
+    Nothing here touches the database or the network."""
+    from django.apps import apps
+    from django.conf import settings
+    from django.template import engines
+    from django.utils.module_loading import import_string
+
+    for model in apps.get_models(include_auto_created=True):
+        opts = model._meta
+        for name in (
+            "fields_map",
+            "_forward_fields_map",
+            "related_objects",
+            "concrete_fields",
+            "local_concrete_fields",
+            "db_returning_fields",
+            "_property_names",
+            "_non_pk_concrete_field_names",
+            "managers",
+        ):
+            getattr(opts, name)
+        opts.get_fields()
+    for engine in engines.all():
+        template_engine = getattr(engine, "engine", None)
+        if template_engine is not None:
+            template_engine.template_loaders  # noqa: B018 - a cached property that imports them
+            template_engine.template_context_processors  # noqa: B018 - likewise
+    import_string(settings.MESSAGE_STORAGE)
+    import_string(settings.SESSION_SERIALIZER)
+
+    import celery.app.trace  # noqa: F401 - what an in-process task runs through
+
+    from config.celery import app
+
+    app.finalize(auto=True)
+    app.amqp  # noqa: B018 - cached properties an in-process .delay() builds
+    app.backend  # noqa: B018
+
+
 def freeze_heap() -> None:
-    """In the master, just before the workers fork: move every object it holds to the
-    collector's permanent generation. A worker's collections then never visit (and write
-    into the header of) an object it inherited, so those pages stay shared with the master
-    instead of being copied into each worker."""
+    """In the master, just before the workers fork: hand glibc's free heap pages back to the
+    system, then move every object it holds to the collector's permanent generation.
+
+    A worker's collections then never visit (and write into the header of) an object it
+    inherited, so those pages stay shared with the master instead of being copied into each
+    worker. The trim first: pages the master's start-up (migrations, the demo's check) freed
+    but glibc kept would otherwise be inherited, and every worker that allocates into them
+    copies them, while the master keeps its own copy, counted in full once no worker shares it."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
     gc.freeze()
 
 
