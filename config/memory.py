@@ -35,16 +35,18 @@ def warm_up() -> None:
 
     - every model's `_meta` caches (fields maps, related objects, the concrete and returning
       fields), which the ORM fills on first use of each model;
-    - the template engine's loaders and context processors, the message storage and the
-      session serializer, which Django imports on the first page;
+    - the template engine's loaders and context processors, the message storage, the session
+      serializer and the site language's date formats, which Django imports on the first page;
     - the Celery app, finalized (its task registry, routes, amqp and result backend), with the
-      tracer an in-process (`ALWAYS_EAGER`) task runs through: the first import or export
-      request did this in each worker.
+      tracer an in-process (`ALWAYS_EAGER`) task runs through and the broker's transport
+      class: the first import or export request did this in each worker.
 
-    Nothing here touches the database or the network."""
+    Nothing here touches the database or the network (a kombu Connection connects on first
+    use; this one is made to resolve its transport and released unused)."""
     from django.apps import apps
     from django.conf import settings
     from django.template import engines
+    from django.utils import formats, translation
     from django.utils.module_loading import import_string
 
     for model in apps.get_models(include_auto_created=True):
@@ -69,6 +71,8 @@ def warm_up() -> None:
             template_engine.template_context_processors  # noqa: B018 - likewise
     import_string(settings.MESSAGE_STORAGE)
     import_string(settings.SESSION_SERIALIZER)
+    with translation.override(settings.LANGUAGE_CODE):
+        formats.get_format("DATE_FORMAT")
 
     import celery.app.trace  # noqa: F401 - what an in-process task runs through
 
@@ -77,6 +81,7 @@ def warm_up() -> None:
     app.finalize(auto=True)
     app.amqp  # noqa: B018 - cached properties an in-process .delay() builds
     app.backend  # noqa: B018
+    app.connection_for_write().release()
 
 
 def freeze_heap() -> None:

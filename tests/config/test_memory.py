@@ -1,7 +1,9 @@
 """Issue 30, memory of `make run` (config/memory.py, config/gunicorn.conf.py's hooks): the
-master freezes its objects before the workers fork, and a worker trims glibc's heap once it
-is idle, never while a request is in flight. On real gunicorn, and on the trimmer's thread."""
+master builds what the workers' first requests would build (warm_up) and freezes its objects
+before the workers fork, and a worker trims glibc's heap once it is idle, never while a request
+is in flight. On real gunicorn, in a fresh interpreter, and on the trimmer's thread."""
 
+import json
 import socket
 import subprocess
 import sys
@@ -13,6 +15,7 @@ from pathlib import Path
 from django.conf import settings
 
 from config.memory import IdleTrimmer
+from tests.config.test_imports import probe_env, run_probe
 from tests.config.test_server import environment
 
 BASE = Path(settings.BASE_DIR)
@@ -139,3 +142,60 @@ def test_gunicorn_workers_inherit_frozen_objects_and_trim_when_idle(tmp_path):
     finally:
         process.terminate()
         process.wait(timeout=60)
+
+
+# What gunicorn's master does before the workers fork (the app, then the on_starting hook as
+# gunicorn calls it, `make run`'s WEB_PREPARE=demo), then what a worker's first requests do:
+# a rater logs in and opens the queue and a rating page, a study admin imports a file through
+# the REST API (in process: no broker). Every module those requests import is imported in the
+# worker alone, once per worker, instead of once in the master and shared.
+FIRST_REQUESTS_PROBE = """
+import importlib.util, json, sys
+import config.wsgi
+spec = importlib.util.spec_from_file_location("gunicorn_conf", "config/gunicorn.conf.py")
+conf = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(conf)
+conf.on_starting(None)
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+from annotate.accounts import create_token
+from annotate.models import Assignment, Study, StudyMembership
+from annotate.services import add_study_member, ensure_user
+from datasets.importing import import_records
+admin, _ = ensure_user(username="probe-admin", password="a-password-for-this-probe-2026")
+token = create_token(user=admin).secret
+import_records(lines=[json.dumps({"type": "study", "slug": "probe", "title": "Probe", "rubric": "litsumm"}) + "\\n"])
+add_study_member(study=Study.objects.get(slug="probe"), user=admin, role=StudyMembership.Role.ADMIN)
+records = [
+    {"type": "source", "study": "probe", "key": "s1", "text": "A trial enrolled adults. It ended early."},
+    {"type": "summary", "study": "probe", "source": "s1", "key": "m1", "text": "It ended.", "generator": "g"},
+]
+body = "".join(json.dumps(r) + "\\n" for r in records).encode()
+before = set(sys.modules)
+rater = Client(HTTP_HOST="127.0.0.1")
+login = rater.post("/accounts/login/", {"username": "rater1", "password": "rate-summaries-2026"})
+queue = rater.get("/rate/")
+assignment = Assignment.objects.filter(rater__username="rater1", state="pending").order_by("position").first()
+page = rater.get(f"/rate/{assignment.uuid}/")
+api = Client(HTTP_HOST="127.0.0.1", HTTP_AUTHORIZATION="Token " + token)
+upload = SimpleUploadedFile("probe.jsonl", body, "application/jsonl")
+imported = api.post("/api/studies/probe/imports/", {"file": upload})
+print(json.dumps({
+    "status": [login.status_code, queue.status_code, page.status_code, imported.status_code],
+    "import": imported.json()["status"],
+    "late_modules": sorted(set(sys.modules) - before),
+}))
+"""
+
+
+def test_a_workers_first_pages_and_import_import_nothing_the_master_did_not(tmp_path):
+    env = probe_env(tmp_path, DEBUG="1", WEB_PREPARE="demo", WEB_DEMO_REPORTS="0", DEMO_PASSWORD="")
+    done = run_probe(["-c", FIRST_REQUESTS_PROBE], env, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["status"] == [302, 200, 200, 202]
+    assert found["import"] == "done"
+    # Before warm_up (config/memory.py) these requests imported the template loaders, the
+    # context processors, the message storage, the session serializer and Celery's task
+    # machinery (about 60 modules) in each worker.
+    assert found["late_modules"] == [], f"a worker's first requests imported {found['late_modules']}"
