@@ -7,8 +7,10 @@ Everything comes from the environment, like the rest of the settings:
 - WEB_TIMEOUT seconds before a stuck worker is restarted (default 60).
 
 The app is loaded before the workers fork (`preload_app`), so the workers share the
-imported code's memory pages; the master freezes its objects for the garbage collector
-before they fork (so the workers do not copy those pages), and each worker returns the
+imported code's memory pages; the master builds what the workers' first requests would
+each build (the ORM's model caches, the template loaders, the Celery app: `warm_up`), hands
+its free heap back and freezes its objects for the garbage collector before they fork (so the
+workers do not copy those pages), and each worker returns the
 memory its requests freed to the system once it is idle (config/memory.py). Reports and
 exports never run in a web request (they are Celery tasks, or a background thread without a
 broker), so the timeout stays short.

@@ -1,12 +1,15 @@
 """Memory of the gunicorn processes (config/gunicorn.conf.py's hooks; issue 30).
 
-Two things, measured in docs/performance.md (the harness's `make run` after its submit
-load: 218 -> 167 MiB of PSS, medians of four alternated pairs; every run in
-docs/performance-notes/issue-30-memory.md):
+Measured in docs/performance.md (the harness's `make run` after its submit load: 218 -> 167
+MiB of PSS, medians of four alternated pairs, every run in
+docs/performance-notes/issue-30-memory.md; then warm_up and the trim before the fork, "Issue
+30, fifth round: memory"):
 
-- `freeze_heap()`, in the master before the workers fork: `gc.freeze()`, so the workers'
-  garbage collections never write into the inherited objects' headers (which copies the
-  pages they sit on into each worker).
+- `warm_up()`, in the master before the workers fork: what every worker would otherwise
+  build privately on its first requests is built once and shared.
+- `freeze_heap()`, in the master just before the workers fork: `malloc_trim(0)`, then
+  `gc.freeze()`, so the workers' garbage collections never write into the inherited objects'
+  headers (which copies the pages they sit on into each worker).
 - `IdleTrimmer`, in each worker: when the worker has had no request in flight for a moment,
   hand the memory that glibc's allocator kept after the requests freed it (SQLite's page
   caches of closed connections, request bodies, query results) back to the system with
