@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F, Max
 from django.utils import timezone
 
@@ -49,6 +49,7 @@ from annotate.rubrics import (
 from annotate.selectors.claims import claim_ids, stored_per_claim
 from annotate.selectors.contents import rubric_definition
 from annotate.selectors.queue import latest_revision, revision_answers
+from core.bulk import insert_rows
 from core.exceptions import ApplicationError, InvalidStateError, StaleWriteError
 from core.text_validation import MAX_SKIP_REASON_CHARS, check_length, check_limit, check_text
 
@@ -722,18 +723,15 @@ def store_sentences(rows: Iterable[tuple[int, int, int, int, str, str]]) -> int:
     """Insert source sentences, given as (source id, index, start, end, text, ref), in one
     executemany. Imports store thousands of them (a source at the size limit may have
     8,000), and the ORM's bulk_create spends about 0.1 ms of Python a row building
-    instances and SQL; this is the same INSERT without that, on SQLite and PostgreSQL.
+    instances and SQL; this is the same INSERT without that (COPY on PostgreSQL:
+    core.bulk.insert_rows).
     The rows must be valid (the importers check them); the database's constraints still
     hold. Returns the number of rows."""
     rows = list(rows)
     if not rows:
         return 0
     meta = SourceSentence._meta
-    quote = connection.ops.quote_name
-    columns = ", ".join(quote(meta.get_field(name).column) for name in _SENTENCE_COLUMNS)
-    placeholders = ", ".join(["%s"] * len(_SENTENCE_COLUMNS))
-    with connection.cursor() as cursor:
-        cursor.executemany(f"INSERT INTO {quote(meta.db_table)} ({columns}) VALUES ({placeholders})", rows)
+    insert_rows(meta.db_table, [meta.get_field(name).column for name in _SENTENCE_COLUMNS], rows)
     return len(rows)
 
 

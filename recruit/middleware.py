@@ -5,7 +5,8 @@
   every other page is a 404, as if it did not exist. Their queue and the home page lead to
   their next step instead.
 - A rater (participant or member) who has not finished a study's onboarding (consent,
-  instructions, questionnaire) is sent to the step instead of the item.
+  instructions, questionnaire) is sent to the step instead of the item's pages; the API's
+  item calls refuse them with a 403 (recruit.gates, registered with annotate.gates).
 
 The participant mark is read from the session, so ordinary requests cost no query."""
 
@@ -44,6 +45,9 @@ PARTICIPANT_PAGES = {
 # The queue, the home page and the rater's Continue and completion pages lead a participant
 # to their next step (an item, the qualification's next item, or the end with their code).
 TO_NEXT_STEP = {"home", "annotate:queue", "annotate:continue", "annotate:done"}
+# An item's pages: before the study's onboarding is finished they lead to its next step. (The
+# API's item calls answer 403 onboarding_required instead: recruit.gates, for tokens too.)
+ITEM_PAGES = {"annotate:rate", "annotate:feedback", "annotate:flag"}
 
 
 class RecruitGateMiddleware:
@@ -60,7 +64,7 @@ class RecruitGateMiddleware:
             return None
         if request.session.get(SESSION_KEY) is not None:
             return self._participant(request, name, view_kwargs)
-        if name == "annotate:rate":
+        if name in ITEM_PAGES:
             study = selectors.assignment_needs_onboarding(
                 assignment_uuid=view_kwargs.get("assignment_uuid"), rater=request.user
             )
@@ -84,6 +88,6 @@ class RecruitGateMiddleware:
             raise Http404("No such page.")
         if participant.outcome and name != "logout":
             return redirect("recruit:done")
-        if name == "annotate:rate" and selectors.onboarding_step(study=participant.study, rater=request.user):
+        if name in ITEM_PAGES and selectors.onboarding_step(study=participant.study, rater=request.user):
             return redirect("recruit:next", slug=participant.study.slug)
         return None

@@ -21,6 +21,7 @@ from annotate.api.common import (
     SentenceSerializer,
     TextJSONField,
 )
+from annotate.gates import check_item_gates
 from annotate.models import (
     Assignment,
     ItemFlag,
@@ -169,9 +170,18 @@ IF_MATCH = OpenApiParameter(
 )
 
 
+def _own_item(request, assignment_uuid) -> Assignment:
+    """The rater's own assignment (else 404), past the gates other apps add in front of
+    items (annotate.gates: a study's unfinished onboarding is a 403), for a session or a
+    token alike."""
+    assignment = get_assignment_for_rater(request.user, assignment_uuid)
+    check_item_gates(assignment, request.user)
+    return assignment
+
+
 def _write_rating(request, assignment_uuid, write) -> Response:
     """Save a draft or submit (`write` is the service): the same body, version and answer."""
-    assignment = get_assignment_for_rater(request.user, assignment_uuid)
+    assignment = _own_item(request, assignment_uuid)
     body = RatingWriteSerializer(data=request.data)
     body.is_valid(raise_exception=True)
     write(
@@ -195,7 +205,7 @@ class AssignmentList(generics.ListAPIView):
 class AssignmentDetail(APIView):
     @extend_schema(responses=AssignmentDetailSerializer)
     def get(self, request, assignment_uuid):
-        assignment = get_assignment_for_rater(request.user, assignment_uuid)
+        assignment = _own_item(request, assignment_uuid)
         data = AssignmentDetailSerializer(assignment, context={"request": request}).data
         return Response(data, headers={"ETag": f'"{assignment.version}"'})
 
@@ -203,7 +213,7 @@ class AssignmentDetail(APIView):
 class AssignmentRating(APIView):
     @extend_schema(responses=RatingStateSerializer)
     def get(self, request, assignment_uuid):
-        assignment = get_assignment_for_rater(request.user, assignment_uuid)
+        assignment = _own_item(request, assignment_uuid)
         return _rating_state(assignment)
 
     @extend_schema(
@@ -230,7 +240,7 @@ class AssignmentSubmit(APIView):
 class AssignmentSkip(APIView):
     @extend_schema(request=SkipSerializer, responses=RatingStateSerializer, parameters=[IF_MATCH])
     def post(self, request, assignment_uuid):
-        assignment = get_assignment_for_rater(request.user, assignment_uuid)
+        assignment = _own_item(request, assignment_uuid)
         body = SkipSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         services.skip_assignment(
@@ -251,7 +261,7 @@ class AssignmentReopen(APIView):
         "revision and the submitted one stays in the history.",
     )
     def post(self, request, assignment_uuid):
-        assignment = get_assignment_for_rater(request.user, assignment_uuid)
+        assignment = _own_item(request, assignment_uuid)
         body = VersionSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         services.reopen_rating(
@@ -274,7 +284,7 @@ class FlagSerializer(serializers.Serializer):
 class AssignmentFlagList(APIView):
     @extend_schema(responses=FlagSerializer(many=True), description="Your questions about this item, with answers.")
     def get(self, request, assignment_uuid):
-        assignment = get_assignment_for_rater(request.user, assignment_uuid)
+        assignment = _own_item(request, assignment_uuid)
         own, _shared = item_flags(assignment)
         return Response(FlagSerializer(own, many=True).data)
 
@@ -284,7 +294,7 @@ class AssignmentFlagList(APIView):
         description="Ask the study admins about this item: kind is guideline, broken_source or other.",
     )
     def post(self, request, assignment_uuid):
-        assignment = get_assignment_for_rater(request.user, assignment_uuid)
+        assignment = _own_item(request, assignment_uuid)
         body = FlagSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         flag = raise_flag(

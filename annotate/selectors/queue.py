@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
 from django.http import Http404
 
+from annotate.gates import gate_annotations
 from annotate.models import (
     Assignment,
     Batch,
@@ -58,12 +59,13 @@ def get_assignment_for_rater(user, assignment_uuid) -> Assignment:
     read them themselves.
     """
     findings = Prefetch("summary__source__findings", queryset=Finding.objects.order_by("index"))
-    # Whether the study admin paused this rater (docs/monitoring.md), in the same query.
+    # Whether the study admin paused this rater (docs/monitoring.md), and the conditions of
+    # the gates other apps put in front of items (annotate.gates), in the same query.
     paused = RaterPause.objects.filter(study=OuterRef("study_id"), rater=user, resumed_at=None)
     try:
         return (
             Assignment.objects.select_related("study__rubric", "summary__source", "batch")
-            .annotate(rater_paused=Exists(paused))
+            .annotate(rater_paused=Exists(paused), **gate_annotations(user))
             .prefetch_related(findings)
             .filter(visible_to_rater(user))
             .get(uuid=assignment_uuid, rater=user)

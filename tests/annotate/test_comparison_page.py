@@ -70,6 +70,11 @@ def test_plain_form_submits_preferences(client, batch):
     values = {r.question: r.value for r in revision.ratings.all()}
     assert values["overall"] == {"preferred": right, "strength": "slightly"}
     assert values["faithfulness"] == {"preferred": "tie"}
+    # The finished comparison offers what a finished rating does: change it, or go on.
+    finished = client.get(reverse("annotate:rate", args=[assignment.uuid])).content.decode()
+    assert 'value="reopen"' in finished and "Change my answer" in finished
+    continue_url = reverse("annotate:continue", args=[assignment.study.slug])
+    assert f'id="continue" href="{continue_url}"' in finished
 
 
 def test_refused_submit_names_each_missing_preference(client, batch):

@@ -1,13 +1,16 @@
 """The rating page as HTML: form posts, escaping of hostile text, bounded queries."""
 
 import re
+from pathlib import Path
 
 import pytest
+from django.conf import settings
 
 from annotate.models import Assignment
 from annotate.selectors.queue import revision_answers
 from tests.factories import AssignmentFactory, SummaryFactory, let_time_pass, revision_history
 
+TEMPLATES = Path(settings.BASE_DIR) / "templates"
 HOSTILE = 'Good summary <script>alert("x")</script> and <img src=x onerror="alert(1)"> end [PMC1].'
 
 
@@ -33,6 +36,24 @@ def test_hostile_summary_text_is_rendered_literally(client, rater_a, study):
     ]
     data = html.split('<script id="rating-data" type="application/json">')[1].split("</script>")[0]
     assert "<" not in data and "\\u003Cscript\\u003E" in data
+
+
+def test_no_template_comment_spans_lines():
+    """Django's {# #} comment is one line only: one that spans lines is printed as text (the
+    item pages showed the comments of _item_head.html and _rating_form.html to raters)."""
+    spanning = [
+        str(path.relative_to(TEMPLATES))
+        for path in TEMPLATES.rglob("*.html")
+        if any("\n" in body for body in re.findall(r"\{#(.*?)#\}", path.read_text(encoding="utf-8"), re.S))
+    ]
+    assert spanning == []
+
+
+@pytest.mark.django_db
+def test_the_rating_page_shows_no_template_comment(client, assignment_a, rater_a):
+    client.force_login(rater_a)
+    html = client.get(f"/rate/{assignment_a.uuid}/").content.decode()
+    assert "{#" not in html and "#}" not in html and "{% comment" not in html
 
 
 @pytest.mark.django_db

@@ -38,9 +38,10 @@ def queries(lines: list[str]) -> tuple[int, int]:
     inserts grow with the rows only by that batching, never one per row."""
     with CaptureQueriesContext(connection) as captured:
         import_records(lines=lines)
-    # An executemany (the sentences) is logged as "N times: INSERT ...": one statement.
-    sql = [re.sub(r"^\d+ TIMES: ", "", q["sql"].lstrip().upper()) for q in captured.captured_queries]
-    inserts = sum(1 for q in sql if q.startswith("INSERT"))
+    # An executemany (the sentences) is logged as "N times: INSERT ...", and on PostgreSQL a
+    # COPY (core.bulk.insert_rows) as "N rows: COPY ...": one statement each.
+    sql = [re.sub(r"^\d+ (TIMES|ROWS): ", "", q["sql"].lstrip().upper()) for q in captured.captured_queries]
+    inserts = sum(1 for q in sql if q.startswith(("INSERT", "COPY")))
     return len(sql) - inserts, inserts
 
 

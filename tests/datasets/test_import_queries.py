@@ -60,8 +60,10 @@ def test_a_rest_import_costs_the_same_statements_for_5_and_for_a_chunk_of_pairs(
     small = import_over_api(settings, tmp_path, "small", 5)
     large = import_over_api(settings, tmp_path, "large", CHUNK)
     assert len(large) == len(small), (len(small), len(large))
-    # Each kind's new rows in one executemany (logged "N times: ..."), never a statement per row.
-    many = sorted(re.match(r"(\d+) times: INSERT INTO \"?(\w+)", q).groups() for q in large if " times: " in q[:20])
+    # Each kind's new rows in one executemany (logged "N times: INSERT ...") or, on PostgreSQL,
+    # one COPY (core.bulk.insert_rows, logged "N rows: COPY ..."), never a statement per row.
+    bulk = re.compile(r"(\d+) (?:times: INSERT INTO|rows: COPY) \"?(\w+)")
+    many = sorted(bulk.match(q).groups() for q in large if bulk.match(q))
     assert many == sorted(
         [(str(CHUNK), "annotate_source"), (str(3 * CHUNK), "annotate_sourcesentence"), (str(CHUNK), "annotate_summary")]
     )

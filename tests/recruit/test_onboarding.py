@@ -148,6 +148,7 @@ def test_the_export_has_consent_and_questionnaire_by_pseudonym_only(client, stud
     version = ConsentVersion.objects.get()
     services.record_consent(study=study, rater=rater_a, version_uuid=version.uuid, accepted=True)
     services.open_instructions(study=study, rater=rater_a)
+    services.open_instructions(study=study, rater=rater_a)
     services.acknowledge_instructions(study=study, rater=rater_a)
     services.submit_questionnaire(
         study=study, rater=rater_a, answers={"expertise": "lay", "years_of_practice": 1, "language": "Basque"}
@@ -176,3 +177,62 @@ def test_the_export_has_consent_and_questionnaire_by_pseudonym_only(client, stud
     )
     for secret in ("5f8a1b2c3d4e5f6a7b8c9d0e", "PROLIFICSTUDY9", "SESS77", participant.user.username, "rater_a"):
         assert secret not in everything
+
+
+def test_the_api_refuses_a_member_before_the_onboarding_with_a_token_or_a_session(study, rater_a, member_item):
+    """The rating page redirects to the step; a direct API call (a script with the rater's
+    token, or the session) is a 403 naming the step, for reads and writes, and stores nothing.
+    Once through the onboarding, the same calls work."""
+    from rest_framework.test import APIClient
+
+    from annotate.accounts import create_token
+    from annotate.models import Revision
+    from tests.conftest import api_client_for
+
+    set_up_onboarding(study)
+    token = APIClient()
+    token.credentials(HTTP_AUTHORIZATION=f"Token {create_token(user=rater_a).secret}")
+    item = f"/api/assignments/{member_item.uuid}/"
+    body = {"answers": GOOD_ANSWERS, "rationales": {}, "version": member_item.version}
+    for client in (token, api_client_for(rater_a)):
+        calls = [
+            client.get(item),
+            client.get(item + "rating/"),
+            client.put(item + "rating/", body, format="json"),
+            client.post(item + "submit/", body, format="json"),
+            client.post(item + "skip/", {"reason": "no", "version": member_item.version}, format="json"),
+            client.post(item + "reopen/", {"version": member_item.version}, format="json"),
+            client.post(item + "flags/", {"kind": "other", "note": "?"}, format="json"),
+        ]
+        for response in calls:
+            assert response.status_code == 403, (response.request["PATH_INFO"], response.content)
+            error = response.json()["error"]
+            assert error["code"] == "onboarding_required" and error["next"] == f"/r/s/{study.slug}/next/"
+    assert not Revision.objects.filter(assignment=member_item).exists()
+    member_item.refresh_from_db()
+    assert member_item.state == "pending"
+
+    version = ConsentVersion.objects.get(study=study)
+    services.record_consent(study=study, rater=rater_a, version_uuid=version.uuid, accepted=True)
+    assert token.post(item + "submit/", body, format="json").status_code == 403  # instructions still to read
+    services.open_instructions(study=study, rater=rater_a)
+    services.acknowledge_instructions(study=study, rater=rater_a)
+    services.submit_questionnaire(
+        study=study, rater=rater_a, answers={"expertise": "practitioner", "years_of_practice": 3, "language": "Welsh"}
+    )
+    submitted = token.post(item + "submit/", body, format="json")
+    assert submitted.status_code == 200, submitted.content
+    assert Revision.objects.filter(assignment=member_item).count() == 1
+
+
+def test_an_items_flag_and_feedback_pages_lead_to_the_onboarding_step_too(client, study, rater_a, member_item):
+    set_up_onboarding(study)
+    client.force_login(rater_a)
+    for page in ("flag/", "feedback/"):
+        response = client.get(f"/rate/{member_item.uuid}/{page}")
+        assert response.status_code == 302 and response["Location"].startswith(f"/r/s/{study.slug}/next/"), page
+    refused = client.post(f"/rate/{member_item.uuid}/flag/", {"kind": "other", "note": "before consent"})
+    assert refused.status_code == 302
+    from annotate.models import ItemFlag
+
+    assert not ItemFlag.objects.exists()
