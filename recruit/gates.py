@@ -9,13 +9,12 @@ read in the assignment's own query (the gate's condition)."""
 
 from __future__ import annotations
 
-from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Q
+from django.db.models import BooleanField, ExpressionWrapper
 from django.urls import reverse
 
 from annotate.gates import ItemGate
 from core.exceptions import ApplicationError
 from recruit import selectors
-from recruit.models import ConsentVersion, Onboarding
 
 
 class OnboardingRequired(ApplicationError):
@@ -24,10 +23,7 @@ class OnboardingRequired(ApplicationError):
 
 
 def study_asks_onboarding(rater):
-    asks = Q(Exists(Onboarding.objects.filter(study=OuterRef("study_id")))) | Q(
-        Exists(ConsentVersion.objects.filter(study=OuterRef("study_id")))
-    )
-    return ExpressionWrapper(asks, output_field=BooleanField())
+    return ExpressionWrapper(selectors.study_asks("study_id"), output_field=BooleanField())
 
 
 def refuse_before_onboarding(assignment, rater) -> None:

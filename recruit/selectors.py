@@ -55,12 +55,18 @@ def onboarding_step(*, study: Study, rater) -> str | None:
     return None
 
 
+def study_asks(study_ref: str) -> Q:
+    """Whether the study (`study_ref`: the outer query's field holding its id) has an
+    onboarding or a consent text, as a condition of that query."""
+    return Q(Exists(Onboarding.objects.filter(study=OuterRef(study_ref)))) | Q(
+        Exists(ConsentVersion.objects.filter(study=OuterRef(study_ref)))
+    )
+
+
 def assignment_needs_onboarding(*, assignment_uuid, rater) -> Study | None:
     """The study of the rater's assignment when it has an onboarding the rater has not
     finished, else None. One query when the study asks nothing (the common case)."""
-    asks = Q(Exists(Onboarding.objects.filter(study=OuterRef("pk")))) | Q(
-        Exists(ConsentVersion.objects.filter(study=OuterRef("pk")))
-    )
+    asks = study_asks("pk")
     study = Study.objects.filter(asks, assignments__uuid=assignment_uuid, assignments__rater=rater).distinct().first()
     if study is None or onboarding_step(study=study, rater=rater) is None:
         return None

@@ -19,9 +19,8 @@ from analysis import services
 from analysis.models import AnalysisResult
 from analysis.plots import histogram_figure
 from annotate.models import Assignment, Study
-from annotate.services import reopen_rating, submit_rating
 from datasets.demo import DEMO_STUDY
-from tests.analysis.reports import compute_queued_reports, open_computed
+from tests.analysis.reports import change_first_rating, compute_queued_reports, open_computed
 from tests.analysis.test_analyze_study import rate_demo
 
 REPORT_URL = reverse("analysis:report", args=[DEMO_STUDY])
@@ -117,15 +116,7 @@ def test_cached_page_is_bounded_in_queries_and_does_not_recompute(staff_client, 
 def test_a_new_rating_invalidates_the_cached_report(staff_client, rated_demo):
     open_computed(staff_client, REPORT_URL)
     old = AnalysisResult.objects.get()
-    assignment = Assignment.objects.filter(study=rated_demo).order_by("pk").first()
-    reopen_rating(assignment=assignment, rater=assignment.rater, version=assignment.version)
-    assignment.refresh_from_db()
-    submit_rating(
-        assignment=assignment,
-        rater=assignment.rater,
-        answers={"overall": 2, "failure_modes": [], "feedback": "Changed."},
-        version=assignment.version,
-    )
+    change_first_rating(rated_demo)
     open_computed(staff_client, REPORT_URL)
     new = AnalysisResult.objects.get()  # the stale one is gone
     assert new.pk != old.pk and new.fingerprint != old.fingerprint
