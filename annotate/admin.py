@@ -28,7 +28,6 @@ from annotate.models import (
     Revision,
     Rubric,
     Source,
-    SourceSentence,
     Study,
     StudyMembership,
     Summary,
@@ -98,22 +97,27 @@ class StudyAdmin(admin.ModelAdmin):
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
 
-class SentenceInline(admin.TabularInline):
-    model = SourceSentence
-    extra = 0
-    fields = ["index", "ref", "text", "start", "end"]
-    readonly_fields = fields
-    can_delete = False
-
-
 @admin.register(Source)
 class SourceAdmin(admin.ModelAdmin):
     form = CheckedTextAdminForm
     list_display = ["key", "study", "title", "licence"]
     list_filter = ["study", "licence"]
     search_fields = ["key", "title"]
-    readonly_fields = ["uuid", "created_at", "updated_at"]
-    inlines = [SentenceInline]
+    # The sentences are spans of the text, set by the importers: shown, not edited here
+    # (Source.clean refuses a text they no longer fit).
+    exclude = ["sentence_spans"]
+    readonly_fields = ["uuid", "created_at", "updated_at", "sentence_list"]
+
+    @admin.display(description="Sentences")
+    def sentence_list(self, source: Source) -> str:
+        return format_html(
+            "<ol>{}</ol>",
+            format_html_join(
+                "",
+                '<li value="{}">{} <span class="quiet">[{}] {}-{}</span></li>',
+                ((s.index, s.text, s.ref, s.start, s.end) for s in source.sentences),
+            ),
+        )
 
 
 class ClaimInline(admin.TabularInline):

@@ -7,6 +7,8 @@ foreign key that leads to it is PROTECT, and a changed answer is a new revision.
 
 import secrets
 import uuid
+from collections.abc import Iterable
+from typing import NamedTuple
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -92,6 +94,42 @@ class StudyMembership(TimeStamped):
         return f"{self.user} as {self.role} in {self.study}"
 
 
+class Sentence(NamedTuple):
+    """A sentence of a source: its place, its character span of Source.text, its text
+    (that span) and the reference id it came from (e.g. PMC546184; "" when none)."""
+
+    index: int
+    start: int
+    end: int
+    text: str
+    ref: str
+
+
+MAX_REF_CHARS = 100
+
+
+def sentence_spans(text: str, sentences: Iterable[tuple]) -> list[list]:
+    """Source.sentence_spans for `text`, from (start, end, ref) or (start, end, text, ref)
+    tuples; raises ValueError naming the first sentence that is not a span of `text`
+    (in order, not overlapping, not empty), whose given text is not that span, or whose
+    ref is not a string of at most MAX_REF_CHARS characters."""
+    spans, previous_end, size = [], 0, len(text)
+    for i, sentence in enumerate(sentences):
+        if len(sentence) == 4:
+            start, end, said, ref = sentence
+        else:
+            (start, end, ref), said = sentence, None
+        if type(start) is not int or type(end) is not int or not previous_end <= start < end <= size:
+            raise ValueError(f"sentence {i}: {start!r}-{end!r} is not a span of the text after the one before it")
+        if said is not None and text[start:end] != said:
+            raise ValueError(f"sentence {i}: its text is not the text's characters {start}-{end}")
+        if not isinstance(ref, str) or len(ref) > MAX_REF_CHARS:
+            raise ValueError(f"sentence {i}: ref must be a string of at most {MAX_REF_CHARS} characters")
+        spans.append([start, end, ref])
+        previous_end = end
+    return spans
+
+
 class Source(TimeStamped):
     """The context a summary was written from: ordered sentences with reference ids."""
 
@@ -100,6 +138,13 @@ class Source(TimeStamped):
     key = models.CharField(max_length=200, help_text="Import key, unique within the study.")
     title = models.CharField(max_length=1000, blank=True)
     text = models.TextField(help_text="The whole context; sentences are character spans of it.")
+    # The sentences as [start, end, ref] character spans of `text`, in order (see
+    # Sentence). One JSON value in the source's own row, not a row per sentence: a
+    # source's sentences are written once with its text and read whole (issue 30: the
+    # harness's 500-task import wrote 12,000 sentence rows, a third of its time).
+    sentence_spans = models.JSONField(
+        default=list, blank=True, help_text="[start, end, ref] per sentence: character spans of text, in order."
+    )
     external_ids = models.JSONField(default=dict, blank=True, help_text="e.g. pmcid, pmid, doi")
     licence = models.CharField(max_length=200, blank=True)
     licence_url = models.URLField(max_length=500, blank=True)
@@ -116,28 +161,23 @@ class Source(TimeStamped):
     def __str__(self) -> str:
         return self.key
 
+    @property
+    def sentences(self) -> list["Sentence"]:
+        """The sentences, in order, each with its text cut from `text`."""
+        text = self.text
+        return [
+            Sentence(i, start, end, text[start:end], ref) for i, (start, end, ref) in enumerate(self.sentence_spans)
+        ]
+
     def clean(self):
         super().clean()
         _check_text_length(self.text, "source")
-
-
-class SourceSentence(models.Model):
-    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="sentences")
-    index = models.PositiveIntegerField()
-    start = models.PositiveIntegerField(help_text="Character offset into Source.text.")
-    end = models.PositiveIntegerField()
-    text = models.TextField()
-    ref = models.CharField(max_length=100, blank=True, help_text="Reference id, e.g. PMC546184.")
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["source", "index"], name="sentence_unique_source_index"),
-            models.CheckConstraint(condition=Q(start__lt=F("end")), name="sentence_start_before_end"),
-        ]
-        ordering = ["source", "index"]
-
-    def __str__(self) -> str:
-        return f"{self.source.key}#{self.index}"
+        try:
+            self.sentence_spans = sentence_spans(self.text, [tuple(s) for s in self.sentence_spans or ()])
+        except (TypeError, ValueError) as exc:
+            # On the text: the admin shows the sentences without a field of their own, and
+            # a changed text is what makes them no longer fit.
+            raise ValidationError({"text": f"the source's sentences do not fit this text: {exc}"}) from None
 
 
 class Finding(TimeStamped):

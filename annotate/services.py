@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import secrets
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,6 @@ from annotate.models import (
     Rationale,
     Revision,
     Rubric,
-    SourceSentence,
     Span,
     Study,
     StudyMembership,
@@ -49,7 +48,6 @@ from annotate.rubrics import (
 from annotate.selectors.claims import claim_ids, stored_per_claim
 from annotate.selectors.contents import rubric_definition
 from annotate.selectors.queue import latest_revision, revision_answers
-from core.bulk import insert_rows
 from core.exceptions import ApplicationError, InvalidStateError, StaleWriteError
 from core.text_validation import MAX_SKIP_REASON_CHARS, check_length, check_limit, check_text
 
@@ -712,27 +710,6 @@ def reopen_rating(*, assignment: Assignment, rater, version: Any) -> Revision | 
         clean = CleanAnswers()
     write_draft_answers(draft, clean, definition, new=True)
     return draft
-
-
-# --- source sentences -----------------------------------------------------------------
-
-_SENTENCE_COLUMNS = ("source", "index", "start", "end", "text", "ref")
-
-
-def store_sentences(rows: Iterable[tuple[int, int, int, int, str, str]]) -> int:
-    """Insert source sentences, given as (source id, index, start, end, text, ref), in one
-    executemany. Imports store thousands of them (a source at the size limit may have
-    8,000), and the ORM's bulk_create spends about 0.1 ms of Python a row building
-    instances and SQL; this is the same INSERT without that (COPY on PostgreSQL:
-    core.bulk.insert_rows).
-    The rows must be valid (the importers check them); the database's constraints still
-    hold. Returns the number of rows."""
-    rows = list(rows)
-    if not rows:
-        return 0
-    meta = SourceSentence._meta
-    insert_rows(meta.db_table, [meta.get_field(name).column for name in _SENTENCE_COLUMNS], rows)
-    return len(rows)
 
 
 # --- accounts ------------------------------------------------------------------------

@@ -297,7 +297,7 @@ def _sentences_html(sentences) -> str:
     are integers from the database. Plain string building: format_html per sentence
     cost ~0.1 s on a source of 8,000 sentences."""
     items = []
-    for start, end, text, ref in sentences:
+    for _, start, end, text, ref in sentences:
         cite = f' <span class="ref">[{escape(ref)}]</span>' if ref else ""
         items.append(
             f'<li dir="auto" data-ref="{escape(ref)}"><span class="sent-text" data-start="{int(start)}" '
@@ -313,7 +313,7 @@ def _client_data(assignment, definition, answers, sentences, findings, compared=
     return extra | {
         "summary_text": assignment.summary.text,
         "source_text": assignment.summary.source.text,
-        "sentences": [{"start": start, "end": end, "ref": ref} for start, end, _, ref in sentences],
+        "sentences": [{"start": start, "end": end, "ref": ref} for _, start, end, _, ref in sentences],
         "findings": [{"id": str(f.uuid), "start": f.start, "end": f.end} for f in findings],
         "span_questions": {
             q.key: {
@@ -432,9 +432,9 @@ def rate(request, assignment_uuid):
     editable = assignment.state in (Assignment.State.PENDING, Assignment.State.IN_PROGRESS) and not paused
     compared = shown_summaries(assignment)
     source = assignment.summary.source
-    # Tuples, not model instances, and the list built here, not in a template loop: a
-    # source at the size limit can hold ~8,000 sentences (tests/bench/bench_rating_page.py).
-    sentences = list(source.sentences.values_list("start", "end", "text", "ref"))
+    # Tuples (annotate.models.Sentence), and the list built here, not in a template loop:
+    # a source at the size limit can hold ~8,000 sentences (tests/bench/bench_rating_page.py).
+    sentences = source.sentences
     findings = list(source.findings.all())
     claims = _claims_asked(definition, assignment.summary)
     context = {
@@ -910,7 +910,7 @@ def batch_item(request, slug, batch_uuid, summary_uuid):
             "summary": summary,
             "phases": phases,
             "error": error,
-            "sentences": list(summary.source.sentences.order_by("index")),
+            "sentences": summary.source.sentences,
             "notes": summary.discussion_notes.filter(batch=batch).select_related("author"),
             "consensus": summary.consensus_answers.filter(batch=batch).select_related("decided_by"),
             "expected": summary.expected_answers.first(),

@@ -30,3 +30,14 @@ def change_states(querysets: dict[str, models.QuerySet]) -> dict[str, tuple[int,
     rows = parts[0].union(*parts[1:], all=True) if len(parts) > 1 else parts[0]
     found = {kind: (n, newest.isoformat() if newest else "-") for kind, n, newest in rows}
     return {name: found.get(name, (0, "-")) for name in querysets}
+
+
+class JSONArrayLength(models.Func):
+    """The number of elements of a JSON array column (0 for an empty one): SQLite's
+    json_array_length, PostgreSQL's jsonb_array_length (a JSONField is jsonb there)."""
+
+    function = "json_array_length"
+    output_field = models.IntegerField()
+
+    def as_postgresql(self, compiler, connection, **extra_context):
+        return super().as_sql(compiler, connection, function="jsonb_array_length", **extra_context)

@@ -28,12 +28,11 @@ from annotate.models import (
     Rating,
     Revision,
     Source,
-    SourceSentence,
     Study,
     Summary,
 )
 from annotate.rubrics import RubricDefinitionError
-from annotate.services import RESERVED_SLUGS, create_comparison, rubric_by_key, store_sentences
+from annotate.services import RESERVED_SLUGS, create_comparison, rubric_by_key
 from core.bulk import insert_new
 from core.exceptions import ApplicationError
 from core.sentences import split_spans
@@ -230,7 +229,7 @@ def _clean_source(f: _Fields) -> dict:
             if i:
                 text += " "
                 offset += 1
-            sentences.append((offset, offset + len(sentence), sentence, ref))
+            sentences.append([offset, offset + len(sentence), ref])
             text += sentence
             offset += len(sentence)
         if length_problem(text, "source"):
@@ -240,7 +239,7 @@ def _clean_source(f: _Fields) -> dict:
         if length_problem(text, "source"):  # before splitting it into sentences
             f.fail("text", length_problem(text, "source"))
         ref = f.string("ref", required=False, max_length=100)
-        sentences = [(s, e, text[s:e], ref) for s, e in split_spans(text)]
+        sentences = [[s, e, ref] for s, e in split_spans(text)]
         if not sentences:
             f.fail("text", "has no sentences")
     external_ids = f.mapping("external_ids")
@@ -261,7 +260,7 @@ def _clean_source(f: _Fields) -> dict:
         "external_ids": {k: str(v) for k, v in external_ids.items()},
         "metadata": f.mapping("metadata"),
         "text": text,
-        "sentences": sentences,
+        "sentence_spans": sentences,
     }
 
 
@@ -369,7 +368,17 @@ CLEANERS = {
 # --- writing -------------------------------------------------------------------------------
 
 
-_SOURCE_FIELDS = ("title", "licence", "licence_url", "attribution", "copyright", "external_ids", "metadata", "text")
+_SOURCE_FIELDS = (
+    "title",
+    "licence",
+    "licence_url",
+    "attribution",
+    "copyright",
+    "external_ids",
+    "metadata",
+    "text",
+    "sentence_spans",
+)
 
 
 def _changed(obj, values: dict) -> bool:
@@ -483,17 +492,12 @@ class _Writer:
         created = source is None
         if created:
             source = Source.objects.create(study=study, key=d["key"], **values)
-            text_changed = changed = True
+            changed = True
         else:
-            stored = list(source.sentences.order_by("index").values_list("start", "end", "text", "ref"))
-            text_changed = source.text != d["text"] or stored != d["sentences"]
+            text_changed = source.text != d["text"] or source.sentence_spans != d["sentence_spans"]
             if text_changed and _has_human_work(assignment__summary__source=source):
                 raise ImportLineError(line, "sentences", f"source {source.key!r} has ratings; its text cannot change")
             changed = _apply(source, values) or text_changed
-            if text_changed:
-                source.sentences.all().delete()
-        if text_changed:
-            store_sentences(_sentence_rows(source, d["sentences"]))
         self.count("source", created, changed and not created)
         self.sources[(study.slug, source.key)] = source
 
@@ -514,13 +518,6 @@ def _identity(kind: str, d: dict) -> tuple:
 CHUNK = 500
 _SUMMARY_FIELDS = ("source", "text", "generator", "metadata", "flags", "parent")
 _CLAIM_FIELDS = ("text", "start", "end", "refs", "verdict", "explanation", "probability")
-
-
-def _sentence_rows(source: Source, sentences: list[tuple]) -> list[tuple]:
-    """A cleaned source's sentences, (start, end, text, ref) each, as
-    annotate.services.store_sentences takes them."""
-    pk = source.pk
-    return [(pk, i, *sentence) for i, sentence in enumerate(sentences)]
 
 
 class _BulkWriter(_Writer):
@@ -609,15 +606,8 @@ class _BulkWriter(_Writer):
             else:
                 updated.append((line, d, source, values))
         if updated:
-            stored: dict[int, list[tuple]] = {}
-            for source_id, *sentence in (
-                SourceSentence.objects.filter(source__in=[s for _, _, s, _ in updated])
-                .order_by("source_id", "index")
-                .values_list("source_id", "start", "end", "text", "ref")
-            ):
-                stored.setdefault(source_id, []).append(tuple(sentence))
             for line, d, source, _values in updated:
-                if source.text != d["text"] or stored.get(source.pk, []) != d["sentences"]:
+                if source.text != d["text"] or source.sentence_spans != d["sentence_spans"]:
                     text_changed.append((line, d, source))
             rated = set(
                 Revision.objects.filter(assignment__summary__source__in=[s for _, _, s in text_changed]).values_list(
@@ -643,11 +633,6 @@ class _BulkWriter(_Writer):
             insert_new([source for _, _, source in created], natural_key=("study_id", "key"))
             for _ in created:
                 self.count("source", True, False)
-        if changed_text_ids:
-            SourceSentence.objects.filter(source_id__in=changed_text_ids).delete()
-        store_sentences(
-            [row for _, d, source in [*created, *text_changed] for row in _sentence_rows(source, d["sentences"])]
-        )
 
     # --- summaries ---
 

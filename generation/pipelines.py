@@ -179,9 +179,7 @@ class Runner:
 
     def __init__(self, *, spec: PipelineSpec, source: Source, job: GenerationJob | None, gateway: Gateway):
         self.spec, self.source, self.job, self.gateway = spec, source, job, gateway
-        self.sentences = [
-            (s.text, s.ref or source.external_ids.get("pmcid") or source.key) for s in source.sentences.all()
-        ]
+        self.sentences = [(s.text, s.ref or source.external_ids.get("pmcid") or source.key) for s in source.sentences]
         self.entity = source.metadata.get("entity") or source.title or source.key
         self.refs = {ref for _, ref in self.sentences}
         self.trace: dict = {"steps": []}

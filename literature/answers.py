@@ -22,8 +22,7 @@ from dataclasses import asdict, dataclass
 
 from django.db import transaction
 
-from annotate.models import Source, Summary
-from annotate.services import store_sentences
+from annotate.models import Source, Summary, sentence_spans
 from core.exceptions import ApplicationError
 from core.sentences import split_spans
 from literature.engines import EVIDENCE_KIND
@@ -102,19 +101,18 @@ def check_citations(text: str, count: int) -> None:
 
 
 def _evidence_text(citations: Sequence[Citation], sources: dict[str, Source]) -> tuple[str, list[tuple]]:
-    """The evidence's text and its sentences (index, start, end, text, ref): each article
-    as its citation line (one sentence), then its own sentences, every one with the
-    reference n."""
+    """The evidence's text and its sentences (start, end, ref): each article as its
+    citation line (one sentence), then its own sentences, every one with the reference n."""
     text, rows = "", []
     for c in citations:
         source = sources[c.source_key]
         head = f"[{c.number}] {c.reference}"
         base = len(text) + (2 if text else 0)
         text = f"{text}\n\n{head}\n{source.text}" if text else f"{head}\n{source.text}"
-        rows.append((len(rows), base, base + len(head), head, str(c.number)))
+        rows.append((base, base + len(head), str(c.number)))
         body = base + len(head) + 1
         for start, end in split_spans(source.text):
-            rows.append((len(rows), body + start, body + end, source.text[start:end], str(c.number)))
+            rows.append((body + start, body + end, str(c.number)))
     return text, rows
 
 
@@ -155,12 +153,12 @@ def store_answer(
         key=f"{key}:evidence",
         title=f"Articles for the question: {question.text}"[:1000],
         text=text,
+        sentence_spans=sentence_spans(text, rows),
         licence=_common_licence(list(sources.values())),
         # Only what the rating page shows (the question): the study report turns source
         # metadata into columns; what the answer cites lives on the summary.
         metadata={"kind": EVIDENCE_KIND, "question": question.text},
     )
-    store_sentences((evidence.pk, *row) for row in rows)
     return Summary.objects.create(
         study=question.study,
         source=evidence,

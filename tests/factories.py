@@ -1,7 +1,7 @@
 import factory
 from django.contrib.auth import get_user_model
 
-from annotate.models import Assignment, Source, SourceSentence, Study, Summary
+from annotate.models import Assignment, Source, Study, Summary
 from annotate.services import load_builtin_rubric
 
 PASSWORD = "correct-horse-battery"
@@ -38,18 +38,21 @@ class SourceFactory(factory.django.DjangoModelFactory):
     text = "Drug A lowered blood pressure. It was well tolerated."
     licence = "CC BY 4.0"
 
-    @factory.post_generation
-    def sentences(obj, create, extracted, **kwargs):
-        if not create:
-            return
-        start = 0
-        for index, sentence in enumerate(obj.text.split(". ")):
-            sentence = sentence if sentence.endswith(".") else sentence + "."
-            start = obj.text.index(sentence, start)
-            SourceSentence.objects.create(
-                source=obj, index=index, start=start, end=start + len(sentence), text=sentence, ref=obj.key
-            )
-            start += len(sentence)
+    class Params:
+        ref = None  # every sentence's ref; the source's key when not given
+
+    # The text's sentences (it is split at ". ").
+    sentence_spans = factory.LazyAttribute(lambda o: _spans_of(o.text, o.key if o.ref is None else o.ref))
+
+
+def _spans_of(text: str, ref: str) -> list[list]:
+    spans, start = [], 0
+    for sentence in text.split(". "):
+        sentence = sentence if sentence.endswith(".") else sentence + "."
+        start = text.index(sentence, start)
+        spans.append([start, start + len(sentence), ref])
+        start += len(sentence)
+    return spans
 
 
 class SummaryFactory(factory.django.DjangoModelFactory):
@@ -92,3 +95,8 @@ def let_time_pass(assignment, seconds: float) -> None:
     earlier = timezone.now() - timedelta(seconds=seconds)
     Assignment.objects.filter(pk=assignment.pk).update(updated_at=earlier)
     Assignment.objects.filter(pk=assignment.pk, first_opened_at__gt=earlier).update(first_opened_at=earlier)
+
+
+def sentence_count(**source_filters) -> int:
+    """How many sentences the sources matching `source_filters` hold in all."""
+    return sum(len(spans) for spans in Source.objects.filter(**source_filters).values_list("sentence_spans", flat=True))

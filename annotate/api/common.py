@@ -9,7 +9,6 @@ from rest_framework.request import Request
 
 from annotate.models import (
     Source,
-    SourceSentence,
     Summary,
 )
 from core.text_validation import problem_message
@@ -32,10 +31,14 @@ class TextJSONField(serializers.JSONField):
         return value
 
 
-class SentenceSerializer(serializers.ModelSerializer):
-    class Meta:
-        model = SourceSentence
-        fields = ["index", "start", "end", "text", "ref"]
+class SentenceSerializer(serializers.Serializer):
+    """A source's sentence (annotate.models.Sentence)."""
+
+    index = serializers.IntegerField()
+    start = serializers.IntegerField(help_text="Character offset into the source's text.")
+    end = serializers.IntegerField()
+    text = serializers.CharField()
+    ref = serializers.CharField(help_text='Reference id, e.g. PMC546184; "" when none.')
 
 
 class FakeViewMixin:

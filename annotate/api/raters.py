@@ -73,7 +73,7 @@ class AssignmentDetailSerializer(AssignmentListSerializer):
             "title": source.title,
             "licence": source.licence,
             "attribution": source.attribution,
-            "sentences": SentenceSerializer(source.sentences.all(), many=True).data,
+            "sentences": SentenceSerializer(source.sentences, many=True).data,
         }
 
     def get_rubric(self, obj: Assignment) -> dict:

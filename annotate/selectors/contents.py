@@ -20,12 +20,12 @@ from annotate.models import (
     Revision,
     Rubric,
     Source,
-    SourceSentence,
     Study,
     Summary,
 )
 from annotate.rubrics import RubricDefinition
 from core.exceptions import ApplicationError
+from core.models import JSONArrayLength
 
 
 def rubric_definition(rubric: Rubric) -> RubricDefinition:
@@ -77,7 +77,7 @@ def count_of(model, field: str, *, outer: str = "pk"):
 def sources_for_study(study: Study, *, key: str | None = None, licence: str | None = None) -> QuerySet[Source]:
     sources = (
         Source.objects.filter(study=study)
-        .annotate(n_sentences=count_of(SourceSentence, "source"), n_findings=count_of(Finding, "source"))
+        .annotate(n_sentences=JSONArrayLength("sentence_spans"), n_findings=count_of(Finding, "source"))
         .order_by("key")
     )
     if key:
@@ -88,12 +88,9 @@ def sources_for_study(study: Study, *, key: str | None = None, licence: str | No
 
 
 def get_source(study: Study, source_uuid) -> Source:
-    sentences = Prefetch("sentences", queryset=SourceSentence.objects.order_by("index"))
     findings = Prefetch("findings", queryset=Finding.objects.order_by("index"))
     source = (
-        sources_for_study(study).prefetch_related(sentences, findings).filter(uuid=source_uuid).first()
-        if source_uuid
-        else None
+        sources_for_study(study).prefetch_related(findings).filter(uuid=source_uuid).first() if source_uuid else None
     )
     if source is None:
         raise Http404("No such source.")
@@ -135,7 +132,7 @@ def filter_summaries(
         # Comparison items stand for comparisons, not for a summary to rate alone.
         Summary.objects.filter(study=study, comparison__isnull=True)
         .select_related("source")
-        .annotate(context_sentences=count_of(SourceSentence, "source", outer="source_id"))
+        .annotate(context_sentences=JSONArrayLength("source__sentence_spans"))
         .order_by("key")
     )
     if generator:

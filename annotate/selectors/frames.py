@@ -3,20 +3,19 @@ the answers that count, the highlighted spans, and the summaries' metadata."""
 
 from __future__ import annotations
 
-from django.db.models import Count
-
 from annotate.models import (
     Assignment,
     Batch,
     ComparisonMember,
     ConsensusAnswer,
     Rating,
-    SourceSentence,
+    Source,
     Span,
     Study,
     Summary,
 )
 from annotate.selectors.counting import rater_answer_revisions
+from core.models import JSONArrayLength
 
 
 def ratings_frame(*, study: Study, phase: str = "all", include_calibration: bool = False):
@@ -103,7 +102,9 @@ def summaries_frame(*, study: Study):
         row.update({f"source.{k}": v for k, v in sorted(summary.source.metadata.items())})
         row.update({f"summary.{k}": v for k, v in sorted(summary.metadata.items()) if not isinstance(v, dict | list)})
         rows.append(row)
-    counts = dict(SourceSentence.objects.filter(source__study=study).values_list("source__key").annotate(n=Count("id")))
+    counts = dict(
+        Source.objects.filter(study=study).annotate(n=JSONArrayLength("sentence_spans")).values_list("key", "n")
+    )
     for row in rows:
         row["context_sentences"] = counts.get(row["source"], 0)
     return pd.DataFrame(rows)

@@ -28,10 +28,11 @@ from annotate.models import (
     Study,
     StudyMembership,
     Summary,
+    sentence_spans,
 )
 from annotate.rubrics import NA, AnswerContext, RubricDefinition
 from annotate.selectors.claims import claim_ids, per_claim_parts
-from annotate.services import compared_texts, store_sentences
+from annotate.services import compared_texts
 from core.exceptions import ApplicationError
 from core.text_validation import InvalidTextError, find_problem, length_problem, loads
 from datasets.exporting.folder import (
@@ -214,6 +215,17 @@ class _DatasetImporter:
                 self.fail(f'source {key!r}: field "text" {length_problem(row["text"], "source")}')
             if Source.objects.filter(uuid=row["uuid"]).exists():
                 self.fail(f"source {key!r}: uuid {row['uuid']} already exists in this database")
+            try:
+                spans = sentence_spans(
+                    row["text"] or "",
+                    [(s["start"], s["end"], s["text"], s["ref"]) for s in row["sentences"] or ()],
+                )
+            except (KeyError, TypeError):
+                self.fail(
+                    f'source {key!r}: field "sentences": each sentence must be an object with start, end, text, ref'
+                )
+            except ValueError as exc:
+                self.fail(f'source {key!r}: field "sentences": {exc}')
             source = Source.objects.create(
                 uuid=row["uuid"],
                 study=self.study,
@@ -226,9 +238,8 @@ class _DatasetImporter:
                 attribution=row["attribution"],
                 copyright=row["copyright"],
                 metadata=row["metadata"],
+                sentence_spans=spans,
             )
-            sentences = row["sentences"] if row["sentences"] is not None else []
-            store_sentences((source.pk, s["index"], s["start"], s["end"], s["text"], s["ref"]) for s in sentences)
             self.sources[key] = source
         self.findings: dict[str, Finding] = {}
         for row in self.table("findings"):

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import orjson
-from django.db.models import F, Min, Prefetch
+from django.db.models import F, Min
 
 from annotate.models import (
     Assignment,
@@ -34,7 +34,6 @@ from annotate.models import (
     Revision,
     Rubric,
     Source,
-    SourceSentence,
     Span,
     Study,
     StudyMembership,
@@ -353,8 +352,7 @@ def _write_tables(study, writers, phase, include_calibration, include_restricted
     withheld: list[str] = []
     sources = []
     text_ok: dict[int, bool] = {}
-    sentence_order = Prefetch("sentences", queryset=SourceSentence.objects.order_by("index"))
-    all_sources = Source.objects.filter(study=study).prefetch_related(sentence_order).order_by("key")
+    all_sources = Source.objects.filter(study=study).order_by("key")
     for source in all_sources.iterator(chunk_size=ITERATOR_CHUNK):
         allowed = include_restricted or licence_allows_text(source.licence)
         text_ok[source.pk] = allowed
@@ -362,8 +360,7 @@ def _write_tables(study, writers, phase, include_calibration, include_restricted
             withheld.append(source.key)
         sources.append((source.key, source.title, source.attribution, source.licence, source.licence_url, allowed))
         sentences = [
-            {"index": s.index, "start": s.start, "end": s.end, "text": s.text, "ref": s.ref}
-            for s in source.sentences.all()
+            {"index": s.index, "start": s.start, "end": s.end, "text": s.text, "ref": s.ref} for s in source.sentences
         ]
         writers["sources"].write(
             (

@@ -19,8 +19,9 @@ GENERATORS = ("secret-gpt-x", "secret-llama-y", "secret-alpaca-z")
 def batch(db):
     study = StudyFactory(rubric=load_builtin_rubric(key="pairwise"))
     for s in range(2):
-        source = SourceFactory(study=study, key=f"SRC{s}", text="Drug A lowered blood pressure. It was safe.")
-        source.sentences.update(ref="PMC1")
+        source = SourceFactory(
+            study=study, key=f"SRC{s}", text="Drug A lowered blood pressure. It was safe.", ref="PMC1"
+        )
         for g in GENERATORS:
             SummaryFactory(
                 source=source,

@@ -78,11 +78,12 @@ def lines(slug: str, n: int) -> list[str]:
 
 
 def floor(slug: str, n: int) -> float:
-    """The same rows with no import logic: bulk_create and one executemany."""
+    """The same rows with no import logic: bulk_create of the sources (their sentences in
+    each row) and of the summaries."""
     from django.db import transaction
 
     from annotate.models import Source, Study, Summary
-    from annotate.services import load_builtin_rubric, store_sentences
+    from annotate.services import load_builtin_rubric
     from core.sentences import split_spans
 
     started = time.perf_counter()
@@ -90,12 +91,11 @@ def floor(slug: str, n: int) -> float:
         study = Study.objects.create(slug=slug, title=slug, rubric=load_builtin_rubric(key="litsumm"))
         texts = [f"Trial {i}. {SOURCE}" for i in range(n)]
         sources = Source.objects.bulk_create(
-            [Source(study=study, key=f"s{i}", text=t) for i, t in enumerate(texts)], batch_size=500
-        )
-        store_sentences(
-            (source.pk, k, s, e, text[s:e], "")
-            for source, text in zip(sources, texts, strict=True)
-            for k, (s, e) in enumerate(split_spans(text))
+            [
+                Source(study=study, key=f"s{i}", text=t, sentence_spans=[[s, e, ""] for s, e in split_spans(t)])
+                for i, t in enumerate(texts)
+            ],
+            batch_size=500,
         )
         Summary.objects.bulk_create(
             [

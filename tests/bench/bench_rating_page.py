@@ -126,13 +126,13 @@ def build() -> dict[str, str]:
     call_command("import_jsonl", handle.name, verbosity=0)
     # The browser test's page (tests/browser/test_long_text_browser.py), past the import limits
     # (so written with the ORM, as that test's factories do): one 200,000-character line.
-    from annotate.models import Source, SourceSentence
+    from annotate.models import Source
 
     study = Study.objects.get(slug="bench")
     text = "Start. " + "x" * 200_000 + "."
-    source = Source.objects.create(study=study, key="PMC1", text=text)
-    SourceSentence.objects.create(source=source, index=0, start=0, end=6, text="Start.", ref="PMC1")
-    SourceSentence.objects.create(source=source, index=1, start=7, end=len(text), text=text[7:], ref="PMC1")
+    source = Source.objects.create(
+        study=study, key="PMC1", text=text, sentence_spans=[[0, 6, "PMC1"], [7, len(text), "PMC1"]]
+    )
     citations = ("[PMC1]" * (200_000 // 6 + 1))[:200_000]
     Summary.objects.create(study=study, source=source, key="long-line", text=citations, generator="g")
     rater = get_user_model().objects.create_user("bench-rater", password=BENCH_PASSWORD)

@@ -10,7 +10,6 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from annotate.models import SourceSentence
 from tests.browser.conftest import log_in
 from tests.factories import PASSWORD, AssignmentFactory, SourceFactory, StudyFactory, SummaryFactory, UserFactory
 
@@ -24,7 +23,8 @@ def cited_item():
     rater = UserFactory(username="rater1")
     study = StudyFactory(title="Citations")
     source = SourceFactory(study=study, key="PMC1", text="Drug A lowered blood pressure. It was well tolerated.")
-    SourceSentence.objects.filter(source=source, index=1).update(ref="PMC2")
+    source.sentence_spans[1][2] = "PMC2"
+    source.save()
     items = [
         AssignmentFactory(summary=SummaryFactory(source=source, text=SUMMARY, key=f"s{i}"), rater=rater, position=i)
         for i in range(2)

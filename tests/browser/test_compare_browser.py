@@ -19,8 +19,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 def _batch():
     study = StudyFactory(rubric=load_builtin_rubric(key="pairwise"))
     for s in range(2):
-        source = SourceFactory(study=study, key=f"SRC{s}", text="Drug A lowered blood pressure. It was well tolerated.")
-        source.sentences.update(ref="PMC7")
+        source = SourceFactory(
+            study=study, key=f"SRC{s}", text="Drug A lowered blood pressure. It was well tolerated.", ref="PMC7"
+        )
         for g in ("sys-one", "sys-two"):
             SummaryFactory(source=source, key=f"{g}-{s}", generator=g, text=f"Summary by {g[-3:]} says [PMC7] ok.")
     rater = UserFactory(username="kbd")
@@ -56,8 +57,13 @@ def test_keyboard_only_comparison(page, width):
         page.keyboard.press("Enter")
         expect(page.locator("#compare-source")).to_be_visible()
         page.mouse.wheel(0, 600)
-        page.wait_for_function("document.getElementById('source-toggle').getBoundingClientRect().top >= 0")
-        assert page.locator("#source-toggle").bounding_box()["y"] < 60
+        # The wheel scrolls after it returns: wait for the page to have scrolled, then the
+        # toggle must be held near the top (sticky), not scrolled away with the page.
+        page.wait_for_function("() => window.scrollY > 0")
+        page.wait_for_function(
+            "() => { const top = document.getElementById('source-toggle').getBoundingClientRect().top;"
+            " return top >= 0 && top < 60; }"
+        )
         page.keyboard.press("Enter")
         expect(page.locator("#compare-source")).to_be_hidden()
     # A citation in a summary lights its source sentence when focused (wide layout shows it).

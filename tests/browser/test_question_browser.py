@@ -5,7 +5,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
-from annotate.models import Assignment, SourceSentence
+from annotate.models import Assignment
 from annotate.selectors.queue import revision_answers
 from literature.demo import QUESTION_STUDY
 from literature.models import Question
@@ -36,12 +36,12 @@ def test_rater_rates_a_demo_answer_with_a_citation_hover(page, settings):
     linked = page.locator(".sentences li.ref-linked")
     assert linked.count() == 0
     cite.hover()
-    article_one = SourceSentence.objects.filter(source=assignment.summary.source, ref="1").count()
+    article_one = sum(s.ref == "1" for s in assignment.summary.source.sentences)
     linked.first.wait_for(state="attached")
     assert linked.count() == article_one > 0
     assert all(li.get_attribute("data-ref") == "1" for li in linked.all())
     page.mouse.move(0, 0)
-    page.wait_for_function("document.querySelectorAll('.sentences li.ref-linked').length === 0")
+    page.wait_for_function("() => document.querySelectorAll('.sentences li.ref-linked').length === 0")
 
     choices = {
         "tldr_correct": ("4", "Matches the cited trial."),

@@ -206,7 +206,7 @@ def test_a_non_commercial_source_is_withheld_and_listed(rated_demo, tmp_path):
     source = Source.objects.filter(study__slug=FACTPICO_STUDY).order_by("key").first()
     source.licence = "CC BY-NC 4.0"
     source.save()
-    longest = max(source.sentences.all(), key=lambda s: len(s.text)).text
+    longest = max(source.sentences, key=lambda s: len(s.text)).text
     out = tmp_path / "out"
     result = export(FACTPICO_STUDY, out)
     assert result.withheld_sources == (source.key,)

@@ -8,8 +8,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from annotate.models import Claim, Source, SourceSentence, Summary
+from annotate.models import Claim, Source, Summary
 from datasets.importing import CHUNK, ImportLineError, import_records
+from tests.factories import sentence_count
 
 
 def records(n: int, *, study: str = "bulk") -> list[str]:
@@ -38,7 +39,7 @@ def queries(lines: list[str]) -> tuple[int, int]:
     inserts grow with the rows only by that batching, never one per row."""
     with CaptureQueriesContext(connection) as captured:
         import_records(lines=lines)
-    # An executemany (the sentences) is logged as "N times: INSERT ...", and on PostgreSQL a
+    # An executemany is logged as "N times: INSERT ...", and on PostgreSQL a
     # COPY (core.bulk.insert_rows) as "N rows: COPY ...": one statement each.
     sql = [re.sub(r"^\d+ (TIMES|ROWS): ", "", q["sql"].lstrip().upper()) for q in captured.captured_queries]
     inserts = sum(1 for q in sql if q.startswith(("INSERT", "COPY")))
@@ -50,14 +51,15 @@ def test_the_query_count_does_not_grow_with_the_file():
     small, small_inserts = queries(records(5, study="small"))
     large, large_inserts = queries(records(300, study="large"))
     assert large == small, (small, large)
-    assert small_inserts == 6  # rubric, study, then one bulk insert each for sources, sentences, summaries, claims
-    assert large_inserts <= 1 + 1 + 4 * 4  # 1,200 rows and 600 sentences in at most 4 statements per table
+    # rubric, study, then one bulk insert each for sources (their sentences in the row), summaries, claims
+    assert small_inserts == 5
+    assert large_inserts <= 1 + 1 + 3 * 4  # 900 rows in at most 4 statements per table
     assert Summary.objects.filter(study__slug="large").count() == 300
-    assert SourceSentence.objects.filter(source__study__slug="large").count() == 600
+    assert sentence_count(study__slug="large") == 600
     assert Claim.objects.filter(summary__study__slug="large").count() == 300
     # Importing the same file again changes nothing, in as few queries.
     again, again_inserts = queries(records(300, study="large"))
-    assert again <= large + 2 and again_inserts == 0  # one more lookup: the stored sentences
+    assert again <= large + 1 and again_inserts == 0
     assert Summary.objects.filter(study__slug="large").count() == 300
 
 
@@ -83,7 +85,7 @@ def test_changed_records_are_updated_in_bulk_and_counted():
     result = import_records(lines=changed)
     assert (result.updated["source"], result.unchanged["source"]) == (1, 9)
     assert (result.updated["summary"], result.unchanged["summary"]) == (1, 9)
-    assert list(SourceSentence.objects.filter(source__key="s0").order_by("index").values_list("text", flat=True)) == [
+    assert [s.text for s in Source.objects.get(key="s0").sentences] == [
         "A new text.",
         "Two sentences.",
     ]

@@ -5,9 +5,9 @@ import pytest
 from django.conf import settings
 from django.core.management import CommandError, call_command
 
-from annotate.models import Finding, Source, SourceSentence
+from annotate.models import Finding, Source
 from annotate.services import load_builtin_rubric
-from tests.factories import StudyFactory
+from tests.factories import StudyFactory, sentence_count
 
 DATA = Path(settings.BASE_DIR) / "fixtures" / "evidence_inference" / "abstracts.jsonl"
 
@@ -50,12 +50,12 @@ def test_abstracts_become_sources_and_prompts_become_findings(fp_study, tmp_path
             prompt["outcome"],
             prompt["label"],
         )
-    assert all(s.ref == recs[0]["pmcid"] for s in first.sentences.all())
+    assert all(s.ref == recs[0]["pmcid"] for s in first.sentences)
     assert "source: 3 created" in capsys.readouterr().out
     # Idempotent.
-    counts = (Source.objects.count(), Finding.objects.count(), SourceSentence.objects.count())
+    counts = (Source.objects.count(), Finding.objects.count(), sentence_count())
     call_command("import_evidence_inference", str(write(tmp_path, recs)), "--study", "fp")
-    assert (Source.objects.count(), Finding.objects.count(), SourceSentence.objects.count()) == counts
+    assert (Source.objects.count(), Finding.objects.count(), sentence_count()) == counts
 
 
 def test_the_whole_shipped_file_imports(fp_study):

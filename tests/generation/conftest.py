@@ -4,20 +4,17 @@ import re
 
 import pytest
 
-from annotate.models import Source, SourceSentence
+from annotate.models import Source
 from tests.generation.scripted_server import Reply, Request
 
 
 def make_source(study, key: str, sentences: list[tuple[str, str]], **fields) -> Source:
-    text = " ".join(s for s, _ in sentences)
-    source = Source.objects.create(study=study, key=key, text=text, **fields)
-    offset = 0
-    for index, (sentence, ref) in enumerate(sentences):
-        SourceSentence.objects.create(
-            source=source, index=index, start=offset, end=offset + len(sentence), text=sentence, ref=ref
-        )
-        offset += len(sentence) + 1
-    return source
+    text, spans = "", []
+    for sentence, ref in sentences:
+        text += " " if text else ""
+        spans.append([len(text), len(text) + len(sentence), ref])
+        text += sentence
+    return Source.objects.create(study=study, key=key, text=text, sentence_spans=spans, **fields)
 
 
 def held_job(source, *, claimed_at, pipeline: str = "litsumm"):

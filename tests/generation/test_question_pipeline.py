@@ -7,7 +7,7 @@ import re
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotate.models import SourceSentence, Summary
+from annotate.models import Summary
 from generation.models import AnswerJob, LLMCall
 from generation.reference_checks import check_references
 from literature.answers import cited_numbers
@@ -103,7 +103,7 @@ def test_a_question_is_answered_end_to_end(serve, question, capsys):
     answer = job.summary
     relevant_by_rank = [a.identifier for a in articles if a.relevant]
     assert [c["identifier"] for c in answer.metadata["citations"]] == relevant_by_rank
-    refs = set(SourceSentence.objects.filter(source=answer.source).values_list("ref", flat=True))
+    refs = {s.ref for s in answer.source.sentences}
     assert {str(n) for n in cited_numbers(answer.text)} <= refs == {"1", "2"}
     assert check_references(answer.text, refs).checks["real"]
     # Every call traced on the job; the synthesis prompt shows numbered article summaries.

@@ -5,7 +5,7 @@ from itertools import permutations
 
 import pytest
 
-from annotate.models import Source, SourceSentence
+from annotate.models import Source
 from generation.reference_checks import check_references
 from literature.answers import AnswerError, citation_line, cited_numbers, number_citations, store_answer
 from literature.models import Question, Retrieval, RetrievedArticle
@@ -61,8 +61,7 @@ def test_every_citation_resolves_to_its_article(retrieval):
     assert evidence.metadata == {"kind": "evidence", "question": "Does drug A reduce attacks?"}
     assert evidence.licence == "CC BY 4.0"  # all three articles share it
     refs = {}
-    for sentence in SourceSentence.objects.filter(source=evidence):
-        assert evidence.text[sentence.start : sentence.end] == sentence.text
+    for sentence in evidence.sentences:
         refs.setdefault(sentence.ref, []).append(sentence.text)
     # [n] points at article n: its citation line and its own sentences.
     assert set(refs) == {"1", "2", "3"}

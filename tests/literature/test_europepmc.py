@@ -10,7 +10,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotate.models import Source, SourceSentence
+from annotate.models import Source
 from literature.europepmc import EuropePmcClient, EuropePmcError, acquire_sentences, mention_pattern
 from tests.factories import StudyFactory
 from tests.literature.europepmc_server import EuropePmcServer, Reply, full_text_xml, result
@@ -75,7 +75,7 @@ def test_sentences_mentioning_the_identifier_become_one_source_referenced_by_pmc
     assert acquired.found == 5
     # Only full texts that mention it, and in them only the sentences that do.
     source = acquired.source
-    rows = list(SourceSentence.objects.filter(source=source).order_by("index").values_list("text", "ref"))
+    rows = [(s.text, s.ref) for s in source.sentences]
     assert rows == [
         ("MIR21 in cancer.", "PMC1001"),
         ("MIR21 is raised in tumours.", "PMC1001"),
@@ -121,7 +121,7 @@ def test_other_names_are_searched_and_matched_too():
     with EuropePmcServer(results=results, texts=texts) as server, client_for(server) as client:
         acquired = acquire_sentences(study=study, terms=["MIR21", "hsa-mir-21"], client=client, key="URS0001")
     assert server.requests[0].params["query"].startswith('("MIR21" OR "hsa-mir-21") AND IN_EPMC:Y')
-    texts_by_ref = dict(SourceSentence.objects.filter(source=acquired.source).values_list("ref", "text"))
+    texts_by_ref = {s.ref: s.text for s in acquired.source.sentences}
     assert texts_by_ref["PMC1005"] == "hsa-mir-21 was deleted." and acquired.source.key == "URS0001"
 
 
