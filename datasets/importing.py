@@ -368,16 +368,9 @@ CLEANERS = {
 # --- writing -------------------------------------------------------------------------------
 
 
-_SOURCE_FIELDS = (
-    "title",
-    "licence",
-    "licence_url",
-    "attribution",
-    "copyright",
-    "external_ids",
-    "metadata",
-    "text",
-    "sentence_spans",
+# A cleaned source's values that are stored as they are (the sentences in its row).
+_SOURCE_FIELDS = tuple(
+    "title licence licence_url attribution copyright external_ids metadata text sentence_spans".split()
 )
 
 
