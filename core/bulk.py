@@ -28,13 +28,12 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from operator import attrgetter
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connections, models
 from django.db.models.fields import AutoFieldMixin
 from django.utils import timezone
-
-_NONE = object()
 
 # Fields whose Python value the drivers take as it is (after pre_save): no per-value call.
 _AS_IS = (models.CharField, models.TextField, models.IntegerField, models.BooleanField, models.FloatField)
@@ -80,25 +79,31 @@ def insert_new(objs: Sequence[models.Model], *, natural_key: tuple[str, str]) ->
     # auto_now(_add) fields: one instant for the whole batch (pre_save would read the clock
     # and convert the value again for every row), set on the instances as pre_save would.
     now = timezone.now()
-    stamped = {
-        f.attname: f.get_db_prep_save(now, connection=wrapper)
-        for f in fields
-        if isinstance(f, models.DateField) and (f.auto_now or f.auto_now_add)
-    }
-    converters = [(f, None if f.attname in stamped else _converter(f, wrapper)) for f in fields]
+    stamp_fields = [f for f in fields if isinstance(f, models.DateField) and (f.auto_now or f.auto_now_add)]
+    stamps = [f.get_db_prep_save(now, connection=wrapper) for f in stamp_fields]
+    # Most fields' pre_save is Field's own (the instance's value): those are read all at
+    # once (attrgetter, in C) and only the values that need it converted. A field with a
+    # pre_save of its own is asked per row.
+    rest = [f for f in fields if f not in stamp_fields]
+    plain = [f for f in rest if type(f).pre_save is models.Field.pre_save]
+    own = [f for f in rest if f not in plain]
+    read = attrgetter(*[f.attname for f in plain]) if plain else (lambda obj: ())
+    single = len(plain) == 1  # attrgetter of one name gives the value, not a tuple
+    convert = [(i, c) for i, c in enumerate(_converter(f, wrapper) for f in [*plain, *own]) if c is not None]
     rows = []
     for obj in objs:
-        row = []
-        for field, convert in converters:
-            stamp = stamped.get(field.attname, _NONE)
-            if stamp is not _NONE:
-                setattr(obj, field.attname, now)
-                row.append(stamp)
-                continue
-            value = field.pre_save(obj, True)  # defaults
-            row.append(value if convert is None or value is None else convert(value))
+        row = [read(obj)] if single else [*read(obj)]
+        row.extend(f.pre_save(obj, True) for f in own)
+        for i, c in convert:
+            value = row[i]
+            if value is not None:
+                row[i] = c(value)
+        for f in stamp_fields:  # as pre_save would set them
+            setattr(obj, f.attname, now)
+        row.extend(stamps)
         rows.append(row)
-    insert_rows(meta.db_table, [f.column for f in fields], rows)
+    columns = [f.column for f in [*plain, *own, *stamp_fields]]
+    insert_rows(meta.db_table, columns, rows)
     first, second = natural_key
     wanted = {(getattr(obj, first), getattr(obj, second)): obj for obj in objs}
     alias = wrapper.alias

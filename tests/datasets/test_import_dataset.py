@@ -178,3 +178,23 @@ def test_claims_judged_by_people_survive_the_round_trip(transactional_db, tmp_pa
     assert normalised_answers(study) == before
     again = export("claims-example", tmp_path / "second", include_calibration=True).out_dir
     assert all_files(again) == all_files(tmp_path / "first")
+
+
+def test_a_sentence_that_is_not_its_span_of_the_text_is_refused_and_nothing_is_imported(exported, tmp_path):
+    """The sentences are stored as spans of the source's text (Source.sentence_spans): a
+    file whose sentence says other words than its span would change what raters saw."""
+    folder = tmp_path / "first" / DEMO_STUDY
+    path = folder / "jsonl" / "sources.jsonl"
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    target = next(r for r in rows if r["sentences"])
+    sentences = json.loads(target["sentences"])  # a JSON column: JSON text in the file
+    sentences[1]["text"] = "Words the source never had."
+    target["sentences"] = json.dumps(sentences, ensure_ascii=False)
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    files = [p for p in folder.rglob("*") if p.is_file() and p.name != "SHA256SUMS"]
+    (folder / "SHA256SUMS").write_text(sha256sums(folder, files), encoding="utf-8")
+    call_command("flush", interactive=False)
+    expected = f"source '{target['source_key']}': field \"sentences\": sentence 1: its text is not the text's"
+    with pytest.raises(CommandError, match=expected):
+        call_command("import_dataset", str(folder))
+    assert not Study.objects.exists() and not Source.objects.exists()
