@@ -34,6 +34,7 @@ from annotate.models import (
 from annotate.rubrics import RubricDefinitionError
 from annotate.services import RESERVED_SLUGS, create_comparison, rubric_by_key
 from core.bulk import insert_new
+from core.collection import fewer_collections
 from core.exceptions import ApplicationError
 from core.sentences import split_spans
 from core.text_validation import MAX_ADMIN_TEXT_CHARS, InvalidTextError, length_problem, loads
@@ -817,7 +818,7 @@ def import_records(
     one that was rated cannot change."""
     seen: dict[tuple, int] = {}
     writer = _BulkWriter(progress=progress)
-    with transaction.atomic():
+    with transaction.atomic(), fewer_collections():
         for record in parse_lines(lines):
             d = CLEANERS[record.type](_Fields(record.line, record.data))
             if only_study is not None:
