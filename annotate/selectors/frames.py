@@ -9,13 +9,11 @@ from annotate.models import (
     ComparisonMember,
     ConsensusAnswer,
     Rating,
-    Source,
     Span,
     Study,
     Summary,
 )
 from annotate.selectors.counting import rater_answer_revisions
-from core.models import JSONArrayLength
 
 
 def ratings_frame(*, study: Study, phase: str = "all", include_calibration: bool = False):
@@ -91,7 +89,7 @@ def summaries_frame(*, study: Study):
             "generator": summary.generator,
             "n_chars": len(summary.text),
             "n_words": len(summary.text.split()),
-            "context_sentences": None,
+            "context_sentences": len(summary.source.sentence_spans),
             # What the generation pipeline recorded (LitSumm's Table 2), when it wrote the summary.
             "pipeline": summary.metadata.get("pipeline", ""),
             "attempts": summary.metadata.get("attempts"),
@@ -102,11 +100,6 @@ def summaries_frame(*, study: Study):
         row.update({f"source.{k}": v for k, v in sorted(summary.source.metadata.items())})
         row.update({f"summary.{k}": v for k, v in sorted(summary.metadata.items()) if not isinstance(v, dict | list)})
         rows.append(row)
-    counts = dict(
-        Source.objects.filter(study=study).annotate(n=JSONArrayLength("sentence_spans")).values_list("key", "n")
-    )
-    for row in rows:
-        row["context_sentences"] = counts.get(row["source"], 0)
     return pd.DataFrame(rows)
 
 
