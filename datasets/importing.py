@@ -491,7 +491,7 @@ class _Writer:
             text_changed = source.text != d["text"] or source.sentence_spans != d["sentence_spans"]
             if text_changed and _has_human_work(assignment__summary__source=source):
                 raise ImportLineError(line, "sentences", f"source {source.key!r} has ratings; its text cannot change")
-            changed = _apply(source, values) or text_changed
+            changed = _apply(source, values)  # the text and its sentences are among the values
         self.count("source", created, changed and not created)
         self.sources[(study.slug, source.key)] = source
 
@@ -613,10 +613,9 @@ class _BulkWriter(_Writer):
                     raise ImportLineError(
                         line, "sentences", f"source {source.key!r} has ratings; its text cannot change"
                     )
-        changed_text_ids = {source.pk for _, _, source in text_changed}
         to_update = []
         for _line, _d, source, values in updated:
-            changed = _changed(source, values) or source.pk in changed_text_ids
+            changed = _changed(source, values)  # the text and its sentences are among the values
             if changed:
                 source.updated_at = now
                 to_update.append(source)
