@@ -107,3 +107,34 @@ def test_unstorable_text_is_refused_escaped_or_raw(text, field):
     with pytest.raises(InvalidTextError) as error:
         loads(text)
     assert error.value.field == field
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"x": 0.1, "y": 1e400, "z": -1e400}',  # infinities: orjson refuses, json.loads decides
+        "[5e-324, 1.7976931348623157e308, 2.2250738585072014e-308, 9007199254740993]",
+        "[-0, -0.0, 1E2, 1e-7, 123456789012345678901234567890]",  # an integer past 64 bits
+        '{"a": NaN, "b": Infinity, "c": -Infinity}',  # not JSON; json.loads takes them, as before
+        '{"k": 1, "k": 2}',
+        '"just a string"',
+        "  [1, 2]  ",
+    ],
+)
+def test_numbers_and_edge_cases_load_exactly_as_the_standard_library_does(text):
+    """The values and their types are json.loads's: a faster decoder must not change them
+    (orjson, tried for issue 30, decodes an integer past 64 bits to a float)."""
+    got, want = loads(text), json.loads(text)
+    assert json.dumps(got) == json.dumps(want)
+    assert [type(v) for v in (got.values() if isinstance(got, dict) else got if isinstance(got, list) else [got])] == [
+        type(v) for v in (want.values() if isinstance(want, dict) else want if isinstance(want, list) else [want])
+    ]
+
+
+@pytest.mark.parametrize("text", ['{"a": 1,}', "[1, 2", '{"a" 1}', "", "nul"])
+def test_malformed_json_is_reported_as_the_standard_library_reports_it(text):
+    with pytest.raises(json.JSONDecodeError) as ours:
+        loads(text)
+    with pytest.raises(json.JSONDecodeError) as standard:
+        json.loads(text)
+    assert (ours.value.msg, ours.value.colno) == (standard.value.msg, standard.value.colno)
