@@ -33,7 +33,7 @@ from annotate.models import (
 )
 from annotate.rubrics import RubricDefinitionError
 from annotate.services import RESERVED_SLUGS, create_comparison, rubric_by_key
-from core.bulk import insert_new
+from core.bulk import insert_new, unsaved
 from core.collection import fewer_collections
 from core.exceptions import ApplicationError
 from core.sentences import split_spans
@@ -593,7 +593,8 @@ class _BulkWriter(_Writer):
             values = {k: d[k] for k in _SOURCE_FIELDS}
             source = self.sources.get((study.slug, d["key"]))
             if source is None:
-                source = Source(study=study, key=d["key"], **values)
+                values["key"] = d["key"]
+                source = unsaved(Source, values, study=study)
                 created.append((line, d, source))
                 self.sources[(study.slug, d["key"])] = source
                 self.born[("source", study.slug, d["key"])] = line
@@ -657,7 +658,8 @@ class _BulkWriter(_Writer):
             }
             summary = self.summaries.get((study.slug, d["key"]))
             if summary is None:
-                summary = Summary(study=study, key=d["key"], **values)
+                values["key"] = d["key"]
+                summary = unsaved(Summary, values, study=study)
                 created.append(summary)
                 self.summaries[(study.slug, d["key"])] = summary
                 self.born[("summary", study.slug, d["key"])] = line
