@@ -142,8 +142,10 @@ def insert_new(objs: Sequence[models.Model], *, natural_key: tuple[str, str]) ->
     columns = [f.column for f in [*plain, *own, *stamp_fields]]
     insert_rows(meta.db_table, columns, rows)
     first, second = natural_key
-    wanted = {(getattr(obj, first), getattr(obj, second)): obj for obj in objs}
     alias = wrapper.alias
+    if wrapper.vendor == "sqlite" and _keys_from_rowids(wrapper, meta, objs, natural_key):
+        return
+    wanted = {(getattr(obj, first), getattr(obj, second)): obj for obj in objs}
     found = model._base_manager.filter(
         **{f"{first}__in": {a for a, _ in wanted}, f"{second}__in": {b for _, b in wanted}}
     ).values_list(first, second, "pk")
@@ -156,6 +158,47 @@ def insert_new(objs: Sequence[models.Model], *, natural_key: tuple[str, str]) ->
     missing = [key for key, obj in wanted.items() if obj.pk is None]
     if missing:  # cannot happen with a unique natural key; never leave an instance without its row
         raise RuntimeError(f"{meta.label}: {len(missing)} inserted rows not found again by {natural_key}")
+
+
+def _keys_from_rowids(wrapper, meta, objs: Sequence[models.Model], natural_key: tuple[str, str]) -> bool:
+    """SQLite: set the new rows' primary keys from their rowids, without reading the rows
+    back by their natural key; False (nothing set) when that cannot be shown to be right.
+
+    The rows were inserted one after another, in `objs`' order, by one executemany inside a
+    transaction that holds the database's write lock, so no other connection inserted
+    between them. An INTEGER PRIMARY KEY AUTOINCREMENT (Django's auto fields on SQLite)
+    gives each new row a rowid larger than any the table ever had, normally the largest
+    plus one. The last row's rowid is last_insert_rowid(); if the rows at that rowid and at
+    n - 1 below it are the last and the first of `objs` (by natural key), n increasing
+    rowids fill those n places exactly, so the k-th row has the first one plus k. Anything
+    else (a trigger that inserts into the same table, say) fails the check, and the caller
+    reads the keys back by natural key."""
+    pk = meta.pk
+    if not isinstance(pk, AutoFieldMixin) or pk.attname != "id":
+        return False
+    first, second = (meta.get_field(name).column for name in natural_key)
+    quote = wrapper.ops.quote_name
+    with wrapper.cursor() as cursor:
+        cursor.execute(
+            f"SELECT last_insert_rowid(), {quote(pk.column)}, {quote(first)}, {quote(second)} "
+            f"FROM {quote(meta.db_table)} WHERE {quote(pk.column)} IN (last_insert_rowid(), last_insert_rowid() - %s)",
+            [len(objs) - 1],
+        )
+        rows = cursor.fetchall()
+    if not rows:
+        return False
+    last = rows[0][0]
+    ends = {row[1]: row[2:] for row in rows}
+    start = last - len(objs) + 1
+    key_of = attrgetter(*natural_key)
+    if ends.get(start) != key_of(objs[0]) or ends.get(last) != key_of(objs[-1]):
+        return False
+    alias = wrapper.alias
+    for pk_value, obj in enumerate(objs, start=start):
+        obj.pk = pk_value
+        obj._state.adding = False
+        obj._state.db = alias
+    return True
 
 
 def insert_rows(table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:

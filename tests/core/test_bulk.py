@@ -77,11 +77,44 @@ def test_the_insert_is_one_logged_statement_without_its_rows(settings):
     with CaptureQueriesContext(connection) as captured:
         insert_new(objs, natural_key=("study_id", "key"))
     statements = [q["sql"] for q in captured.captured_queries]
-    assert len(statements) == 2, statements  # the rows, then their new keys read back
+    # the rows, then their new keys: read back by natural key (PostgreSQL), or the two ends
+    # of the rowids checked (SQLite)
+    assert len(statements) == 2, statements
     expected = "3000 rows: COPY" if connection.vendor == "postgresql" else "3000 times: INSERT INTO"
     assert statements[0].startswith(expected), statements[0][:80]
     assert marker not in statements[0]
+    if connection.vendor == "sqlite":
+        assert "last_insert_rowid()" in statements[1]
     assert Source.objects.filter(study=study).count() == 3000
+    assert {obj.key: obj.pk for obj in objs} == dict(Source.objects.filter(study=study).values_list("key", "pk"))
+
+
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="the rowid check is SQLite's; PostgreSQL reads keys back")
+def test_rowids_that_are_not_consecutive_send_the_keys_to_be_read_back():
+    """A trigger that inserts a row of its own after each of ours leaves our rows' rowids
+    two apart: the check of the ends fails and the keys are read back by natural key."""
+    study = StudyFactory()
+    columns = [f.column for f in Source._meta.concrete_fields if f.column != "id"]
+    values = ", ".join("'x-' || NEW.key" if c == "key" else f"NEW.{c}" for c in columns)
+    uuid_hex = "lower(hex(randomblob(16)))"
+    values = values.replace("NEW.uuid", uuid_hex)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "CREATE TEMP TRIGGER shadow_source AFTER INSERT ON annotate_source WHEN NEW.key NOT LIKE 'x-%' "
+            f"BEGIN INSERT INTO annotate_source ({', '.join(columns)}) VALUES ({values}); END"
+        )
+    try:
+        objs = [Source(study=study, key=f"k{i}", text=f"text {i}") for i in range(5)]
+        with CaptureQueriesContext(connection) as captured:
+            insert_new(objs, natural_key=("study_id", "key"))
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("DROP TRIGGER shadow_source")
+    statements = [q["sql"] for q in captured.captured_queries]
+    assert len(statements) == 3 and "last_insert_rowid()" in statements[1], statements
+    stored = dict(Source.objects.filter(study=study).values_list("key", "pk"))
+    assert len(stored) == 10  # ours and the trigger's
+    assert {obj.key: obj.pk for obj in objs} == {f"k{i}": stored[f"k{i}"] for i in range(5)}
 
 
 def _fields(obj) -> dict:
