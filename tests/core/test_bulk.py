@@ -89,7 +89,7 @@ def test_the_insert_is_one_logged_statement_without_its_rows(settings):
     assert {obj.key: obj.pk for obj in objs} == dict(Source.objects.filter(study=study).values_list("key", "pk"))
 
 
-@pytest.mark.skipif(connection.vendor != "sqlite", reason="the rowid check is SQLite's; PostgreSQL takes its keys from the sequence")
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's rowid check; PostgreSQL uses its sequence")
 def test_rowids_that_are_not_consecutive_send_the_keys_to_be_read_back():
     """A trigger that inserts a row of its own after each of ours leaves our rows' rowids
     two apart: the check of the ends fails and the keys are read back by natural key."""
