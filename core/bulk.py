@@ -32,6 +32,8 @@ given take their defaults.
 
 from __future__ import annotations
 
+import json
+import json.encoder
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -42,6 +44,17 @@ from django.db import DEFAULT_DB_ALIAS, connections, models
 from django.db.models.base import ModelState
 from django.db.models.fields import AutoFieldMixin
 from django.utils import timezone
+
+# json.dumps(value) with its defaults, without making a new encoder on every call (as
+# json.dumps does); the circular-reference check is left out: these values were decoded
+# from JSON or built from such values, and cannot refer to themselves.
+_encode_json = (
+    json.encoder.c_make_encoder(
+        None, json.JSONEncoder().default, json.encoder.encode_basestring_ascii, None, ": ", ", ", False, False, True
+    )
+    if json.encoder.c_make_encoder is not None
+    else None
+)
 
 # Fields whose Python value the drivers take as it is (after pre_save): no per-value call.
 _AS_IS = (models.CharField, models.TextField, models.IntegerField, models.BooleanField, models.FloatField)
@@ -59,7 +72,13 @@ def _converter(field: models.Field, wrapper) -> Callable[[Any], Any] | None:
     if isinstance(field, models.JSONField) and type(field).get_prep_value is models.JSONField.get_prep_value:
         # What get_db_prep_save ends in for a plain decoded value, without its checks for
         # expressions on every row; the empty object of most rows' metadata converted once.
-        adapt, encoder = wrapper.ops.adapt_json_value, field.encoder
+        # Without an encoder of the field's own, the text json.dumps makes, from the same C
+        # encoder made once: the database parses it (SQLite stores it as it is; PostgreSQL's
+        # COPY reads jsonb from text).
+        if field.encoder is None and _encode_json is not None:
+            adapt, encoder = (lambda value, encoder: "".join(_encode_json(value, 0))), None
+        else:
+            adapt, encoder = wrapper.ops.adapt_json_value, field.encoder
         empty = adapt({}, encoder)
 
         def json_value(value):
@@ -73,7 +92,7 @@ def _converter(field: models.Field, wrapper) -> Callable[[Any], Any] | None:
     return generic
 
 
-_UNSAVED_PLAN: dict[type[models.Model], tuple[list[tuple[str, models.Field]], frozenset[str]]] = {}
+_UNSAVED_PLAN: dict[type[models.Model], tuple[list[tuple[str, Callable[[], Any]]], frozenset[str]]] = {}
 
 
 def unsaved(model: type[models.Model], values: dict[str, Any], **related: models.Model) -> models.Model:
@@ -83,7 +102,13 @@ def unsaved(model: type[models.Model], values: dict[str, Any], **related: models
     default. A name that is not a field raises TypeError."""
     plan = _UNSAVED_PLAN.get(model)
     if plan is None:
-        fields = [(f.attname, f) for f in model._meta.concrete_fields]
+        # each field's default as the callable Field.get_default calls (its cached
+        # _get_default: uuid4, dict, list, or one that returns the constant default), or the
+        # field's own get_default where its class has one (foreign keys, binary fields)
+        fields = [
+            (f.attname, f._get_default if type(f).get_default is models.Field.get_default else f.get_default)
+            for f in model._meta.concrete_fields
+        ]
         plan = _UNSAVED_PLAN[model] = (fields, frozenset(name for name, _ in fields))
     fields, names = plan
     obj = model.__new__(model)
@@ -98,9 +123,9 @@ def unsaved(model: type[models.Model], values: dict[str, Any], **related: models
         state.db = target._state.db
     if not values.keys() <= names:
         raise TypeError(f"{model.__name__}: no field {sorted(values.keys() - names)[0]!r}")
-    for name, field in fields:
+    for name, default in fields:
         if name not in data:
-            data[name] = values[name] if name in values else field.get_default()
+            data[name] = values[name] if name in values else default()
     return obj
 
 

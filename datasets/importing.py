@@ -573,10 +573,12 @@ class _BulkWriter(_Writer):
     # --- lookups for a whole chunk ---
 
     @staticmethod
-    def _prefetch(model, cache: dict, pairs: set[tuple[Study, str]]) -> None:
+    def _prefetch(model, cache: dict, pairs: Iterable[tuple[Study, str]]) -> None:
         """Fill `cache` ((study slug, key) -> row) with the `model` rows of `pairs` it lacks, in one query."""
-        missing = {(study, key) for study, key in pairs if (study.slug, key) not in cache}
-        by_id = {study.pk: study for study, _ in missing}
+        # keyed by slug, not by the Study: hashing a model instance reads its pk through
+        # two calls, and a chunk has a thousand pairs
+        missing = {(study.slug, key): study for study, key in pairs if (study.slug, key) not in cache}
+        by_id = {study.pk: study for study in {id(study): study for study in missing.values()}.values()}
         if missing:
             for row in model.objects.filter(study__in=by_id, key__in={key for _, key in missing}):
                 cache.setdefault((by_id[row.study_id].slug, row.key), row)
@@ -585,7 +587,7 @@ class _BulkWriter(_Writer):
 
     def _write_sources(self, queue: list[tuple[int, dict]]) -> None:
         studies = {line: self.study(line, d["study"]) for line, d in queue}
-        self._prefetch(Source, self.sources, {(studies[line], d["key"]) for line, d in queue})
+        self._prefetch(Source, self.sources, ((studies[line], d["key"]) for line, d in queue))
         now = timezone.now()
         created, updated, text_changed = [], [], []
         for line, d in queue:
@@ -632,12 +634,12 @@ class _BulkWriter(_Writer):
 
     def _write_summarys(self, queue: list[tuple[int, dict]]) -> None:
         studies = {line: self.study(line, d["study"]) for line, d in queue}
-        self._prefetch(Source, self.sources, {(studies[line], d["source"]) for line, d in queue})
+        self._prefetch(Source, self.sources, ((studies[line], d["source"]) for line, d in queue))
         self._prefetch(
             Summary,
             self.summaries,
-            {(studies[line], d["key"]) for line, d in queue}
-            | {(studies[line], d["parent"]) for line, d in queue if d["parent"]},
+            [(studies[line], d["key"]) for line, d in queue]
+            + [(studies[line], d["parent"]) for line, d in queue if d["parent"]],
         )
         now = timezone.now()
         created, updated = [], []
@@ -699,7 +701,7 @@ class _BulkWriter(_Writer):
 
     def _write_claims(self, queue: list[tuple[int, dict]]) -> None:
         studies = {line: self.study(line, d["study"]) for line, d in queue}
-        self._prefetch(Summary, self.summaries, {(studies[line], d["summary"]) for line, d in queue})
+        self._prefetch(Summary, self.summaries, ((studies[line], d["summary"]) for line, d in queue))
         targets = {line: self.summary(line, studies[line], d["summary"]) for line, d in queue}
         for line, d in queue:
             self._not_yet("summary", line, studies[line], d["summary"], "summary")
@@ -733,7 +735,7 @@ class _BulkWriter(_Writer):
 
     def _write_findings(self, queue: list[tuple[int, dict]]) -> None:
         studies = {line: self.study(line, d["study"]) for line, d in queue}
-        self._prefetch(Source, self.sources, {(studies[line], d["source"]) for line, d in queue})
+        self._prefetch(Source, self.sources, ((studies[line], d["source"]) for line, d in queue))
         targets = {line: self.source(line, studies[line], d["source"]) for line, d in queue}
         for line, d in queue:
             self._not_yet("source", line, studies[line], d["source"], "source")

@@ -5,6 +5,7 @@ leave nothing behind. CI runs this file on both databases."""
 
 from __future__ import annotations
 
+import json
 import uuid
 
 import pytest
@@ -163,3 +164,20 @@ def test_unsaved_refuses_what_the_model_would_refuse():
         unsaved(Source, {"key": "k"}, title=study)  # not a foreign key
     with pytest.raises(TypeError):
         unsaved(Source, {"key": "k"}, study=StudyFactory.build())  # not saved
+
+
+def test_json_goes_in_as_json_dumps_writes_it():
+    """The JSON text is json.dumps's own (SQLite keeps it as sent, and JSON lookups compare
+    that text), so the ORM's lookups find inserted rows as they find saved ones."""
+    study = StudyFactory()
+    metadata = {"é": ["漢字", 1.5, None, True, {"nested": "\\N\t"}], "n": 10**30}
+    spans = [[0, 2, "PMC1"], [3, 5, "ü"]]
+    insert_new(
+        [unsaved(Source, {"key": "k", "text": "A. B.", "metadata": metadata, "sentence_spans": spans}, study=study)],
+        natural_key=("study_id", "key"),
+    )
+    assert Source.objects.filter(study=study, metadata=metadata, sentence_spans=spans).count() == 1
+    if connection.vendor == "sqlite":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT metadata, sentence_spans FROM annotate_source WHERE key = 'k'")
+            assert cursor.fetchone() == (json.dumps(metadata), json.dumps(spans))
