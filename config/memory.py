@@ -42,7 +42,10 @@ def warm_up() -> None:
       serializer and the site language's date formats, which Django imports on the first page;
     - the Celery app, finalized (its task registry, routes, amqp and result backend), with the
       tracer an in-process (`ALWAYS_EAGER`) task runs through and the broker's transport
-      class: the first import or export request did this in each worker.
+      class: the first import or export request did this in each worker;
+    - the JSON Lines importer (datasets.importing and the exporting package it shares code
+      with: our own modules and orjson), which the first import request of each worker
+      imported (about 38 ms of it, issue 30's seventh round).
 
     Nothing here touches the database or the network (a kombu Connection connects on first
     use; this one is made to resolve its transport and released unused)."""
@@ -85,6 +88,8 @@ def warm_up() -> None:
     app.amqp  # noqa: B018 - cached properties an in-process .delay() builds
     app.backend  # noqa: B018
     app.connection_for_write().release()
+
+    import datasets.importing  # noqa: F401 - imported by the first import request otherwise
 
 
 def freeze_heap() -> None:

@@ -131,8 +131,16 @@ def start_import(
         queued_at=timezone.now(),
     )
     _enqueue(row, enqueue)
+    return _status(_reread(row))
+
+
+def _reread(row: ImportRun) -> ImportRun:
+    """The run's row as stored now, its study kept (refresh_from_db would drop it, and
+    _status would read it again): one query."""
+    study = row.study
     row.refresh_from_db()
-    return _status(row)
+    row.study = study
+    return row
 
 
 def _enqueue(row: ImportRun, enqueue: Callable[..., Any]) -> None:
@@ -241,8 +249,7 @@ def _run_claimed(row: ImportRun) -> ImportStatus:
             raise
         if fail:
             run_state.finish(ImportRun, row.pk, worker=me, status=Status.FAILED, progress=lines[0], **fail)
-    row.refresh_from_db()
-    return _status(row)
+    return _status(_reread(row))
 
 
 WORKER_DIED_ERROR = worker_died_error("import", "Nothing was imported; retry it to import the file again.")

@@ -243,3 +243,24 @@ def test_the_report_numbers_read_evaluator_runs_without_the_llm_gateway(tmp_path
     done = run_probe(["-c", REPORT_PROBE], env)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+
+
+WARM_UP_PROBE = """
+import json, sys
+import config.wsgi
+from config.memory import warm_up
+before = "datasets.importing" in sys.modules
+warm_up()
+print(json.dumps({"before": before, "after": "datasets.importing" in sys.modules,
+                  "heavy": sorted(m for m in %r if m in sys.modules)}))
+"""
+
+
+def test_warm_up_imports_the_importer_in_the_master_and_nothing_heavy(tmp_path):
+    """gunicorn's master imports the JSON Lines importer before the workers fork
+    (config/memory.py: warm_up), so no worker's first import request pays for it; a plain
+    gunicorn start (no demo loader) imported it nowhere else."""
+    done = run_probe(["-c", WARM_UP_PROBE % (HEAVY,)], probe_env(tmp_path, DEBUG="1"))
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found == {"before": False, "after": True, "heavy": []}
