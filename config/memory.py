@@ -45,13 +45,16 @@ def warm_up() -> None:
       class: the first import or export request did this in each worker;
     - the JSON Lines importer (datasets.importing and the exporting package it shares code
       with: our own modules and orjson), which the first import request of each worker
-      imported (about 38 ms of it, issue 30's seventh round).
+      imported (about 38 ms of it, issue 30's seventh round);
+    - the URL resolver's reverse lookups, which the first `reverse()` or `{% url %}` of each
+      worker built for every pattern (30-60 ms: it parses each pattern's regular expression).
 
     Nothing here touches the database or the network (a kombu Connection connects on first
     use; this one is made to resolve its transport and released unused)."""
     from django.apps import apps
     from django.conf import settings
     from django.template import engines
+    from django.urls import get_resolver
     from django.utils import formats, translation
     from django.utils.module_loading import import_string
 
@@ -79,6 +82,7 @@ def warm_up() -> None:
     import_string(settings.SESSION_SERIALIZER)
     with translation.override(settings.LANGUAGE_CODE):
         formats.get_format("DATE_FORMAT")
+        _build_reverse_lookups(get_resolver())
 
     import celery.app.trace  # noqa: F401 - what an in-process task runs through
 
@@ -90,6 +94,17 @@ def warm_up() -> None:
     app.connection_for_write().release()
 
     import datasets.importing  # noqa: F401 - imported by the first import request otherwise
+
+
+def _build_reverse_lookups(resolver) -> None:
+    """Build the reverse lookups of `resolver` and of every resolver under it (a namespace's
+    `include` builds its own on the first reverse() into it), for the active language."""
+    from django.urls import URLResolver
+
+    resolver.reverse_dict  # noqa: B018 - a property that builds them
+    for pattern in resolver.url_patterns:
+        if isinstance(pattern, URLResolver):
+            _build_reverse_lookups(pattern)
 
 
 def freeze_heap() -> None:

@@ -251,16 +251,20 @@ import config.wsgi
 from config.memory import warm_up
 before = "datasets.importing" in sys.modules
 warm_up()
+from django.conf import settings
+from django.urls import get_resolver
 print(json.dumps({"before": before, "after": "datasets.importing" in sys.modules,
+                  "reverse_ready": settings.LANGUAGE_CODE in get_resolver()._reverse_dict,
                   "heavy": sorted(m for m in %r if m in sys.modules)}))
 """
 
 
-def test_warm_up_imports_the_importer_in_the_master_and_nothing_heavy(tmp_path):
-    """gunicorn's master imports the JSON Lines importer before the workers fork
-    (config/memory.py: warm_up), so no worker's first import request pays for it; a plain
-    gunicorn start (no demo loader) imported it nowhere else."""
+def test_warm_up_readies_the_importer_and_the_url_reversal_and_nothing_heavy(tmp_path):
+    """gunicorn's master imports the JSON Lines importer and builds the URL resolver's
+    reverse lookups before the workers fork (config/memory.py: warm_up), so no worker's
+    first import request or first page pays for them; a plain gunicorn start (no demo
+    loader) imported the importer nowhere else."""
     done = run_probe(["-c", WARM_UP_PROBE % (HEAVY,)], probe_env(tmp_path, DEBUG="1"))
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout.strip().splitlines()[-1])
-    assert found == {"before": False, "after": True, "heavy": []}
+    assert found == {"before": False, "after": True, "reverse_ready": True, "heavy": []}
