@@ -96,7 +96,8 @@ class _Fields:
             if required:
                 self.fail(name, "is required")
             return ""
-        if not isinstance(value, str) or (required and not value.strip()):
+        # isspace, not strip(): no copy of a long text to learn that it is not blank
+        if not isinstance(value, str) or (required and (not value or value.isspace())):
             self.fail(name, "must be a non-empty string" if required else "must be a string")
         if max_length is not None and len(value) > max_length:
             self.fail(name, f"is longer than {max_length} characters")
@@ -267,13 +268,14 @@ def _clean_source(f: _Fields) -> dict:
 
 def _clean_summary(f: _Fields) -> dict:
     f.unknown_fields({"study", "source", "key", "text", "generator", "metadata", "flags", "parent"})
-    if length_problem(f.string("text"), "summary"):
-        f.fail("text", length_problem(f.string("text"), "summary"))
+    text = f.string("text")
+    if length_problem(text, "summary"):
+        f.fail("text", length_problem(text, "summary"))
     return {
         "study": f.string("study", pattern=SLUG_RE),
         "source": f.string("source", max_length=200),
         "key": f.string("key", max_length=200),
-        "text": f.string("text"),
+        "text": text,
         "generator": f.string("generator", max_length=200),
         "metadata": f.mapping("metadata"),
         "flags": f.string_list("flags", max_items=MAX_FLAGS, max_length=MAX_FLAG_CHARS),
