@@ -12,9 +12,10 @@ authors' splitter got them wrong):
 - line breaks end a sentence (abstract headings sit on their own line).
 
 The rules below are the definition. `split_spans` is the same rules compiled in C
-(native/spans, built by `make install`): an import splits every source it stores, and in
-Python that was a fifth of a 500-source import's time (issue 30). Where the extension is
-not built (no C compiler), `split_spans` is the Python definition; `NATIVE` says which.
+(native/spans, which pip builds from requirements.txt): an import splits every source it
+stores, and in Python that was a fifth of a 500-source import's time (issue 30). Where the
+extension is not built (no C compiler), `split_spans` is the Python definition; `NATIVE`
+says which.
 tests/core/test_sentences_native.py holds the two to the same spans.
 """
 

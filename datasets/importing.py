@@ -581,7 +581,9 @@ class _BulkWriter(_Writer):
         # two calls, and a chunk has a thousand pairs
         missing = {(study.slug, key): study for study, key in pairs if (study.slug, key) not in cache}
         by_id = {study.pk: study for study in {id(study): study for study in missing.values()}.values()}
-        if missing:
+        # A study with no such rows yet (a first import) is answered by one cheap query
+        # instead of a look-up of every key of the chunk.
+        if missing and model.objects.filter(study__in=by_id).exists():
             for row in model.objects.filter(study__in=by_id, key__in={key for _, key in missing}):
                 cache.setdefault((by_id[row.study_id].slug, row.key), row)
 
