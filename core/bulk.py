@@ -56,6 +56,12 @@ _encode_json = (
     else None
 )
 
+
+def _json_text(value: Any, encoder: Any = None) -> str:
+    """json.dumps(value), through the encoder above (adapt_json_value's signature)."""
+    return "".join(_encode_json(value, 0))
+
+
 # Fields whose Python value the drivers take as it is (after pre_save): no per-value call.
 _AS_IS = (models.CharField, models.TextField, models.IntegerField, models.BooleanField, models.FloatField)
 
@@ -76,7 +82,7 @@ def _converter(field: models.Field, wrapper) -> Callable[[Any], Any] | None:
         # encoder made once: the database parses it (SQLite stores it as it is; PostgreSQL's
         # COPY reads jsonb from text).
         if field.encoder is None and _encode_json is not None:
-            adapt, encoder = (lambda value, encoder: "".join(_encode_json(value, 0))), None
+            adapt, encoder = _json_text, None
         else:
             adapt, encoder = wrapper.ops.adapt_json_value, field.encoder
         empty = adapt({}, encoder)
@@ -180,9 +186,7 @@ def insert_new(objs: Sequence[models.Model], *, natural_key: tuple[str, str]) ->
     alias = wrapper.alias
     if keys is not None:
         for obj, row in zip(objs, rows, strict=True):
-            obj.pk = row[-1]
-            obj._state.adding = False
-            obj._state.db = alias
+            _stored(obj, row[-1], alias)
         return
     if wrapper.vendor == "sqlite" and _keys_from_rowids(wrapper, meta, objs, natural_key):
         return
@@ -193,12 +197,17 @@ def insert_new(objs: Sequence[models.Model], *, natural_key: tuple[str, str]) ->
     for a, b, pk in found:
         obj = wanted.get((a, b))
         if obj is not None:
-            obj.pk = pk
-            obj._state.adding = False
-            obj._state.db = alias
+            _stored(obj, pk, alias)
     missing = [key for key, obj in wanted.items() if obj.pk is None]
     if missing:  # cannot happen with a unique natural key; never leave an instance without its row
         raise RuntimeError(f"{meta.label}: {len(missing)} inserted rows not found again by {natural_key}")
+
+
+def _stored(obj: models.Model, pk: int, alias: str) -> None:
+    """Mark `obj` as the row just inserted with key `pk`, as save() would."""
+    obj.pk = pk
+    obj._state.adding = False
+    obj._state.db = alias
 
 
 def _next_keys(wrapper, meta, count: int) -> list[int]:
@@ -228,7 +237,7 @@ def _keys_from_rowids(wrapper, meta, objs: Sequence[models.Model], natural_key: 
     else (a trigger that inserts into the same table, say) fails the check, and the caller
     reads the keys back by natural key."""
     pk = meta.pk
-    if not isinstance(pk, AutoFieldMixin) or pk.attname != "id":
+    if not isinstance(pk, AutoFieldMixin):
         return False
     first, second = (meta.get_field(name).column for name in natural_key)
     quote = wrapper.ops.quote_name
@@ -247,11 +256,8 @@ def _keys_from_rowids(wrapper, meta, objs: Sequence[models.Model], natural_key: 
     key_of = attrgetter(*natural_key)
     if ends.get(start) != key_of(objs[0]) or ends.get(last) != key_of(objs[-1]):
         return False
-    alias = wrapper.alias
     for pk_value, obj in enumerate(objs, start=start):
-        obj.pk = pk_value
-        obj._state.adding = False
-        obj._state.db = alias
+        _stored(obj, pk_value, wrapper.alias)
     return True
 
 

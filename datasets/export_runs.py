@@ -137,8 +137,7 @@ def start_export(
         export_id=str(row.uuid),
         fail=lambda message: run_state.fail_run(ExportRun, row.pk, NOT_QUEUED_ERROR, only=(Status.PENDING,)),
     )
-    row.refresh_from_db()
-    return _status(row)
+    return _status(run_state.reread(row))
 
 
 def retry_export(*, study: Study, export_id, requested_by, enqueue: Callable[..., Any]) -> ExportStatus:
@@ -221,8 +220,7 @@ def run_export(*, study_slug: str, export_id: str) -> ExportStatus:
                 withheld_sources=list(result.withheld_sources),
                 progress=stored[0] + 1,
             )
-    row.refresh_from_db()
-    return _status(row)
+    return _status(run_state.reread(row))
 
 
 def _zip(folder: Path, archive: Path) -> None:
@@ -251,8 +249,7 @@ def fail_lost_export(*, study_slug: str, export_id: str, enqueue: Callable[..., 
         run_state.fail_run(ExportRun, row.pk, WORKER_DIED_ERROR, only=(Status.PENDING, Status.RUNNING))
     else:
         run_state.requeue_lost(ExportRun, row.pk, error=WORKER_DIED_ERROR, enqueue_run=_enqueue_again(enqueue, row))
-    row.refresh_from_db()
-    return _status(row)
+    return _status(run_state.reread(row))
 
 
 def sweep_exports(*, enqueue: Callable[..., Any]) -> list[ExportStatus]:
@@ -263,8 +260,7 @@ def sweep_exports(*, enqueue: Callable[..., Any]) -> list[ExportStatus]:
     changed = []
     for row in run_state.unfinished(ExportRun):
         if run_state.recover(row, error=WORKER_DIED_ERROR, enqueue_run=_enqueue_again(enqueue, row)):
-            row.refresh_from_db()
-            changed.append(_status(row))
+            changed.append(_status(run_state.reread(row)))
     return changed
 
 

@@ -131,16 +131,7 @@ def start_import(
         queued_at=timezone.now(),
     )
     _enqueue(row, enqueue)
-    return _status(_reread(row))
-
-
-def _reread(row: ImportRun) -> ImportRun:
-    """The run's row as stored now, its study kept (refresh_from_db would drop it, and
-    _status would read it again): one query."""
-    study = row.study
-    row.refresh_from_db()
-    row.study = study
-    return row
+    return _status(run_state.reread(row))
 
 
 def _enqueue(row: ImportRun, enqueue: Callable[..., Any]) -> None:
@@ -179,8 +170,7 @@ def retry_import(*, study: Study, import_id, enqueue: Callable[..., Any]) -> Imp
         row.refresh_from_db()
         raise InvalidStateError(f"The import is {row.status}; only a failed import can be retried.")
     _enqueue(row, enqueue)
-    row.refresh_from_db()
-    return _status(row)
+    return _status(run_state.reread(row))
 
 
 class _LostClaim(Exception):
@@ -249,7 +239,7 @@ def _run_claimed(row: ImportRun) -> ImportStatus:
             raise
         if fail:
             run_state.finish(ImportRun, row.pk, worker=me, status=Status.FAILED, progress=lines[0], **fail)
-    return _status(_reread(row))
+    return _status(run_state.reread(row))
 
 
 WORKER_DIED_ERROR = worker_died_error("import", "Nothing was imported; retry it to import the file again.")
@@ -267,8 +257,7 @@ def fail_lost_import(*, study_slug: str, import_id: str, enqueue: Callable[..., 
         run_state.fail_run(ImportRun, row.pk, WORKER_DIED_ERROR, only=(Status.PENDING, Status.RUNNING))
     else:
         run_state.requeue_lost(ImportRun, row.pk, error=WORKER_DIED_ERROR, enqueue_run=_enqueue_again(enqueue, row))
-    row.refresh_from_db()
-    return _status(row)
+    return _status(run_state.reread(row))
 
 
 def sweep_imports(*, enqueue: Callable[..., Any]) -> list[ImportStatus]:
@@ -276,8 +265,7 @@ def sweep_imports(*, enqueue: Callable[..., Any]) -> list[ImportStatus]:
     changed = []
     for row in run_state.unfinished(ImportRun):
         if run_state.recover(row, error=WORKER_DIED_ERROR, enqueue_run=_enqueue_again(enqueue, row)):
-            row.refresh_from_db()
-            changed.append(_status(row))
+            changed.append(_status(run_state.reread(row)))
     return changed
 
 

@@ -580,7 +580,7 @@ class _BulkWriter(_Writer):
         # keyed by slug, not by the Study: hashing a model instance reads its pk through
         # two calls, and a chunk has a thousand pairs
         missing = {(study.slug, key): study for study, key in pairs if (study.slug, key) not in cache}
-        by_id = {study.pk: study for study in {id(study): study for study in missing.values()}.values()}
+        by_id = {study.pk: study for study in missing.values()}
         # A study with no such rows yet (a first import) is answered by one cheap query
         # instead of a look-up of every key of the chunk.
         if missing and model.objects.filter(study__in=by_id).exists():

@@ -161,6 +161,15 @@ def worker_died_error(what: str, advice: str) -> str:
     return f"{WORKER_DIED.capitalize()} before this {what} finished. {advice}"
 
 
+def reread(row: DatasetRun) -> DatasetRun:
+    """The run's row as stored now, its study kept: refresh_from_db drops the cached study,
+    and the status built next would read it again (one query instead of two)."""
+    study = row.study
+    row.refresh_from_db()
+    row.study = study
+    return row
+
+
 def run_prefix(row: DatasetRun) -> str:
     """The run's folder in its storage: <study slug>/<run id>."""
     return f"{row.study.slug}/{row.uuid}"
