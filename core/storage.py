@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -61,23 +61,22 @@ def exports_storage() -> Storage:
     return storages["exports"]
 
 
-def save_stream(storage: Storage, name: str, chunks: Iterable[bytes], *, limit: int, too_large) -> int:
-    """Write `chunks` as `name` in `storage` and return the number of bytes. They are
-    spooled to a temporary file of this process first (in memory up to 1 MiB), so a file
-    over `limit` is refused by calling `too_large(limit)` (which raises) before anything is
-    stored, and the object store receives one complete file (boto3 uploads large ones in
-    parts). Nothing of a refused file is kept."""
-    size = 0
-    with tempfile.SpooledTemporaryFile(max_size=BLOCK) as spool:
-        for chunk in chunks:
-            size += len(chunk)
-            if size > limit:
-                too_large(limit)
-            spool.write(chunk)
-        if size == 0:
-            return 0
-        spool.seek(0)
-        stored = storage.save(name, File(spool, name=os.path.basename(name)))
+def save_upload(storage: Storage, name: str, upload: File, *, limit: int, too_large) -> int:
+    """Store the received file `upload` (a request's UploadedFile, or any Django File) as
+    `name` and return its size in bytes. Its size is known before anything is written
+    (Django counted the bytes as they came), so a file over `limit` is refused by calling
+    `too_large(limit)` (which raises) and nothing of it is stored; an empty one is not
+    stored either (0). The storage receives the file as it is, whole: a local one writes an
+    upload held in memory once and moves one Django spooled to disk, an object store
+    uploads it (in parts when it is large). Copying it through a temporary file of our own
+    first took 9 ms of the harness's 1.7 MB import (0.5 ms without; issue 30)."""
+    size = upload.size
+    if size > limit:
+        too_large(limit)
+    if size == 0:
+        return 0
+    upload.seek(0)
+    stored = storage.save(name, upload)
     if stored != name:  # a name taken already: the ids are UUIDs, so this is a bug
         storage.delete(stored)
         raise FileExistsError(name)

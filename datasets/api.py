@@ -199,7 +199,7 @@ class ImportList(FakeViewMixin, generics.GenericAPIView):
         status = import_runs.start_import(
             study=study,
             requested_by=request.user,
-            chunks=upload.chunks(),
+            upload=upload,
             file_name=upload.name,
             enqueue=run_api_import_task.delay,
         )

@@ -8,8 +8,9 @@ datasets.run_state keeps it) and keeps the file in the "imports" storage (core.s
 
     <study slug>/<import id>/upload.jsonl   the file as received
 
-The upload is spooled in blocks and refused past MAX_IMPORT_BYTES, so a web process never
-holds a whole file in memory, and stored whole: a worker on another machine reads it from
+The upload, as Django received it (in memory up to FILE_UPLOAD_MAX_MEMORY_SIZE, 2.5 MiB,
+on disk beyond), is refused past MAX_IMPORT_BYTES by its size before anything is stored,
+and stored whole (core.storage.save_upload): a worker on another machine reads it from
 the storage.
 """
 
@@ -18,11 +19,12 @@ from __future__ import annotations
 import io
 import os
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
+from django.core.files import File
 from django.db import transaction
 from django.http import Http404
 from django.utils import timezone
@@ -111,15 +113,15 @@ def _row(*, study: Study, import_id) -> ImportRun:
 
 
 def start_import(
-    *, study: Study, requested_by, chunks: Iterable[bytes], file_name: str, enqueue: Callable[..., Any]
+    *, study: Study, requested_by, upload: File, file_name: str, enqueue: Callable[..., Any]
 ) -> ImportStatus:
-    """Store the uploaded file (`chunks`, e.g. an UploadedFile's .chunks()) and hand the run
-    to `enqueue(study_slug=..., import_id=...)` (the Celery task's delay: in process without a
-    broker, so the status returned is then final). A file over MAX_IMPORT_BYTES is refused
-    (413) and nothing is kept."""
+    """Store the uploaded file (`upload`: the request's UploadedFile, or any Django File) and
+    hand the run to `enqueue(study_slug=..., import_id=...)` (the Celery task's delay: in
+    process without a broker, so the status returned is then final). A file over
+    MAX_IMPORT_BYTES is refused (413) and nothing is kept."""
     import_id = uuid.uuid4()
     name = upload_name(study_slug=study.slug, import_id=import_id)
-    size = storage.save_stream(storage.imports_storage(), name, chunks, limit=max_import_bytes(), too_large=_too_large)
+    size = storage.save_upload(storage.imports_storage(), name, upload, limit=max_import_bytes(), too_large=_too_large)
     if size == 0:
         raise ApplicationError("The file is empty.")
     row = ImportRun.objects.create(

@@ -49,7 +49,7 @@ def imports(request, slug):
             run = import_runs.start_import(
                 study=study,
                 requested_by=request.user,
-                chunks=upload.chunks(),
+                upload=upload,
                 file_name=upload.name,
                 enqueue=run_api_import_task.delay,
             )

@@ -11,6 +11,7 @@ import json
 
 import pytest
 from django.contrib.auth.models import Permission
+from django.core.files.base import ContentFile
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
@@ -64,7 +65,7 @@ def world(study, rater_a, rater_b, outsider, settings, tmp_path):
     imported = import_runs.start_import(
         study=study,
         requested_by=study_admin,
-        chunks=[_import_line(study)],
+        upload=ContentFile(_import_line(study)),
         file_name="sources.jsonl",
         enqueue=run_api_import_task.delay,
     )

@@ -17,6 +17,7 @@ from io import StringIO
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.core.files.base import ContentFile
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.utils import timezone
@@ -230,7 +231,7 @@ def test_a_pending_import_is_queued_again_by_the_sweep_command_then_failed(
     run = import_runs.start_import(
         study=demo,
         requested_by=admin,
-        chunks=[(json.dumps(record) + "\n").encode()],
+        upload=ContentFile((json.dumps(record) + "\n").encode()),
         file_name="a.jsonl",
         enqueue=lambda **kw: None,
     )

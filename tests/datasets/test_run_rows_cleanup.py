@@ -17,6 +17,7 @@ from billiard.exceptions import WorkerLostError
 from celery.signals import task_failure
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+from django.core.files.base import ContentFile
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
@@ -110,7 +111,7 @@ def test_a_lost_worker_fails_the_import_after_its_tries_and_the_page_offers_to_r
 ):
     line = json.dumps({"type": "source", "study": study.slug, "key": "k1", "text": "A trial. It ended."}) + "\n"
     run = import_runs.start_import(
-        study=study, requested_by=admin_user, chunks=[line.encode()], file_name="a.jsonl", enqueue=never
+        study=study, requested_by=admin_user, upload=ContentFile(line.encode()), file_name="a.jsonl", enqueue=never
     )
     running_elsewhere(ImportRun, run, tries=MAX_TRIES)
     worker_lost(run_api_import_task, study_slug=study.slug, import_id=run.id)
@@ -127,7 +128,7 @@ def test_a_lost_worker_fails_the_import_after_its_tries_and_the_page_offers_to_r
 def test_a_lost_worker_hands_the_import_to_another_worker_which_imports_it_once(dirs, study, admin_user):
     line = json.dumps({"type": "source", "study": study.slug, "key": "k1", "text": "A trial. It ended."}) + "\n"
     run = import_runs.start_import(
-        study=study, requested_by=admin_user, chunks=[line.encode()], file_name="a.jsonl", enqueue=never
+        study=study, requested_by=admin_user, upload=ContentFile(line.encode()), file_name="a.jsonl", enqueue=never
     )
     running_elsewhere(ImportRun, run, tries=1)
     worker_lost(run_api_import_task, study_slug=study.slug, import_id=run.id)
@@ -152,7 +153,7 @@ def test_files_past_the_retention_period_are_removed_and_the_rest_kept(dirs, stu
     upload = import_runs.start_import(
         study=study,
         requested_by=admin_user,
-        chunks=[line.encode()],
+        upload=ContentFile(line.encode()),
         file_name="a.jsonl",
         enqueue=run_api_import_task.delay,
     )
@@ -195,7 +196,7 @@ def test_an_import_taken_over_after_its_lease_ran_out_is_recorded_once(dirs, stu
         for i in range(3)
     )
     run = import_runs.start_import(
-        study=study, requested_by=admin_user, chunks=[lines.encode()], file_name="a.jsonl", enqueue=never
+        study=study, requested_by=admin_user, upload=ContentFile(lines.encode()), file_name="a.jsonl", enqueue=never
     )
     first = run_state.claim(ImportRun, run.id)
     assert first is not None and run_state.claim(ImportRun, run.id) is None  # held: nobody else
