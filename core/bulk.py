@@ -135,11 +135,17 @@ def unsaved(model: type[models.Model], values: dict[str, Any], **related: models
     return obj
 
 
-def insert_new(objs: Sequence[models.Model], *, natural_key: tuple[str, str]) -> None:
+def insert_new(
+    objs: Sequence[models.Model], *, natural_key: tuple[str, str], pending: list[PendingCopy] | None = None
+) -> None:
     """INSERT unsaved instances of one model, then set their primary keys.
 
     `natural_key` names two unique-together fields (attnames, e.g. ("study_id", "key"))
-    by which the new rows are found again. Every instance must be new (no pk)."""
+    by which the new rows are found again. Every instance must be new (no pk).
+
+    With `pending` (a list the caller finishes with `finish_copies`), on PostgreSQL the
+    rows' COPY is sent but not ended (`PendingCopy`): the server stores them while the
+    caller goes on. Elsewhere the rows are inserted before this returns, as without it."""
     if not objs:
         return
     model = type(objs[0])
@@ -181,7 +187,7 @@ def insert_new(objs: Sequence[models.Model], *, natural_key: tuple[str, str]) ->
     columns = [f.column for f in [*plain, *own, *stamp_fields]]
     if keys is not None:
         columns.append(meta.pk.column)
-    insert_rows(meta.db_table, columns, rows)
+    insert_rows(meta.db_table, columns, rows, pending=pending if keys is not None else None)
     first, second = natural_key
     alias = wrapper.alias
     if keys is not None:
@@ -261,15 +267,24 @@ def _keys_from_rowids(wrapper, meta, objs: Sequence[models.Model], natural_key: 
     return True
 
 
-def insert_rows(table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+def insert_rows(
+    table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], *, pending: list[PendingCopy] | None = None
+) -> None:
     """INSERT `rows` (values in `columns`' order, as the driver takes them) into `table`:
     one `COPY ... FROM STDIN` on PostgreSQL, one `executemany` of a one-row INSERT elsewhere.
-    Runs in the caller's transaction; a constraint the rows break fails the whole call."""
+    Runs in the caller's transaction; a constraint the rows break fails the whole call (with
+    `pending`, on PostgreSQL: when the COPY is finished, by the next statement or the caller).
+    """
     if not rows:
         return
     wrapper = connections[DEFAULT_DB_ALIAS]
     quote = wrapper.ops.quote_name
     names = ", ".join(quote(column) for column in columns)
+    PendingCopy.finish_all_of(wrapper)  # one COPY at a time on a connection
+    if pending is not None and wrapper.vendor == "postgresql":
+        wrapper.ensure_connection()
+        pending.append(PendingCopy(wrapper, f"COPY {quote(table)} ({names}) FROM STDIN", rows))
+        return
     with wrapper.cursor() as cursor:
         if wrapper.vendor != "postgresql":
             placeholders = ", ".join(["%s"] * len(columns))
@@ -285,3 +300,94 @@ def insert_rows(table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]
                 write(row)
         if wrapper.queries_logged:  # as Django's debug cursor logs an executemany: one entry
             wrapper.queries_log.append({"sql": f"{len(rows)} rows: {sql}", "time": f"{time.monotonic() - started:.3f}"})
+
+
+class PendingCopy:
+    """A PostgreSQL COPY whose rows are all sent but which is not yet ended: the server
+    parses, compresses, indexes and stores them while this process goes on with work that
+    needs no database (the importer builds the summaries while the sources go in; issue
+    30, eighth round). Ending it (`finish`) sends the last buffered rows and the end of the
+    data, and waits for the server's answer: by then it has stored most of them.
+
+    No thread: psycopg's COPY is used outside a `with` block, as its documentation allows,
+    and the connection stays in the COPY until it is finished. So every statement this
+    connection executes through Django first finishes it (an execute wrapper), as does the
+    next COPY, and the caller must `finish` it before it commits or rolls back
+    (`finish_copies` in a finally block): those are not statements the wrapper sees. The
+    connection's lock, which psycopg holds for a whole COPY, is let go meanwhile: a
+    statement sent past the wrapper fails with the driver's "another command is already in
+    progress" instead of waiting for itself forever. A constraint the rows break is raised
+    by `finish`, as Django's own error (IntegrityError and the rest), as a COPY ended at
+    once would have raised it."""
+
+    def __init__(self, wrapper, sql: str, rows: Sequence[Sequence[Any]]):
+        self._wrapper = wrapper
+        self._sql, self._count = sql, len(rows)
+        self._started = time.monotonic()
+        raw = wrapper.connection
+        self._cursor, self._lock, self._unlocked = raw.cursor(), raw.lock, False
+        with wrapper.wrap_database_errors:
+            self._copy = self._cursor.copy(sql)
+            copy = self._copy.__enter__()  # takes the connection's lock until its __exit__
+            try:
+                write = copy.write_row
+                for row in rows:
+                    write(row)
+            except BaseException as exc:
+                self._end(exc)
+                raise
+        self._lock.release()
+        self._unlocked = True
+        wrapper.execute_wrappers.append(self._finish_first)
+
+    @classmethod
+    def finish_all_of(cls, wrapper) -> None:
+        """Finish the COPYs still open on `wrapper`'s connection (there is at most one)."""
+        for hook in list(wrapper.execute_wrappers):
+            owner = getattr(hook, "__self__", None)
+            if isinstance(owner, cls):
+                owner.finish()
+
+    def _finish_first(self, execute, sql, params, many, context):
+        self.finish()
+        return execute(sql, params, many, context)
+
+    def _end(self, exc: BaseException | None) -> None:
+        copy, self._copy = self._copy, None
+        if self._unlocked:  # the COPY's __exit__ lets go of the lock it took
+            self._lock.acquire()
+            self._unlocked = False
+        try:
+            if exc is None:
+                copy.__exit__(None, None, None)
+            else:  # psycopg ends the COPY with an error message, and raises nothing of its own
+                copy.__exit__(type(exc), exc, exc.__traceback__)
+        finally:
+            self._cursor.close()
+
+    def finish(self) -> None:
+        """End the COPY and wait for the server's answer; raise its error, if it had one.
+        Once: later calls do nothing."""
+        if self._copy is None:
+            return
+        self._wrapper.execute_wrappers.remove(self._finish_first)
+        with self._wrapper.wrap_database_errors:
+            self._end(None)
+        if self._wrapper.queries_logged:  # as insert_rows logs a COPY: one entry
+            self._wrapper.queries_log.append(
+                {"sql": f"{self._count} rows: {self._sql}", "time": f"{time.monotonic() - self._started:.3f}"}
+            )
+
+
+def finish_copies(pending: list[PendingCopy], *, quiet: bool = False) -> None:
+    """Finish every COPY in `pending` (and empty it). The first error is raised once all are
+    finished, so that the connection is free for the rollback; with `quiet` (the caller is
+    raising an error of its own already) none is."""
+    error = None
+    while pending:
+        try:
+            pending.pop(0).finish()
+        except BaseException as exc:
+            error = error or exc
+    if error is not None and not quiet:
+        raise error

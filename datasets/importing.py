@@ -33,7 +33,7 @@ from annotate.models import (
 )
 from annotate.rubrics import RubricDefinitionError
 from annotate.services import RESERVED_SLUGS, create_comparison, rubric_by_key
-from core.bulk import insert_new, unsaved
+from core.bulk import PendingCopy, finish_copies, insert_new, unsaved
 from core.collection import fewer_collections
 from core.exceptions import ApplicationError
 from core.sentences import split_spans
@@ -405,22 +405,31 @@ class _Writer:
         self.studies: dict[str, Study] = {}
         self.sources: dict[tuple[str, str], Source] = {}
         self.summaries: dict[tuple[str, str], Summary] = {}
+        # (study slug, key) pairs looked up and not found (the bulk writer's chunk lookups)
+        self.absent: dict[type, set[tuple[str, str]]] = {Source: set(), Summary: set()}
 
     def count(self, kind: str, created: bool, changed: bool) -> None:
         bucket = self.result.created if created else self.result.updated if changed else self.result.unchanged
         bucket[kind] += 1
 
     def study(self, line: int, slug: str) -> Study:
+        study = self.known_study(slug)
+        if study is None:
+            raise ImportLineError(line, "study", f"no study {slug!r} (define it earlier in the file)")
+        return study
+
+    def known_study(self, slug: str) -> Study | None:
         if slug not in self.studies:
             study = Study.objects.filter(slug=slug).first()
             if study is None:
-                raise ImportLineError(line, "study", f"no study {slug!r} (define it earlier in the file)")
+                return None
             self.studies[slug] = study
         return self.studies[slug]
 
     def source(self, line: int, study: Study, key: str) -> Source:
         if (study.slug, key) not in self.sources:
-            source = Source.objects.filter(study=study, key=key).first()
+            absent = (study.slug, key) in self.absent[Source]
+            source = None if absent else Source.objects.filter(study=study, key=key).first()
             if source is None:
                 raise ImportLineError(line, "source", f"no source {key!r} in study {study.slug!r}")
             self.sources[(study.slug, key)] = source
@@ -428,7 +437,8 @@ class _Writer:
 
     def summary(self, line: int, study: Study, key: str, field_name: str = "summary") -> Summary:
         if (study.slug, key) not in self.summaries:
-            summary = Summary.objects.filter(study=study, key=key).first()
+            absent = (study.slug, key) in self.absent[Summary]
+            summary = None if absent else Summary.objects.filter(study=study, key=key).first()
             if summary is None:
                 raise ImportLineError(line, field_name, f"no summary {key!r} in study {study.slug!r}")
             self.summaries[(study.slug, key)] = summary
@@ -537,6 +547,7 @@ class _BulkWriter(_Writer):
         self.queued = dict.fromkeys(self.KINDS, 0)
         self.queued_keys: set[tuple[str, str]] = set()
         self.born: dict[tuple[str, str, str], int] = {}  # (kind, study, key) created in this chunk -> line
+        self.pending: list[PendingCopy] = []  # COPYs the server is still storing, finished by flush
 
     def add(self, kind: str, line: int, d: dict) -> None:
         parent_queued = kind == "summary" and d["parent"] and (d["study"], d["parent"]) in self.queued_keys
@@ -551,16 +562,27 @@ class _BulkWriter(_Writer):
         queue = self.queue
         self.queue, self.queued_keys, self.born = [], set(), {}
         self.queued = dict.fromkeys(self.KINDS, 0)
-        for kind in self.KINDS:
-            records = [(line, d) for k, line, d in queue if k == kind]
-            if records:
-                getattr(self, f"_write_{kind}s")(records)
+        try:
+            # The summaries' stored rows are looked up before the sources are written: on
+            # PostgreSQL the server then goes on storing the sources while the summaries
+            # are built, and no query waits for it before theirs (core.bulk.PendingCopy).
+            self._look_up_summaries([(line, d) for k, line, d in queue if k == "summary"])
+            for kind in self.KINDS:
+                records = [(line, d) for k, line, d in queue if k == kind]
+                if records:
+                    getattr(self, f"_write_{kind}s")(records)
+        except BaseException:
+            finish_copies(self.pending, quiet=True)  # the connection free for the rollback
+            raise
+        finish_copies(self.pending)
         self.born = {}
         # The chunk's rows (with their texts) are written: forget them, so memory stays
         # flat in the file's size. A later record that names one looks it up again with
         # its chunk (one query per chunk and kind).
         self.sources.clear()
         self.summaries.clear()
+        for absent in self.absent.values():
+            absent.clear()
         if queue:
             self.written += len(queue)
             if self.progress is not None:
@@ -574,18 +596,38 @@ class _BulkWriter(_Writer):
 
     # --- lookups for a whole chunk ---
 
-    @staticmethod
-    def _prefetch(model, cache: dict, pairs: Iterable[tuple[Study, str]]) -> None:
-        """Fill `cache` ((study slug, key) -> row) with the `model` rows of `pairs` it lacks, in one query."""
+    def _prefetch(self, model, cache: dict, pairs: Iterable[tuple[Study, str]]) -> None:
+        """Fill `cache` ((study slug, key) -> row) with the `model` rows of `pairs` it lacks,
+        in one query; the pairs not found are remembered as absent (not looked up again)."""
         # keyed by slug, not by the Study: hashing a model instance reads its pk through
         # two calls, and a chunk has a thousand pairs
-        missing = {(study.slug, key): study for study, key in pairs if (study.slug, key) not in cache}
+        absent = self.absent[model]
+        missing = {
+            (study.slug, key): study
+            for study, key in pairs
+            if (study.slug, key) not in cache and (study.slug, key) not in absent
+        }
+        if not missing:
+            return
         by_id = {study.pk: study for study in missing.values()}
         # A study with no such rows yet (a first import) is answered by one cheap query
         # instead of a look-up of every key of the chunk.
-        if missing and model.objects.filter(study__in=by_id).exists():
+        if model.objects.filter(study__in=by_id).exists():
             for row in model.objects.filter(study__in=by_id, key__in={key for _, key in missing}):
                 cache.setdefault((by_id[row.study_id].slug, row.key), row)
+        absent.update(pair for pair in missing if pair not in cache)
+
+    def _look_up_summaries(self, queue: list[tuple[int, dict]]) -> None:
+        """The stored summaries the chunk's summary records name (their keys and parents),
+        where the study is known (an unknown one is refused by _write_summarys, at its line)."""
+        pairs = []
+        for _line, d in queue:
+            study = self.known_study(d["study"])
+            if study is not None:
+                pairs.append((study, d["key"]))
+                if d["parent"]:
+                    pairs.append((study, d["parent"]))
+        self._prefetch(Summary, self.summaries, pairs)
 
     # --- sources ---
 
@@ -630,7 +672,7 @@ class _BulkWriter(_Writer):
         if to_update:
             Source.objects.bulk_update(to_update, [*_SOURCE_FIELDS, "updated_at"])
         if created:
-            insert_new([source for _, _, source in created], natural_key=("study_id", "key"))
+            insert_new([source for _, _, source in created], natural_key=("study_id", "key"), pending=self.pending)
             for _ in created:
                 self.count("source", True, False)
 
@@ -697,7 +739,7 @@ class _BulkWriter(_Writer):
         if to_update:
             Summary.objects.bulk_update(to_update, [*_SUMMARY_FIELDS, "updated_at"])
         if created:
-            insert_new(created, natural_key=("study_id", "key"))
+            insert_new(created, natural_key=("study_id", "key"), pending=self.pending)
             for _ in created:
                 self.count("summary", True, False)
 

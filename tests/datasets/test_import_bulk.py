@@ -170,6 +170,31 @@ def test_a_reference_to_a_later_line_of_the_same_chunk_is_refused(late, where):
     assert not Source.objects.filter(study__slug="late").exists()
 
 
+@pytest.mark.django_db(transaction=True)  # the import's transaction is the outermost, as in production
+def test_a_summary_refused_while_the_sources_are_still_going_in_leaves_nothing():
+    """On PostgreSQL the chunk's sources are still being stored (their COPY not yet ended,
+    core.bulk.PendingCopy) when its summaries are checked: a summary refused then is
+    reported at its line, the COPY is ended before the rollback (which is no statement
+    that would end it), nothing of the file stays, and the connection is usable."""
+    lines = records(3, study="mid")
+    bad = {
+        "type": "summary",
+        "study": "mid",
+        "source": "s0",
+        "key": "orphan",
+        "text": "S.",
+        "generator": "g",
+        "parent": "missing",
+    }
+    lines.insert(5, json.dumps(bad) + "\n")  # after the sources, among the summaries
+    with pytest.raises(ImportLineError) as refused:
+        import_records(lines=lines)
+    assert str(refused.value) == "line 6: field \"parent\": no summary 'missing' in study 'mid'"
+    assert not Source.objects.filter(study__slug="mid").exists()
+    assert connection.execute_wrappers == []
+    assert import_records(lines=records(3, study="mid")).created["source"] == 3
+
+
 @pytest.mark.django_db
 def test_the_file_is_read_a_chunk_at_a_time_and_a_late_error_undoes_the_written_chunks():
     n = 3 * CHUNK
