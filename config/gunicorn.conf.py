@@ -20,6 +20,7 @@ import gc
 
 import gunicorn.http.wsgi
 
+from config.connections import open_for_threads
 from config.memory import IdleTrimmer, freeze_heap, warm_up
 from core.env import env_int, env_str
 
@@ -93,6 +94,10 @@ _trimmer: IdleTrimmer | None = None
 def post_worker_init(worker):
     global _trimmer
     _trimmer = IdleTrimmer(log=worker.log.debug).start()
+    # With persistent connections, each request thread's own, opened now rather than by
+    # its first request (config/connections.py); gthread's pool of request threads.
+    if getattr(worker, "tpool", None) is not None:
+        open_for_threads(worker.tpool, worker.cfg.threads)
     worker.log.debug("%d objects inherited frozen from the master", gc.get_freeze_count())
 
 
