@@ -312,8 +312,8 @@ class PendingCopy:
     30, eighth round). Ending it (`finish`) sends the last buffered rows and the end of the
     data, and waits for the server's answer: by then it has stored most of them.
 
-    No thread: psycopg's COPY is used outside a `with` block, as its documentation allows,
-    and the connection stays in the COPY until it is finished. So every statement this
+    No thread: psycopg's COPY context (`cursor.copy()`) is entered here and left by
+    `finish`, and the connection stays in the COPY until then. So every statement this
     connection executes through Django first finishes it (an execute wrapper), as does the
     next COPY, and the caller must `finish` it before it commits or rolls back
     (`finish_copies` in a finally block): those are not statements the wrapper sees. The
