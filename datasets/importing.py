@@ -620,9 +620,10 @@ class _BulkWriter(_Writer):
     def _look_up_summaries(self, queue: list[tuple[int, dict]]) -> None:
         """The stored summaries the chunk's summary records name (their keys and parents),
         where the study is known (an unknown one is refused by _write_summarys, at its line)."""
+        studies = {slug: self.known_study(slug) for slug in {d["study"] for _, d in queue}}
         pairs = []
         for _line, d in queue:
-            study = self.known_study(d["study"])
+            study = studies[d["study"]]
             if study is not None:
                 pairs.append((study, d["key"]))
                 if d["parent"]:
