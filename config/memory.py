@@ -101,8 +101,7 @@ def warm_up() -> None:
 
 def _build_reverse_lookups(resolver) -> None:
     """Build the reverse lookups of `resolver` and of every resolver under it (a namespace's
-    `include` builds its own on the first reverse() into it), for the active language; then
-    those of the resolvers reverse() makes for a namespace ("api:import-detail")."""
+    `include` builds its own on the first reverse() into it), for the active language."""
     from django.urls import URLResolver
 
     resolver.reverse_dict  # noqa: B018 - a property that builds them
