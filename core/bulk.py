@@ -187,7 +187,7 @@ def insert_new(
     columns = [f.column for f in [*plain, *own, *stamp_fields]]
     if keys is not None:
         columns.append(meta.pk.column)
-    insert_rows(meta.db_table, columns, rows, pending=pending if keys is not None else None)
+    insert_rows(meta.db_table, columns, rows, pending=pending)
     first, second = natural_key
     alias = wrapper.alias
     if keys is not None:
@@ -284,25 +284,17 @@ def insert_rows(
     quote = wrapper.ops.quote_name
     names = ", ".join(quote(column) for column in columns)
     PendingCopy.finish_all_of(wrapper)  # one COPY at a time on a connection
-    if pending is not None and wrapper.vendor == "postgresql":
-        wrapper.ensure_connection()
-        pending.append(PendingCopy(wrapper, f"COPY {quote(table)} ({names}) FROM STDIN", rows))
-        return
-    with wrapper.cursor() as cursor:
-        if wrapper.vendor != "postgresql":
-            placeholders = ", ".join(["%s"] * len(columns))
+    if wrapper.vendor != "postgresql":
+        placeholders = ", ".join(["%s"] * len(columns))
+        with wrapper.cursor() as cursor:
             cursor.executemany(f"INSERT INTO {quote(table)} ({names}) VALUES ({placeholders})", rows)
-            return
-        sql = f"COPY {quote(table)} ({names}) FROM STDIN"
-        started = time.monotonic()
-        # The driver's cursor (Django's wrapper has no copy()), its errors turned into
-        # Django's (IntegrityError and the rest) as the wrapper's execute would.
-        with wrapper.wrap_database_errors, cursor.cursor.copy(sql) as copy:
-            write = copy.write_row
-            for row in rows:
-                write(row)
-        if wrapper.queries_logged:  # as Django's debug cursor logs an executemany: one entry
-            wrapper.queries_log.append({"sql": f"{len(rows)} rows: {sql}", "time": f"{time.monotonic() - started:.3f}"})
+        return
+    wrapper.ensure_connection()
+    copy = PendingCopy(wrapper, f"COPY {quote(table)} ({names}) FROM STDIN", rows)
+    if pending is None:
+        copy.finish()  # ended at once: the rows are in when this returns
+    else:
+        pending.append(copy)
 
 
 class PendingCopy:
@@ -311,6 +303,7 @@ class PendingCopy:
     needs no database (the importer builds the summaries while the sources go in; issue
     30, eighth round). Ending it (`finish`) sends the last buffered rows and the end of the
     data, and waits for the server's answer: by then it has stored most of them.
+    `insert_rows` ends each one at once unless its caller asks for it to be left open.
 
     No thread: psycopg's COPY context (`cursor.copy()`) is entered here and left by
     `finish`, and the connection stays in the COPY until then. So every statement this
@@ -376,7 +369,7 @@ class PendingCopy:
         self._wrapper.execute_wrappers.remove(self._finish_first)
         with self._wrapper.wrap_database_errors:
             self._end(None)
-        if self._wrapper.queries_logged:  # as insert_rows logs a COPY: one entry
+        if self._wrapper.queries_logged:  # as Django's debug cursor logs an executemany: one entry
             self._wrapper.queries_log.append(
                 {"sql": f"{self._count} rows: {self._sql}", "time": f"{time.monotonic() - self._started:.3f}"}
             )
