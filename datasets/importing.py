@@ -682,12 +682,7 @@ class _BulkWriter(_Writer):
     def _write_summarys(self, queue: list[tuple[int, dict]]) -> None:
         studies = {line: self.study(line, d["study"]) for line, d in queue}
         self._prefetch(Source, self.sources, ((studies[line], d["source"]) for line, d in queue))
-        self._prefetch(
-            Summary,
-            self.summaries,
-            [(studies[line], d["key"]) for line, d in queue]
-            + [(studies[line], d["parent"]) for line, d in queue if d["parent"]],
-        )
+        # the summaries these records name were looked up by flush (_look_up_summaries)
         now = timezone.now()
         created, updated = [], []
         for line, d in queue:
