@@ -70,10 +70,10 @@ def _die_with_parent() -> None:
         pass  # not Linux: the command ends by itself after the reports
 
 
-def start_demo_reports(stdout=None) -> subprocess.Popen | None:
-    """Start `manage.py compute_reports` for the demo reports that are missing; None when
-    none is. Called by gunicorn's master before it forks (it does not wait)."""
-    missing = queue_demo_reports()
+def start_demo_reports(missing: list[str], stdout=None) -> subprocess.Popen | None:
+    """Start `manage.py compute_reports` for the demo reports that are `missing` (what
+    queue_demo_reports found); None when none is. Called by gunicorn's master before it
+    forks (it does not wait); the process ends with the master."""
     if not missing:
         return None
     print(f"Computing the demo's reports in the background: {', '.join(missing)}", flush=True)

@@ -42,8 +42,9 @@ errorlog = "-"
 forwarded_allow_ips = env_str("WEB_FORWARDED_ALLOW_IPS", "127.0.0.1")
 
 # WEB_PREPARE=demo (what `make run` sets) or migrate (`DEMO=0 make run`): prepare the
-# database in this process, after the app is loaded and before the port opens and the
-# workers fork. One interpreter and one Django start-up instead of three (`make demo` then
+# database after the app is loaded and before the port opens and the workers fork, in a
+# child forked from this process (config/startup.py: what it imports and allocates goes
+# with it). One interpreter and one Django start-up instead of three (`make demo` then
 # `make serve`): `make run` answers about two seconds sooner. `migrate` also creates the
 # first admin of an empty install (create_first_admin: from ADMIN_USERNAME/ADMIN_PASSWORD/
 # ADMIN_EMAIL, or asked at the terminal). With `demo`, the demo's reports that are not in
@@ -57,30 +58,45 @@ PREPARE_STEPS = {
 }
 
 
-def on_starting(server):
-    prepare = env_str("WEB_PREPARE")
-    if prepare not in PREPARE_STEPS:
-        raise SystemExit(f"WEB_PREPARE must be one of: migrate, demo (or unset), not {prepare!r}")
+def prepare_database(steps: tuple[str, ...], url: str, reports: bool) -> list[str]:
+    """The WEB_PREPARE steps, then the terminal's next step for the database at `url`; the
+    demo studies whose report is to be computed (queued), when `reports`."""
     from django.core.management import call_command
-    from django.db import connections
 
     from config.startup import next_step
 
-    steps = PREPARE_STEPS[prepare]
     if steps:
         call_command("migrate", interactive=False)
     for step in steps[1:]:
         call_command(step, **({"with_answers": True} if step != "create_first_admin" else {}))
-    if prepare == "demo" and env_str("WEB_DEMO_REPORTS", "1") not in ("0", "no", "false"):
-        # The demo's reports, computed once in a process of their own (the master imports
-        # none of the statistics), so that the first visit is served from the cache.
+    missing = []
+    if reports:
+        from config.demo_reports import queue_demo_reports
+
+        missing = queue_demo_reports()
+    print(next_step(url), flush=True)
+    return missing
+
+
+def on_starting(server):
+    prepare = env_str("WEB_PREPARE")
+    if prepare not in PREPARE_STEPS:
+        raise SystemExit(f"WEB_PREPARE must be one of: migrate, demo (or unset), not {prepare!r}")
+    from config.startup import run_in_child
+
+    host, _, port = bind.rpartition(":")
+    url = f"http://{host or '127.0.0.1'}:{port}/"
+    # With `demo`, the demo's reports not in the report cache are computed once in a process
+    # of their own (the master imports none of the statistics), so that the first visit is
+    # served from the cache.
+    reports = prepare == "demo" and env_str("WEB_DEMO_REPORTS", "1") not in ("0", "no", "false")
+    # In a child process, which takes what the steps import and allocate with it when it
+    # exits: the master, and every worker forked from it, keeps only the app (config/startup.py).
+    missing = run_in_child(lambda: prepare_database(PREPARE_STEPS[prepare], url, reports))
+    if missing:
         from config.demo_reports import start_demo_reports
 
-        start_demo_reports()
-    host, _, port = bind.rpartition(":")
-    print(next_step(f"http://{host or '127.0.0.1'}:{port}/"), flush=True)
-    # The workers open their own connections after the fork; none may inherit this one.
-    connections.close_all()
+        start_demo_reports(missing)  # the master's child: it ends with the master
     # The workers keep sharing the master's objects after they fork (config/memory.py).
     warm_up()
     freeze_heap()
