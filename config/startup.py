@@ -22,7 +22,7 @@ def run_in_child(work: Callable[[], Any]) -> Any:
     `migrate` imports every app's migrations and renders their models, and the demo loaders
     import numpy, bm25s and the question demo's index. Done in the master, all of that stayed
     in its memory and in every worker's, which fork from it: on a first `make run` the master
-    was 234 MiB instead of 92, and on every later start `migrate` alone left about 4 MiB. The
+    was 234 MiB RSS instead of 88, and on every later start `migrate` alone left about 4 MiB. The
     child has the same loaded app (a fork costs a few milliseconds, not a new interpreter's
     start-up) and takes what it imported and allocated with it when it exits. It opens its
     own database connections and closes them; the master's, if it had any, are closed first
