@@ -91,45 +91,6 @@ def test_a_request_within_the_idle_delay_postpones_the_trim():
     assert wait_for(lambda: len(recorder.calls) >= 1)
 
 
-class Resident:
-    """Stands in for the worker's resident memory (/proc/self/statm): set by the test."""
-
-    def __init__(self, value=100 * 2**20):
-        self.value = value
-
-    def __call__(self):
-        return self.value
-
-
-def test_a_large_request_is_trimmed_as_soon_as_the_worker_is_idle():
-    resident = Resident()
-    recorder = Recorder()
-    # An idle delay no test run reaches: a trim here is a prompt one.
-    t = recorder.trimmer = IdleTrimmer(idle_s=3600, trim=recorder, prompt_bytes=4 * 2**20, resident=resident)
-    t.start()
-    # A small request (a submit, a rating page) grows the worker by less: it waits for the delay.
-    t.request_started()
-    resident.value += 2**20
-    t.request_finished()
-    time.sleep(0.2)
-    assert recorder.calls == []
-    # A large one (an import) while another request is in flight: nothing until both end.
-    t.request_started()
-    t.request_started()
-    resident.value += 6 * 2**20
-    t.request_finished()
-    time.sleep(0.2)
-    assert recorder.calls == []
-    t.request_finished()
-    assert wait_for(lambda: recorder.calls == [0])
-    # The trim's resident memory is the new mark: the next small request waits again.
-    t.request_started()
-    resident.value += 2**20
-    t.request_finished()
-    time.sleep(0.2)
-    assert recorder.calls == [0]
-
-
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
