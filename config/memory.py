@@ -22,7 +22,6 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import gc
-import os
 import threading
 import time
 
@@ -32,11 +31,6 @@ import time
 # harness's one-client p95 +2-33 % in four alternated pairs); at 2 s they did not, and the
 # memory after the load was the same (docs/performance-notes/issue-30-memory.md).
 IDLE_S = 2.0
-# Growth of a worker's resident memory since its last trim from which it trims as soon as it
-# is idle rather than after IDLE_S: a rating page or a submit adds well under 1 MiB; an import
-# of 500 tasks or a page of 1,000 answers adds several.
-PROMPT_BYTES = 4 * 1024 * 1024
-_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
 def warm_up() -> None:
@@ -159,32 +153,13 @@ def _malloc_trim():
     return trim
 
 
-def _resident_bytes() -> int:
-    """This process's resident memory (RSS), from /proc/self/statm; 0 where there is none."""
-    try:
-        with open("/proc/self/statm", "rb") as statm:
-            return int(statm.read().split()[1]) * _PAGE
-    except (OSError, IndexError, ValueError):
-        return 0
-
-
 class IdleTrimmer:
-    """Counts a worker's requests in flight; a daemon thread trims once after each busy spell:
-    `idle_s` after it ends, or as soon as it ends when the worker's resident memory has grown
-    by at least `prompt_bytes` since its last trim (what a large request, an import or a page
-    of answers, leaves behind).
+    """Counts a worker's requests in flight; a daemon thread trims once after each busy spell."""
 
-    The delay spares a rater whose next request comes a moment later the page faults of
-    getting back memory just handed back; a small request leaves little to hand back and
-    waits for the delay, a large one is not kept for it (issue 30, ninth round)."""
-
-    def __init__(self, idle_s: float = IDLE_S, trim=None, log=None, prompt_bytes: int = PROMPT_BYTES, resident=None):
+    def __init__(self, idle_s: float = IDLE_S, trim=None, log=None):
         self.idle_s = idle_s
         self.log = log
         self.trim = trim if trim is not None else _malloc_trim()
-        self.prompt_bytes = prompt_bytes
-        self.resident = resident if resident is not None else _resident_bytes
-        self._resident_after_trim = self.resident()
         self.in_flight = 0
         self.trims = 0
         self._last_end = 0.0
@@ -216,21 +191,11 @@ class IdleTrimmer:
                 while not (self._dirty and self.in_flight == 0):
                     self._cond.wait()
                 wait = self._last_end + self.idle_s - time.monotonic()
-                if wait > 0 and not self._holding_much():
+                if wait > 0:
                     self._cond.wait(wait)
                     continue  # look again: a request may have come in meanwhile
                 self._dirty = False
-            before = self.resident()
             released = self.trim(0)
-            self._resident_after_trim = after = self.resident()
             self.trims += 1
             if self.log is not None:
-                self.log(
-                    "idle: freed memory returned to the system (malloc_trim: %s; RSS %d -> %d KiB)",
-                    released,
-                    before // 1024,
-                    after // 1024,
-                )
-
-    def _holding_much(self) -> bool:
-        return self.resident() - self._resident_after_trim >= self.prompt_bytes
+                self.log("idle: freed memory returned to the system (malloc_trim: %s)", released)
