@@ -10,11 +10,10 @@ docs/performance-notes/issue-30-memory.md; then warm_up and the trim before the 
 - `freeze_heap()`, in the master just before the workers fork: `malloc_trim(0)`, then
   `gc.freeze()`, so the workers' garbage collections never write into the inherited objects'
   headers (which copies the pages they sit on into each worker).
-- `IdleTrimmer`, in each worker: when the worker has had no request in flight for a moment
-  (at once after a large request), hand the memory that glibc's allocator kept after the
-  requests freed it (SQLite's page caches of closed connections, request bodies, query
-  results) back to the system with `malloc_trim(0)`. It never runs while a request is in
-  flight, so it costs requests nothing.
+- `IdleTrimmer`, in each worker: when the worker has had no request in flight for a moment,
+  hand the memory that glibc's allocator kept after the requests freed it (SQLite's page
+  caches of closed connections, request bodies, query results) back to the system with
+  `malloc_trim(0)`. It never runs while a request is in flight, so it costs requests nothing.
 """
 
 from __future__ import annotations
