@@ -28,7 +28,7 @@ from django.db import transaction
 from annotate.batches import create_batch
 from annotate.models import Assignment, Batch, Study, StudyMembership, Summary
 from annotate.services import add_study_member, ensure_user, load_builtin_rubric, submit_rating
-from datasets.demo import DEMO_SEED, LEFT_TO_RATE, fixture
+from datasets.demo import DEMO_SEED, LEFT_TO_RATE, fixture, record_demo_active_time
 from datasets.demo_state import QUESTION_STUDY
 from datasets.importing import import_evidence_inference
 from literature.answers import evidence_articles, number_citations, store_answer
@@ -201,6 +201,7 @@ def _batch_and_ratings(study: Study, *, password: str, with_answers: bool) -> tu
                     rationales=rationales,
                     version=assignment.version,
                 )
+                record_demo_active_time(assignment, assignment.summary.key, index)
                 submitted += 1
     return batch.created_assignments, submitted
 

@@ -105,6 +105,26 @@ def test_demo_with_answers_leaves_three_main_items_per_queue_and_fills_the_rest(
 
 
 @pytest.mark.django_db
+def test_the_demo_answers_have_active_times_and_the_monitor_a_median(client):
+    """The loader submits every seeded answer within a second, so the service credits none of
+    the reported time: the demo records a seeded one, as a rater's page would have reported
+    it, and the batch monitor's median is no longer 0.0 s."""
+    call_command("load_demo", "--with-answers")
+    submitted = Assignment.objects.filter(state="submitted")
+    seconds = list(submitted.values_list("active_seconds", flat=True))
+    assert len(seconds) == 82
+    assert min(seconds) >= 60 and max(seconds) < 210
+    assert len(set(seconds)) > 20  # not one constant
+    assert not Assignment.objects.filter(state="pending", active_seconds__gt=0).exists()
+    client.login(username="admin", password="rate-summaries-2026")
+    batch = Assignment.objects.filter(study__slug="demo-litsumm", batch__name="main").first().batch
+    page = client.get(f"/studies/demo-litsumm/batches/{batch.uuid}/monitor/")
+    assert page.status_code == 200, page.status_code
+    median = re.search(r"batch median active time ([0-9.]+) s", page.content.decode())
+    assert median is not None and 60 <= float(median.group(1)) < 210
+
+
+@pytest.mark.django_db
 def test_demo_content_has_provenance():
     call_command("load_demo")
     assert Summary.objects.filter(study__slug="demo-litsumm").count() == 30

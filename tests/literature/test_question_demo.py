@@ -105,6 +105,14 @@ def test_seeded_ratings_pass_the_rubric_and_the_report_computes(demo):
     assert set(rationales) == {k for k in answers if k != "feedback"}
 
 
+def test_the_seeded_ratings_have_active_times(demo):
+    # The loader submits them within a second (the service credits none of the reported
+    # time): each gets a seeded one, as a rater's page would have reported it.
+    seconds = list(Assignment.objects.filter(study=demo, state="submitted").values_list("active_seconds", flat=True))
+    assert len(seconds) == 18
+    assert min(seconds) >= 60 and max(seconds) < 210
+
+
 def test_answers_are_scored_against_the_gold_answer_on_the_page(demo, client):
     from stats.answer_metrics import answer_scores, split_answer
 
