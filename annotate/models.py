@@ -134,7 +134,8 @@ class Source(TimeStamped):
     """The context a summary was written from: ordered sentences with reference ids."""
 
     uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
-    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="sources")
+    # no index of its own: the unique (study, key) index starts with it (annotate 0016)
+    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="sources", db_index=False)
     key = models.CharField(max_length=200, help_text="Import key, unique within the study.")
     title = models.CharField(max_length=1000, blank=True)
     text = models.TextField(help_text="The whole context; sentences are character spans of it.")
@@ -209,7 +210,8 @@ class Finding(TimeStamped):
 
 class Summary(TimeStamped):
     uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
-    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="summaries")
+    # no index of its own: the unique (study, key) index starts with it (annotate 0016)
+    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="summaries", db_index=False)
     source = models.ForeignKey(Source, on_delete=models.PROTECT, related_name="summaries")
     key = models.CharField(max_length=200, help_text="Import key, unique within the study.")
     text = models.TextField()
