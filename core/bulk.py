@@ -136,7 +136,11 @@ def unsaved(model: type[models.Model], values: dict[str, Any], **related: models
 
 
 def insert_new(
-    objs: Sequence[models.Model], *, natural_key: tuple[str, str], pending: list[PendingCopy] | None = None
+    objs: Sequence[models.Model],
+    *,
+    natural_key: tuple[str, str],
+    pending: list[PendingCopy] | None = None,
+    key_pool: KeyPool | None = None,
 ) -> None:
     """INSERT unsaved instances of one model, then set their primary keys.
 
@@ -145,7 +149,9 @@ def insert_new(
 
     With `pending` (a list the caller finishes with `finish_copies`), on PostgreSQL the
     rows' COPY is sent but not ended (`PendingCopy`): the server stores them while the
-    caller goes on. Elsewhere the rows are inserted before this returns, as without it."""
+    caller goes on, and rows of the same table and columns inserted next are added to it.
+    Elsewhere the rows are inserted before this returns, as without it. With `key_pool`, on
+    PostgreSQL the new keys come from that pool (a query only when it has too few)."""
     if not objs:
         return
     model = type(objs[0])
@@ -169,7 +175,10 @@ def insert_new(
     # PostgreSQL: the keys are taken from the table's sequence first and sent with the rows
     # (COPY returns nothing to read them from).
     sequence = wrapper.vendor == "postgresql" and isinstance(meta.pk, AutoFieldMixin)
-    keys = iter(_next_keys(wrapper, meta, len(objs))) if sequence else None
+    keys = None
+    if sequence:
+        n = len(objs)
+        keys = iter(key_pool.take(wrapper, meta, n) if key_pool is not None else _next_keys(wrapper, meta, n))
     rows = []
     for obj in objs:
         row = [read(obj)] if single else [*read(obj)]
@@ -232,6 +241,32 @@ def _next_keys(wrapper, meta, count: int) -> list[int]:
         return [row[0] for row in cursor.fetchall()]
 
 
+class KeyPool:
+    """New primary keys taken from tables' sequences ahead of need (PostgreSQL), so that rows
+    sent in several batches into one open COPY need no query between the batches: any
+    statement would end the COPY (PendingCopy). Keys taken and not used are a gap in the
+    sequence, as a failed insert's are; nextval never hands them out again."""
+
+    def __init__(self):
+        self._keys: dict[str, list[int]] = {}
+
+    def available(self, meta) -> int:
+        return len(self._keys.get(meta.db_table, ()))
+
+    def reserve(self, wrapper, meta, count: int) -> None:
+        """Take `count` more keys of `meta`'s table now (one query)."""
+        if count > 0:
+            self._keys.setdefault(meta.db_table, []).extend(_next_keys(wrapper, meta, count))
+
+    def take(self, wrapper, meta, count: int) -> list[int]:
+        """`count` keys, in increasing order: from the pool, topped up by a query if short."""
+        pool = self._keys.setdefault(meta.db_table, [])
+        if len(pool) < count:
+            self.reserve(wrapper, meta, count - len(pool))
+        taken, pool[:count] = pool[:count], []
+        return taken
+
+
 def _keys_from_rowids(wrapper, meta, objs: Sequence[models.Model], natural_key: tuple[str, str]) -> bool:
     """SQLite: set the new rows' primary keys from their rowids, without reading the rows
     back by their natural key; False (nothing set) when that cannot be shown to be right.
@@ -277,12 +312,18 @@ def insert_rows(
     one `COPY ... FROM STDIN` on PostgreSQL, one `executemany` of a one-row INSERT elsewhere.
     Runs in the caller's transaction; a constraint the rows break fails the whole call (with
     `pending`, on PostgreSQL: when the COPY is finished, by the next statement or the caller).
+    With `pending` whose last COPY is still open into the same table and columns, the rows
+    are added to that COPY.
     """
     if not rows:
         return
     wrapper = connections[DEFAULT_DB_ALIAS]
     quote = wrapper.ops.quote_name
     names = ", ".join(quote(column) for column in columns)
+    sql = f"COPY {quote(table)} ({names}) FROM STDIN"
+    if pending and pending[-1].is_open_for(wrapper, sql):
+        pending[-1].add(rows)
+        return
     PendingCopy.finish_all_of(wrapper)  # one COPY at a time on a connection
     if wrapper.vendor != "postgresql":
         placeholders = ", ".join(["%s"] * len(columns))
@@ -290,7 +331,7 @@ def insert_rows(
             cursor.executemany(f"INSERT INTO {quote(table)} ({names}) VALUES ({placeholders})", rows)
         return
     wrapper.ensure_connection()
-    copy = PendingCopy(wrapper, f"COPY {quote(table)} ({names}) FROM STDIN", rows)
+    copy = PendingCopy(wrapper, sql, rows)
     if pending is None:
         copy.finish()  # ended at once: the rows are in when this returns
     else:
@@ -318,23 +359,47 @@ class PendingCopy:
 
     def __init__(self, wrapper, sql: str, rows: Sequence[Sequence[Any]]):
         self._wrapper = wrapper
-        self._sql, self._count = sql, len(rows)
+        self._sql, self._count = sql, 0
         self._started = time.monotonic()
         raw = wrapper.connection
         self._cursor, self._lock, self._unlocked = raw.cursor(), raw.lock, False
         with wrapper.wrap_database_errors:
             self._copy = self._cursor.copy(sql)
-            copy = self._copy.__enter__()  # takes the connection's lock until its __exit__
-            try:
-                write = copy.write_row
-                for row in rows:
-                    write(row)
-            except BaseException as exc:
-                self._end(exc)
-                raise
+            self._rows = self._copy.__enter__()  # takes the connection's lock until its __exit__
+            self._write(rows)
         self._lock.release()
         self._unlocked = True
         wrapper.execute_wrappers.append(self._finish_first)
+
+    def _write(self, rows: Sequence[Sequence[Any]]) -> None:
+        try:
+            write = self._rows.write_row
+            for row in rows:
+                write(row)
+        except BaseException as exc:
+            self._end(exc)
+            raise
+        self._count += len(rows)
+
+    def is_open_for(self, wrapper, sql: str) -> bool:
+        """Still open, on `wrapper`'s connection, for the statement `sql`."""
+        return self._copy is not None and self._wrapper is wrapper and self._sql == sql
+
+    def add(self, rows: Sequence[Sequence[Any]]) -> None:
+        """Send more rows into this open COPY (insert_rows: the next batch of the same table's
+        rows, with no statement between)."""
+        self._lock.acquire()
+        self._unlocked = False
+        try:
+            with self._wrapper.wrap_database_errors:
+                self._write(rows)
+        except BaseException:
+            # _write ended the COPY (and its context let go of the lock): nothing to finish
+            if self._finish_first in self._wrapper.execute_wrappers:
+                self._wrapper.execute_wrappers.remove(self._finish_first)
+            raise
+        self._lock.release()
+        self._unlocked = True
 
     @classmethod
     def finish_all_of(cls, wrapper) -> None:

@@ -15,10 +15,11 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from annotate.models import (
@@ -33,7 +34,7 @@ from annotate.models import (
 )
 from annotate.rubrics import RubricDefinitionError
 from annotate.services import RESERVED_SLUGS, create_comparison, rubric_by_key
-from core.bulk import PendingCopy, finish_copies, insert_new, unsaved
+from core.bulk import KeyPool, PendingCopy, finish_copies, insert_new, unsaved
 from core.collection import fewer_collections
 from core.exceptions import ApplicationError
 from core.sentences import split_spans
@@ -522,6 +523,8 @@ def _identity(kind: str, d: dict) -> tuple:
 # Records of one kind are written together, this many at a time: each chunk costs a
 # fixed number of queries, whatever its size (tests/datasets/test_import_bulk.py).
 CHUNK = 500
+# PostgreSQL: a chunk's sources are sent this many at a time as the file is read (_BulkWriter)
+STREAM = 50
 _SUMMARY_FIELDS = ("source", "text", "generator", "metadata", "flags", "parent")
 _CLAIM_FIELDS = ("text", "start", "end", "refs", "verdict", "explanation", "probability")
 
@@ -531,6 +534,14 @@ class _BulkWriter(_Writer):
     of each kind (existing rows looked up once per chunk; bulk_create and bulk_update), a chunk's
     sources first, then its summaries, then its claims, so a file that alternates source,
     summary, source, ... is written in as few statements as one grouped by kind.
+
+    On PostgreSQL a chunk's new sources are not queued but sent as they are read, STREAM
+    at a time, into one COPY that stays open while the rest of the file is parsed
+    (`_send_sources`): the server stores them meanwhile, where it stored them after the
+    whole chunk was read (issue 30, tenth round). Their keys are taken from the sequence
+    for the whole chunk at its first batch (KeyPool), since a query would end the COPY;
+    a chunk with fewer sources leaves the rest unused, a gap in the keys. Sources of a
+    study that has some already are queued as before: they may be updates.
 
     The file's order still decides what a record may refer to: a row created in the
     chunk at a later line than the record that names it is refused as unknown, as it
@@ -543,29 +554,83 @@ class _BulkWriter(_Writer):
         super().__init__()
         self.progress = progress
         self.written = 0
+        self.last_line = 0  # of the last record added
         self.queue: list[tuple[str, int, dict]] = []
         self.queued = dict.fromkeys(self.KINDS, 0)
         self.queued_keys: set[tuple[str, str]] = set()
         self.born: dict[tuple[str, str, str], int] = {}  # (kind, study, key) created in this chunk -> line
         self.pending: list[PendingCopy] = []  # COPYs the server is still storing, finished by flush
+        # PostgreSQL: the chunk's sources are sent as they are read (STREAM at a time, into
+        # one COPY left open), so the server stores them while the rest of the file is
+        # parsed; their keys come from `keys`, taken for the whole chunk at its first batch.
+        # Only sources that are all new (their study had none when the chunk began) are
+        # sent so; a chunk whose study has sources already is written at its end, as before.
+        self.stream = connection.vendor == "postgresql"
+        self.streaming: list[tuple[int, dict]] = []  # the chunk's sources not yet sent
+        self.sent = 0  # the chunk's sources sent so far
+        self.stream_off = False  # this chunk's sources are not all new: written by flush
+        self.keys = KeyPool()
+        # per model and study: had it rows of the model when this chunk first looked? A
+        # study that had none holds only rows this chunk made, in the writer's cache until
+        # the chunk's end (when this is forgotten with the cache).
+        self.has_rows: dict[type, dict[int, bool]] = {Source: {}, Summary: {}}
+
+    @contextmanager
+    def writing(self):
+        """Around everything that adds records: an error ends the COPY still open, so that the
+        connection is free for the rollback."""
+        try:
+            yield self
+        except BaseException:
+            finish_copies(self.pending, quiet=True)
+            raise
 
     def add(self, kind: str, line: int, d: dict) -> None:
         parent_queued = kind == "summary" and d["parent"] and (d["study"], d["parent"]) in self.queued_keys
         if self.queued[kind] >= CHUNK or parent_queued:
             self.flush()
-        self.queue.append((kind, line, d))
         self.queued[kind] += 1
+        self.last_line = line
+        if kind == "source" and self.stream and not self.stream_off:
+            self.streaming.append((line, d))
+            if len(self.streaming) >= STREAM:
+                self.queue.extend(self._send_sources())
+            return
+        self.queue.append((kind, line, d))
         if kind == "summary":
             self.queued_keys.add((d["study"], d["key"]))
 
+    def _send_sources(self) -> list[tuple[str, int, dict]]:
+        """Write the sources read since the last batch (PostgreSQL): new ones go into the
+        chunk's open COPY, and nothing is queried once the chunk's first batch has looked up
+        its studies' sources and taken the chunk's keys. If a study of theirs has sources
+        already, they are handed back (and the chunk's later ones queued) for flush to
+        write with the chunk's other records, in one look-up."""
+        batch, self.streaming = self.streaming, []
+        studies = [self.known_study(slug) for slug in {d["study"] for _, d in batch}]
+        known = [study.pk for study in studies if study is not None]  # an unknown one is refused below
+        if known and self._has_rows(Source, known):
+            self.stream_off = True
+            return [("source", line, d) for line, d in batch]
+        if self.keys.available(Source._meta) < len(batch):
+            # at most the rest of the chunk's sources: one query, before the COPY is open
+            self.keys.reserve(connection, Source._meta, CHUNK - self.sent)
+        self.sent += len(batch)
+        self._write_sources(batch)
+        return []
+
     def flush(self) -> None:
         queue = self.queue
-        self.queue, self.queued_keys, self.born = [], set(), {}
+        self.queue, self.queued_keys = [], set()
         self.queued = dict.fromkeys(self.KINDS, 0)
         try:
-            # The summaries' stored rows are looked up before the sources are written: on
-            # PostgreSQL the server then goes on storing the sources while the summaries
-            # are built, and no query waits for it before theirs (core.bulk.PendingCopy).
+            if self.streaming:  # the last sources read, into the COPY that may still be open
+                queue.extend(self._send_sources())
+            # The summaries' stored rows are looked up before the queued sources are written
+            # (a chunk's sources not sent as they were read): on PostgreSQL the server then
+            # goes on storing those while the summaries are built, and no query waits for it
+            # before theirs (core.bulk.PendingCopy). Sources sent as they were read are
+            # mostly stored by now: this look-up ends their COPY.
             self._look_up_summaries([(line, d) for k, line, d in queue if k == "summary"])
             for kind in self.KINDS:
                 records = [(line, d) for k, line, d in queue if k == kind]
@@ -576,6 +641,7 @@ class _BulkWriter(_Writer):
             raise
         finish_copies(self.pending)
         self.born = {}
+        self.stream_off = False
         # The chunk's rows (with their texts) are written: forget them, so memory stays
         # flat in the file's size. A later record that names one looks it up again with
         # its chunk (one query per chunk and kind).
@@ -583,10 +649,13 @@ class _BulkWriter(_Writer):
         self.summaries.clear()
         for absent in self.absent.values():
             absent.clear()
-        if queue:
-            self.written += len(queue)
+        for has_rows in self.has_rows.values():
+            has_rows.clear()
+        written, self.sent = len(queue) + self.sent, 0
+        if written:
+            self.written += written
             if self.progress is not None:
-                self.progress(self.written, queue[-1][1])
+                self.progress(self.written, self.last_line)
 
     def _not_yet(self, kind: str, line: int, study: Study, key: str, field_name: str) -> None:
         """Refuse a reference to a row this chunk creates at a later line of the file."""
@@ -612,10 +681,20 @@ class _BulkWriter(_Writer):
         by_id = {study.pk: study for study in missing.values()}
         # A study with no such rows yet (a first import) is answered by one cheap query
         # instead of a look-up of every key of the chunk.
-        if model.objects.filter(study__in=by_id).exists():
+        if self._has_rows(model, by_id):
             for row in model.objects.filter(study__in=by_id, key__in={key for _, key in missing}):
                 cache.setdefault((by_id[row.study_id].slug, row.key), row)
         absent.update(pair for pair in missing if pair not in cache)
+
+    def _has_rows(self, model, study_ids: Iterable[int]) -> bool:
+        """Did any of these studies have `model` rows when this chunk first asked? One query
+        for those not asked yet in the chunk (all marked as having rows if any has)."""
+        known = self.has_rows[model]
+        ask = [pk for pk in study_ids if pk not in known]
+        if ask:
+            found = model.objects.filter(study__in=ask).exists()
+            known.update(dict.fromkeys(ask, found))
+        return any(known[pk] for pk in study_ids)
 
     def _look_up_summaries(self, queue: list[tuple[int, dict]]) -> None:
         """The stored summaries the chunk's summary records name (their keys and parents),
@@ -673,7 +752,8 @@ class _BulkWriter(_Writer):
         if to_update:
             Source.objects.bulk_update(to_update, [*_SOURCE_FIELDS, "updated_at"])
         if created:
-            insert_new([source for _, _, source in created], natural_key=("study_id", "key"), pending=self.pending)
+            new = [source for _, _, source in created]
+            insert_new(new, natural_key=("study_id", "key"), pending=self.pending, key_pool=self.keys)
             for _ in created:
                 self.count("source", True, False)
 
@@ -863,7 +943,7 @@ def import_records(
     one that was rated cannot change."""
     seen: dict[tuple, int] = {}
     writer = _BulkWriter(progress=progress)
-    with transaction.atomic(), fewer_collections():
+    with transaction.atomic(), fewer_collections(), writer.writing():
         for record in parse_lines(lines):
             d = CLEANERS[record.type](_Fields(record.line, record.data))
             if only_study is not None:
@@ -968,7 +1048,7 @@ def import_evidence_inference(*, study: Study, lines: Iterable[str], only: set[s
         missing = sorted(only - {d["key"] for _, d, _ in cleaned})
         if missing:
             raise ApplicationError(f"not in the file: {', '.join(missing)}")
-    with transaction.atomic():
+    with transaction.atomic(), writer.writing():
         for start in range(0, len(cleaned), CHUNK):
             chunk = cleaned[start : start + CHUNK]
             for number, d, _ in chunk:

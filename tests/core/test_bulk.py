@@ -15,7 +15,7 @@ from django.db import IntegrityError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from annotate.models import Source, Summary
-from core.bulk import finish_copies, insert_new, unsaved
+from core.bulk import KeyPool, finish_copies, insert_new, unsaved
 from tests.factories import StudyFactory
 
 pytestmark = pytest.mark.django_db
@@ -232,3 +232,58 @@ def test_a_second_copy_ends_the_first_and_each_is_one_logged_statement():
     copies = [q["sql"] for q in captured.captured_queries if "COPY" in q["sql"]]
     assert [c.split(" (")[0] for c in copies] == ['2 rows: COPY "annotate_source"', '2 rows: COPY "annotate_summary"']
     assert dict(Summary.objects.filter(study=study).values_list("key", "source_id")) == {s.key: s.pk for s in sources}
+
+
+@postgres_only
+def test_rows_of_the_same_table_are_added_to_the_open_copy_and_logged_as_one_statement():
+    """With their keys taken beforehand (a statement would end the COPY), rows inserted
+    in two calls go into one COPY."""
+    study = StudyFactory()
+    pending, keys = [], KeyPool()
+    with CaptureQueriesContext(connection) as captured, transaction.atomic():
+        keys.reserve(connection, Source._meta, 5)
+        first = [Source(study=study, key=f"a{i}", text="t") for i in range(2)]
+        insert_new(first, natural_key=("study_id", "key"), pending=pending, key_pool=keys)
+        second = [Source(study=study, key=f"b{i}", text="t") for i in range(3)]
+        insert_new(second, natural_key=("study_id", "key"), pending=pending, key_pool=keys)
+        assert len(pending) == 1 and len(connection.execute_wrappers) == 1
+        finish_copies(pending)
+    copies = [q["sql"] for q in captured.captured_queries if "COPY" in q["sql"]]
+    assert [c.split(" (")[0] for c in copies] == ['5 rows: COPY "annotate_source"']
+    stored = dict(Source.objects.filter(study=study).values_list("key", "pk"))
+    assert stored == {obj.key: obj.pk for obj in first + second}
+
+
+@postgres_only
+def test_a_row_refused_in_added_rows_is_raised_and_nothing_of_the_copy_stays():
+    study = StudyFactory()
+    pending, keys = [], KeyPool()
+    with pytest.raises(IntegrityError), transaction.atomic():
+        keys.reserve(connection, Source._meta, 2)
+        insert_new(
+            [Source(study=study, key="k", text="t")], natural_key=("study_id", "key"), pending=pending, key_pool=keys
+        )
+        again = Source(study=study, key="k", text="again")
+        insert_new([again], natural_key=("study_id", "key"), pending=pending, key_pool=keys)
+        assert len(pending) == 1  # added to the open COPY: the server refuses it when the COPY ends
+        finish_copies(pending)
+    assert not Source.objects.filter(study=study).exists()
+    assert connection.execute_wrappers == [] and pending == []
+
+
+@postgres_only
+def test_a_key_pool_hands_out_each_key_once_and_queries_only_when_short():
+    pool = KeyPool()
+    meta = Source._meta
+    with CaptureQueriesContext(connection) as captured:
+        pool.reserve(connection, meta, 5)
+        first = pool.take(connection, meta, 3)
+        second = pool.take(connection, meta, 2)
+    assert len(captured.captured_queries) == 1 and pool.available(meta) == 0
+    with CaptureQueriesContext(connection) as captured:
+        third = pool.take(connection, meta, 4)  # short: the missing keys are taken now
+    assert len(captured.captured_queries) == 1
+    keys = first + second + third
+    assert keys == sorted(keys) and len(set(keys)) == 9
+    # the sequence goes on after them: a row saved the usual way gets a later key
+    assert Source.objects.create(study=StudyFactory(), key="later", text="t").pk > keys[-1]
