@@ -79,7 +79,11 @@ def test_the_server_stores_the_first_sources_while_the_file_is_still_being_read(
 
     def reading():
         with psycopg.connect(
-            host=settings["HOST"], port=settings["PORT"] or 5432, user=settings["USER"], dbname=settings["NAME"]
+            host=settings["HOST"],
+            port=settings["PORT"] or 5432,
+            user=settings["USER"],
+            password=settings["PASSWORD"] or None,
+            dbname=settings["NAME"],
         ) as watcher:
             for number, line in enumerate(lines, start=1):
                 if number == len(lines) - 2 * STREAM:  # three batches sent, one to come
