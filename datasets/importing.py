@@ -577,8 +577,9 @@ class _BulkWriter(_Writer):
 
     @contextmanager
     def writing(self):
-        """Around everything that adds records: an error ends the COPY still open, so that the
-        connection is free for the rollback."""
+        """Around everything that adds or flushes records (both may send rows into a COPY left
+        open): an error ends the COPY still open, so that the connection is free for the
+        rollback."""
         try:
             yield self
         except BaseException:
@@ -623,22 +624,18 @@ class _BulkWriter(_Writer):
         queue = self.queue
         self.queue, self.queued_keys = [], set()
         self.queued = dict.fromkeys(self.KINDS, 0)
-        try:
-            if self.streaming:  # the last sources read, into the COPY that may still be open
-                queue.extend(self._send_sources())
-            # The summaries' stored rows are looked up before the queued sources are written
-            # (a chunk's sources not sent as they were read): on PostgreSQL the server then
-            # goes on storing those while the summaries are built, and no query waits for it
-            # before theirs (core.bulk.PendingCopy). Sources sent as they were read are
-            # mostly stored by now: this look-up ends their COPY.
-            self._look_up_summaries([(line, d) for k, line, d in queue if k == "summary"])
-            for kind in self.KINDS:
-                records = [(line, d) for k, line, d in queue if k == kind]
-                if records:
-                    getattr(self, f"_write_{kind}s")(records)
-        except BaseException:
-            finish_copies(self.pending, quiet=True)  # the connection free for the rollback
-            raise
+        if self.streaming:  # the last sources read, into the COPY that may still be open
+            queue.extend(self._send_sources())
+        # The summaries' stored rows are looked up before the queued sources are written
+        # (a chunk's sources not sent as they were read): on PostgreSQL the server then
+        # goes on storing those while the summaries are built, and no query waits for it
+        # before theirs (core.bulk.PendingCopy). Sources sent as they were read are
+        # mostly stored by now: this look-up ends their COPY.
+        self._look_up_summaries([(line, d) for k, line, d in queue if k == "summary"])
+        for kind in self.KINDS:
+            records = [(line, d) for k, line, d in queue if k == kind]
+            if records:
+                getattr(self, f"_write_{kind}s")(records)
         finish_copies(self.pending)
         self.born = {}
         self.stream_off = False
