@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PORT ?= 8000
 
-.PHONY: run dev test test-ml bench bench-peers install install-dev install-ml migrate demo serve lint chromium clean local-llm local-llm-install test-llm
+.PHONY: static run dev test test-ml bench bench-peers install install-dev install-ml migrate demo serve lint chromium clean local-llm local-llm-install test-llm
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,32 +38,42 @@ MALLOC_ARENA_MAX ?= 2
 # `make run` serves the demo with gunicorn; DEBUG is on unless you say otherwise.
 run migrate demo serve dev: export DEBUG ?= 1
 
-migrate: install
+# The static files whitenoise serves, hashed and gzipped into staticfiles/ by `collectstatic`
+# (a deployment's release step runs it too); again only when a file under static/ or the
+# requirements changed.
+STATIC_ROOT ?= staticfiles
+STATIC_MANIFEST := $(STATIC_ROOT)/staticfiles.json
+$(STATIC_MANIFEST): $(shell find static -type f) requirements.txt | $(VENV)/.installed
+	$(BIN)/python manage.py collectstatic --noinput -v 0
+	touch $@
+static: $(STATIC_MANIFEST)
+
+migrate: install static
 	mkdir -p var
 	$(BIN)/python manage.py migrate --noinput
 
-demo: migrate
-	$(BIN)/python manage.py load_demo --with-answers
-	$(BIN)/python manage.py load_question_demo --with-answers
+demo: install static
+	mkdir -p var
+	$(BIN)/python manage.py prepare --demo --url http://127.0.0.1:$(PORT)/
 
 # gunicorn (config/gunicorn.conf.py): threaded workers, the app loaded once before they fork.
 serve: install
-	WEB_BIND=127.0.0.1:$(PORT) MALLOC_ARENA_MAX=$(MALLOC_ARENA_MAX) $(BIN)/gunicorn config.wsgi:application -c config/gunicorn.conf.py
+	WEB_BIND=127.0.0.1:$(PORT) MALLOC_ARENA_MAX=$(MALLOC_ARENA_MAX) exec $(BIN)/gunicorn config.wsgi:application -c config/gunicorn.conf.py
 
 # Django's development server, which reloads on every code change (for working on the code).
+# It serves static files from STATIC_ROOT like gunicorn: after changing one, run `make migrate`.
 dev: demo
 	$(BIN)/python manage.py runserver 127.0.0.1:$(PORT)
 
-# `make demo` then `make serve`, in one process: gunicorn's master migrates and loads the
-# demo (WEB_PREPARE=demo, config/gunicorn.conf.py) before it opens the port and forks.
-# Your own data, no demo: `DEMO=0 make run` (or WEB_PREPARE=migrate): it migrates and
-# creates the first admin from ADMIN_USERNAME/ADMIN_PASSWORD/ADMIN_EMAIL, or asks for it.
-# An explicit WEB_PREPARE always wins; the master prints the next step for the database.
+# `make demo` then `make serve`: the static files collected if they changed, then
+# `manage.py prepare` migrates and loads the demo (and computes its reports in the background), then gunicorn serves.
+# Your own data, no demo: `DEMO=0 make run` migrates and creates the first admin from
+# ADMIN_USERNAME/ADMIN_PASSWORD/ADMIN_EMAIL, or asks for it. `prepare` prints the next step.
 DEMO ?= 1
-run: export WEB_PREPARE ?= $(if $(filter 0 no false,$(DEMO)),migrate,demo)
-run: install
+run: install static
 	mkdir -p var
-	WEB_BIND=127.0.0.1:$(PORT) MALLOC_ARENA_MAX=$(MALLOC_ARENA_MAX) $(BIN)/gunicorn config.wsgi:application -c config/gunicorn.conf.py
+	$(BIN)/python manage.py prepare $(if $(filter 0 no false,$(DEMO)),,--demo) --url http://127.0.0.1:$(PORT)/
+	WEB_BIND=127.0.0.1:$(PORT) MALLOC_ARENA_MAX=$(MALLOC_ARENA_MAX) exec $(BIN)/gunicorn config.wsgi:application -c config/gunicorn.conf.py
 
 # The browser tests drive Debian's Chromium; install it when missing (needs root).
 chromium:

@@ -282,7 +282,7 @@ def study_members(study: Study) -> list[dict]:
 @transaction.atomic
 def create_first_admin(*, username: str, password: str, email: str = ""):
     """The first superuser of an empty install (`make run` with DEMO=0 or
-    WEB_PREPARE=migrate, from ADMIN_USERNAME/ADMIN_PASSWORD/ADMIN_EMAIL). Refused when a
+    `manage.py prepare`, from ADMIN_USERNAME/ADMIN_PASSWORD/ADMIN_EMAIL). Refused when a
     superuser exists already (the environment never changes an existing account) or the
     password fails the password validators."""
     users = get_user_model().objects

@@ -1,22 +1,21 @@
 """The demo's reports computed once, in a process of their own, when `make run` starts
-(WEB_PREPARE=demo, config/gunicorn.conf.py): so that the demo admin's first report is
-served from the cache (issue 30: "the demo report appears within two seconds of asking").
+(`manage.py prepare --demo`): so that the demo admin's first report is served from the
+cache.
 
 Computing a report imports pandas, scipy, statsmodels, scikit-learn and matplotlib
-(about 2 s, and tens of MiB). gunicorn's master must not import them (every worker would
-inherit them: tests/config/test_imports.py), nor should a web worker before a visitor asks;
-so the master only asks the cache (one query per study: analysis.selectors.report_inputs)
-and, when a demo report is missing or stale, starts `manage.py compute_reports` and does
-not wait for it. The reports go into the same cache as any other (keyed by a fingerprint
-of their inputs): a rating changed afterwards makes them stale as usual, and a visit
-meanwhile waits for this process's report rather than computing its own (the row is
-claimed with a conditional update). The process ends with the master (PR_SET_PDEATHSIG).
+(about 2 s, and tens of MiB), which no web worker should do before a visitor asks. So
+`prepare` only asks the cache (one query per study: analysis.selectors.report_inputs) and,
+when a demo report is missing or stale, starts `manage.py compute_reports` and does not
+wait for it. The reports go into the same cache as any other (keyed by a fingerprint of
+their inputs): a rating changed afterwards makes them stale as usual, and a visit meanwhile
+waits for this process's report rather than computing its own (the row is claimed with a
+conditional update). The process stays in the terminal's process group, so Ctrl-C ends it
+with the server.
 """
 
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -53,27 +52,9 @@ def queue_demo_reports() -> list[str]:
     return missing
 
 
-def _die_with_parent() -> None:
-    """In the child before exec: run below the web workers (the raters' requests come first,
-    as for a report thread: core.background.BACKGROUND_NICENESS), and SIGTERM when the process
-    that started it (the master) ends."""
-    try:
-        os.nice(BACKGROUND_NICENESS)
-    except OSError:
-        pass
-    try:
-        import ctypes
-
-        PR_SET_PDEATHSIG = 1
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-    except (OSError, AttributeError):
-        pass  # not Linux: the command ends by itself after the reports
-
-
 def start_demo_reports(missing: list[str], stdout=None) -> subprocess.Popen | None:
     """Start `manage.py compute_reports` for the demo reports that are `missing` (what
-    queue_demo_reports found); None when none is. Called by gunicorn's master before it
-    forks (it does not wait); the process ends with the master."""
+    queue_demo_reports found); None when none is. It does not wait for it."""
     if not missing:
         return None
     print(f"Computing the demo's reports in the background: {', '.join(missing)}", flush=True)
@@ -82,5 +63,6 @@ def start_demo_reports(missing: list[str], stdout=None) -> subprocess.Popen | No
         cwd=ROOT,
         stdin=subprocess.DEVNULL,
         stdout=stdout,
-        preexec_fn=_die_with_parent,
+        # below the web workers: the raters' requests come first
+        preexec_fn=lambda: os.nice(BACKGROUND_NICENESS),
     )

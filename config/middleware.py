@@ -16,6 +16,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpResponse, JsonResponse
+from django.middleware.gzip import GZipMiddleware
 from django.views import defaults
 
 HEADER = "Content-Security-Policy"
@@ -104,3 +105,16 @@ def _refuse(request, status: int, code: str, message: str) -> HttpResponse:
     if request.path_info.startswith(API_PREFIX):
         return JsonResponse(error_body(code, message), status=status)
     return HttpResponse(message, status=status, content_type="text/plain; charset=utf-8")
+
+
+class GZipTextMiddleware(GZipMiddleware):
+    """Django's GZipMiddleware (with its "Heal the BREACH" padding) for text only: pages,
+    JSON and JSON Lines, CSV, SVG. A zip archive, a PNG or any other already compressed
+    download keeps its bytes and its Content-Length."""
+
+    TEXT_TYPES = ("text/", "application/json", "application/jsonl", "application/javascript", "image/svg+xml")
+
+    def process_response(self, request, response):
+        if not response.get("Content-Type", "").startswith(self.TEXT_TYPES):
+            return response
+        return super().process_response(request, response)

@@ -59,6 +59,8 @@ INSTALLED_APPS = [
     "datasets",
     "literature",
     "recruit",
+    # config's own management command (`prepare`, what `make run` runs before gunicorn).
+    "config",
 ]
 
 MIDDLEWARE = [
@@ -69,11 +71,11 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Bodies over DATA_UPLOAD_MAX_MEMORY_SIZE (413) and chunked bodies (411), named.
     "config.middleware.RequestBodyLimitMiddleware",
-    # whitenoise, with the text files gzipped once into var/static-gz/ (config/static.py).
-    "config.static.CompressedStaticMiddleware",
+    # Static files from STATIC_ROOT, with the compressed variants `collectstatic` wrote.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     # Django's pages and JSON gzipped (with "Heal the BREACH" padding, Django >= 4.2), text
-    # only (config/static.py); below whitenoise, which answers static files itself.
-    "config.static.GZipTextMiddleware",
+    # only (config/middleware.py); below whitenoise, which answers static files itself.
+    "config.middleware.GZipTextMiddleware",
     "core.exceptions.ApiErrorMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -148,14 +150,13 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
+STATIC_ROOT = env_str("STATIC_ROOT", str(BASE_DIR / "staticfiles"))
 STATICFILES_DIRS = [BASE_DIR / "static"]
-# whitenoise serves static files itself (no CDN anywhere). With finders on it serves
-# straight from static/ and the apps, so no collectstatic is needed to run; a
-# deployment may turn it off after `collectstatic`.
-WHITENOISE_USE_FINDERS = env_bool("WHITENOISE_USE_FINDERS", True)
-# Where config.static writes the gzip variants of static text files (made on first use).
-STATIC_COMPRESSED_DIR = env_str("STATIC_COMPRESSED_DIR", str(BASE_DIR / "var" / "static-gz"))
+# whitenoise serves static files itself (no CDN anywhere), from STATIC_ROOT only: what
+# `collectstatic` put there (the release step, and every `make run`), with the gzip and
+# Brotli variants and the hashed names of its compressed manifest storage. Development and
+# production serve the same files.
+WHITENOISE_USE_FINDERS = False
 
 # Behind TLS (docs/security.md). SECURE_COOKIES turns on secure cookies, the redirect of
 # plain HTTP to HTTPS and, unless DEBUG is on, HSTS for a year; each can be set apart.
@@ -365,7 +366,7 @@ else:
     raise ImproperlyConfigured(f"STORAGE_BACKEND must be local or s3, got {STORAGE_BACKEND!r}")
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
     **_run_storages,
 }
 

@@ -1,6 +1,6 @@
 """Whether a demo is already loaded: a cheap check before any heavy import (issue 30).
 
-`make run` loads the demos in gunicorn's master on every start (WEB_PREPARE=demo). Once
+`make run` loads the demos on every start (`manage.py prepare --demo`). Once
 they are in the database, the loaders (`load_demo`, `load_question_demo`) ask this
 module first and stop: two queries, and nothing imported beyond the models. Loading
 the demo builds a BM25 index and imports numpy, scipy, bm25s and PyStemmer, and every

@@ -44,3 +44,9 @@ DEMO_PASSWORD = "rate-summaries-2026"
 # checkout (/docs/batches.md, /Makefile) got the file instead of the page. The app has no
 # media: a prefix nothing uses keeps every path for the app, as gunicorn serves it.
 MEDIA_URL = "/test-live-server-media/"
+
+# Pages rendered in process and by the live server name static files as they are in static/
+# (the live server serves them through the finders): the hashed names of the production
+# storage exist only after `collectstatic`, which the tests of the served shapes run
+# (tests/config/test_production_start.py, test_server.py, the rehearsal).
+STORAGES = {**STORAGES, "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}

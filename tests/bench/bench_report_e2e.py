@@ -7,7 +7,7 @@ Run:  .venv/bin/python tests/bench/bench_report_e2e.py [--rounds 3] [--port 2021
 Not collected by pytest. Builds once a SQLite database with the demo loaded as `make run`
 loads it (`load_demo --with-answers`, `load_question_demo --with-answers`; no report
 computed), then per round copies it and starts gunicorn the way `make run` does
-(config/gunicorn.conf.py, WEB_PREPARE=demo, DEBUG=1, 2 workers × 8 threads,
+(`manage.py prepare --demo`, then config/gunicorn.conf.py, DEBUG=1, 2 workers × 8 threads,
 MALLOC_ARENA_MAX=2). Once /healthz answers (and ``--ask-after`` seconds more), it logs in
 as the demo admin and asks for each study of ``--order`` in turn, doing what the page does
 (static/js/report.js): while the report is computed, poll /analysis/<slug>/progress, then
@@ -73,7 +73,6 @@ def environment(port: int, demo_reports: bool = True) -> dict[str, str]:
         DATABASE_URL=f"sqlite:///{DB}",
         DJANGO_SETTINGS_MODULE="config.settings",
         DEBUG="1",
-        WEB_PREPARE="demo",
         WEB_BIND=f"127.0.0.1:{port}",
         MALLOC_ARENA_MAX="2",
         WEB_DEMO_REPORTS="1" if demo_reports else "0",
@@ -87,7 +86,12 @@ def build_template() -> None:
         return
     env = environment(0) | {"DATABASE_URL": f"sqlite:///{TEMPLATE}"}
     manage = [sys.executable, str(ROOT / "manage.py")]
-    for args in (["migrate", "-v0"], ["load_demo", "--with-answers"], ["load_question_demo", "--with-answers"]):
+    for args in (
+        ["migrate", "-v0"],
+        ["load_demo", "--with-answers"],
+        ["load_question_demo", "--with-answers"],
+        ["collectstatic", "--noinput", "-v0"],
+    ):
         subprocess.run([*manage, *args], check=True, env=env, cwd=ROOT, stdout=subprocess.DEVNULL)
 
 
@@ -96,8 +100,14 @@ def start_server(port: int, log, demo_reports: bool) -> tuple[subprocess.Popen, 
         Path(f"{DB}{suffix}").unlink(missing_ok=True)
     shutil.copy(TEMPLATE, DB)
     started = time.monotonic()
-    server = subprocess.Popen(
-        [str(ROOT / ".venv" / "bin" / "gunicorn"), "config.wsgi:application", "-c", "config/gunicorn.conf.py"],
+    venv = ROOT / ".venv" / "bin"
+    server = subprocess.Popen(  # what `make run` runs: prepare, then gunicorn
+        [
+            "bash",
+            "-c",
+            f"{venv / 'python'} manage.py prepare --demo && "
+            f"exec {venv / 'gunicorn'} config.wsgi:application -c config/gunicorn.conf.py",
+        ],
         env=environment(port, demo_reports),
         cwd=ROOT,
         stdout=log,

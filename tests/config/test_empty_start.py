@@ -1,7 +1,6 @@
-"""An empty start without the demo (issue 35): `DEMO=0 make run` (or WEB_PREPARE=migrate)
-migrates, creates the first admin from ADMIN_USERNAME/ADMIN_PASSWORD/ADMIN_EMAIL and loads
-no demo; an explicit WEB_PREPARE is honoured; the terminal prints the next step for the
-database it serves."""
+"""An empty start without the demo: `DEMO=0 make run` migrates, creates the first admin from
+ADMIN_USERNAME/ADMIN_PASSWORD/ADMIN_EMAIL and loads no demo; the terminal prints the next
+step for the database it serves."""
 
 import subprocess
 import time
@@ -15,7 +14,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from config.startup import next_step
+from config.management.commands.prepare import next_step
 from tests.config.test_server import environment, free_port, get
 from tests.factories import StudyFactory, UserFactory
 
@@ -85,8 +84,8 @@ def test_demo_0_make_run_starts_empty_with_the_admin_from_the_environment(tmp_pa
     assert "create the first study at" in output and "log in as rater1" not in output
 
 
-def test_an_explicit_web_prepare_is_honoured_and_an_empty_database_says_how_to_begin(tmp_path):
-    process, base = make_run(environment(tmp_path, WEB_PREPARE="migrate"))
+def test_without_an_admin_in_the_environment_an_empty_start_says_how_to_begin(tmp_path):
+    process, base = make_run(environment(tmp_path), "DEMO=0")
     try:
         assert "/accounts/login/" in log_in(base, "rater1", "rate-summaries-2026").split("\n", 1)[0]
     finally:

@@ -77,11 +77,11 @@ def test_serving_the_app_imports_no_heavy_library(tmp_path):
     assert found["heavy"] == [], f"serving the web app imported {found['heavy']}"
 
 
-# What `make run`'s gunicorn master does (config/gunicorn.conf.py with WEB_PREPARE=demo):
-# load the app (preload_app), then on_starting migrates and runs the demo loaders, then
-# the workers fork and serve. Here in one fresh interpreter: the app, the hook exactly as
-# gunicorn calls it, then the first requests a rater makes (the queue and a rating page,
-# through Django's test client: the worker's whole request path).
+# What `make run`'s gunicorn master does after `manage.py prepare --demo` (a process of its
+# own): load the app (preload_app), then its on_starting hook, then the workers fork and
+# serve. Here in one fresh interpreter: the app, the hook exactly as gunicorn calls it, then
+# the first requests a rater makes (the queue and a rating page, through Django's test
+# client: the worker's whole request path).
 MASTER_PROBE = """
 import importlib.util, json, sys
 import config.wsgi
@@ -108,27 +108,17 @@ print(json.dumps({
 MASTER_HEAVY = (*HEAVY, "bm25s", "Stemmer")
 
 
-def test_make_run_master_imports_no_heavy_library_whether_it_loads_the_demo_or_finds_it(tmp_path):
-    env = probe_env(tmp_path, DEBUG="1", WEB_PREPARE="demo", DEMO_PASSWORD="")
-
-    def start():
-        done = run_probe(["-c", MASTER_PROBE % (MASTER_HEAVY,)], env, timeout=600)
-        assert done.returncode == 0, done.stderr
-        return json.loads(done.stdout.strip().splitlines()[-1]), done.stdout
-
-    # The first start loads the demo: building its BM25 index needs bm25s and numpy. The
-    # master forks a child for the preparation (config.startup.run_in_child), which takes
-    # them with it when it exits: the master, and the workers that fork from it, never have them.
-    first, out = start()
-    assert "Question demo loaded: 12 questions" in out
-    assert first["after_prepare"] == [], f"make run's master imported {first['after_prepare']}"
-    assert first["status"] == [200, 200]
-    # Every later start finds the demo and skips the loaders before importing them.
-    again, out = start()
-    assert "Demo already loaded" in out and "Question demo already loaded" in out
-    assert again["status"] == [200, 200]
-    assert again["after_prepare"] == [], f"make run's master imported {again['after_prepare']}"
-    assert again["after_requests"] == [], f"a rater's first requests imported {again['after_requests']}"
+def test_make_run_master_and_a_raters_first_requests_import_no_heavy_library(tmp_path):
+    env = probe_env(tmp_path, DEBUG="1", WEB_DEMO_REPORTS="0", DEMO_PASSWORD="")
+    prepared = run_probe(["manage.py", "prepare", "--demo"], env, timeout=600)
+    assert prepared.returncode == 0, prepared.stderr
+    assert "Question demo loaded: 12 questions" in prepared.stdout
+    done = run_probe(["-c", MASTER_PROBE % (MASTER_HEAVY,)], env, timeout=600)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["status"] == [200, 200]
+    assert found["after_prepare"] == [], f"make run's master imported {found['after_prepare']}"
+    assert found["after_requests"] == [], f"a rater's first requests imported {found['after_requests']}"
 
 
 WORKER_PROBE = """
@@ -245,37 +235,3 @@ def test_the_report_numbers_read_evaluator_runs_without_the_llm_gateway(tmp_path
     done = run_probe(["-c", REPORT_PROBE], env)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.strip().splitlines()[-1]) == []
-
-
-WARM_UP_PROBE = """
-import json, sys
-import config.wsgi
-from config.memory import warm_up
-before = "datasets.importing" in sys.modules
-warm_up()
-import uuid
-from django.conf import settings
-from django.urls import get_resolver, resolvers, reverse
-built = []
-populate = resolvers.URLResolver._populate
-resolvers.URLResolver._populate = lambda self: (built.append(str(self.pattern)), populate(self))[1]
-reverse("api:import-detail", kwargs={"slug": "s", "import_id": uuid.uuid4()})
-reverse("admin:index")
-reverse("annotate:queue")
-print(json.dumps({"before": before, "after": "datasets.importing" in sys.modules,
-                  "reverse_ready": settings.LANGUAGE_CODE in get_resolver()._reverse_dict,
-                  "built_on_reverse": built,
-                  "heavy": sorted(m for m in %r if m in sys.modules)}))
-"""
-
-
-def test_warm_up_readies_the_importer_and_the_url_reversal_and_nothing_heavy(tmp_path):
-    """gunicorn's master imports the JSON Lines importer and builds the URL resolver's
-    reverse lookups before the workers fork (config/memory.py: warm_up), so no worker's
-    first import request or first page pays for them, nor its first reverse() into a
-    namespace ("api:", "admin:", an app's); a plain gunicorn start (no demo loader) imported
-    the importer nowhere else."""
-    done = run_probe(["-c", WARM_UP_PROBE % (HEAVY,)], probe_env(tmp_path, DEBUG="1"))
-    assert done.returncode == 0, done.stderr
-    found = json.loads(done.stdout.strip().splitlines()[-1])
-    assert found == {"before": False, "after": True, "reverse_ready": True, "built_on_reverse": [], "heavy": []}

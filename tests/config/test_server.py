@@ -1,8 +1,11 @@
 """`make run` serves with gunicorn (config/gunicorn.conf.py): a real server process, started
-as the Makefile starts it, answers pages and static files, several clients at once."""
+as the Makefile starts it (`manage.py prepare`, then gunicorn), answers pages and static
+files, several clients at once."""
 
+import atexit
 import gzip
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -11,6 +14,7 @@ import urllib.parse
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -30,6 +34,24 @@ def get(url: str, **headers) -> tuple[int, bytes, dict]:
         return response.status, response.read(), dict(response.headers)
 
 
+@cache
+def collected_static() -> str:
+    """A STATIC_ROOT filled by `collectstatic` as `make run` and the release step fill it,
+    once per test process (the servers of these tests only read it)."""
+    root = Path(os.environ.get("TMPDIR", "/tmp")) / f"ratings-test-static-{os.getpid()}"
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    done = subprocess.run(
+        [sys.executable, "manage.py", "collectstatic", "--noinput", "-v", "0"],
+        cwd=BASE,
+        env={"PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", "/tmp"), "STATIC_ROOT": str(root)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    return str(root)
+
+
 def environment(tmp_path, **extra) -> dict[str, str]:
     return {
         "PATH": os.environ.get("PATH", ""),
@@ -37,15 +59,24 @@ def environment(tmp_path, **extra) -> dict[str, str]:
         "DEBUG": "1",
         "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
         "LOCAL_SECRET_KEY_FILE": str(tmp_path / "secret_key"),
-        "STATIC_COMPRESSED_DIR": str(tmp_path / "static-gz"),
+        "STATIC_ROOT": collected_static(),
         **extra,
     }
 
 
+def prepare(env: dict[str, str], *args: str) -> str:
+    """`manage.py prepare`, as `make run` runs it before gunicorn; its output."""
+    done = subprocess.run(
+        [sys.executable, "manage.py", "prepare", *args], cwd=BASE, env=env, capture_output=True, text=True, timeout=900
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
 @contextmanager
 def gunicorn(env: dict[str, str], *, workers: int, limit_s: float = 180):
-    """gunicorn as `make serve` starts it, on a free port; yields its base URL once the
-    login page answers (a generous limit: a loaded 2-core machine can take a while)."""
+    """gunicorn as `make serve` starts it (on a database already prepared), on a free port;
+    yields its base URL once the login page answers (a generous limit: a loaded 2-core machine can take a while)."""
     port = free_port()
     process = subprocess.Popen(
         [str(Path(sys.executable).with_name("gunicorn")), "config.wsgi:application", "-c", "config/gunicorn.conf.py"],
@@ -95,7 +126,7 @@ def test_gunicorn_serves_pages_static_files_and_many_clients(server):
 
 
 def test_a_browser_that_accepts_gzip_gets_pages_and_static_text_files_gzipped(server):
-    """Issue 30: the rating page's style and script, and the pages, go out compressed (a
+    """The rating page's style and script, and the pages, go out compressed (a
     browser always sends Accept-Encoding: gzip); a client that does not ask gets them whole."""
     for path in ("static/js/rate.js", "static/css/app.css"):
         status, body, headers = get(f"{server}/{path}", **{"Accept-Encoding": "gzip, deflate, br"})
@@ -111,11 +142,12 @@ def test_a_browser_that_accepts_gzip_gets_pages_and_static_text_files_gzipped(se
     assert b"Log in" in gzip.decompress(body)
 
 
-def test_make_run_prepares_the_database_in_the_server_process(tmp_path):
-    """`make run` (WEB_PREPARE=demo): on an empty database, gunicorn's master migrates and
-    loads the demo before it answers, and the demo's rater can log in."""
-    env = environment(tmp_path, WEB_PREPARE="demo", DEMO_PASSWORD="a-password-for-this-test")
-    with gunicorn(env, workers=1, limit_s=300) as base:  # migrations and the demo first
+def test_make_run_prepares_the_database_then_serves(tmp_path):
+    """`make run`: on an empty database, `prepare --demo` migrates and loads the demo, then
+    gunicorn serves it and the demo's rater can log in."""
+    env = environment(tmp_path, DEMO_PASSWORD="a-password-for-this-test", WEB_DEMO_REPORTS="0")
+    assert "log in as rater1" in prepare(env, "--demo")
+    with gunicorn(env, workers=1) as base:
         opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
         page = opener.open(f"{base}/accounts/login/", timeout=60).read().decode()
         token = page.split('name="csrfmiddlewaretoken" value="', 1)[1].split('"', 1)[0]
@@ -130,13 +162,13 @@ def test_make_run_prepares_the_database_in_the_server_process(tmp_path):
 
 
 def test_make_run_computes_the_demo_reports_that_the_first_visit_serves(tmp_path):
-    """Issue 30: `make run`'s master queues the demo's reports and starts `manage.py
+    """`make run`'s `prepare --demo` queues the demo's reports and starts `manage.py
     compute_reports` in a process of its own; once it is done, the admin's first visit to
     the LitSumm report gets the numbers and every plot at once, from that computation (the
     web workers compute nothing: the row and its time are the ones the process stored)."""
     import sqlite3
 
-    env = environment(tmp_path, WEB_PREPARE="demo", DEMO_PASSWORD="a-password-for-this-test")
+    env = environment(tmp_path, DEMO_PASSWORD="a-password-for-this-test")
     database = tmp_path / "db.sqlite3"
 
     def finished() -> dict[str, tuple]:
@@ -147,7 +179,8 @@ def test_make_run_computes_the_demo_reports_that_the_first_visit_serves(tmp_path
             ).fetchall()
         return {slug: (pk, at) for slug, pk, at in rows}
 
-    with gunicorn(env, workers=1, limit_s=300) as base:
+    assert "Computing the demo's reports in the background" in prepare(env, "--demo")
+    with gunicorn(env, workers=1) as base:
         deadline = time.monotonic() + 900
         while len(finished()) < 4:  # the demo's LitSumm, FactPICO, pairwise and questions studies
             assert time.monotonic() < deadline, finished()
@@ -164,17 +197,3 @@ def test_make_run_computes_the_demo_reports_that_the_first_visit_serves(tmp_path
         assert 'id="report-progress"' not in report and "data-pending" not in report
         assert "Agreement" in report and report.count("<img src=") >= 10
         assert finished() == before
-
-
-def test_an_unknown_prepare_step_stops_the_server(tmp_path):
-    gunicorn = Path(sys.executable).with_name("gunicorn")
-    done = subprocess.run(
-        [str(gunicorn), "config.wsgi:application", "-c", "config/gunicorn.conf.py"],
-        cwd=BASE,
-        env=environment(tmp_path, WEB_PREPARE="flush", WEB_BIND=f"127.0.0.1:{free_port()}"),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode != 0
-    assert "WEB_PREPARE must be one of" in done.stdout + done.stderr

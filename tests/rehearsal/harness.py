@@ -143,7 +143,7 @@ class Cluster:
             "DEMO_PASSWORD": "rehearsal-password",
             "IMPORTS_DIR": str(var / "imports"),
             "EXPORTS_DIR": str(var / "exports"),
-            "STATIC_COMPRESSED_DIR": str(var / "static-gz"),
+            "STATIC_ROOT": str(var / "static"),
             "LOCAL_SECRET_KEY_FILE": str(var / "secret_key"),
             "MPLCONFIGDIR": str(var / "matplotlib"),
             "MALLOC_ARENA_MAX": "2",
@@ -213,6 +213,9 @@ class Cluster:
         return result.stdout
 
     def start_web(self, name: str) -> Service:
+        # Each web machine's static files, collected on it as its code is installed: the
+        # machines share no disk (docs/deployment.md, "Several machines").
+        self.manage(name, "collectstatic", "--noinput")
         port = free_port()
         env = self.env(self.machine(name)) | {
             "WEB_BIND": f"127.0.0.1:{port}",

@@ -163,6 +163,7 @@ def cluster(scripted, tmp_path_factory):
     try:
         cluster.start_s3()
         cluster.manage("release", "migrate", "--noinput")
+        cluster.manage("release", "collectstatic", "--noinput")
         cluster.manage("release", "load_demo", "--with-answers")
         cluster.manage("release", "load_question_demo")
         cluster.token = cluster.manage("release", "create_api_token", "admin").strip().splitlines()[-1]
@@ -219,6 +220,12 @@ def test_the_production_shape_across_machines_that_share_no_disk(cluster, script
         page = person.get(f"{server}/analysis/{REPORT_STUDY}/")
         assert page.status_code == 200, page.text[:300]
         assert "Agreement" in page.text or "agreement" in page.text
+        # The page's style sheet under its hashed name, gzipped, cached for good.
+        sheet = re.search(r'href="(/static/css/app\.[0-9a-f]{12}\.css)"', page.text)
+        assert sheet, page.text[:1000]
+        css = person.get(server + sheet.group(1), headers={"Accept-Encoding": "gzip"})
+        assert css.status_code == 200 and css.headers["Content-Encoding"] == "gzip"
+        assert "immutable" in css.headers["Cache-Control"]
     cluster.figures.record(
         "report",
         requests=api.requests + person.requests,

@@ -304,7 +304,7 @@ def main():
     if CONFIG == "b":
         res["versions"]["postgresql"] = psql("show server_version")
     res["server"] = {
-        "a": "`make run` = migrate + load_demo + gunicorn -c config/gunicorn.conf.py (2 gthread workers x 8 threads, "
+        "a": "`make run` = collectstatic + prepare (migrate + load_demo) + gunicorn -c config/gunicorn.conf.py (2 gthread workers x 8 threads, "
              "preloaded), DEBUG=1, SQLite var/db.sqlite3 (WAL, IMMEDIATE transactions)",
         "b": f"gunicorn -c config/gunicorn.conf.py, {WORKERS} gthread workers x 8 threads, --timeout {GUNICORN_TIMEOUT}, "
              f"DEBUG=0, PostgreSQL {PG_DB} on 127.0.0.1, "
@@ -346,6 +346,7 @@ def main():
         t0 = time.perf_counter()
         manage("migrate", "--noinput")
         res["first_time_setup_migrate_s"] = r3(time.perf_counter() - t0, 2)
+        manage("collectstatic", "--noinput", "-v", "0")  # the release step's second command
 
     t0 = time.perf_counter()
     rest_slugs = [f"bench-{k}" for k in range(IMPORT_RUNS)]
