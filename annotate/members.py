@@ -5,9 +5,11 @@ A study admin (anyone who administers the study: annotate.selectors.access) may:
 - invite someone by e-mail: a new account with no usable password, a role in the study,
   and a one-time link to set a password (`invite_link`). With mail configured
   (`mail_is_configured`) the link is e-mailed; otherwise, or when sending fails, the page
-  shows the link to the admin to pass on. The link is Django's password-reset token: it
-  stops working once the password is set (the token hashes the password) or after
-  PASSWORD_RESET_TIMEOUT;
+  shows the link to the admin to pass on. The link is a password-reset token of its own
+  (`InvitationTokens`) naming the study and the admin it was made for: it stops working
+  once the password is set or the account logs in (the token hashes both), after
+  PASSWORD_RESET_TIMEOUT, and as soon as `set_password_link_refusal` (the one rule for
+  giving such a link) would refuse a new one;
 - add an existing account by its exact username or e-mail (never a list of accounts);
 - set a member's roles (rater, viewer, study admin);
 - remove a member from the study: their memberships go, every assignment, revision and
@@ -27,7 +29,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.password_validation import validate_password
-from django.contrib.auth.tokens import default_token_generator
+from django.contrib.auth.tokens import PasswordResetTokenGenerator
 from django.core.exceptions import ValidationError
 from django.core.mail import EmailMessage
 from django.core.validators import validate_email
@@ -36,9 +38,10 @@ from django.db.models import F, Q
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.encoding import force_bytes
-from django.utils.http import urlsafe_base64_encode
+from django.utils.http import base36_to_int, int_to_base36, urlsafe_base64_encode
 
 from annotate.models import Assignment, Study, StudyMembership
+from annotate.selectors.access import is_study_admin
 from annotate.services import add_study_member
 from core.exceptions import ApplicationError
 from core.text_validation import check_text
@@ -70,14 +73,126 @@ def mail_is_configured() -> bool:
     return settings.EMAIL_BACKEND not in UNDELIVERED_BACKENDS
 
 
-def invite_link(*, user, request=None) -> str:
+# --- set-password links ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LinkRefusal:
+    """Why an account gets no set-password link from a study admin: `reason` says what the
+    account is, `remedy` what to do instead (shown to the admin and on the link's page)."""
+
+    code: str
+    reason: str
+    remedy: str
+
+    def message_for(self, user) -> str:
+        return f"No link for {user.get_username()}: {self.reason}. {self.remedy}"
+
+
+INSTANCE_ADMIN = (
+    "Only an administrator of the instance can give this account a password (in the Django admin); "
+    "anyone who knows their password can use “Forgot your password?” on the login page."
+)
+FORGOT_PASSWORD = "Its owner logs in with that password, or uses “Forgot your password?” on the login page."
+ASK_STUDY_ADMIN = "Ask a study admin of the study for a new link."
+
+
+def set_password_link_refusal(*, account, study: Study, issuer) -> LinkRefusal | None:
+    """The one rule for a set-password link made by a study admin (`issuer`) of `study`:
+    None when the link may be given, else why not. Checked when the link is made and again
+    every time it is used, so a link dies as soon as its account would get no new one.
+
+    The link sets the account's password, so it is only for a newcomer to this study alone:
+    an active account that has never logged in, has no usable password, is neither staff
+    nor superuser, holds no Django permission or group, and has roles in this study only;
+    and only while the issuer still administers the study. Otherwise a study admin could
+    take over an account whose password login is switched off (a superuser's, another
+    study's admin, an account that signs in some other way)."""
+    if not account.is_active:
+        return LinkRefusal("inactive", "the account is switched off", INSTANCE_ADMIN)
+    if account.is_staff or account.is_superuser:
+        return LinkRefusal("staff", "the account is staff or a superuser of the instance", INSTANCE_ADMIN)
+    if account.has_usable_password():
+        return LinkRefusal("password_set", "the account has set a password already", FORGOT_PASSWORD)
+    if account.last_login is not None:
+        return LinkRefusal("logged_in", "the account has logged in before", INSTANCE_ADMIN)
+    if account.user_permissions.exists() or account.groups.exists():
+        return LinkRefusal("permissions", "the account has permissions on the instance", INSTANCE_ADMIN)
+    studies = set(StudyMembership.objects.filter(user=account).values_list("study_id", flat=True))
+    if study.pk not in studies:
+        return LinkRefusal("not_member", f"the account is not a member of the study “{study.title}”", ASK_STUDY_ADMIN)
+    if studies != {study.pk}:
+        return LinkRefusal("other_study", "the account has a role in another study", INSTANCE_ADMIN)
+    if issuer is None or not is_study_admin(issuer, study):
+        return LinkRefusal(
+            "issuer", f"whoever made it no longer administers the study “{study.title}”", ASK_STUDY_ADMIN
+        )
+    return None
+
+
+@dataclass(frozen=True)
+class LinkGrant:
+    """What a valid set-password link was made for: the study and the admin who made it."""
+
+    study: Study
+    issuer: object
+
+
+class InvitationTokens:
+    """Set-password tokens that name the study and the admin they were made for:
+    `<study>.<issuer>-<Django password-reset token>`, where the inner token is Django's
+    (it hashes the password, the last login and a timestamp: one use, PASSWORD_RESET_TIMEOUT)
+    keyed with a salt that holds the study and the issuer, so neither can be changed.
+    The salt differs from Django's own reset tokens, so an invitation is no
+    `/accounts/reset/` link, nor the other way round. `check_token` lets Django's
+    PasswordResetConfirmView use it."""
+
+    SALT = "annotate.members.InvitationTokens"
+
+    def _inner(self, prefix: str) -> PasswordResetTokenGenerator:
+        generator = PasswordResetTokenGenerator()
+        generator.key_salt = f"{self.SALT}:{prefix}"
+        return generator
+
+    def make_token(self, user, *, study: Study, issuer) -> str:
+        prefix = f"{int_to_base36(study.pk)}.{int_to_base36(issuer.pk)}"
+        return f"{prefix}-{self._inner(prefix).make_token(user)}"
+
+    def grant(self, user, token) -> LinkGrant | None:
+        """The study and issuer of a valid token for `user`, else None."""
+        if user is None or not isinstance(token, str):
+            return None
+        prefix, _, inner = token.partition("-")
+        study_b36, _, issuer_b36 = prefix.partition(".")
+        try:
+            study_pk, issuer_pk = base36_to_int(study_b36), base36_to_int(issuer_b36)
+        except ValueError:
+            return None
+        if not self._inner(prefix).check_token(user, inner):
+            return None
+        study = Study.objects.filter(pk=study_pk).first()
+        issuer = get_user_model().objects.filter(pk=issuer_pk).first()
+        return LinkGrant(study=study, issuer=issuer) if study is not None and issuer is not None else None
+
+    def check_token(self, user, token) -> bool:
+        return self.grant(user, token) is not None
+
+
+invitation_tokens = InvitationTokens()
+
+
+def invite_link(*, user, study: Study, issuer, request=None) -> str:
     """The one-time link that lets `user` set a password (absolute when `request` is
-    given). Valid until the password is set or PASSWORD_RESET_TIMEOUT passes."""
+    given), made by `issuer` for `study`; refused (MemberError) when
+    set_password_link_refusal says no."""
+    refusal = set_password_link_refusal(account=user, study=study, issuer=issuer)
+    if refusal is not None:
+        raise MemberError(refusal.message_for(user), extra={"code": refusal.code})
     path = reverse(
         "invite-accept",
         kwargs={
             "uidb64": urlsafe_base64_encode(force_bytes(user.pk)),
-            "token": default_token_generator.make_token(user),
+            "token": invitation_tokens.make_token(user, study=study, issuer=issuer),
         },
     )
     return request.build_absolute_uri(path) if request is not None else path
@@ -142,7 +257,7 @@ def invite_member(*, study: Study, email: str, role: str, invited_by, username: 
         username = _username_for(email)
     user = users.create_user(username=username, email=email, password=None)  # unusable password
     add_study_member(study=study, user=user, role=role)
-    link = invite_link(user=user, request=request)
+    link = invite_link(user=user, study=study, issuer=invited_by, request=request)
     invitation = Invitation(user=user, link=link, mailed=False)
     if mail_is_configured():
         _mail_invitation(invitation, study=study, invited_by=invited_by)
@@ -150,30 +265,11 @@ def invite_member(*, study: Study, email: str, role: str, invited_by, username: 
 
 
 def reissue_invitation(*, study: Study, user, invited_by, request=None) -> Invitation:
-    """A new set-password link for a member who has not set a password yet (the old link
-    still works until then: both are the same token while the password is unchanged);
-    only for an account that is a newcomer to this study alone (see below)."""
-    if not StudyMembership.objects.filter(study=study, user=user).exists():
-        raise MemberError("This account is not a member of the study.")
-    if user.has_usable_password():
-        raise MemberError(
-            f"{user.get_username()} has set a password already; they can use “Forgot your password?” on the login page."
-        )
-    # The link sets the account's password, so it is given only for an account that is
-    # nothing but a newcomer to this study: never logged in, no staff or superuser flag,
-    # no role in another study. Otherwise a study admin could take over an account whose
-    # password login is switched off (a superuser's, another study's admin).
-    if (
-        user.is_staff
-        or user.is_superuser
-        or user.last_login is not None
-        or StudyMembership.objects.filter(user=user).exclude(study=study).exists()
-    ):
-        raise MemberError(
-            f"A link for {user.get_username()} can only come from an administrator of the instance "
-            "(the account has logged in before, is staff, or has roles in other studies)."
-        )
-    invitation = Invitation(user=user, link=invite_link(user=user, request=request), mailed=False)
+    """A new set-password link for a member who has not set a password yet (an older link
+    keeps working until then), on the terms of set_password_link_refusal."""
+    invitation = Invitation(
+        user=user, link=invite_link(user=user, study=study, issuer=invited_by, request=request), mailed=False
+    )
     if mail_is_configured() and user.email:
         _mail_invitation(invitation, study=study, invited_by=invited_by)
     return invitation

@@ -10,10 +10,14 @@ from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import INTERNAL_RESET_SESSION_TOKEN
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count
 from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
+from django.utils.decorators import method_decorator
+from django.views.decorators.cache import never_cache
+from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods
 
 from annotate import members, services
@@ -184,12 +188,37 @@ def study_members(request, slug):
 
 
 class InviteAcceptView(auth_views.PasswordResetConfirmView):
-    """The invitation link: Django's one-time password-reset token (annotate.members),
-    on a page that says "set your password" and then sends the person to log in."""
+    """The invitation link: a one-time password-reset token naming the study and the admin
+    it was made for (annotate.members.InvitationTokens), on a page that says "set your
+    password" and then sends the person to log in. Each use, the form's and the POST's
+    alike, asks set_password_link_refusal again: a link the account would no longer get
+    is refused on a page that says why and what to do."""
 
     template_name = "registration/invite_accept.html"
     success_url = reverse_lazy("login")
     reset_url_token = "set-password"
+    token_generator = members.invitation_tokens
+
+    @method_decorator(sensitive_post_parameters())
+    @method_decorator(never_cache)
+    def dispatch(self, request, *args, **kwargs):
+        token = kwargs.get("token")
+        if token == self.reset_url_token:
+            token = request.session.get(INTERNAL_RESET_SESSION_TOKEN)
+        account = self.get_user(kwargs.get("uidb64", ""))
+        # Only a valid link learns why it is refused: a guessed one is just "not valid".
+        grant = members.invitation_tokens.grant(account, token)
+        if grant is not None:
+            refusal = members.set_password_link_refusal(account=account, study=grant.study, issuer=grant.issuer)
+            if refusal is not None:
+                request.session.pop(INTERNAL_RESET_SESSION_TOKEN, None)
+                return render(
+                    request,
+                    "annotate/invite_refused.html",
+                    {"refusal": refusal, "username": account.get_username()},
+                    status=403,
+                )
+        return super().dispatch(request, *args, **kwargs)
 
     def form_valid(self, form):
         response = super().form_valid(form)

@@ -83,6 +83,15 @@ def participant_of(user) -> Participant | None:
         return None
 
 
+def is_links_participant(user, *, link, external_id: str) -> bool:
+    """Whether `user` is the participant that `link` made for the panel id `external_id`
+    (following the link again continues them; anyone else signed in is asked first)."""
+    return bool(
+        getattr(user, "is_authenticated", False)
+        and Participant.objects.filter(user=user, link=link, external_id=external_id).exists()
+    )
+
+
 def next_open_assignment(*, study: Study, rater) -> Assignment | None:
     """The first open item the rater may see now: behind a qualification gate, only the
     qualification items until they pass."""

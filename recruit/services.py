@@ -373,17 +373,25 @@ def _count_arrival(address: str) -> None:
     row.save()
 
 
+# The parameters each panel passes: (participant id, study id, session id).
+PANEL_FIELDS = {
+    Participant.Panel.PROLIFIC: ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID"),
+    Participant.Panel.GENERIC: ("participant", "study", "session"),
+}
+
+
 def check_panel_ids(params) -> tuple[str, str, str, str]:
-    """(panel, participant id, study id, session id) from the link's query string:
-    Prolific's PROLIFIC_PID, STUDY_ID and SESSION_ID, or a generic `participant`."""
+    """(panel, participant id, study id, session id) from the link's query string (or the
+    arrival form's fields): Prolific's PROLIFIC_PID, STUDY_ID and SESSION_ID, or a generic
+    `participant`."""
     if params.get("PROLIFIC_PID") is not None:
-        panel, fields = Participant.Panel.PROLIFIC, ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID")
+        panel = Participant.Panel.PROLIFIC
     elif params.get("participant") is not None:
-        panel, fields = Participant.Panel.GENERIC, ("participant", "study", "session")
+        panel = Participant.Panel.GENERIC
     else:
         raise _invalid("PROLIFIC_PID", "the link needs the panel's participant id (PROLIFIC_PID or participant)")
     values = []
-    for i, field in enumerate(fields):
+    for i, field in enumerate(PANEL_FIELDS[panel]):
         value = params.get(field, "")
         if (i == 0 or value) and not PANEL_ID.fullmatch(value):
             raise _invalid(field, "1 to 64 letters, digits or _.:@-")

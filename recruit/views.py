@@ -35,14 +35,36 @@ def _problem(request, message: str, status: int):
 
 
 @never_cache
-@require_http_methods(["GET"])
+@require_http_methods(["GET", "POST"])
 def arrive(request, token):
-    """A panel participant follows the study's link: a signed token and the panel's ids."""
+    """A panel participant follows the study's link: a signed token and the panel's ids.
+
+    Someone signed in as anyone but this link's participant for these ids is asked first
+    (a page with a POST form): a link opened from another site never switches accounts on
+    a GET. The POST carries the panel's ids as form fields, not in its URL."""
     link = services.link_from_token(token)
     if link is None:
         raise Http404("No such link.")
+    params = request.POST if request.method == "POST" else request.GET
     try:
-        panel, external_id, panel_study, panel_session = services.check_panel_ids(request.GET)
+        panel, external_id, panel_study, panel_session = services.check_panel_ids(params)
+    except ApplicationError as exc:
+        return _problem(request, exc.message, exc.http_status)
+    if (
+        request.method == "GET"
+        and request.user.is_authenticated
+        and not selectors.is_links_participant(request.user, link=link, external_id=external_id)
+    ):
+        values = (external_id, panel_study, panel_session)
+        return render(
+            request,
+            "recruit/switch_account.html",
+            {
+                "token": token,
+                "panel_fields": [(f, v) for f, v in zip(services.PANEL_FIELDS[panel], values, strict=True) if v],
+            },
+        )
+    try:
         participant, _ = services.arrive(
             link=link,
             panel=panel,

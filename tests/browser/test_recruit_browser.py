@@ -11,10 +11,12 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from annotate.models import Assignment
+from annotate.models import Assignment, StudyMembership
+from annotate.services import add_study_member
 from recruit import services
 from recruit.models import ConsentDecision, OnboardingRecord, Participant
-from tests.factories import StudyFactory
+from tests.browser.conftest import log_in
+from tests.factories import PASSWORD, StudyFactory, UserFactory
 from tests.recruit.helpers import COMPLETE, SCREENOUT, make_link, prolific_query, set_up_onboarding
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -133,3 +135,26 @@ def test_a_participant_who_declines_is_sent_back_with_the_screenout_code(page, l
     participant = Participant.objects.get()
     assert participant.outcome == "declined"
     assert not Assignment.objects.filter(rater=participant.user).exclude(state="withdrawn").exists()
+
+
+def test_a_signed_in_rater_is_asked_before_becoming_a_participant(page, live_server, crowd_study):
+    """Opening the panel's link while signed in asks first; only the button (a POST with
+    the CSRF token) signs the rater out and in as a new participant, the panel's ids kept."""
+    study, link = crowd_study
+    rater = UserFactory(username="lab-rater")
+    add_study_member(study=StudyFactory(), user=rater, role=StudyMembership.Role.RATER)
+    csp = _watch_csp(page)
+    log_in(page, "lab-rater", PASSWORD)
+    page.goto(f"/r/{services.link_token(link)}/{prolific_query(pid='7b0000000000000000000002')}")
+    assert "You are signed in as lab-rater" in page.locator("#signed-in-as").inner_text()
+    assert Participant.objects.count() == 0
+    page.get_by_role("button", name="Continue as a new participant").click()
+    page.wait_for_url(f"**/r/s/{study.slug}/consent/")
+    assert page.get_by_text("Signed in as lab-rater").count() == 0
+    participant = Participant.objects.get()
+    assert (participant.external_id, participant.panel_study_id, participant.panel_session_id) == (
+        "7b0000000000000000000002",
+        "STUDY1",
+        "SESSION1",
+    )
+    assert csp == []

@@ -119,6 +119,7 @@ def test_account_creation_is_rate_limited_per_address(client, study, settings):
     assert Participant.objects.count() == 3
     # From another address the link still works; a returning participant is no new account.
     assert client.get(arrival_url(link, pid="P9"), REMOTE_ADDR="10.0.0.7").status_code == 302
+    client.logout()
     assert client.get(arrival_url(link, pid="P0")).status_code == 302
 
 
