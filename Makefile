@@ -11,14 +11,11 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-# native/spans (the sentence splitter in C) is a line of requirements.txt: pip builds it.
-NATIVE := native/spans/spans.c native/spans/setup.py native/spans/pyproject.toml
-
-$(VENV)/.installed: requirements.txt $(NATIVE) | $(BIN)/python
+$(VENV)/.installed: requirements.txt | $(BIN)/python
 	$(BIN)/pip install --quiet -r requirements.txt
 	touch $@
 
-$(VENV)/.installed-dev: requirements.txt requirements-dev.txt $(NATIVE) | $(BIN)/python
+$(VENV)/.installed-dev: requirements.txt requirements-dev.txt | $(BIN)/python
 	$(BIN)/pip install --quiet -r requirements-dev.txt
 	touch $@ $(VENV)/.installed
 

@@ -328,6 +328,7 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 2_621_440, 
 # Where dataset exports are written (var/exports when unset; shared with the workers, as IMPORTS_DIR).
 EXPORTS_DIR = env_str("EXPORTS_DIR") or None
 MAX_IMPORT_BYTES = env_int("MAX_IMPORT_BYTES", 200 * 1024 * 1024, minimum=1)
+IMPORT_BATCH_SIZE = env_int("IMPORT_BATCH_SIZE", 500, minimum=1)  # rows a statement, every importer (datasets.pipeline)
 
 # Where uploads and exports are kept (core/storage.py, docs/deployment.md): this machine's
 # disk under IMPORTS_DIR and EXPORTS_DIR (STORAGE_BACKEND=local, the default), or one bucket

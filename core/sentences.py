@@ -11,12 +11,6 @@ authors' splitter got them wrong):
   the sentence they follow;
 - line breaks end a sentence (abstract headings sit on their own line).
 
-The rules below are the definition. `split_spans` is the same rules compiled in C
-(native/spans, which pip builds from requirements.txt): an import splits every source it
-stores, and in Python that was a fifth of a 500-source import's time (issue 30). Where the
-extension is not built (no C compiler), `split_spans` is the Python definition; `NATIVE`
-says which.
-tests/core/test_sentences_native.py holds the two to the same spans.
 """
 
 from __future__ import annotations
@@ -102,7 +96,7 @@ def _next_starts_sentence(text: str, pos: int) -> bool:
     return first.isupper() or first.isdigit() or first in "\"'([“‘"
 
 
-def python_split_spans(text: str) -> list[tuple[int, int]]:
+def split_spans(text: str) -> list[tuple[int, int]]:
     """Split `text` into sentence spans (start, end), whitespace-trimmed, in order."""
     spans: list[tuple[int, int]] = []
     for line in re.finditer(r"[^\n]+", text):
@@ -126,14 +120,3 @@ def python_split_spans(text: str) -> list[tuple[int, int]]:
         if start < end:
             trimmed.append((start, end))
     return trimmed
-
-
-split_spans = python_split_spans
-try:
-    import litsum_spans
-except ImportError:  # not built: the rules in Python, the same spans, about 9 times slower
-    NATIVE = False
-else:
-    litsum_spans.configure(ABBREVIATIONS, _NAME_INTRODUCERS)
-    split_spans = litsum_spans.split_spans  # noqa: F811
-    NATIVE = True

@@ -1,9 +1,11 @@
 """Import of studies, sources, summaries, claims and findings from JSON Lines (a service).
 
-Format: docs/import-format.md. The file is read, checked and written one chunk of lines at
-a time, all inside one transaction: a bad line, however late in the file, rolls back
-everything written before it, so a bad line changes nothing (and memory holds a chunk, not
-the file).
+Format: docs/import-format.md. The file goes through the import pipeline
+(datasets/pipeline.py): `parse_lines` reads it, the cleaners and `_RecordWriter` check each
+record and build its rows, and the pipeline's one writer stores them in batches. The file
+is read, checked and written one chunk of records at a time, all inside one transaction:
+a bad line, however late in the file, rolls back everything written before it, so a bad
+line changes nothing (and memory holds a chunk, not the file).
 Records are matched by their keys, so importing the same file twice changes nothing.
 Every error names the line and the field: `line 7: field "text": must be a non-empty string`;
 text that cannot be stored (a lone surrogate, a NUL: core/text_validation.py) is one.
@@ -11,16 +13,12 @@ text that cannot be stored (a lone surrogate, a NUL: core/text_validation.py) is
 
 from __future__ import annotations
 
-import json
 import re
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from django.db import connection, transaction
-from django.utils import timezone
+from django.db import transaction
 
 from annotate.models import (
     Claim,
@@ -34,12 +32,23 @@ from annotate.models import (
 )
 from annotate.rubrics import RubricDefinitionError
 from annotate.services import RESERVED_SLUGS, create_comparison, rubric_by_key
-from core.bulk import KeyPool, PendingCopy, finish_copies, insert_new, unsaved
 from core.collection import fewer_collections
 from core.exceptions import ApplicationError
 from core.sentences import split_spans
-from core.text_validation import MAX_ADMIN_TEXT_CHARS, InvalidTextError, length_problem, loads
+from core.text_validation import MAX_ADMIN_TEXT_CHARS, length_problem
 from datasets.exporting.licences import licence_allows_text
+from datasets.pipeline import (
+    Fields,
+    ImportLineError,
+    ImportResult,
+    RowWriter,
+    batch_size,
+    batches,
+    json_objects,
+    set_changed,
+)
+
+__all__ = ["ImportLineError", "ImportResult", "import_evidence_inference", "import_records", "parse_lines"]
 
 # A summary's pipeline flags (docs/import-format.md, docs/security.md "Limits").
 MAX_FLAGS = 100
@@ -51,111 +60,11 @@ VERDICTS = {choice.value for choice in Claim.Verdict}
 NON_COMMERCIAL = re.compile(r"non-?commercial|not permit commercial|no commercial", re.IGNORECASE)
 
 
-class ImportLineError(ApplicationError):
-    def __init__(self, line: int, field_name: str | None, message: str):
-        where = f"line {line}" + (f': field "{field_name}"' if field_name else "")
-        super().__init__(f"{where}: {message}", extra={"line": line, "field": field_name})
-        self.line = line
-        self.field = field_name
-
-
-@dataclass
-class ImportResult:
-    created: Counter = field(default_factory=Counter)
-    updated: Counter = field(default_factory=Counter)
-    unchanged: Counter = field(default_factory=Counter)
-
-    def summary_line(self) -> str:
-        parts = []
-        for kind in RECORD_TYPES:
-            c, u, n = self.created[kind], self.updated[kind], self.unchanged[kind]
-            if c or u or n:
-                parts.append(f"{kind}: {c} created, {u} updated, {n} unchanged")
-        return "; ".join(parts) or "nothing to import"
-
-
 @dataclass
 class Record:
     line: int
     type: str
     data: dict[str, Any]
-
-
-class _Fields:
-    """Typed access to one record's fields, raising errors that name line and field."""
-
-    def __init__(self, line: int, data: dict[str, Any]):
-        self.line = line
-        self.data = data
-
-    def fail(self, name: str, message: str):
-        raise ImportLineError(self.line, name, message)
-
-    def string(self, name: str, *, required: bool = True, max_length: int | None = None, pattern=None) -> str:
-        value = self.data.get(name)
-        if value is None:
-            if required:
-                self.fail(name, "is required")
-            return ""
-        # isspace, not strip(): no copy of a long text to learn that it is not blank
-        if not isinstance(value, str) or (required and (not value or value.isspace())):
-            self.fail(name, "must be a non-empty string" if required else "must be a string")
-        if max_length is not None and len(value) > max_length:
-            self.fail(name, f"is longer than {max_length} characters")
-        if pattern is not None and not pattern.match(value):
-            self.fail(name, "may contain only letters, digits, '-' and '_'")
-        return value
-
-    def mapping(self, name: str) -> dict:
-        value = self.data.get(name, {})
-        if value is None:
-            return {}
-        if not isinstance(value, dict):
-            self.fail(name, "must be an object")
-        return value
-
-    def string_list(self, name: str, *, max_items: int | None = None, max_length: int | None = None) -> list[str]:
-        value = self.data.get(name, [])
-        if value is None:
-            return []
-        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-            self.fail(name, "must be a list of non-empty strings")
-        if max_items is not None and len(value) > max_items:
-            self.fail(name, f"has {len(value)} entries; at most {max_items} are allowed")
-        if max_length is not None and any(len(v) > max_length for v in value):
-            self.fail(name, f"has an entry longer than {max_length} characters")
-        return value
-
-    def integer(self, name: str, *, required: bool = True, minimum: int = 0) -> int | None:
-        value = self.data.get(name)
-        if value is None:
-            if required:
-                self.fail(name, "is required")
-            return None
-        if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-            self.fail(name, f"must be a whole number ≥ {minimum}")
-        return value
-
-    def unknown_fields(self, allowed: set[str]) -> None:
-        extra = sorted(set(self.data) - allowed - {"type"})
-        if extra:
-            self.fail(extra[0], "is not a known field for this record type")
-
-
-def json_objects(lines: Iterable[str]) -> Iterator[tuple[int, dict]]:
-    """(line number, object) for every non-blank line, or ImportLineError."""
-    for number, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        try:
-            data = loads(raw)
-        except json.JSONDecodeError as exc:
-            raise ImportLineError(number, None, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
-        except InvalidTextError as exc:  # text that cannot be stored, or absurd nesting
-            raise ImportLineError(number, exc.field or None, exc.problem) from None
-        if not isinstance(data, dict):
-            raise ImportLineError(number, None, "each line must be a JSON object")
-        yield number, data
 
 
 def parse_lines(lines: Iterable[str]) -> Iterator[Record]:
@@ -170,7 +79,7 @@ def parse_lines(lines: Iterable[str]) -> Iterator[Record]:
 # --- per-type cleaning (no database) ---------------------------------------------------
 
 
-def _clean_study(f: _Fields) -> dict:
+def _clean_study(f: Fields) -> dict:
     f.unknown_fields({"slug", "title", "rubric", "guidelines", "description", "licence", "assisted"})
     assisted = f.data.get("assisted", False)
     if not isinstance(assisted, bool):
@@ -192,7 +101,7 @@ def _clean_study(f: _Fields) -> dict:
     }
 
 
-def _clean_source(f: _Fields) -> dict:
+def _clean_source(f: Fields) -> dict:
     f.unknown_fields(
         {
             "study",
@@ -267,7 +176,7 @@ def _clean_source(f: _Fields) -> dict:
     }
 
 
-def _clean_summary(f: _Fields) -> dict:
+def _clean_summary(f: Fields) -> dict:
     f.unknown_fields({"study", "source", "key", "text", "generator", "metadata", "flags", "parent"})
     text = f.string("text")
     if length_problem(text, "summary"):
@@ -284,7 +193,7 @@ def _clean_summary(f: _Fields) -> dict:
     }
 
 
-def _clean_claim(f: _Fields) -> dict:
+def _clean_claim(f: Fields) -> dict:
     f.unknown_fields(
         {"study", "summary", "index", "text", "start", "end", "refs", "verdict", "explanation", "probability"}
     )
@@ -315,7 +224,7 @@ def _clean_claim(f: _Fields) -> dict:
     }
 
 
-def _clean_comparison(f: _Fields) -> dict:
+def _clean_comparison(f: Fields) -> dict:
     f.unknown_fields({"study", "key", "source", "summaries"})
     summaries = f.string_list("summaries")
     if len(summaries) < 2:
@@ -330,7 +239,7 @@ def _clean_comparison(f: _Fields) -> dict:
     }
 
 
-def _clean_finding(f: _Fields) -> dict:
+def _clean_finding(f: Fields) -> dict:
     """A result the source reports (what a per-finding question asks about, as the Evidence
     Inference importer makes them): its intervention, comparator, outcome, the reported
     result (`label`) and the evidence span of the source's text. `start` and `end` may be
@@ -369,49 +278,64 @@ CLEANERS = {
 }
 
 
-# --- writing -------------------------------------------------------------------------------
+# --- building and writing rows -----------------------------------------------------------
 
 
-# A cleaned source's values that are stored as they are (the sentences in its row).
+# A cleaned record's values that are stored as they are (a source's sentences in its row).
 _SOURCE_FIELDS = tuple(
     "title licence licence_url attribution copyright external_ids metadata text sentence_spans".split()
 )
+_SUMMARY_FIELDS = ("source", "text", "generator", "metadata", "flags", "parent")
+_CLAIM_FIELDS = ("text", "start", "end", "refs", "verdict", "explanation", "probability")
+FINDING_FIELDS = ("external_id", "intervention", "comparator", "outcome", "label", "start", "end", "evidence")
 
 
-def _changed(obj, values: dict) -> bool:
-    """Set `values` on `obj` (not saved); whether anything changed."""
-    changed = False
-    for name, value in values.items():
-        if getattr(obj, name) != value:
-            setattr(obj, name, value)
-            changed = True
-    return changed
+def _identity(kind: str, d: dict) -> tuple:
+    """What makes a record the same record: its key within its parent."""
+    if kind == "study":
+        return ("study", d["slug"])
+    if kind == "claim":
+        return ("claim", d["study"], d["summary"], d["index"])
+    if kind == "finding":
+        return ("finding", d["study"], d["source"], d["index"])
+    return (kind, d["study"], d["key"])
 
 
-def _apply(obj, values: dict) -> bool:
-    """Set `values` on `obj` and save it if anything changed; whether it did."""
-    changed = _changed(obj, values)
-    if changed:
-        obj.save()
-    return changed
+class _RecordWriter:
+    """import_records' builder: checks each cleaned record against the database and the
+    file so far, and hands the rows it makes to the pipeline's RowWriter.
 
+    Sources, summaries, claims and findings are queued and written in chunks of up to the
+    import batch size of each kind (existing rows looked up once per chunk), a chunk's
+    sources first, then its summaries, claims and findings, so a file that alternates
+    source, summary, source, ... costs what one grouped by kind does. The file's order
+    still decides what a record may refer to: a row created in the chunk at a later line
+    than the record that names it is refused as unknown (`born`), and a summary whose
+    parent is still queued waits for the next chunk (its parent's id must exist first)."""
 
-def _has_human_work(**filters) -> bool:
-    return Revision.objects.filter(**filters).exists()
+    KINDS = ("source", "summary", "claim", "finding")
 
-
-class _Writer:
-    def __init__(self):
-        self.result = ImportResult()
+    def __init__(self, progress: Callable[[int, int], None] | None = None):
+        self.rows = RowWriter()
+        self.result = self.rows.result
+        self.chunk = batch_size()
+        self.progress = progress
+        self.written = 0
+        self.last_line = 0  # of the last record added
         self.studies: dict[str, Study] = {}
+        # rows of the current chunk by (study slug, key), and the pairs looked up and not found
         self.sources: dict[tuple[str, str], Source] = {}
         self.summaries: dict[tuple[str, str], Summary] = {}
-        # (study slug, key) pairs looked up and not found (the bulk writer's chunk lookups)
         self.absent: dict[type, set[tuple[str, str]]] = {Source: set(), Summary: set()}
+        self.queue: list[tuple[str, int, dict]] = []
+        self.queued = dict.fromkeys(self.KINDS, 0)
+        self.queued_keys: set[tuple[str, str]] = set()
+        self.born: dict[tuple[str, str, str], int] = {}  # (kind, study, key) created in this chunk -> line
 
     def count(self, kind: str, created: bool, changed: bool) -> None:
-        bucket = self.result.created if created else self.result.updated if changed else self.result.unchanged
-        bucket[kind] += 1
+        self.rows.count(kind, created=created, changed=changed)
+
+    # --- look-ups ---
 
     def study(self, line: int, slug: str) -> Study:
         study = self.known_study(slug)
@@ -445,6 +369,27 @@ class _Writer:
             self.summaries[(study.slug, key)] = summary
         return self.summaries[(study.slug, key)]
 
+    def _prefetch(self, model, cache: dict, pairs: Iterable[tuple[Study, str]]) -> None:
+        """Fill `cache` ((study slug, key) -> row) with the `model` rows of `pairs` it lacks,
+        in one query; the pairs not found are remembered as absent (not looked up again)."""
+        absent = self.absent[model]
+        missing = {(study.slug, key): study for study, key in pairs}
+        missing = {pair: study for pair, study in missing.items() if pair not in cache and pair not in absent}
+        if not missing:
+            return
+        by_id = {study.pk: study for study in missing.values()}
+        for row in model.objects.filter(study__in=by_id, key__in={key for _, key in missing}):
+            cache.setdefault((by_id[row.study_id].slug, row.key), row)
+        absent.update(pair for pair in missing if pair not in cache)
+
+    def _not_yet(self, kind: str, line: int, study: Study, key: str, field_name: str) -> None:
+        """Refuse a reference to a row this chunk creates at a later line of the file."""
+        born = self.born.get((kind, study.slug, key))
+        if born is not None and born > line:
+            raise ImportLineError(line, field_name, f"no {kind} {key!r} in study {study.slug!r}")
+
+    # --- records written one by one (few, and studies must exist before their rows) ---
+
     def write_study(self, line: int, d: dict) -> None:
         try:
             rubric = rubric_by_key(key=d["rubric"])
@@ -458,7 +403,10 @@ class _Writer:
         else:
             if study.rubric.key != rubric.key:
                 raise ImportLineError(line, "rubric", f"study {study.slug!r} already uses rubric {study.rubric.key!r}")
-            self.count("study", False, _apply(study, values))
+            changed = set_changed(study, values)
+            if changed:
+                study.save()
+            self.count("study", False, changed)
         self.studies[study.slug] = study
 
     def write_comparison(self, line: int, d: dict) -> None:
@@ -492,331 +440,112 @@ class _Writer:
             raise ImportLineError(line, field_name if message else None, message or exc.message) from None
         self.count("comparison", True, False)
 
-    def write_source(self, line: int, d: dict) -> None:
-        study = self.study(line, d["study"])
-        values = {k: d[k] for k in _SOURCE_FIELDS}
-        source = Source.objects.filter(study=study, key=d["key"]).first()
-        created = source is None
-        if created:
-            source = Source.objects.create(study=study, key=d["key"], **values)
-            changed = True
-        else:
-            text_changed = source.text != d["text"] or source.sentence_spans != d["sentence_spans"]
-            if text_changed and _has_human_work(assignment__summary__source=source):
-                raise ImportLineError(line, "sentences", f"source {source.key!r} has ratings; its text cannot change")
-            changed = _apply(source, values)  # the text and its sentences are among the values
-        self.count("source", created, changed and not created)
-        self.sources[(study.slug, source.key)] = source
-
-
-def _identity(kind: str, d: dict) -> tuple:
-    """What makes a record the same record: its key within its parent."""
-    if kind == "study":
-        return ("study", d["slug"])
-    if kind == "claim":
-        return ("claim", d["study"], d["summary"], d["index"])
-    if kind == "finding":
-        return ("finding", d["study"], d["source"], d["index"])
-    return (kind, d["study"], d["key"])
-
-
-# Records of one kind are written together, this many at a time: each chunk costs a
-# fixed number of queries, whatever its size (tests/datasets/test_import_bulk.py).
-CHUNK = 500
-# PostgreSQL: a chunk's sources are sent this many at a time as the file is read (_BulkWriter)
-STREAM = 50
-_SUMMARY_FIELDS = ("source", "text", "generator", "metadata", "flags", "parent")
-_CLAIM_FIELDS = ("text", "start", "end", "refs", "verdict", "explanation", "probability")
-
-
-class _BulkWriter(_Writer):
-    """import_records' writer: records are queued and written in chunks of up to CHUNK
-    of each kind (existing rows looked up once per chunk; bulk_create and bulk_update), a chunk's
-    sources first, then its summaries, then its claims, so a file that alternates source,
-    summary, source, ... is written in as few statements as one grouped by kind.
-
-    On PostgreSQL a chunk's new sources are not queued but sent as they are read, STREAM
-    at a time, into one COPY that stays open while the rest of the file is parsed
-    (`_send_sources`): the server stores them meanwhile, where it stored them after the
-    whole chunk was read (issue 30, tenth round). Their keys are taken from the sequence
-    for the whole chunk at its first batch (KeyPool), since a query would end the COPY;
-    a chunk with fewer sources leaves the rest unused, a gap in the keys. Sources of a
-    study that has some already are queued as before: they may be updates.
-
-    The file's order still decides what a record may refer to: a row created in the
-    chunk at a later line than the record that names it is refused as unknown, as it
-    would have been record by record (`born`), and a summary whose parent is still queued
-    waits for the next chunk (its parent's id must exist first)."""
-
-    KINDS = ("source", "summary", "claim", "finding")
-
-    def __init__(self, progress: Callable[[int, int], None] | None = None):
-        super().__init__()
-        self.progress = progress
-        self.written = 0
-        self.last_line = 0  # of the last record added
-        self.queue: list[tuple[str, int, dict]] = []
-        self.queued = dict.fromkeys(self.KINDS, 0)
-        self.queued_keys: set[tuple[str, str]] = set()
-        self.born: dict[tuple[str, str, str], int] = {}  # (kind, study, key) created in this chunk -> line
-        self.pending: list[PendingCopy] = []  # COPYs the server is still storing, finished by flush
-        # PostgreSQL: the chunk's sources are sent as they are read (STREAM at a time, into
-        # one COPY left open), so the server stores them while the rest of the file is
-        # parsed; their keys come from `keys`, taken for the whole chunk at its first batch.
-        # Only sources that are all new (their study had none when the chunk began) are
-        # sent so; a chunk whose study has sources already is written at its end, as before.
-        self.stream = connection.vendor == "postgresql"
-        self.streaming: list[tuple[int, dict]] = []  # the chunk's sources not yet sent
-        self.sent = 0  # the chunk's sources sent so far
-        self.stream_off = False  # this chunk's sources are not all new: written by flush
-        self.keys = KeyPool()
-        # per model and study: had it rows of the model when this chunk first looked? A
-        # study that had none holds only rows this chunk made, in the writer's cache until
-        # the chunk's end (when this is forgotten with the cache).
-        self.has_rows: dict[type, dict[int, bool]] = {Source: {}, Summary: {}}
-
-    @contextmanager
-    def writing(self):
-        """Around everything that adds or flushes records (both may send rows into a COPY left
-        open): an error ends the COPY still open, so that the connection is free for the
-        rollback."""
-        try:
-            yield self
-        except BaseException:
-            finish_copies(self.pending, quiet=True)
-            raise
+    # --- records written in chunks ---
 
     def add(self, kind: str, line: int, d: dict) -> None:
         parent_queued = kind == "summary" and d["parent"] and (d["study"], d["parent"]) in self.queued_keys
-        if self.queued[kind] >= CHUNK or parent_queued:
+        if self.queued[kind] >= self.chunk or parent_queued:
             self.flush()
         self.queued[kind] += 1
         self.last_line = line
-        if kind == "source" and self.stream and not self.stream_off:
-            self.streaming.append((line, d))
-            if len(self.streaming) >= STREAM:
-                self.queue.extend(self._send_sources())
-            return
         self.queue.append((kind, line, d))
         if kind == "summary":
             self.queued_keys.add((d["study"], d["key"]))
 
-    def _send_sources(self) -> list[tuple[str, int, dict]]:
-        """Write the sources read since the last batch (PostgreSQL): new ones go into the
-        chunk's open COPY, and nothing is queried once the chunk's first batch has looked up
-        its studies' sources and taken the chunk's keys. If a study of theirs has sources
-        already, they are handed back (and the chunk's later ones queued) for flush to
-        write with the chunk's other records, in one look-up."""
-        batch, self.streaming = self.streaming, []
-        studies = [self.known_study(slug) for slug in {d["study"] for _, d in batch}]
-        known = [study.pk for study in studies if study is not None]  # an unknown one is refused below
-        if known and self._has_rows(Source, known):
-            self.stream_off = True
-            return [("source", line, d) for line, d in batch]
-        if self.keys.available(Source._meta) < len(batch):
-            # at most the rest of the chunk's sources: one query, before the COPY is open
-            self.keys.reserve(connection, Source._meta, CHUNK - self.sent)
-        self.sent += len(batch)
-        self._write_sources(batch)
-        return []
-
     def flush(self) -> None:
-        queue = self.queue
-        self.queue, self.queued_keys = [], set()
+        queue, self.queue, self.queued_keys = self.queue, [], set()
         self.queued = dict.fromkeys(self.KINDS, 0)
-        if self.streaming:  # the last sources read, into the COPY that may still be open
-            queue.extend(self._send_sources())
-        # The summaries' stored rows are looked up before the queued sources are written
-        # (a chunk's sources not sent as they were read): on PostgreSQL the server then
-        # goes on storing those while the summaries are built, and no query waits for it
-        # before theirs (core.bulk.PendingCopy). Sources sent as they were read are
-        # mostly stored by now: this look-up ends their COPY.
-        self._look_up_summaries([(line, d) for k, line, d in queue if k == "summary"])
+        writers = {
+            "source": self._write_sources,
+            "summary": self._write_summaries,
+            "claim": self._write_claims,
+            "finding": self._write_findings,
+        }
         for kind in self.KINDS:
             records = [(line, d) for k, line, d in queue if k == kind]
             if records:
-                getattr(self, f"_write_{kind}s")(records)
-        finish_copies(self.pending)
-        self.born = {}
-        self.stream_off = False
+                writers[kind](records)
         # The chunk's rows (with their texts) are written: forget them, so memory stays
         # flat in the file's size. A later record that names one looks it up again with
         # its chunk (one query per chunk and kind).
+        self.born = {}
         self.sources.clear()
         self.summaries.clear()
         for absent in self.absent.values():
             absent.clear()
-        for has_rows in self.has_rows.values():
-            has_rows.clear()
-        written, self.sent = len(queue) + self.sent, 0
-        if written:
-            self.written += written
+        if queue:
+            self.written += len(queue)
             if self.progress is not None:
                 self.progress(self.written, self.last_line)
-
-    def _not_yet(self, kind: str, line: int, study: Study, key: str, field_name: str) -> None:
-        """Refuse a reference to a row this chunk creates at a later line of the file."""
-        born = self.born.get((kind, study.slug, key))
-        if born is not None and born > line:
-            raise ImportLineError(line, field_name, f"no {kind} {key!r} in study {study.slug!r}")
-
-    # --- lookups for a whole chunk ---
-
-    def _prefetch(self, model, cache: dict, pairs: Iterable[tuple[Study, str]]) -> None:
-        """Fill `cache` ((study slug, key) -> row) with the `model` rows of `pairs` it lacks,
-        in one query; the pairs not found are remembered as absent (not looked up again)."""
-        # keyed by slug, not by the Study: hashing a model instance reads its pk through
-        # two calls, and a chunk has a thousand pairs
-        absent = self.absent[model]
-        missing = {
-            (study.slug, key): study
-            for study, key in pairs
-            if (study.slug, key) not in cache and (study.slug, key) not in absent
-        }
-        if not missing:
-            return
-        by_id = {study.pk: study for study in missing.values()}
-        # A study with no such rows yet (a first import) is answered by one cheap query
-        # instead of a look-up of every key of the chunk.
-        if self._has_rows(model, by_id):
-            for row in model.objects.filter(study__in=by_id, key__in={key for _, key in missing}):
-                cache.setdefault((by_id[row.study_id].slug, row.key), row)
-        absent.update(pair for pair in missing if pair not in cache)
-
-    def _has_rows(self, model, study_ids: Iterable[int]) -> bool:
-        """Did any of these studies have `model` rows when this chunk first asked? One query
-        for those not asked yet in the chunk (all marked as having rows if any has)."""
-        known = self.has_rows[model]
-        ask = [pk for pk in study_ids if pk not in known]
-        if ask:
-            found = model.objects.filter(study__in=ask).exists()
-            known.update(dict.fromkeys(ask, found))
-        return any(known[pk] for pk in study_ids)
-
-    def _look_up_summaries(self, queue: list[tuple[int, dict]]) -> None:
-        """The stored summaries the chunk's summary records name (their keys and parents),
-        where the study is known (an unknown one is refused by _write_summarys, at its line)."""
-        studies = {slug: self.known_study(slug) for slug in {d["study"] for _, d in queue}}
-        pairs = []
-        for _line, d in queue:
-            study = studies[d["study"]]
-            if study is not None:
-                pairs.append((study, d["key"]))
-                if d["parent"]:
-                    pairs.append((study, d["parent"]))
-        self._prefetch(Summary, self.summaries, pairs)
-
-    # --- sources ---
 
     def _write_sources(self, queue: list[tuple[int, dict]]) -> None:
         studies = {line: self.study(line, d["study"]) for line, d in queue}
         self._prefetch(Source, self.sources, ((studies[line], d["key"]) for line, d in queue))
-        now = timezone.now()
-        created, updated, text_changed = [], [], []
+        created, updated = [], []
         for line, d in queue:
             study = studies[line]
             values = {k: d[k] for k in _SOURCE_FIELDS}
             source = self.sources.get((study.slug, d["key"]))
             if source is None:
-                values["key"] = d["key"]
-                source = unsaved(Source, values, study=study)
-                created.append((line, d, source))
+                source = Source(study=study, key=d["key"], **values)
+                created.append(source)
                 self.sources[(study.slug, d["key"])] = source
                 self.born[("source", study.slug, d["key"])] = line
             else:
                 updated.append((line, d, source, values))
-        if updated:
-            for line, d, source, _values in updated:
-                if source.text != d["text"] or source.sentence_spans != d["sentence_spans"]:
-                    text_changed.append((line, d, source))
-            rated = set(
-                Revision.objects.filter(assignment__summary__source__in=[s for _, _, s in text_changed]).values_list(
-                    "assignment__summary__source_id", flat=True
-                )
-            )
-            for line, _, source in text_changed:
-                if source.pk in rated:
-                    raise ImportLineError(
-                        line, "sentences", f"source {source.key!r} has ratings; its text cannot change"
-                    )
-        to_update = []
+        _refuse_rated_sources(updated)
+        changed = []
         for _line, _d, source, values in updated:
-            changed = _changed(source, values)  # the text and its sentences are among the values
-            if changed:
-                source.updated_at = now
-                to_update.append(source)
-            self.count("source", False, changed)
-        if to_update:
-            Source.objects.bulk_update(to_update, [*_SOURCE_FIELDS, "updated_at"])
-        if created:
-            new = [source for _, _, source in created]
-            insert_new(new, natural_key=("study_id", "key"), pending=self.pending, key_pool=self.keys)
-            for _ in created:
-                self.count("source", True, False)
+            is_changed = set_changed(source, values)  # the text and its sentences are among the values
+            if is_changed:
+                changed.append(source)
+            self.count("source", False, is_changed)
+        self.rows.update(changed, _SOURCE_FIELDS)
+        self.rows.create(created, kind="source")
 
-    # --- summaries ---
+    def _summary_values(self, line: int, d: dict, study: Study) -> dict:
+        source = self.source(line, study, d["source"])
+        self._not_yet("source", line, study, d["source"], "source")
+        parent = None
+        if d["parent"]:
+            self._not_yet("summary", line, study, d["parent"], "parent")
+            parent = self.summary(line, study, d["parent"], "parent")
+        return {  # ids, not objects: comparing an object would load the stored one
+            "source_id": source.pk,
+            "text": d["text"],
+            "generator": d["generator"],
+            "metadata": d["metadata"],
+            "flags": d["flags"],
+            "parent_id": parent.pk if parent else None,
+        }
 
-    def _write_summarys(self, queue: list[tuple[int, dict]]) -> None:
+    def _write_summaries(self, queue: list[tuple[int, dict]]) -> None:
         studies = {line: self.study(line, d["study"]) for line, d in queue}
         self._prefetch(Source, self.sources, ((studies[line], d["source"]) for line, d in queue))
-        # the summaries these records name were looked up by flush (_look_up_summaries)
-        now = timezone.now()
+        named = [(studies[line], d["key"]) for line, d in queue]
+        named += [(studies[line], d["parent"]) for line, d in queue if d["parent"]]
+        self._prefetch(Summary, self.summaries, named)
         created, updated = [], []
         for line, d in queue:
             study = studies[line]
-            source = self.source(line, study, d["source"])
-            self._not_yet("source", line, study, d["source"], "source")
-            if d["parent"]:
-                self._not_yet("summary", line, study, d["parent"], "parent")
-            parent = self.summary(line, study, d["parent"], "parent") if d["parent"] else None
-            values = {  # ids, not objects: comparing an object would load the stored one
-                "source_id": source.pk,
-                "text": d["text"],
-                "generator": d["generator"],
-                "metadata": d["metadata"],
-                "flags": d["flags"],
-                "parent_id": parent.pk if parent else None,
-            }
+            values = self._summary_values(line, d, study)
             summary = self.summaries.get((study.slug, d["key"]))
             if summary is None:
-                values["key"] = d["key"]
-                summary = unsaved(Summary, values, study=study)
+                summary = Summary(study=study, key=d["key"], **values)
                 created.append(summary)
                 self.summaries[(study.slug, d["key"])] = summary
                 self.born[("summary", study.slug, d["key"])] = line
             else:
                 updated.append((line, d, summary, values))
-        moved = [
-            (line, summary)
-            for line, d, summary, values in updated
-            if summary.text != d["text"] or summary.source_id != values["source_id"]
-        ]
-        if moved:
-            rated = set(
-                Revision.objects.filter(assignment__summary__in=[s for _, s in moved]).values_list(
-                    "assignment__summary_id", flat=True
-                )
-            )
-            for line, summary in moved:
-                if summary.pk in rated:
-                    raise ImportLineError(
-                        line, "text", f"summary {summary.key!r} has ratings; import a changed text under a new key"
-                    )
-        to_update = []
+        _refuse_rated_summaries(updated)
+        changed = []
         for _line, _d, summary, values in updated:
-            changed = _changed(summary, values)
-            if changed:
-                summary.updated_at = now
-                to_update.append(summary)
-            self.count("summary", False, changed)
-        if to_update:
-            Summary.objects.bulk_update(to_update, [*_SUMMARY_FIELDS, "updated_at"])
-        if created:
-            insert_new(created, natural_key=("study_id", "key"), pending=self.pending)
-            for _ in created:
-                self.count("summary", True, False)
-
-    # --- claims ---
+            is_changed = set_changed(summary, values)
+            if is_changed:
+                changed.append(summary)
+            self.count("summary", False, is_changed)
+        self.rows.update(changed, _SUMMARY_FIELDS)
+        self.rows.create(created, kind="summary")
 
     def _write_claims(self, queue: list[tuple[int, dict]]) -> None:
         studies = {line: self.study(line, d["study"]) for line, d in queue}
@@ -828,8 +557,7 @@ class _BulkWriter(_Writer):
             (claim.summary_id, claim.index): claim
             for claim in Claim.objects.filter(summary__in={s.pk for s in targets.values()})
         }
-        now = timezone.now()
-        created, to_update = [], []
+        created, changed = [], []
         for line, d in queue:
             summary = targets[line]
             if d["end"] is not None and d["end"] > len(summary.text):
@@ -838,19 +566,13 @@ class _BulkWriter(_Writer):
             claim = existing.get((summary.pk, d["index"]))
             if claim is None:
                 created.append(Claim(summary=summary, index=d["index"], **values))
-                self.count("claim", True, False)
-            else:
-                changed = _changed(claim, values)
-                if changed:
-                    claim.updated_at = now
-                    to_update.append(claim)
-                self.count("claim", False, changed)
-        if to_update:
-            Claim.objects.bulk_update(to_update, [*_CLAIM_FIELDS, "updated_at"])
-        if created:
-            Claim.objects.bulk_create(created)
-
-    # --- findings ---
+                continue
+            is_changed = set_changed(claim, values)
+            if is_changed:
+                changed.append(claim)
+            self.count("claim", False, is_changed)
+        self.rows.update(changed, _CLAIM_FIELDS)
+        self.rows.create(created, kind="claim")
 
     def _write_findings(self, queue: list[tuple[int, dict]]) -> None:
         studies = {line: self.study(line, d["study"]) for line, d in queue}
@@ -862,7 +584,6 @@ class _BulkWriter(_Writer):
             (finding.source_id, finding.index): finding
             for finding in Finding.objects.filter(source__in={s.pk for s in targets.values()})
         }
-        now = timezone.now()
         created, changed = [], []
         for line, d in queue:
             source = targets[line]
@@ -871,21 +592,64 @@ class _BulkWriter(_Writer):
             finding = existing.get((source.pk, d["index"]))
             if finding is None:
                 created.append(Finding(source=source, index=d["index"], **values))
-                self.count("finding", True, False)
-            elif _changed(finding, values):
-                finding.updated_at = now
-                changed.append((line, finding))
-                self.count("finding", False, True)
-            else:
-                self.count("finding", False, False)
-        if changed:
-            rated = set(Rating.objects.filter(finding__in=[f for _, f in changed]).values_list("finding_id", flat=True))
-            for line, finding in changed:
-                if finding.pk in rated:
-                    raise ImportLineError(line, "index", "this finding has ratings; it cannot change")
-            Finding.objects.bulk_update([f for _, f in changed], [*FINDING_FIELDS, "updated_at"])
-        if created:
-            Finding.objects.bulk_create(created)
+                continue
+            is_changed = set_changed(finding, values)
+            if is_changed:
+                changed.append((line, "index", finding))
+            self.count("finding", False, is_changed)
+        _refuse_rated_findings(changed)
+        self.rows.update([f for _, _, f in changed], FINDING_FIELDS)
+        self.rows.create(created, kind="finding")
+
+
+def _refuse_rated_sources(updated: list[tuple[int, dict, Source, dict]]) -> None:
+    """A source whose text would change may not have ratings (human work is protected)."""
+    text_changed = [
+        (line, source)
+        for line, d, source, _ in updated
+        if source.text != d["text"] or source.sentence_spans != d["sentence_spans"]
+    ]
+    if not text_changed:
+        return
+    rated = set(
+        Revision.objects.filter(assignment__summary__source__in=[s for _, s in text_changed]).values_list(
+            "assignment__summary__source_id", flat=True
+        )
+    )
+    for line, source in text_changed:
+        if source.pk in rated:
+            raise ImportLineError(line, "sentences", f"source {source.key!r} has ratings; its text cannot change")
+
+
+def _refuse_rated_summaries(updated: list[tuple[int, dict, Summary, dict]]) -> None:
+    """A summary with ratings keeps its text and its source."""
+    moved = [
+        (line, summary)
+        for line, d, summary, values in updated
+        if summary.text != d["text"] or summary.source_id != values["source_id"]
+    ]
+    if not moved:
+        return
+    rated = set(
+        Revision.objects.filter(assignment__summary__in=[s for _, s in moved]).values_list(
+            "assignment__summary_id", flat=True
+        )
+    )
+    for line, summary in moved:
+        if summary.pk in rated:
+            raise ImportLineError(
+                line, "text", f"summary {summary.key!r} has ratings; import a changed text under a new key"
+            )
+
+
+def _refuse_rated_findings(changed: list[tuple[int, str, Finding]]) -> None:
+    """A finding that was rated cannot change; `changed` holds (line, field, finding)."""
+    if not changed:
+        return
+    rated = set(Rating.objects.filter(finding__in=[f for _, _, f in changed]).values_list("finding_id", flat=True))
+    for line, field_name, finding in changed:
+        if finding.pk in rated:
+            raise ImportLineError(line, field_name, "this finding has ratings; it cannot change")
 
 
 def _evidence_span(line: int, d: dict, text: str) -> tuple[int, int]:
@@ -939,10 +703,10 @@ def import_records(
     A finding's identity is its source and index (as the Evidence Inference importer's);
     one that was rated cannot change."""
     seen: dict[tuple, int] = {}
-    writer = _BulkWriter(progress=progress)
-    with transaction.atomic(), fewer_collections(), writer.writing():
+    writer = _RecordWriter(progress=progress)
+    with transaction.atomic(), fewer_collections():
         for record in parse_lines(lines):
-            d = CLEANERS[record.type](_Fields(record.line, record.data))
+            d = CLEANERS[record.type](Fields(record.line, record.data))
             if only_study is not None:
                 _check_one_study(record, d, only_study)
             ident = _identity(record.type, d)
@@ -966,15 +730,13 @@ def import_records(
 
 
 # --- Evidence Inference abstracts ------------------------------------------------------
-
-
 def _clean_findings(line: int, record: dict, text: str) -> list[dict]:
     prompts = record.get("prompts")
     if not isinstance(prompts, list):
         raise ImportLineError(line, "prompts", "must be a list")
     findings = []
     for i, prompt in enumerate(prompts):
-        f = _Fields(line, prompt if isinstance(prompt, dict) else {})
+        f = Fields(line, prompt if isinstance(prompt, dict) else {})
         where = f"prompts[{i}]"
         try:
             start, end = f.integer("evidence_start"), f.integer("evidence_end")
@@ -994,73 +756,66 @@ def _clean_findings(line: int, record: dict, text: str) -> list[dict]:
     return findings
 
 
+def _evidence_inference_source(study: Study, record: dict) -> dict:
+    """The source record an Evidence Inference abstract makes (before cleaning)."""
+    citation = record.get("citation") if isinstance(record.get("citation"), dict) else {}
+    licence = record.get("license")
+    statement = record.get("license_statement") or ""
+    if isinstance(licence, str) and NON_COMMERCIAL.search(statement) and licence_allows_text(licence):
+        # The corpus's filter missed articles whose own statement forbids commercial
+        # use (e.g. PMC3664406); the stored licence says so, and exports withhold them.
+        # Whatever the recorded form ("Public Domain", a URL, ...), the appended note
+        # alone takes it out of the gate's allow-list, which matches whole statements.
+        licence = licence.replace("CC BY", "CC BY-NC", 1) + " (the article's statement forbids commercial use)"
+    ids = (("pmcid", record.get("pmcid")), ("pmid", citation.get("pmid")), ("doi", citation.get("doi")))
+    return {
+        "study": study.slug,
+        "key": record.get("pmcid"),
+        "title": record.get("title"),
+        "licence": licence,
+        "licence_url": record.get("license_url"),
+        "attribution": record.get("attribution"),
+        "copyright": record.get("copyright_statement"),
+        "external_ids": {k: v for k, v in ids if v},
+        "metadata": {
+            "journal": citation.get("journal"),
+            "year": citation.get("year"),
+            "origin": record.get("source") or "Evidence Inference 2.0",
+        },
+        "text": record.get("abstract"),
+        "ref": record.get("pmcid"),
+    }
+
+
 def import_evidence_inference(*, study: Study, lines: Iterable[str], only: set[str] | None = None) -> ImportResult:
     """Import Evidence Inference 2.0 records (fixtures/evidence_inference/README.md):
     each abstract becomes a Source of `study` (sentences split from the abstract, each
     with the PMCID as reference) and each prompt a Finding with its evidence span.
     All or nothing; idempotent by PMCID and prompt order."""
-    writer = _BulkWriter()
+    writer = _RecordWriter()
     writer.studies[study.slug] = study
     cleaned = []
     for number, record in json_objects(lines):
         if only is not None and record.get("pmcid") not in only:
             continue
-        citation = record.get("citation") if isinstance(record.get("citation"), dict) else {}
-        licence = record.get("license")
-        statement = record.get("license_statement") or ""
-        if isinstance(licence, str) and NON_COMMERCIAL.search(statement) and licence_allows_text(licence):
-            # The corpus's filter missed articles whose own statement forbids commercial
-            # use (e.g. PMC3664406); the stored licence says so, and exports withhold them.
-            # Whatever the recorded form ("Public Domain", a URL, ...), the appended note
-            # alone takes it out of the gate's allow-list, which matches whole statements.
-            licence = licence.replace("CC BY", "CC BY-NC", 1) + " (the article's statement forbids commercial use)"
-        source = {
-            "study": study.slug,
-            "key": record.get("pmcid"),
-            "title": record.get("title"),
-            "licence": licence,
-            "licence_url": record.get("license_url"),
-            "attribution": record.get("attribution"),
-            "copyright": record.get("copyright_statement"),
-            "external_ids": {
-                k: v
-                for k, v in (
-                    ("pmcid", record.get("pmcid")),
-                    ("pmid", citation.get("pmid")),
-                    ("doi", citation.get("doi")),
-                )
-                if v
-            },
-            "metadata": {
-                "journal": citation.get("journal"),
-                "year": citation.get("year"),
-                "origin": record.get("source") or "Evidence Inference 2.0",
-            },
-            "text": record.get("abstract"),
-            "ref": record.get("pmcid"),
-        }
-        d = _clean_source(_Fields(number, source))
+        d = _clean_source(Fields(number, _evidence_inference_source(study, record)))
         cleaned.append((number, d, _clean_findings(number, record, d["text"])))
     if only is not None:
         missing = sorted(only - {d["key"] for _, d, _ in cleaned})
         if missing:
             raise ApplicationError(f"not in the file: {', '.join(missing)}")
-    with transaction.atomic(), writer.writing():
-        for start in range(0, len(cleaned), CHUNK):
-            chunk = cleaned[start : start + CHUNK]
+    with transaction.atomic():
+        for chunk in batches(cleaned):
             for number, d, _ in chunk:
                 writer.add("source", number, d)
             writer.flush()
-            _write_findings(study, chunk)
+            _write_prompt_findings(writer.rows, study, chunk)
     return writer.result
 
 
-FINDING_FIELDS = ("external_id", "intervention", "comparator", "outcome", "label", "start", "end", "evidence")
-
-
-def _write_findings(study: Study, chunk: list[tuple[int, dict, list[dict]]]) -> None:
+def _write_prompt_findings(rows: RowWriter, study: Study, chunk: list[tuple[int, dict, list[dict]]]) -> None:
     """The findings of a chunk of sources, in a fixed number of queries: existing ones
-    looked up at once, new ones bulk-created, changed ones bulk-updated unless rated."""
+    looked up at once, new ones created, changed ones updated unless rated."""
     keys = [d["key"] for _, d, _ in chunk]
     source_ids = dict(Source.objects.filter(study=study, key__in=keys).values_list("key", "pk"))
     existing = {(f.source_id, f.index): f for f in Finding.objects.filter(source__in=source_ids.values())}
@@ -1071,17 +826,8 @@ def _write_findings(study: Study, chunk: list[tuple[int, dict, list[dict]]]) -> 
             finding = existing.get((source_id, index))
             if finding is None:
                 created.append(Finding(source_id=source_id, index=index, **values))
-            elif any(getattr(finding, k) != v for k, v in values.items()):
-                for k, v in values.items():
-                    setattr(finding, k, v)
-                changed.append((number, index, finding))
-    if changed:
-        rated = set(Rating.objects.filter(finding__in=[f for _, _, f in changed]).values_list("finding_id", flat=True))
-        for number, index, finding in changed:
-            if finding.pk in rated:
-                raise ImportLineError(number, f"prompts[{index}]", "this finding has ratings; it cannot change")
-        now = timezone.now()
-        for _, _, finding in changed:
-            finding.updated_at = now
-        Finding.objects.bulk_update([f for _, _, f in changed], [*FINDING_FIELDS, "updated_at"], batch_size=CHUNK)
-    Finding.objects.bulk_create(created, batch_size=CHUNK)
+            elif set_changed(finding, values):
+                changed.append((number, f"prompts[{index}]", finding))
+    _refuse_rated_findings(changed)
+    rows.update([f for _, _, f in changed], FINDING_FIELDS)
+    rows.create(created)

@@ -20,11 +20,12 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
-from annotate.models import Assignment, Batch, Revision, Span, Study, StudyMembership, Summary
+from annotate.models import Assignment, Batch, Revision, Study, StudyMembership, Summary
 from annotate.rubrics import AnswerContext, Question, RubricDefinition
 from annotate.services import build_span
 from core.exceptions import ApplicationError
 from core.text_validation import find_problem
+from datasets.pipeline import RowWriter
 
 
 class ThreshImportError(ApplicationError):
@@ -381,9 +382,10 @@ def import_thresh(*, study: Study, entries: Any, rubric_map: dict | None = None,
             )
         )
         positions[annotator] += 1
-    # In bulk, a fixed number of statements whatever the number of entries.
-    Assignment.objects.bulk_create(assignments, batch_size=500)
-    revisions = Revision.objects.bulk_create(
+    # Through the import pipeline's writer: a fixed number of statements per batch of rows.
+    writer = RowWriter()
+    writer.create(assignments)
+    revisions = writer.create(
         [
             Revision(
                 assignment=assignment,
@@ -393,8 +395,7 @@ def import_thresh(*, study: Study, entries: Any, rubric_map: dict | None = None,
                 submitted_at=now,
             )
             for assignment in assignments
-        ],
-        batch_size=500,
+        ]
     )
     spans = [
         build_span(revision=revision, question=question, index=index, answer=span)
@@ -402,7 +403,7 @@ def import_thresh(*, study: Study, entries: Any, rubric_map: dict | None = None,
         for question, items in values.items()
         for index, span in enumerate(items)
     ]
-    Span.objects.bulk_create(spans, batch_size=500)
+    writer.create(spans)
     return ThreshImportResult(
         batch=batch, raters=len(users), revisions=len(planned), spans=len(spans), skipped_edits=skipped
     )

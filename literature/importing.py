@@ -29,11 +29,10 @@ from dataclasses import dataclass
 from datetime import date, datetime
 
 from django.db import transaction
-from django.utils import timezone
 
 from annotate.models import Study
 from core.exceptions import ApplicationError
-from datasets.importing import CHUNK, ImportLineError, ImportResult, _Fields, json_objects
+from datasets.pipeline import Fields, ImportLineError, ImportResult, RowWriter, batches, json_objects, set_changed
 from literature.models import Question
 from stats.csvinput import quoting_problem
 
@@ -93,7 +92,7 @@ def read_rows(text: str, *, name: str = "") -> list[QuestionRow]:
     """Every question of a file's text, checked, or ImportLineError. CSV when the name ends
     in .csv or the text does not start with "{"; JSON Lines otherwise."""
     is_csv = name.lower().endswith(".csv") or not text.lstrip().startswith("{")
-    rows = _csv_rows(text) if is_csv else [_our_row(_Fields(n, d)) for n, d in json_objects(io.StringIO(text))]
+    rows = _csv_rows(text) if is_csv else [_our_row(Fields(n, d)) for n, d in json_objects(io.StringIO(text))]
     if not rows:
         raise ApplicationError("The file holds no questions.")
     seen: dict[str, int] = {}
@@ -146,7 +145,7 @@ def _our_csv_row(line: int, cells: dict[str, str]) -> QuestionRow:
             data["metadata"] = json.loads(data["metadata"])
         except json.JSONDecodeError:
             raise ImportLineError(line, "metadata", "must be a JSON object") from None
-    return _our_row(_Fields(line, data))
+    return _our_row(Fields(line, data))
 
 
 def _id_list_cell(line: int, name: str, cell: str) -> list[str]:
@@ -170,7 +169,7 @@ def _literal_list(line: int, name: str, cell: str) -> list[str]:
     return [str(v).strip() for v in value]
 
 
-def _our_row(f: _Fields) -> QuestionRow:
+def _our_row(f: Fields) -> QuestionRow:
     f.unknown_fields(set(OUR_FIELDS))
     key = f.string("key", max_length=200, pattern=KEY_RE)
     published_on, layout = _dated(f.line, "published", f.data.get("published"))
@@ -187,7 +186,7 @@ def _our_row(f: _Fields) -> QuestionRow:
     )
 
 
-def _identifiers(f: _Fields, name: str, value) -> list[str]:
+def _identifiers(f: Fields, name: str, value) -> list[str]:
     if value is None:
         return []
     if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
@@ -287,12 +286,11 @@ def summary_line(result: ImportResult) -> str:
 
 @transaction.atomic
 def import_questions(*, study: Study, rows: Iterable[QuestionRow]) -> ImportResult:
-    """Create or update the study's questions by key, in chunks: one lookup, one
-    bulk_create and one bulk_update per chunk."""
-    result = ImportResult()
-    rows = list(rows)
-    for start in range(0, len(rows), CHUNK):
-        chunk = rows[start : start + CHUNK]
+    """Create or update the study's questions by key, through the import pipeline's
+    writer: per batch of rows, one lookup, then the new ones created and the changed
+    ones updated in batches."""
+    writer = RowWriter()
+    for chunk in batches(rows):
         existing = {q.key: q for q in Question.objects.filter(study=study, key__in=[r.key for r in chunk])}
         created, changed = [], []
         for row in chunk:
@@ -300,18 +298,11 @@ def import_questions(*, study: Study, rows: Iterable[QuestionRow]) -> ImportResu
             question = existing.get(row.key)
             if question is None:
                 created.append(Question(study=study, key=row.key, **values))
-                result.created["question"] += 1
-            elif any(getattr(question, k) != v for k, v in values.items()):
-                for k, v in values.items():
-                    setattr(question, k, v)
+            elif set_changed(question, values):
                 changed.append(question)
-                result.updated["question"] += 1
+                writer.count("question", created=False, changed=True)
             else:
-                result.unchanged["question"] += 1
-        Question.objects.bulk_create(created, batch_size=CHUNK)
-        if changed:
-            now = timezone.now()
-            for question in changed:
-                question.updated_at = now
-            Question.objects.bulk_update(changed, [*FIELDS, "updated_at"], batch_size=CHUNK)
-    return result
+                writer.count("question", created=False)
+        writer.create(created, kind="question")
+        writer.update(changed, FIELDS)
+    return writer.result

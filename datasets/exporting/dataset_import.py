@@ -37,12 +37,12 @@ from core.exceptions import ApplicationError
 from core.text_validation import InvalidTextError, find_problem, length_problem, loads
 from datasets.exporting.folder import (
     FORMAT_VERSION,
-    ITERATOR_CHUNK,
     OPTIONAL_TABLES,
     DatasetImportError,
     read_table,
     verify_checksums,
 )
+from datasets.pipeline import RowWriter
 
 # --- re-import of a dataset folder ---------------------------------------------------------------
 
@@ -119,6 +119,7 @@ class _DatasetImporter:
         self.counts: dict[str, int] = {}
         self.rubrics: dict[tuple[str, int], Rubric] = {}
         self.definitions: dict[tuple[str, int], RubricDefinition] = {}
+        self.writer = RowWriter()
 
     def table(self, name: str) -> list[dict[str, Any]]:
         """The rows of one table, with the JSON text of its JSON_COLUMNS decoded. Text
@@ -202,7 +203,10 @@ class _DatasetImporter:
     def import_sources(self) -> None:
         self.sources: dict[str, Source] = {}
         self.withheld: set[str] = set()
-        for row in self.table("sources"):
+        rows = self.table("sources")
+        uuids = Source.objects.filter(uuid__in=[r["uuid"] for r in rows]).values_list("uuid", flat=True)
+        taken = {str(u) for u in uuids}
+        for row in rows:
             key = row["source_key"]
             if row["text"] is None:
                 if not self.allow_withheld:
@@ -213,7 +217,7 @@ class _DatasetImporter:
                 self.withheld.add(key)
             if row["text"] and length_problem(row["text"], "source"):
                 self.fail(f'source {key!r}: field "text" {length_problem(row["text"], "source")}')
-            if Source.objects.filter(uuid=row["uuid"]).exists():
+            if str(row["uuid"]) in taken:
                 self.fail(f"source {key!r}: uuid {row['uuid']} already exists in this database")
             try:
                 spans = sentence_spans(
@@ -226,7 +230,7 @@ class _DatasetImporter:
                 )
             except ValueError as exc:
                 self.fail(f'source {key!r}: field "sentences": {exc}')
-            source = Source.objects.create(
+            self.sources[key] = Source(
                 uuid=row["uuid"],
                 study=self.study,
                 key=key,
@@ -240,13 +244,13 @@ class _DatasetImporter:
                 metadata=row["metadata"],
                 sentence_spans=spans,
             )
-            self.sources[key] = source
+        self.writer.create(list(self.sources.values()))
         self.findings: dict[str, Finding] = {}
         for row in self.table("findings"):
             source = self.sources.get(row["source_key"])
             if source is None:
                 self.fail(f"finding {row['uuid']}: no source {row['source_key']!r}")
-            self.findings[row["uuid"]] = Finding.objects.create(
+            self.findings[row["uuid"]] = Finding(
                 uuid=row["uuid"],
                 source=source,
                 index=row["index"],
@@ -259,6 +263,7 @@ class _DatasetImporter:
                 end=row["end"],
                 evidence=row["evidence"] or "",
             )
+        self.writer.create(list(self.findings.values()))
 
     def import_summaries(self) -> None:
         self.summaries: dict[str, Summary] = {}
@@ -269,7 +274,7 @@ class _DatasetImporter:
                 self.fail(f"summary {row['summary_key']!r}: no source {row['source_key']!r}")
             if length_problem(row["text"] or "", "summary"):
                 self.fail(f'summary {row["summary_key"]!r}: field "text" {length_problem(row["text"], "summary")}')
-            self.summaries[row["summary_key"]] = Summary.objects.create(
+            self.summaries[row["summary_key"]] = Summary(
                 uuid=row["uuid"],
                 study=self.study,
                 source=source,
@@ -279,12 +284,17 @@ class _DatasetImporter:
                 metadata=row["metadata"],
                 flags=row["flags"],
             )
+        self.writer.create(list(self.summaries.values()))
+        children = []
         for row in rows:
             if row["parent_key"] is not None:
                 parent = self.summaries.get(row["parent_key"])
                 if parent is None:
                     self.fail(f"summary {row['summary_key']!r}: no parent {row['parent_key']!r}")
-                Summary.objects.filter(pk=self.summaries[row["summary_key"]].pk).update(parent=parent)
+                child = self.summaries[row["summary_key"]]
+                child.parent = parent
+                children.append(child)
+        self.writer.update(children, ["parent"])
         claims = []
         for row in self.table("claims"):
             summary = self.summary(row["summary_key"], "claim")
@@ -302,24 +312,29 @@ class _DatasetImporter:
                     probability=row["probability"],
                 )
             )
-        Claim.objects.bulk_create(claims)
+        self.writer.create(claims)
 
     def import_comparisons(self) -> None:
         """Comparisons, their item summary (in the summaries table under the comparison's
         key) and their members; then the sides each answer was given on, and the summary
         each highlight of a compared summary is in (comparison_answers)."""
+        comparisons = []
         for row in self.table("comparisons"):
             where = f"comparison {row['comparison_key']!r}"
             item = self.summary(row["comparison_key"], where)
             members = [self.summary(key, where) for key in row["summary_keys"] or []]
             if len(members) < 2 or any(m.source_id != item.source_id for m in members):
                 self.fail(f"{where}: needs two or more summaries of its source {row['source_key']!r}")
-            comparison = Comparison.objects.create(
+            comparison = Comparison(
                 uuid=row["uuid"], study=self.study, source_id=item.source_id, key=row["comparison_key"], item=item
             )
-            ComparisonMember.objects.bulk_create(
-                ComparisonMember(comparison=comparison, summary=m, index=i) for i, m in enumerate(members)
-            )
+            comparisons.append((comparison, members))
+        self.writer.create([comparison for comparison, _ in comparisons])
+        self.writer.create(
+            ComparisonMember(comparison=comparison, summary=m, index=i)
+            for comparison, members in comparisons
+            for i, m in enumerate(members)
+        )
         self.shown: dict[tuple, list[str]] = {}
         self.span_summaries: dict[tuple, str] = {}
         for number, row in enumerate(self.table("comparison_answers"), start=1):
@@ -341,7 +356,7 @@ class _DatasetImporter:
     def import_batches(self) -> None:
         self.batches: dict[str | None, Batch | None] = {None: None}
         for row in self.table("batches"):
-            self.batches[row["batch"]] = Batch.objects.create(
+            self.batches[row["batch"]] = Batch(
                 uuid=row["uuid"],
                 study=self.study,
                 name=row["batch"],
@@ -353,6 +368,7 @@ class _DatasetImporter:
                 training=row["training"],
                 attention_every=row["attention_every"],
             )
+        self.writer.create([batch for batch in self.batches.values() if batch is not None])
 
     def batch(self, name: str | None, what: str) -> Batch | None:
         if name not in self.batches:
@@ -370,23 +386,34 @@ class _DatasetImporter:
         names |= {r["rater"] for r in self.ratings_rows} | {r["rater"] for r in self.span_rows}
         names |= {r["decided_by"] for r in self.consensus_rows if r["decided_by"]}
         user_model = get_user_model()
+        usernames = {name: f"{name}@{self.study.slug}" for name in sorted(names)}
+        taken = set(user_model.objects.filter(username__in=usernames.values()).values_list("username", flat=True))
         self.users = {}
-        for name in sorted(names):
-            username = f"{name}@{self.study.slug}"
-            if user_model.objects.filter(username=username).exists():
+        memberships = []
+        for name, username in usernames.items():
+            if username in taken:
                 self.fail(f"rater {name!r}: an account {username!r} already exists")
             user = user_model(username=username)
             user.set_unusable_password()
-            user.save()
             self.users[name] = user
             default = "rater" if name.startswith("rater-") else "admin"
             for role in sorted(set((roles.get(name) or default).split(","))):
                 if role not in StudyMembership.Role.values:
                     self.fail(f"rater {name!r}: unknown role {role!r}")
-                StudyMembership.objects.create(study=self.study, user=user, role=role, order_seed=0)
+                memberships.append(StudyMembership(study=self.study, user=user, role=role, order_seed=0))
+        self.writer.create(list(self.users.values()))
+        self.writer.create(memberships)
 
     def import_answers(self) -> None:
-        # Revisions and their assignments, keyed by what identifies them in the tables.
+        revisions = self.answers_by_revision()
+        assignments = self.make_assignments(revisions)
+        self.make_revisions(revisions, assignments)
+        self.counts["assignments"] = len(assignments)
+        self.counts["revisions"] = len(revisions)
+
+    def answers_by_revision(self) -> dict[tuple, dict[str, Any]]:
+        """The ratings' and spans' rows grouped by the revision they belong to, keyed by
+        what identifies it in the tables."""
         revisions: dict[tuple, dict[str, Any]] = {}
         for table, rows in (("ratings", self.ratings_rows), ("spans", self.span_rows)):
             for number, row in enumerate(rows, start=1):
@@ -408,6 +435,9 @@ class _DatasetImporter:
                     },
                 )
                 info[table].append(row)
+        return revisions
+
+    def make_assignments(self, revisions: dict[tuple, dict[str, Any]]) -> dict[tuple, Assignment]:
         assignments: dict[tuple, Assignment] = {}
         live_pairs: set[tuple[str, str]] = set()
         positions: dict[str, int] = {}
@@ -422,7 +452,7 @@ class _DatasetImporter:
                 # withdrawn, as the upgrade does; the answers that count are the same.
                 again = (summary_key, rater) in live_pairs
                 live_pairs.add((summary_key, rater))
-                assignments[akey] = Assignment.objects.create(
+                assignments[akey] = Assignment(
                     study=self.study,
                     batch=self.batch(batch_name, f"answers of {rater} on {summary_key}"),
                     summary=summary,
@@ -434,69 +464,74 @@ class _DatasetImporter:
                     withdrawn_at=submitted if again else None,
                 )
                 positions[rater] += 1
-        ratings: list[Rating] = []
-        rationales: list[str | None] = []
-        spans: list[Span] = []
+        self.writer.create(list(assignments.values()))
+        return assignments
+
+    def make_revisions(self, revisions: dict[tuple, dict[str, Any]], assignments: dict[tuple, Assignment]) -> None:
+        """The submitted revisions, each checked against its rubric version, then their
+        ratings, rationales and spans."""
+        made = {}
         for key, info in revisions.items():
             batch_name, summary_key, rater, phase, number = key
             assignment = assignments[(batch_name, summary_key, rater)]
-            rubric = self.rubrics[info["rubric"]]
-            revision = Revision.objects.create(
+            made[key] = Revision(
                 assignment=assignment,
                 number=number,
                 status=Revision.Status.SUBMITTED,
                 phase=phase,
-                rubric=rubric,
+                rubric=self.rubrics[info["rubric"]],
                 submitted_at=info["submitted_at"],
                 assisted=info["assisted"],
                 shown_order=self.shown.get(key, []),
             )
             self.check_revision(key, info, assignment.summary)
+        self.writer.create(list(made.values()))
+        ratings: list[Rating] = []
+        rationales: list[str | None] = []
+        spans: list[Span] = []
+        for key, info in revisions.items():
+            revision = made[key]
             definition = self.definitions[info["rubric"]]
             for row in info["ratings"]:
-                q = definition.question(row["question"])
-                value = row["value"]
-                finding = self.findings[row["finding"]] if row["finding"] is not None else None
-                is_score = q.is_scale and value != NA
-                low, high = q.scale_bounds if is_score else (None, None)
-                ratings.append(
-                    Rating(
-                        revision=revision,
-                        question=q.key,
-                        finding=finding,
-                        score=value if is_score else None,
-                        scale_min=low,
-                        scale_max=high,
-                        value=None if is_score else value,
-                    )
-                )
+                ratings.append(self.rating(definition, revision, row))
                 rationales.append(row["rationale"])
-            for row in info["spans"]:
-                spans.append(
-                    Span(
-                        revision=revision,
-                        question=row["question"],
-                        index=row["index"],
-                        target=row["target"],
-                        start=row["start"],
-                        end=row["end"],
-                        text=row["text"] or "",
-                        link_start=row["link_start"],
-                        link_end=row["link_end"],
-                        link_text=row["link_text"] or "",
-                        answers=row["answers"],
-                        rationale=row["rationale"] or "",
-                        summary_uuid=self.span_summaries.get((*key, row["question"], row["index"])),
-                    )
-                )
-        created = Rating.objects.bulk_create(ratings, batch_size=ITERATOR_CHUNK)
-        Rationale.objects.bulk_create(
-            (Rationale(rating=r, text=t) for r, t in zip(created, rationales, strict=True) if t),
-            batch_size=ITERATOR_CHUNK,
+            spans.extend(self.span(key, revision, row) for row in info["spans"])
+        created = self.writer.create(ratings)
+        self.writer.create(Rationale(rating=r, text=t) for r, t in zip(created, rationales, strict=True) if t)
+        self.writer.create(spans)
+
+    def rating(self, definition: RubricDefinition, revision: Revision, row: dict) -> Rating:
+        q = definition.question(row["question"])
+        value = row["value"]
+        finding = self.findings[row["finding"]] if row["finding"] is not None else None
+        is_score = q.is_scale and value != NA
+        low, high = q.scale_bounds if is_score else (None, None)
+        return Rating(
+            revision=revision,
+            question=q.key,
+            finding=finding,
+            score=value if is_score else None,
+            scale_min=low,
+            scale_max=high,
+            value=None if is_score else value,
         )
-        Span.objects.bulk_create(spans, batch_size=ITERATOR_CHUNK)
-        self.counts["assignments"] = len(assignments)
-        self.counts["revisions"] = len(revisions)
+
+    def span(self, key: tuple, revision: Revision, row: dict) -> Span:
+        return Span(
+            revision=revision,
+            question=row["question"],
+            index=row["index"],
+            target=row["target"],
+            start=row["start"],
+            end=row["end"],
+            text=row["text"] or "",
+            link_start=row["link_start"],
+            link_end=row["link_end"],
+            link_text=row["link_text"] or "",
+            answers=row["answers"],
+            rationale=row["rationale"] or "",
+            summary_uuid=self.span_summaries.get((*key, row["question"], row["index"])),
+        )
 
     def check_revision(self, key: tuple, info: dict, summary: Summary) -> None:
         """The revision's answers, rebuilt as the rubric takes them, must be allowed by
@@ -558,12 +593,13 @@ class _DatasetImporter:
             self.fail(f"{where}: {detail}")
 
     def import_consensus(self) -> None:
+        answers, decided = [], []
         for number, row in enumerate(self.consensus_rows, start=1):
             where = f"consensus row {number}"
             rubric = self.rubrics.get((row["rubric_key"], row["rubric_version"]))
             if rubric is None or row["decided_by"] not in self.users:
                 self.fail(f"{where}: unknown rubric version or decider")
-            answer = ConsensusAnswer.objects.create(
+            answer = ConsensusAnswer(
                 batch=self.batch(row["batch"], where),
                 summary=self.summary(row["summary_key"], where),
                 question=row["question"],
@@ -572,5 +608,10 @@ class _DatasetImporter:
                 decided_by=self.users[row["decided_by"]],
                 rubric=rubric,
             )
-            # auto_now_add stamped the import time; the decision's own time is data.
-            ConsensusAnswer.objects.filter(pk=answer.pk).update(created_at=_parse_time(row["decided_at"], where))
+            answers.append(answer)
+            decided.append(_parse_time(row["decided_at"], where))
+        # auto_now_add stamps the import time on insert; the decision's own time is data.
+        self.writer.create(answers)
+        for answer, decided_at in zip(answers, decided, strict=True):
+            answer.created_at = decided_at
+        self.writer.update(answers, ["created_at"])

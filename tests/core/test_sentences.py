@@ -1,17 +1,15 @@
-"""The splitter's rules, held by both of its implementations: the Python definition and
-the same rules in C (native/spans), which the platform uses where it is built."""
+"""The splitter's rules (core.sentences): worked examples, and properties that hold for
+any text, checked on random texts made of the characters and words the rules look at."""
+
+import random
 
 import pytest
 
 from core import sentences
 
 
-@pytest.fixture(params=["python", "native"])
-def split_spans(request):
-    if request.param == "python":
-        return sentences.python_split_spans
-    # `make install` builds it; a missing build is a failure here, not a skip
-    assert sentences.NATIVE, "native/spans is not built (make install builds it; it needs a C compiler)"
+@pytest.fixture
+def split_spans():
     return sentences.split_spans
 
 
@@ -133,3 +131,100 @@ def test_the_common_case_shortcuts_split_as_the_full_search(text, expected, spli
     paths and the full ones, and each expected split is worked by hand from the rules in
     the module's docstring."""
     assert split_sentences(split_spans, text) == expected
+
+
+# Single characters and pieces the rules react to; random texts are drawn from them
+# (stops, closers, citations, line breaks, every kind of space, initials, abbreviations,
+# cased and uncased letters, digits that are not decimals).
+PIECES = [
+    *"aAbBDeEgiJLlsuvxyz",
+    *" " * 6,
+    *".!?\"')][",
+    "\n",
+    "\t",
+    "\r",
+    "\x0b",
+    "\x0c",
+    "\x1c",
+    "\x85",
+    "\u00a0",
+    "\u2028",
+    "\u3000",
+    "é",
+    "É",
+    "ǅ",  # titlecase: neither upper nor lower
+    "ß",
+    "中",  # a letter with no case
+    "0",
+    "9",
+    "²",  # a digit that is not a decimal
+    "½",  # numeric, not a digit
+    "_",
+    "“",
+    "‘",
+    "”",
+    "𝐀",  # outside the BMP
+    "et al.",
+    "e.g.",
+    "i.e.",
+    "vs.",
+    "Fig.",
+    " J. ",
+    " by ",
+    " vitamin ",
+    " vitamin \n",  # the word before an initial, read across a line break
+    "D.",
+    " the ",
+    " [PMC1]",
+    "[x]",
+    " Dr. ",
+    "u.s.",
+    "Ph.D.",
+    "[" + "a" * 40 + "]",
+    "[" + "a" * 41 + "]",
+    "[]",
+]
+
+
+def _spans_problem(text: str, spans: list[tuple[int, int]]) -> str | None:
+    """What in `spans` breaks the splitter's contract for `text`, or None."""
+    end_before = 0
+    for start, end in spans:
+        if not end_before <= start < end <= len(text):
+            return f"span {(start, end)} is empty, out of order or out of the text"
+        if text[start].isspace() or text[end - 1].isspace():
+            return f"span {(start, end)} is not trimmed"
+        if "\n" in text[start:end]:
+            return f"span {(start, end)} crosses a line break"
+        if not text[end_before:start].isspace() and text[end_before:start]:
+            return f"text {text[end_before:start]!r} before span {(start, end)} is in no sentence"
+        end_before = end
+    if text[end_before:] and not text[end_before:].isspace():
+        return f"text {text[end_before:]!r} at the end is in no sentence"
+    return None
+
+
+@pytest.mark.parametrize("seed,count,longest", [(1, 20_000, 40), (2, 5_000, 120), (3, 1_000, 600)])
+def test_any_text_is_split_into_ordered_trimmed_sentences_that_cover_it(split_spans, seed, count, longest):
+    """For any text: the spans are in order and do not overlap, each is trimmed of
+    whitespace and stays within one line, and every character that is not whitespace is
+    in a sentence (nothing is dropped). Short texts reach every branch often; long ones
+    reach past the 64-character look-backs. The seed is fixed, so a failure names a text
+    that can be run again."""
+    rng = random.Random(seed)
+    broken = []
+    for _ in range(count):
+        text = "".join(rng.choice(PIECES) for _ in range(rng.randint(0, longest)))
+        problem = _spans_problem(text, split_spans(text))
+        if problem is not None:
+            broken.append((text, problem))
+    assert broken[:3] == []
+
+
+def test_the_properties_catch_a_splitter_that_breaks_them():
+    """The check above fails a splitter that drops text, crosses a line or leaves spaces."""
+    text = "One. Two.\nThree."
+    assert _spans_problem(text, sentences.split_spans(text)) is None
+    assert _spans_problem(text, [(0, 4)]) is not None  # drops the rest
+    assert _spans_problem(text, [(0, 4), (5, 16)]) is not None  # crosses the line break
+    assert _spans_problem(text, [(0, 5), (5, 9), (10, 16)]) is not None  # "One. " not trimmed
