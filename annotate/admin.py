@@ -315,16 +315,6 @@ class LoginThrottleAdmin(admin.ModelAdmin):
         return False
 
 
-# DRF's token admin would list the clear-text keys of rest_framework.authtoken, which no
-# longer authenticate anyone (annotate/migrations/0009_hash_existing_api_tokens.py).
-try:
-    from rest_framework.authtoken.models import TokenProxy
-
-    admin.site.unregister(TokenProxy)
-except admin.sites.NotRegistered:  # pragma: no cover - the app's admin was not loaded first
-    pass
-
-
 class RecordOnlyMixin(ReadOnlyMixin):
     """Records of a decision (docs/monitoring.md): read here, made on the study's pages.
     An exclusion recorded by mistake may be deleted here (the answers count again)."""

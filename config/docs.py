@@ -2,7 +2,9 @@
 to the part of it that explains it (the batch builder's "See docs/batches.md" was plain
 text no user could open). Markdown is rendered by markdown-it-py with raw HTML off: the
 docs are ours, but nothing in them is taken as markup. Headings get GitHub's anchors, so
-links such as `import-format.md#questions` land where they point.
+links such as `import-format.md#questions` land where they point. A table column's
+alignment is a class (`align-right`, static/css/docs.css), not markdown-it's inline
+`style="text-align:…"`, which the Content-Security-Policy (`style-src 'self'`) refuses.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from django.views.decorators.http import require_GET
 
 # A file name of docs/ (lower case, digits, dashes), never a path.
 _NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
+# What markdown-it's table rule puts on a cell of an aligned column.
+_ALIGN = re.compile(r"text-align:(left|center|right)")
 
 
 def docs_folder() -> Path:
@@ -48,6 +52,11 @@ def _rendered(path: Path, mtime: float) -> tuple[str, str]:
     md = MarkdownIt("commonmark", {"html": False}).enable("table")
     tokens = md.parse(path.read_text(encoding="utf-8"))
     title = path.stem
+    for token in tokens:
+        if token.type in ("th_open", "td_open"):
+            style = token.attrs.pop("style", None)
+            if style is not None and (align := _ALIGN.fullmatch(str(style))):
+                token.attrSet("class", f"align-{align.group(1)}")
     for opening, inline in zip(tokens, tokens[1:], strict=False):
         if opening.type == "heading_open":
             opening.attrSet("id", heading_anchor(inline.content))

@@ -2,11 +2,17 @@
 documentation: signed-in users only, names only (never a path), raw HTML escaped,
 headings with GitHub's anchors, and the docs' screenshots."""
 
-import pytest
+from html.parser import HTMLParser
+from pathlib import Path
 
-from config.docs import heading_anchor
+import pytest
+from django.conf import settings as django_settings
+
+from config.docs import docs_folder, heading_anchor
 
 pytestmark = pytest.mark.django_db
+
+DOCS_CSS = Path(django_settings.BASE_DIR) / "static" / "css" / "docs.css"
 
 
 def test_a_doc_is_a_page_with_its_title_anchors_and_working_relative_links(admin_client):
@@ -55,3 +61,54 @@ def test_raw_html_in_a_doc_is_shown_as_text(admin_client, settings, tmp_path):
 )
 def test_heading_anchors_are_githubs(heading, anchor):
     assert heading_anchor(heading) == anchor
+
+
+class _InlineStyle(HTMLParser):
+    """Every style="" attribute and <style> element of a page, as the browser parses it."""
+
+    def __init__(self):
+        super().__init__()
+        self.found: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "style":
+            self.found.append("<style>")
+        self.found += [f"<{tag} style={value!r}>" for name, value in attrs if name == "style"]
+
+    handle_startendtag = handle_starttag
+
+
+def inline_styles(html: str) -> list[str]:
+    parser = _InlineStyle()
+    parser.feed(html)
+    parser.close()
+    return parser.found
+
+
+def test_no_doc_page_has_inline_style_for_the_content_security_policy_to_refuse(admin_client):
+    names = sorted(path.stem for path in docs_folder().glob("*.md"))
+    assert "performance" in names and len(names) > 10
+    found = {}
+    for name in names:
+        page = admin_client.get(f"/docs/{name}.md")
+        assert page.status_code == 200, name
+        assert "style-src 'self'" in page["Content-Security-Policy"]
+        if hits := inline_styles(page.content.decode()):
+            found[name] = hits[:3]
+    assert found == {}
+
+
+def test_table_alignment_is_a_class_the_docs_stylesheet_defines(admin_client, settings, tmp_path):
+    settings.BASE_DIR = tmp_path
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "t.md").write_text(
+        "# T\n\n| a | b | c | d |\n|:--|--:|:-:|---|\n| 1 | 2 | 3 | 4 |\n", encoding="utf-8"
+    )
+    html = admin_client.get("/docs/t.md").content.decode()
+    assert '<th class="align-left">a</th>' in html and '<td class="align-right">2</td>' in html
+    assert '<td class="align-center">3</td>' in html and "<td>4</td>" in html
+    assert inline_styles(html) == []
+    stylesheet = DOCS_CSS.read_text(encoding="utf-8")
+    assert "/static/css/docs.css" in html
+    for align in ("left", "right", "center"):
+        assert f".align-{align}" in stylesheet and f"text-align: {align}" in stylesheet
