@@ -48,8 +48,9 @@ class ReadOnlyMixin:
 
 @admin.register(Rubric)
 class RubricAdmin(ReadOnlyMixin, admin.ModelAdmin):
-    list_display = ["key", "version", "title", "created_at"]
-    readonly_fields = ["uuid", "key", "version", "title", "definition", "content_hash", "created_at"]
+    list_display = ["key", "version", "title", "owner", "created_at"]
+    list_select_related = ["owner"]
+    readonly_fields = ["uuid", "key", "version", "title", "owner", "definition", "content_hash", "created_at"]
 
 
 class MembershipInline(admin.TabularInline):

@@ -32,6 +32,17 @@ class Rubric(TimeStamped):
     title = models.CharField(max_length=200)
     definition = models.JSONField()
     content_hash = models.CharField(max_length=64)
+    # Who may publish new versions of the key (with superusers): the account that
+    # uploaded its first version, copied to every later one. None for the built-in
+    # rubrics, `manage.py load_rubric` and keys stored before keys had owners.
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="rubrics",
+        help_text="Who may publish new versions of this key (besides superusers); none: superusers only.",
+    )
 
     class Meta:
         constraints = [

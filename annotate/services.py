@@ -37,6 +37,8 @@ from annotate.models import (
     StudyMembership,
     Summary,
 )
+from annotate.rubric_keys import key_problem
+from annotate.rubric_yaml import read_uploaded_rubric
 from annotate.rubrics import (
     NA,
     AnswerContext,
@@ -81,17 +83,26 @@ def read_rubric_file(path: Path) -> dict:
 @transaction.atomic
 def load_rubric(*, definition: dict) -> Rubric:
     """Store a rubric definition; an unchanged one returns the stored version, a
-    changed one becomes a new version (old versions are never edited)."""
+    changed one becomes a new version (old versions are never edited). Owners are not
+    checked: this is for the built-in files and `manage.py load_rubric`, whoever runs
+    the server; a new key stored here has no owner."""
     parsed = RubricDefinition.from_dict(definition)
     latest = Rubric.objects.select_for_update().filter(key=parsed.key).order_by("-version").first()
+    return _store_rubric_version(parsed=parsed, latest=latest, owner=None)
+
+
+def _store_rubric_version(*, parsed: RubricDefinition, latest: Rubric | None, owner) -> Rubric:
+    """The stored version of `parsed`: `latest` (locked) when unchanged, else a new
+    version. A key keeps the owner of its first version; `owner` owns a new key."""
     if latest is not None and latest.content_hash == parsed.content_hash:
         return latest
     return Rubric.objects.create(
         key=parsed.key,
         version=(latest.version + 1) if latest else 1,
         title=parsed.title,
-        definition=definition,
+        definition=parsed.raw,
         content_hash=parsed.content_hash,
+        owner=latest.owner if latest else owner,
     )
 
 
@@ -146,29 +157,61 @@ def rubric_by_key(*, key: str) -> Rubric:
     return latest
 
 
-def upload_rubric(*, text: str) -> tuple[Rubric, bool]:
-    """A rubric YAML from the rubric page: checked (RubricDefinitionError naming the
-    problem) and stored as load_rubric stores it: a changed definition of a key is a new
-    version, an unchanged one is the stored version. The keys of the built-in rubrics are
-    refused (their files are the truth; give your rubric its own key). Returns the rubric
-    and whether a new version was stored."""
-    check_text(text, "rubric")
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise RubricDefinitionError(f"not valid YAML: {exc}") from None
-    parsed = RubricDefinition.from_dict(raw)
-    if builtin_rubric_path(parsed.key).exists():
-        raise RubricDefinitionError(
-            f"{parsed.key!r} is a built-in rubric (fixtures/rubrics/{parsed.key}.yaml): give your rubric its own key"
+class RubricOwnershipError(ApplicationError):
+    """A new version of a key that belongs to another account (docs/rubric-format.md)."""
+
+    code = "permission_denied"
+    http_status = 403
+
+
+def _check_may_publish(*, key: str, latest: Rubric | None, user) -> None:
+    if latest is None or user.is_superuser:
+        return
+    owner = latest.owner
+    if owner is None:
+        raise RubricOwnershipError(
+            f"Rubric {key!r} has no owner (it was stored by the server, or before rubric keys had owners): "
+            "only a superuser may publish a new version of it. Give your rubric its own key."
         )
-    before = Rubric.objects.filter(key=parsed.key).count()
+    if owner.pk != user.pk:
+        raise RubricOwnershipError(
+            f"Rubric {key!r} belongs to {owner.get_username()}: only {owner.get_username()} or a superuser "
+            "may publish a new version of it. Give your rubric its own key."
+        )
+
+
+def upload_rubric(*, text: str, user) -> tuple[Rubric, bool]:
+    """A rubric YAML from the rubric page, uploaded by `user`: read strictly
+    (annotate.rubric_yaml), its key checked (annotate.rubric_keys: no built-in key nor a
+    look-alike of one or of another account's key), and stored as load_rubric stores it:
+    a changed definition of a key is a new version, an unchanged one is the stored
+    version. A new key belongs to `user`; a new version of a stored key is for its owner
+    or a superuser (RubricOwnershipError, 403). Every other refusal is a
+    RubricDefinitionError naming the problem. Returns the rubric and whether a new
+    version was stored."""
+    raw = read_uploaded_rubric(text)
+    key = raw.get("key") if isinstance(raw, dict) else None
+    if key is not None:  # before the definition's own checks, whose rule for keys is looser
+        others = Rubric.objects.exclude(owner=user).values_list("key", flat=True).distinct()
+        problem = key_problem(key, builtin=builtin_rubric_keys(), others=others)
+        if problem is not None:
+            raise RubricDefinitionError(problem)
+    parsed = RubricDefinition.from_dict(raw)
     try:
         with transaction.atomic():
-            rubric = load_rubric(definition=raw)
+            # The owner comes along unlocked (PostgreSQL locks no nullable side of a join).
+            latest = (
+                Rubric.objects.select_for_update(of=("self",))
+                .select_related("owner")
+                .filter(key=parsed.key)
+                .order_by("-version")
+                .first()
+            )
+            _check_may_publish(key=parsed.key, latest=latest, user=user)
+            rubric = _store_rubric_version(parsed=parsed, latest=latest, owner=user)
     except IntegrityError:  # the same key's first version stored by another upload meanwhile
         raise ApplicationError(f"Rubric {parsed.key!r} was being stored by someone else: upload it again.") from None
-    return rubric, Rubric.objects.filter(key=parsed.key).count() > before
+    return rubric, rubric is not latest
 
 
 # --- studies -------------------------------------------------------------------

@@ -23,11 +23,9 @@ from django.views.decorators.http import require_http_methods
 from annotate import members, services
 from annotate.forms import MemberForm, RubricUploadForm, StudyCreateForm
 from annotate.models import Rubric
-from annotate.rubrics import RubricDefinitionError
+from annotate.rubric_yaml import MAX_RUBRIC_BYTES
 from annotate.selectors.access import get_study_for_admin
 from core.exceptions import ApplicationError
-
-MAX_RUBRIC_BYTES = 1 << 20
 
 
 def _require_creator(user) -> None:
@@ -41,7 +39,7 @@ def _require_creator(user) -> None:
 def rubric_choices() -> list[tuple[str, str]]:
     """Every rubric a study can name: the built-in ones and every stored key, newest version's title."""
     latest: dict[str, Rubric] = {}
-    for rubric in Rubric.objects.order_by("key", "version"):
+    for rubric in Rubric.objects.only("key", "version", "title").order_by("key", "version"):
         latest[rubric.key] = rubric
     keys = sorted(set(latest) | set(services.builtin_rubric_keys()))
     return [(key, f"{key}: {latest[key].title} (v{latest[key].version})" if key in latest else key) for key in keys]
@@ -85,6 +83,7 @@ def study_create(request):
 def rubric_upload(request):
     _require_creator(request.user)
     form = RubricUploadForm(request.POST or None, request.FILES or None)
+    status = 400 if request.method == "POST" else 200  # a POST that stored nothing
     if request.method == "POST" and form.is_valid():
         upload = form.cleaned_data["file"]
         try:
@@ -94,21 +93,27 @@ def rubric_upload(request):
                 text = upload.read().decode("utf-8")
             except UnicodeDecodeError:
                 raise ApplicationError("The file is not UTF-8 text.") from None
-            rubric, new = services.upload_rubric(text=text)
-        except (ApplicationError, RubricDefinitionError) as exc:
+            rubric, new = services.upload_rubric(text=text, user=request.user)
+        except ApplicationError as exc:  # RubricDefinitionError and RubricOwnershipError too
             form.add_error("file", exc.message)
+            status = exc.http_status
         else:
             if new:
                 messages.success(request, f"Rubric {rubric.key} stored as version {rubric.version}.")
             else:
                 messages.info(request, f"Rubric {rubric.key} is unchanged: still version {rubric.version}.")
             return redirect("studies:rubrics")
-    rubrics = Rubric.objects.annotate(n_studies=Count("studies")).order_by("key", "-version")
+    rubrics = (
+        Rubric.objects.defer("definition")
+        .select_related("owner")
+        .annotate(n_studies=Count("studies"))
+        .order_by("key", "-version")
+    )
     return render(
         request,
         "annotate/studies/rubrics.html",
         {"form": form, "rubrics": rubrics, "builtin": services.builtin_rubric_keys()},
-        status=400 if form.errors else 200,
+        status=status,
     )
 
 
