@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotate', '0016_no_second_study_index'),
+        ('annotate', '0017_drop_drf_token_table'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
