@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 
 import pytest
 from django.test import Client
@@ -167,3 +168,62 @@ def test_s3_storage_comes_from_the_environment_alone(tmp_path):
         [sys.executable, "-c", script], cwd=BASE, env=env, capture_output=True, text=True, timeout=600
     )
     assert refused.returncode != 0 and "S3_BUCKET" in refused.stderr
+
+
+# --- dependencies that accept connections and never answer -----------------------------
+
+
+@pytest.fixture
+def ready_in_time(monkeypatch):
+    """/readyz with READY_TIMEOUT=1, asked from a thread the test waits on for at most 60 s
+    (a hang, not a benchmark). Afterwards, until no check of the silent dependency is still
+    running, so the next test's /readyz starts its own."""
+    from tests.datasets.test_silent_dependencies import answered
+
+    monkeypatch.setenv("READY_TIMEOUT", "1")
+
+    def ask() -> tuple[int, dict]:
+        response = answered(lambda: Client().get("/readyz"))
+        return response.status_code, response.json()
+
+    yield ask
+    deadline = time.monotonic() + 60
+    while "failed" in json.dumps(ask()[1]["checks"]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("scheme", ["redis", "amqp"])
+def test_readyz_answers_not_ready_when_the_broker_accepts_and_never_answers(scheme, ready_in_time, settings, tmp_path):
+    from config.celery import app
+    from tests.core.test_queue_unavailable import forget_connections
+    from tests.silent_server import SilentServer
+
+    settings.EXPORTS_DIR = tmp_path / "exports"
+    settings.IMPORTS_DIR = tmp_path / "imports"
+    saved = {key: app.conf[key] for key in ("task_always_eager", "broker_url")}
+    with SilentServer() as silent:
+        settings.CELERY_TASK_ALWAYS_EAGER = False
+        app.conf.update(task_always_eager=False, broker_url=silent.url(scheme))
+        forget_connections()
+        try:
+            status, body = ready_in_time()
+        finally:
+            settings.CELERY_TASK_ALWAYS_EAGER = True
+            app.conf.update(saved)
+            forget_connections()
+    assert status == 503 and body["status"] == "failed"
+    assert body["checks"]["broker"].startswith("failed: ") and silent.accepted >= 1
+    assert body["checks"]["database"] == "ok" and body["checks"]["storage"] == "ok"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_readyz_answers_not_ready_when_the_object_store_accepts_and_never_answers(ready_in_time, settings, monkeypatch):
+    from tests.datasets.test_silent_dependencies import s3_storages
+    from tests.silent_server import SilentServer
+
+    with SilentServer() as silent:
+        settings.STORAGES = s3_storages(silent.url("http"), monkeypatch)
+        status, body = ready_in_time()
+    assert status == 503 and body["checks"]["storage"].startswith("failed: ") and silent.accepted >= 1
+    assert body["checks"]["database"] == "ok" and body["checks"]["broker"] == "not configured"
