@@ -8,14 +8,17 @@ without any study data, and cheap enough to call every few seconds:
 Both answer {"status": ..., "checks": {name: "ok" | "failed: <kind of error>"}} and never
 say more than the kind of error (no host names, no credentials). /readyz makes one
 database query, one broker connection and one request per storage (a HEAD on the S3
-bucket), each with a short timeout (READY_TIMEOUT seconds, default 3).
+bucket), at once, and answers within READY_TIMEOUT seconds (default 3) whatever they do:
+a check still waiting then is "failed: no answer within <READY_TIMEOUT> s".
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 
-from django.db import connection
+from django.db import connection, connections
 from django.http import JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
@@ -52,8 +55,10 @@ def _broker() -> bool:
         return False
     from config.celery import app
 
-    with app.connection_for_write() as conn:
-        conn.ensure_connection(max_retries=0, timeout=ready_timeout())
+    timeout = ready_timeout()
+    options = {"socket_connect_timeout": timeout, "socket_timeout": timeout, "read_timeout": timeout}
+    with app.connection_for_write(connect_timeout=timeout, transport_options=options) as conn:
+        conn.ensure_connection(max_retries=0, timeout=timeout)
     return True
 
 
@@ -68,19 +73,53 @@ def _storage() -> None:
             storage.ping(files, timeout=ready_timeout())
 
 
+CHECKS = {"database": _database, "broker": _broker, "storage": _storage}
+
+# Each check runs in a thread of its own and the answer waits for them until READY_TIMEOUT.
+# The checks' own timeouts bound each socket operation, not the check: a Redis check is a
+# connect and a PING, an S3 check a connect and a HEAD per storage, and the database has no
+# read timeout of its own, so their sum can exceed READY_TIMEOUT. A check still running
+# when the next probe comes is waited for again rather than started twice: at most one
+# thread per dependency however long it hangs, and the next probe sees its outcome.
+_running: dict[str, Future] = {}
+_running_lock = threading.Lock()
+_pool: ThreadPoolExecutor | None = None
+
+
+def _run(check):
+    try:
+        return check()
+    finally:
+        connections.close_all()  # this thread's connection: never reused after a failure
+
+
+def _start(name: str) -> Future:
+    global _pool
+    with _running_lock:
+        if _pool is None:  # made in the process that serves (a gunicorn worker), not before its fork
+            _pool = ThreadPoolExecutor(max_workers=len(CHECKS), thread_name_prefix="readyz")
+        future = _running.get(name)
+        if future is None or future.done():
+            future = _running[name] = _pool.submit(_run, CHECKS[name])
+        return future
+
+
 @csrf_exempt
 @never_cache
 @require_safe
 def readyz(request):
+    timeout = ready_timeout()
+    futures = {name: _start(name) for name in CHECKS}
+    wait(futures.values(), timeout=timeout)
     checks, failed = {}, False
-    for name, check in (("database", _database), ("broker", _broker), ("storage", _storage)):
-        try:
-            answered = check()
-        except Exception as exc:  # noqa: BLE001 - any failure of a dependency is "not ready", named; logged here
+    for name, future in futures.items():
+        if not future.done():
+            logger.warning("readyz: %s gave no answer within %g s", name, timeout)
+            checks[name], failed = f"failed: no answer within {timeout:g} s", True
+        elif future.exception() is not None:
+            exc = future.exception()
             logger.warning("readyz: %s failed: %s", name, exc)
             checks[name], failed = f"failed: {type(exc).__name__}", True
-            if name == "database":
-                connection.close()  # a broken connection is not reused by the next check
         else:
-            checks[name] = "not configured" if answered is False else "ok"
+            checks[name] = "not configured" if future.result() is False else "ok"
     return JsonResponse({"status": "failed" if failed else "ok", "checks": checks}, status=503 if failed else 200)

@@ -10,7 +10,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from core.env import env_bool, env_int, env_list, env_str, local_secret_key
+from core.env import env_bool, env_float, env_int, env_list, env_str, local_secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -294,6 +294,31 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
+# Timeouts of what a request asks the broker (docs/deployment.md, "Timeouts"): a broker that
+# accepts connections and never answers fails the enqueue (503, the run marked failed)
+# within a few seconds instead of holding the request's thread. BROKER_CONNECT_TIMEOUT
+# bounds a connection (TCP and AMQP's handshake, and kombu's reconnection attempts when a
+# channel is first needed); BROKER_TIMEOUT one answer or write. Each transport reads its own
+# options and ignores the others' (socket_* Redis, read/write_timeout py-amqp). Workers use
+# them too: their Redis polls (BRPOP) wait 1 s, well under BROKER_TIMEOUT.
+BROKER_CONNECT_TIMEOUT = env_float("BROKER_CONNECT_TIMEOUT", 3.0, positive=True)
+BROKER_TIMEOUT = env_float("BROKER_TIMEOUT", 3.0, positive=True)
+CELERY_BROKER_CONNECTION_TIMEOUT = BROKER_CONNECT_TIMEOUT
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "socket_connect_timeout": BROKER_CONNECT_TIMEOUT,
+    "socket_timeout": BROKER_TIMEOUT,
+    "read_timeout": BROKER_TIMEOUT,
+    "write_timeout": BROKER_TIMEOUT,
+    "max_retries": 1,
+}
+# Celery's broker_connection_retry and broker_connection_max_retries govern a worker's own
+# reconnection only: they keep Celery's defaults, so a worker outlives a broker restart.
+# A publish is tried again once, at once: enough for a pooled connection the broker closed
+# (a restart); more tries would multiply BROKER_TIMEOUT in a request that waits.
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.2}
+# A Redis result backend (CELERY_RESULT_BACKEND) is subscribed to when a task is sent.
+CELERY_REDIS_SOCKET_CONNECT_TIMEOUT = BROKER_CONNECT_TIMEOUT
+CELERY_REDIS_SOCKET_TIMEOUT = BROKER_TIMEOUT
 # How long a worker waits for the result of a pool process that died before it reports
 # WorkerLostError (Celery's default 10 s): our runs keep no result in Celery, and the
 # task_failure handlers mark the run "stopped: the worker died" as soon as it is reported.
@@ -346,6 +371,18 @@ elif STORAGE_BACKEND == "s3":
         raise ImproperlyConfigured("STORAGE_BACKEND=s3 needs S3_BUCKET (and S3_REGION, S3_ENDPOINT_URL if not AWS)")
     # Credentials are not settings: boto3 reads AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY
     # (or the machine's role) from the environment itself.
+    from botocore.config import Config
+
+    # Timeouts of every call to the store (docs/deployment.md, "Timeouts"): botocore's own
+    # (60 s to connect, 60 s for each answer, up to 5 tries) would hold a request's thread
+    # for minutes on a store that accepts connections and never answers. This client config
+    # replaces django-storages' own, so the addressing style goes in it too.
+    _s3_client_config = Config(
+        connect_timeout=env_float("S3_CONNECT_TIMEOUT", 3.0, positive=True),
+        read_timeout=env_float("S3_READ_TIMEOUT", 10.0, positive=True),
+        retries={"mode": "standard", "total_max_attempts": env_int("S3_MAX_ATTEMPTS", 2, minimum=1)},
+        s3={"addressing_style": env_str("S3_ADDRESSING_STYLE") or None},
+    )
     _run_storages = {
         kind: {
             "BACKEND": "storages.backends.s3.S3Storage",
@@ -354,7 +391,7 @@ elif STORAGE_BACKEND == "s3":
                 "region_name": env_str("S3_REGION") or None,
                 "endpoint_url": env_str("S3_ENDPOINT_URL") or None,
                 "location": f"{env_str('S3_PREFIX').strip('/') + '/' if env_str('S3_PREFIX') else ''}{kind}",
-                "addressing_style": env_str("S3_ADDRESSING_STYLE") or None,
+                "client_config": _s3_client_config,
                 "default_acl": None,  # private objects; the bucket's policy decides
                 "querystring_auth": True,
                 "file_overwrite": False,

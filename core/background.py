@@ -65,8 +65,10 @@ def claim_timeout() -> timedelta:
 
 def enqueue_or_fail(enqueue: Callable, *args, fail: Callable[[str], object], **kwargs):
     """Call `enqueue(*args, **kwargs)` (a task's `delay`, or a function that calls one);
-    when the broker cannot be reached, `fail(QUEUE_UNAVAILABLE)` records it on the run and
-    QueueUnavailableError (503, with that message) is raised instead of a 500."""
+    when the broker cannot be reached, or does not answer within BROKER_CONNECT_TIMEOUT and
+    BROKER_TIMEOUT (config/settings.py: kombu then raises the same OperationalError),
+    `fail(QUEUE_UNAVAILABLE)` records it on the run and QueueUnavailableError (503, with
+    that message) is raised instead of a 500."""
     try:
         return enqueue(*args, **kwargs)
     except (BrokerError, QueueUnavailableError) as exc:

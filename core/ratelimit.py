@@ -27,6 +27,9 @@ Settings (read when a limit is first asked for in a process, never at import):
   no Redis to share them through; set this to a Redis to share them). `off`: per process
   even with a Redis broker.
 - RATE_LIMIT_HOLD (s, default 30): how long a dead holder keeps its slot.
+- RATE_LIMIT_REDIS_CONNECT_TIMEOUT (s, default 1) and RATE_LIMIT_REDIS_TIMEOUT (s, default
+  5): how long a connection to that Redis, and one answer of it, may take before the
+  process falls back to its own limit (below).
 
 When Redis cannot be reached, each limit falls back to this process's own, and says so
 in a warning (at most once a minute per limit): an outage of Redis should not stop
@@ -269,7 +272,11 @@ def _client(url: str) -> redis.Redis:
     # before the process falls back to its own limit. redis-py's pool notices a fork
     # (gunicorn's and Celery's workers) and opens new connections in the child.
     if url not in _clients:
-        _clients[url] = redis.Redis.from_url(url, socket_connect_timeout=1.0, socket_timeout=5.0)
+        _clients[url] = redis.Redis.from_url(
+            url,
+            socket_connect_timeout=env_float("RATE_LIMIT_REDIS_CONNECT_TIMEOUT", 1.0, positive=True),
+            socket_timeout=env_float("RATE_LIMIT_REDIS_TIMEOUT", 5.0, positive=True),
+        )
     return _clients[url]
 
 

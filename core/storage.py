@@ -11,6 +11,9 @@ disk. STORAGE_BACKEND=s3 keeps them in one bucket of an S3-compatible object sto
 (S3_BUCKET, S3_REGION, S3_ENDPOINT_URL for MinIO and others, credentials from boto3's own
 chain: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or the machine's role), under the prefixes
 imports/ and exports/: machines that share no disk. docs/deployment.md has the settings.
+The object store's client waits at most S3_CONNECT_TIMEOUT for a connection and
+S3_READ_TIMEOUT for an answer, S3_MAX_ATTEMPTS tries in all (config/settings.py); a store
+that cannot be reached in a request is a 503 (StorageUnavailableError), never a 500.
 
 Web processes stream downloads from the storage after their permission checks (no
 presigned URLs: see `open_for_download`).
@@ -18,6 +21,7 @@ presigned URLs: see `open_for_download`).
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import tempfile
@@ -29,7 +33,35 @@ from django.conf import settings
 from django.core.files import File
 from django.core.files.storage import FileSystemStorage, Storage, storages
 
+from core.exceptions import ApplicationError
+
+logger = logging.getLogger(__name__)
+
 BLOCK = 1 << 20
+
+
+class StorageUnavailableError(ApplicationError):
+    """The object store could not be reached, or gave no answer in time (503)."""
+
+    code = "storage_unavailable"
+    http_status = 503
+
+
+def _unreachable(storage: Storage) -> tuple[type[Exception], ...]:
+    """The errors of `storage` that say it cannot be reached or did not answer: botocore's
+    connection errors and timeouts for an object store, none for the local disk (botocore
+    is imported only where it is used)."""
+    if isinstance(storage, FileSystemStorage):
+        return ()
+    from botocore.exceptions import ConnectionError as BotoConnectionError
+    from botocore.exceptions import HTTPClientError
+
+    return (BotoConnectionError, HTTPClientError)
+
+
+def _unavailable(exc: Exception) -> StorageUnavailableError:
+    logger.error("the file storage could not be reached: %s", exc)
+    return StorageUnavailableError("The file storage is unavailable: nothing was stored. Try again later.")
 
 
 class LocalRunStorage(FileSystemStorage):
@@ -66,7 +98,8 @@ def save_upload(storage: Storage, name: str, upload: File, *, limit: int, too_la
     `name` and return its size in bytes. Its size is known before anything is written
     (Django counted the bytes as they came), so a file over `limit` is refused by calling
     `too_large(limit)` (which raises) and nothing of it is stored; an empty one is not
-    stored either (0). The storage receives the file as it is, whole: a local one writes an
+    stored either (0); an object store that cannot be reached is StorageUnavailableError
+    (503). The storage receives the file as it is, whole: a local one writes an
     upload held in memory once and moves one Django spooled to disk, an object store
     uploads it (in parts when it is large). Copying it through a temporary file of our own
     first took 9 ms of the harness's 1.7 MB import (0.5 ms without; issue 30)."""
@@ -76,7 +109,10 @@ def save_upload(storage: Storage, name: str, upload: File, *, limit: int, too_la
     if size == 0:
         return 0
     upload.seek(0)
-    stored = storage.save(name, upload)
+    try:
+        stored = storage.save(name, upload)
+    except _unreachable(storage) as exc:
+        raise _unavailable(exc) from None
     if stored != name:  # a name taken already: the ids are UUIDs, so this is a bug
         storage.delete(stored)
         raise FileExistsError(name)
@@ -149,7 +185,10 @@ def open_for_download(storage: Storage, name: str):
     users' browsers (a MinIO inside the cluster), and local and S3 storage behave alike.
     The price, the archive's bytes passing through a web process, is small next to how
     rarely exports are downloaded."""
-    return storage.open(name, "rb")
+    try:
+        return storage.open(name, "rb")
+    except _unreachable(storage) as exc:
+        raise _unavailable(exc) from None
 
 
 def identity(storage: Storage) -> tuple:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 
 import pytest
 from django.test import Client
@@ -29,10 +30,13 @@ def test_healthz_answers_without_the_database(client, django_assert_num_queries)
     assert response["Cache-Control"].startswith("max-age=0")
 
 
-def test_readyz_asks_the_database_once_and_says_what_it_checked(client, django_assert_num_queries, settings, tmp_path):
+def test_readyz_asks_the_database_off_the_request_thread_and_says_what_it_checked(
+    client, django_assert_num_queries, settings, tmp_path
+):
     settings.EXPORTS_DIR = tmp_path / "exports"
     settings.IMPORTS_DIR = tmp_path / "imports"
-    with django_assert_num_queries(1):
+    # The checks run in threads of their own, so READY_TIMEOUT bounds the answer (config/health.py).
+    with django_assert_num_queries(0):
         response = client.get("/readyz")
     assert response.status_code == 200
     # No broker in the tests' settings: tasks run in process.
@@ -128,7 +132,9 @@ def test_readyz_is_a_503_naming_the_storage_when_the_object_store_cannot_be_reac
 def test_s3_storage_comes_from_the_environment_alone(tmp_path):
     script = (
         "import json, django; django.setup(); from django.conf import settings;"
-        "print(json.dumps(settings.STORAGES['exports']))"
+        "exports = settings.STORAGES['exports']; config = exports['OPTIONS'].pop('client_config');"
+        "exports['client'] = [config.connect_timeout, config.read_timeout, config.retries, config.s3];"
+        "print(json.dumps(exports))"
     )
     env = {
         **environment(tmp_path),
@@ -138,6 +144,8 @@ def test_s3_storage_comes_from_the_environment_alone(tmp_path):
         "S3_REGION": "eu-west-1",
         "S3_ENDPOINT_URL": "http://minio:9000",
         "S3_PREFIX": "site-a",
+        "S3_ADDRESSING_STYLE": "path",
+        "S3_READ_TIMEOUT": "7.5",
     }
     done = subprocess.run(
         [sys.executable, "-c", script], cwd=BASE, env=env, capture_output=True, text=True, timeout=600
@@ -152,9 +160,70 @@ def test_s3_storage_comes_from_the_environment_alone(tmp_path):
         "http://minio:9000",
     )
     assert options["location"] == "site-a/exports" and options["default_acl"] is None
+    # Every call has bounded waits (S3_CONNECT_TIMEOUT, S3_READ_TIMEOUT, S3_MAX_ATTEMPTS).
+    assert exports["client"] == [3.0, 7.5, {"mode": "standard", "total_max_attempts": 2}, {"addressing_style": "path"}]
     # Without a bucket, the settings refuse to start, naming the variable.
     env.pop("S3_BUCKET")
     refused = subprocess.run(
         [sys.executable, "-c", script], cwd=BASE, env=env, capture_output=True, text=True, timeout=600
     )
     assert refused.returncode != 0 and "S3_BUCKET" in refused.stderr
+
+
+# --- dependencies that accept connections and never answer -----------------------------
+
+
+@pytest.fixture
+def ready_in_time(monkeypatch):
+    """/readyz with READY_TIMEOUT=1, asked from a thread the test waits on for at most 60 s
+    (a hang, not a benchmark). Afterwards, until no check of the silent dependency is still
+    running, so the next test's /readyz starts its own."""
+    from tests.datasets.test_silent_dependencies import answered
+
+    monkeypatch.setenv("READY_TIMEOUT", "1")
+
+    def ask() -> tuple[int, dict]:
+        response = answered(lambda: Client().get("/readyz"))
+        return response.status_code, response.json()
+
+    yield ask
+    deadline = time.monotonic() + 60
+    while "failed" in json.dumps(ask()[1]["checks"]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("scheme", ["redis", "amqp"])
+def test_readyz_answers_not_ready_when_the_broker_accepts_and_never_answers(scheme, ready_in_time, settings, tmp_path):
+    from config.celery import app
+    from tests.core.test_queue_unavailable import forget_connections
+    from tests.silent_server import SilentServer
+
+    settings.EXPORTS_DIR = tmp_path / "exports"
+    settings.IMPORTS_DIR = tmp_path / "imports"
+    saved = {key: app.conf[key] for key in ("task_always_eager", "broker_url")}
+    with SilentServer() as silent:
+        settings.CELERY_TASK_ALWAYS_EAGER = False
+        app.conf.update(task_always_eager=False, broker_url=silent.url(scheme))
+        forget_connections()
+        try:
+            status, body = ready_in_time()
+        finally:
+            settings.CELERY_TASK_ALWAYS_EAGER = True
+            app.conf.update(saved)
+            forget_connections()
+    assert status == 503 and body["status"] == "failed"
+    assert body["checks"]["broker"].startswith("failed: ") and silent.accepted >= 1
+    assert body["checks"]["database"] == "ok" and body["checks"]["storage"] == "ok"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_readyz_answers_not_ready_when_the_object_store_accepts_and_never_answers(ready_in_time, settings, monkeypatch):
+    from tests.datasets.test_silent_dependencies import s3_storages
+    from tests.silent_server import SilentServer
+
+    with SilentServer() as silent:
+        settings.STORAGES = s3_storages(silent.url("http"), monkeypatch)
+        status, body = ready_in_time()
+    assert status == 503 and body["checks"]["storage"].startswith("failed: ") and silent.accepted >= 1
+    assert body["checks"]["database"] == "ok" and body["checks"]["broker"] == "not configured"
