@@ -424,6 +424,12 @@ class Assignment(TimeStamped):
     first_opened_at = models.DateTimeField(null=True, blank=True)
     submitted_at = models.DateTimeField(null=True, blank=True)
     active_seconds = models.PositiveIntegerField(default=0)
+    # The rating page's last draft write: which page, its number among that page's writes
+    # and the version it produced. While that is still the current version, the same page's
+    # newer write may replace it (services._claim_version); any other write moves it on.
+    draft_writer = models.CharField(max_length=64, blank=True, default="")
+    draft_seq = models.PositiveIntegerField(default=0)
+    draft_version = models.PositiveIntegerField(default=0)
     shown_order = models.JSONField(
         default=list,
         blank=True,

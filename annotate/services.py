@@ -17,7 +17,7 @@ import yaml
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
-from django.db.models import F, Max
+from django.db.models import F, Max, Q
 from django.utils import timezone
 
 from annotate import qualification
@@ -397,14 +397,33 @@ def _clamp_active(assignment: Assignment, seconds: Any) -> int:
     return max(0, min(value, elapsed, MAX_ACTIVE_SECONDS_PER_WRITE))
 
 
-def _claim_version(assignment: Assignment, expected_version: Any, **changes: Any) -> None:
-    """Compare-and-set the assignment's version, applying `changes` in the same UPDATE."""
+def _claim_version(
+    assignment: Assignment, expected_version: Any, *, writer: tuple[str, int] | None = None, **changes: Any
+) -> None:
+    """Compare-and-set the assignment's version, applying `changes` in the same UPDATE.
+
+    `writer` (a draft from the rating page: the page's id and the number of this write
+    among its writes) also lets a write through when the current version is the same
+    page's earlier write: a page may send a second write before the first one's answer
+    (the save sent on leaving, then the reloaded page's resend of it), and its newer
+    state replaces its own older one. A write from anyone else in between (another tab
+    or device, a submit) still makes it stale; an older write of the page arriving last
+    is stale too, so it never overwrites a newer one."""
     try:
         expected = int(expected_version)
     except (TypeError, ValueError):
         raise ApplicationError("version is required: send the version you last read.") from None
-    updated = Assignment.objects.filter(pk=assignment.pk, version=expected).update(
-        version=F("version") + 1, updated_at=timezone.now(), **changes
+    writer_id, seq = writer or ("", 0)
+    claimable = Q(version=expected)
+    if writer_id:
+        claimable |= Q(draft_writer=writer_id, draft_seq__lt=seq, version=F("draft_version"))
+    updated = Assignment.objects.filter(claimable, pk=assignment.pk).update(
+        version=F("version") + 1,
+        updated_at=timezone.now(),
+        draft_writer=writer_id,
+        draft_seq=seq,
+        draft_version=F("version") + 1,
+        **changes,
     )
     if updated != 1:
         current = Assignment.objects.values_list("version", flat=True).get(pk=assignment.pk)
@@ -415,7 +434,9 @@ def _claim_version(assignment: Assignment, expected_version: Any, **changes: Any
         )
     # Only what the UPDATE changed: a full refresh would also drop the study, rubric,
     # summary and findings the caller fetched with the assignment.
-    assignment.refresh_from_db(fields=sorted({"version", "updated_at", *changes}))
+    assignment.refresh_from_db(
+        fields=sorted({"version", "updated_at", "draft_writer", "draft_seq", "draft_version", *changes})
+    )
 
 
 def _findings(summary: Summary) -> list[Finding]:
@@ -624,12 +645,20 @@ def open_assignment(*, assignment: Assignment) -> Assignment:
 
 
 def save_draft(
-    *, assignment: Assignment, rater, answers: Any, rationales: Any = None, version: Any, active_seconds: Any = 0
+    *,
+    assignment: Assignment,
+    rater,
+    answers: Any,
+    rationales: Any = None,
+    version: Any,
+    active_seconds: Any = 0,
+    writer: tuple[str, int] | None = None,
 ) -> Revision:
     """Store answers in progress, in any partial state: a rationale before its answer,
     a highlight without its sub-answers, unanswered questions. Each given value must
     still be one the rubric allows; completeness and the rubric's rules wait for submit
-    (their problems are shown as hints, see draft_hints).
+    (their problems are shown as hints, see draft_hints). `writer` is the rating page's
+    (id, write number), see _claim_version.
 
     The answers are checked before the transaction opens (see submit_rating)."""
     _check_editable(assignment, rater)
@@ -641,7 +670,11 @@ def save_draft(
     active = _clamp_active(assignment, active_seconds)
     with transaction.atomic():
         _claim_version(
-            assignment, version, state=Assignment.State.IN_PROGRESS, active_seconds=F("active_seconds") + active
+            assignment,
+            version,
+            writer=writer,
+            state=Assignment.State.IN_PROGRESS,
+            active_seconds=F("active_seconds") + active,
         )
         revision = _write_answers(assignment, clean, definition, findings)
         revision.save(update_fields=["updated_at"])

@@ -95,6 +95,23 @@ class RatingWriteSerializer(serializers.Serializer):
     active_seconds = serializers.IntegerField(required=False, default=0, min_value=0)
 
 
+class DraftWriteSerializer(RatingWriteSerializer):
+    writer = serializers.RegexField(
+        r"^[A-Za-z0-9_-]{8,64}$",
+        required=False,
+        help_text="The page that writes: a random id it made when it opened. With `seq`, a newer write of the "
+        "same page replaces the page's own earlier one, even one sent with the same version (docs/api.md).",
+    )
+    seq = serializers.IntegerField(
+        required=False, min_value=1, max_value=MAX_VERSION, help_text="This write's number among the page's writes."
+    )
+
+    def validate(self, attrs):
+        if ("writer" in attrs) != ("seq" in attrs):
+            raise serializers.ValidationError({"seq": "writer and seq are sent together."})
+        return attrs
+
+
 class SkipSerializer(serializers.Serializer):
     version = serializers.IntegerField(required=False, min_value=0, max_value=MAX_VERSION)
     reason = serializers.CharField()
@@ -179,11 +196,15 @@ def _own_item(request, assignment_uuid) -> Assignment:
     return assignment
 
 
-def _write_rating(request, assignment_uuid, write) -> Response:
-    """Save a draft or submit (`write` is the service): the same body, version and answer."""
+def _write_rating(request, assignment_uuid, write, serializer=RatingWriteSerializer) -> Response:
+    """Save a draft or submit (`write` is the service): the same body, version and answer.
+    A draft may name its writer (DraftWriteSerializer), passed on as `writer`."""
     assignment = _own_item(request, assignment_uuid)
-    body = RatingWriteSerializer(data=request.data)
+    body = serializer(data=request.data)
     body.is_valid(raise_exception=True)
+    extra = {}
+    if "writer" in body.validated_data:
+        extra["writer"] = (body.validated_data["writer"], body.validated_data["seq"])
     write(
         assignment=assignment,
         rater=request.user,
@@ -191,6 +212,7 @@ def _write_rating(request, assignment_uuid, write) -> Response:
         rationales=body.validated_data["rationales"],
         version=_version(request, body.validated_data),
         active_seconds=body.validated_data["active_seconds"],
+        **extra,
     )
     return _rating_state(assignment, refresh=False)
 
@@ -217,13 +239,13 @@ class AssignmentRating(APIView):
         return _rating_state(assignment)
 
     @extend_schema(
-        request=RatingWriteSerializer,
+        request=DraftWriteSerializer,
         responses=RatingStateSerializer,
         parameters=[IF_MATCH],
         description="Save a draft. Values must be valid; completeness is not required.",
     )
     def put(self, request, assignment_uuid):
-        return _write_rating(request, assignment_uuid, services.save_draft)
+        return _write_rating(request, assignment_uuid, services.save_draft, DraftWriteSerializer)
 
 
 class AssignmentSubmit(APIView):

@@ -292,14 +292,74 @@
     return { target: target, start: start, end: end, text: slice(target, start, end) };
   }
 
+  // ---------------------------------------------------------------- announcements
+  // The page's live region (base.html): a short word for what just happened out of sight.
+  function announce(text) {
+    const region = document.getElementById("announce");
+    if (region) region.textContent = text;
+  }
+
+  // ---------------------------------------------------------------- highlights in progress
+  // A highlight being made (text marked, answers chosen, "Save highlight" not pressed yet)
+  // is kept in this browser, per item and question, as it changes; leaving the page and
+  // coming back opens it again. Saving or cancelling it forgets it. It is not part of the
+  // server's draft: the draft holds saved highlights only, so nothing half-made is submitted.
+  const unsavedKey = "rating-unsaved-highlights:" + apiUrl;
+  function storage(kind) {
+    try { return window[kind]; } catch (e) { return null; } // storage refused by the browser
+  }
+  function readStored(kind, name) {
+    const store = storage(kind);
+    if (!store) return null;
+    try { return JSON.parse(store.getItem(name) || "null"); } catch (e) { return null; }
+  }
+  function writeStored(kind, name, value) {
+    const store = storage(kind);
+    if (!store) return;
+    try {
+      if (value === null) store.removeItem(name); else store.setItem(name, JSON.stringify(value));
+    } catch (e) { /* full or refused: the page itself still holds the work */ }
+  }
+  function keepUnsavedHighlight(key, state) {
+    const all = readStored("localStorage", unsavedKey) || {};
+    if (state) all[key] = state; else delete all[key];
+    writeStored("localStorage", unsavedKey, Object.keys(all).length ? all : null);
+  }
+  // A stored part still quotes this item's text (else it belongs to nothing here).
+  function partFits(target, part) {
+    return !!part && Number.isInteger(part.start) && Number.isInteger(part.end) && part.start < part.end &&
+      part.end <= texts[target].length && slice(target, part.start, part.end) === part.text;
+  }
+  function restoreUnsavedHighlights() {
+    const all = readStored("localStorage", unsavedKey);
+    if (!all || typeof all !== "object") return;
+    if (!editable) { writeStored("localStorage", unsavedKey, null); return; }
+    Object.keys(all).forEach(function (key) {
+      const q = data.span_questions[key];
+      const state = all[key];
+      const draft = state && state.draft;
+      if (!q || !draft || typeof draft !== "object") { keepUnsavedHighlight(key, null); return; }
+      const summaryPart = draft.start !== undefined ? partFits(q.target === "linked" ? "summary" : draft.target, draft) : true;
+      const linkPart = draft.link ? partFits("source", draft.link) : true;
+      if (!summaryPart || !linkPart) { keepUnsavedHighlight(key, null); return; }
+      const index = Number.isInteger(state.index) && state.index < spans[key].length ? state.index : null;
+      panelFor(key, index, draft, { restored: true });
+    });
+  }
+
   // ---------------------------------------------------------------- span panel
-  function panelFor(key, index, draft) {
+  function panelFor(key, index, draft, options) {
     const q = data.span_questions[key];
+    const restored = !!(options && options.restored);
     const panel = document.getElementById("q-" + key + "-panel");
     panel.textContent = "";
     panel.hidden = false;
     const title = el("p", "panel-title", (index === null ? "New highlight" : "Edit highlight #" + (index + 1)));
     panel.appendChild(title);
+    if (restored) {
+      panel.appendChild(el("p", "hint panel-restored",
+        "Not saved yet: you were making this highlight when you left the page. Save it or cancel it."));
+    }
     function quote(label, part) {
       const p = el("p", "panel-quote");
       p.appendChild(el("strong", "", label + ": "));
@@ -356,7 +416,34 @@
     const actions = el("div", "actions");
     actions.appendChild(save); actions.appendChild(cancel);
     panel.appendChild(actions);
-    cancel.addEventListener("click", function () { panel.hidden = true; panel.textContent = ""; });
+    // What the panel holds now, kept as the highlight in progress.
+    function remember() {
+      const state = JSON.parse(JSON.stringify(draft));
+      state.answers = {};
+      q.sub.forEach(function (sq) {
+        const fs = inputs[sq.key];
+        const chosen = sq.kind === "choice" ? fs.querySelector("input:checked") : fs.querySelector("input");
+        if (chosen && chosen.value) state.answers[sq.key] = chosen.value;
+      });
+      if (rationale) state.rationale = rationale.value;
+      keepUnsavedHighlight(key, { index: index, draft: state });
+    }
+    // Properties, not listeners: the panel element is reused by every highlight of the question.
+    panel.oninput = remember;
+    panel.onchange = remember;
+    remember();
+    function close() {
+      panel.hidden = true;
+      panel.textContent = "";
+      panel.oninput = panel.onchange = null;
+      keepUnsavedHighlight(key, null);
+    }
+    cancel.addEventListener("click", function () {
+      close();
+      // Back to where the highlight was started, never to the page's <body>.
+      const start = document.querySelector("[data-span-tools='" + CSS.escape(key) + "'] button:not([disabled])");
+      if (start) start.focus();
+    });
     save.addEventListener("click", function () {
       const span = { target: q.target === "linked" ? "summary" : draft.target, start: draft.start, end: draft.end,
                      text: draft.text, answers: {}, rationale: rationale ? rationale.value.trim() : "" };
@@ -379,13 +466,29 @@
         return;
       }
       if (index === null) spans[key].push(span); else spans[key][index] = span;
-      panel.hidden = true;
-      panel.textContent = "";
+      close();
       refreshSpans(key);
       scheduleSave();
+      // The keyboard goes to the saved highlight's entry in the list.
+      const saved = index === null ? spans[key].length - 1 : index;
+      focusSpanItem(key, saved);
+      announce("Highlight " + (saved + 1) + " saved.");
     });
-    (panel.querySelector("input, textarea") || save).focus();
+    // A panel reopened on loading the page does not take the keyboard from the page's start.
+    if (!restored) (panel.querySelector("input, textarea") || save).focus();
     return panel;
+  }
+
+  function focusSpanItem(key, i) {
+    const items = document.getElementById("q-" + key + "-list").children;
+    const item = items[Math.min(i, items.length - 1)];
+    if (item) {
+      item.tabIndex = -1;
+      item.focus();
+      return;
+    }
+    const start = document.querySelector("[data-span-tools='" + CSS.escape(key) + "'] button:not([disabled])");
+    if (start) start.focus();
   }
 
   const drafts = {};
@@ -426,6 +529,8 @@
           spans[key].splice(i, 1);
           refreshSpans(key);
           scheduleSave();
+          focusSpanItem(key, i);
+          announce("Highlight " + (i + 1) + " deleted.");
         });
         li.appendChild(document.createTextNode(" "));
         li.appendChild(edit);
@@ -528,6 +633,50 @@
     return { answers: answers, rationales: rationales };
   }
 
+  // The reverse of collect(): put a draft's answers into the form (a change sent on leaving
+  // that the stored answers may not have yet). Values are only compared and assigned, so
+  // nothing in them is ever read as markup.
+  function applyAnswers(answers, rationales) {
+    const pick = function (inputs, value) {
+      inputs.forEach(function (input) {
+        input.checked = value !== null && value !== undefined && input.value === String(value);
+      });
+    };
+    const textOf = function (value) { return typeof value === "string" ? value : ""; };
+    form.querySelectorAll("fieldset[data-question]").forEach(function (fs) {
+      const key = fs.dataset.question;
+      const kind = fs.dataset.kind;
+      const value = answers[key];
+      const why = rationales[key];
+      if (kind === "span") {
+        if (Array.isArray(value)) { spans[key] = value.slice(); refreshSpans(key); }
+        return;
+      }
+      if (kind === "per_finding" || kind === "per_claim") {
+        fs.querySelectorAll(".finding, .claim-item").forEach(function (div) {
+          const id = div.dataset.finding || div.dataset.claim;
+          pick(div.querySelectorAll("input[type=radio]"), value && typeof value === "object" ? value[id] : null);
+          const r = div.querySelector("textarea");
+          if (r) r.value = textOf(why && typeof why === "object" ? why[id] : "");
+        });
+        return;
+      }
+      if (kind === "checkboxes") {
+        const ticked = Array.isArray(value) ? value.map(String) : [];
+        fs.querySelectorAll("input[name='" + key + "']").forEach(function (box) {
+          box.checked = ticked.indexOf(box.value) !== -1;
+        });
+      } else if (kind === "text") {
+        fs.querySelector("textarea[name='" + key + "']").value = textOf(value);
+      } else {
+        pick(fs.querySelectorAll("input[name='" + key + "']"), value);
+      }
+      const rationale = fs.querySelector("textarea[name='" + key + "__rationale']");
+      if (rationale) rationale.value = textOf(why);
+    });
+    render();
+  }
+
   // A refused submit: focus the summary listing every problem.
   const errorSummary = document.getElementById("error-summary");
   if (errorSummary) errorSummary.focus();
@@ -551,6 +700,9 @@
   }
   let timer = null;
   let saving = null;
+  let saveAgain = false;
+  let leavingByForm = false;
+  let flushedSeq = 0;
   let stopped = false;
   let pendingSubmitter = null;
 
@@ -593,80 +745,169 @@
     });
   }
 
+  // Writes and their order. Each page names itself (`writer`, random per page load) and
+  // numbers its writes (`seq`); the server lets a page's newer write replace its own
+  // earlier one even when both carry the version the page read, and refuses anyone
+  // else's (docs/api.md). So a page's writes in flight never conflict with each other.
+  //
+  // A change not yet stored when the page is left is sent with keepalive, and kept in
+  // this tab's sessionStorage with the page's name, the write's number and the version it
+  // was based on. That save may reach the server after the next page's GET (a reload at
+  // once): the next page then shows the older stored answers. So a page that finds such
+  // an unsent change puts it back in the form and sends it again, as the next write of
+  // the page that left: stored if only that page wrote since (whichever of the two saves
+  // lands first), a conflict if another tab or device did.
+  const writer = randomId();
+  let seq = 0;          // this page's last write
+  let confirmedSeq = 0; // its newest write the server has stored
+  const unsentKey = "rating-unsent-draft:" + apiUrl;
+  function randomId() {
+    const bytes = new Uint8Array(12);
+    window.crypto.getRandomValues(bytes);
+    return Array.from(bytes, function (b) { return (b + 256).toString(16).slice(1); }).join("");
+  }
+
   function draftBody() {
     const body = collect();
     body.version = Number(versionInput.value);
     body.active_seconds = unsentSeconds;
+    seq += 1;
+    body.writer = writer;
+    body.seq = seq;
     return body;
+  }
+
+  function put(body, keepalive) {
+    return fetch(apiUrl, {
+      method: "PUT",
+      credentials: "same-origin",
+      keepalive: !!keepalive,
+      headers: { "Content-Type": "application/json", "X-CSRFToken": csrf, "Accept": "application/json" },
+      body: JSON.stringify(body),
+    }).then(function (response) {
+      return response.json().catch(function () { return {}; }).then(function (result) {
+        return { response: response, result: result };
+      });
+    });
+  }
+
+  // One of this page's writes was stored.
+  function stored(body, result) {
+    unsentSeconds = Math.max(0, unsentSeconds - body.active_seconds);
+    if (body.seq > confirmedSeq) {
+      confirmedSeq = body.seq;
+      syncVersion(result.version);
+      showHints(result.hints);
+    }
+    const unsent = readStored("sessionStorage", unsentKey);
+    if (unsent && unsent.writer === writer && unsent.seq <= body.seq) writeStored("sessionStorage", unsentKey, null);
+    clearSaveProblem();
+    setStatus("Draft saved at " + new Date().toLocaleTimeString());
+  }
+
+  function conflict(result) {
+    stopped = true;
+    setStatus((result.error && result.error.message) || "Changed elsewhere: reload the page.");
+    showSaveProblem("Not saved: this item was changed elsewhere (another tab or device). Copy your text, then reload the page.");
   }
 
   function save() {
     timer = null;
     if (stopped) return Promise.resolve();
+    // One save at a time: a change made meanwhile is sent when this one is answered.
+    if (saving) { saveAgain = true; return saving; }
     const body = draftBody();
-    const sent = body.active_seconds;
     setStatus("Saving draft…");
-    saving = fetch(apiUrl, {
-      method: "PUT",
-      credentials: "same-origin",
-      headers: { "Content-Type": "application/json", "X-CSRFToken": csrf, "Accept": "application/json" },
-      body: JSON.stringify(body),
-    }).then(function (response) {
-      return response.json().catch(function () { return {}; }).then(function (result) {
-        if (response.ok) {
-          unsentSeconds -= sent;
-          syncVersion(result.version);
-          clearSaveProblem();
-          showHints(result.hints);
-          setStatus("Draft saved at " + new Date().toLocaleTimeString());
-        } else if (response.status === 409) {
-          stopped = true;
-          setStatus((result.error && result.error.message) || "Changed elsewhere: reload the page.");
-          showSaveProblem("Not saved: this item was changed elsewhere. Copy your text, then reload the page.");
-        } else {
-          const message = (result.error && result.error.message) || "The server refused it.";
-          setStatus("Draft not saved. " + message);
-          showSaveProblem("Draft not saved. " + message);
-        }
-      });
+    saving = put(body).then(function (r) {
+      if (r.response.ok) {
+        stored(body, r.result);
+      } else if (r.response.status === 409) {
+        // A newer write of this page (the save sent when the tab was hidden) replaced it.
+        if (body.seq < seq) return;
+        conflict(r.result);
+      } else {
+        const message = (r.result.error && r.result.error.message) || "The server refused it.";
+        setStatus("Draft not saved. " + message);
+        showSaveProblem("Draft not saved. " + message);
+      }
     }).catch(function () {
       setStatus("Draft not saved (offline?). Your answers are still on this page.");
       showSaveProblem("Draft not saved (offline?). Your answers are still on this page.");
-    }).finally(function () {
-      saving = null;
-      if (pendingSubmitter) {
-        const submitter = pendingSubmitter;
-        pendingSubmitter = null;
-        form.requestSubmit(submitter);
-      }
-    });
+    }).finally(afterSave);
     return saving;
   }
-  // Leaving the page never drops typing: a pending change is sent with keepalive, with
-  // the version and CSRF header. If a save is in flight, the flush waits for it so it
-  // carries the new version instead of meeting a 409.
+  function afterSave() {
+    saving = null;
+    if (saveAgain && !stopped) {
+      saveAgain = false;
+      save();
+      return;
+    }
+    saveAgain = false;
+    if (pendingSubmitter) {
+      const submitter = pendingSubmitter;
+      pendingSubmitter = null;
+      form.requestSubmit(submitter);
+    }
+  }
+
+  // Leaving the page (or hiding it) never drops typing: a change not yet stored is sent at
+  // once with keepalive, without waiting for a save in flight (the page's newer write
+  // replaces it, see above), and kept in sessionStorage until a write of it is stored.
   function flush() {
-    if (!editable || stopped || !timer) return;
-    clearTimeout(timer);
-    timer = null;
-    const send = function () {
-      fetch(apiUrl, {
-        method: "PUT",
-        credentials: "same-origin",
-        keepalive: true,
-        headers: { "Content-Type": "application/json", "X-CSRFToken": csrf, "Accept": "application/json",
-                   "If-Match": '"' + versionInput.value + '"' },
-        body: JSON.stringify(draftBody()),
-      }).then(function (response) {
-        if (response.ok) return response.json().then(function (r) { syncVersion(r.version); });
-      }).catch(function () {});
-    };
-    if (saving) saving.then(send); else send();
+    if (!editable || stopped || leavingByForm) return;
+    // A change typed since the last write, or a write not yet stored that this flush has
+    // not already covered (pagehide and visibilitychange both come when a page is left).
+    if (!(timer || ((saving || failing) && flushedSeq < seq))) return;
+    if (timer) { clearTimeout(timer); timer = null; }
+    saveAgain = false;
+    const body = draftBody();
+    flushedSeq = body.seq;
+    writeStored("sessionStorage", unsentKey, {
+      writer: writer, seq: body.seq, version: body.version, answers: body.answers, rationales: body.rationales,
+    });
+    put(body, true).then(function (r) {
+      if (r.response.ok) stored(body, r.result);
+      else if (r.response.status === 409 && body.seq === seq) conflict(r.result);
+    }).catch(function () {});
   }
   window.addEventListener("pagehide", flush);
   document.addEventListener("visibilitychange", function () {
     if (document.visibilityState === "hidden") flush();
   });
+
+  // The unsent change a previous page of this tab left (see above), put back and sent.
+  function resendUnsent() {
+    const unsent = readStored("sessionStorage", unsentKey);
+    if (!unsent || !editable) return;
+    if (typeof unsent.writer !== "string" || !Number.isInteger(unsent.seq) || !Number.isInteger(unsent.version)) {
+      writeStored("sessionStorage", unsentKey, null);
+      return;
+    }
+    applyAnswers(unsent.answers || {}, unsent.rationales || {});
+    const body = { answers: unsent.answers || {}, rationales: unsent.rationales || {}, version: unsent.version,
+                   active_seconds: 0, writer: unsent.writer, seq: unsent.seq + 1 };
+    setStatus("Saving the change you made before leaving…");
+    saving = put(body).then(function (r) {
+      if (r.response.ok) {
+        writeStored("sessionStorage", unsentKey, null);
+        syncVersion(r.result.version);
+        showHints(r.result.hints);
+        setStatus("Draft saved at " + new Date().toLocaleTimeString());
+      } else if (r.response.status === 409) {
+        writeStored("sessionStorage", unsentKey, null);
+        conflict(r.result);
+      } else {
+        const message = (r.result.error && r.result.error.message) || "The server refused it.";
+        setStatus("Draft not saved. " + message);
+        showSaveProblem("Draft not saved. " + message);
+      }
+    }).catch(function () {
+      setStatus("Draft not saved (offline?). Your answers are still on this page.");
+      showSaveProblem("Draft not saved (offline?). Your answers are still on this page.");
+    }).finally(afterSave);
+  }
+
   function scheduleSave() {
     if (!editable || stopped) return;
     if (timer) clearTimeout(timer);
@@ -684,8 +925,13 @@
         return;
       }
       activeInput.value = unsentSeconds;
+      // The form's post carries these answers and the version: a keepalive save on
+      // leaving would only race it.
+      leavingByForm = true;
     });
   }
+  resendUnsent();
+  restoreUnsavedHighlights();
 
   // ---------------------------------------------------------------- keyboard
   // Shortcuts for every scale, choice and tickbox question of any rubric: digits answer
