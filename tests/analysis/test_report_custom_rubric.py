@@ -68,9 +68,9 @@ VERDICT = {
 
 @pytest.fixture
 def custom_study(db):
-    rubric, _ = upload_rubric(text=RUBRIC)
+    admin = UserFactory(username="lab-admin")
+    rubric, _ = upload_rubric(text=RUBRIC, user=admin)
     study = StudyFactory(rubric=rubric)
-    admin = UserFactory(username=f"{study.slug}-admin")
     add_study_member(study=study, user=admin, role=StudyMembership.Role.ADMIN)
     raters = {name: UserFactory(username=name) for name in ("A", "B")}
     source = SourceFactory(study=study)
