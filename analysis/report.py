@@ -8,8 +8,11 @@ Choices made here (see docs/analysis.md):
 - phase "all" uses each rater's newest answer per item: the post-discussion answer
   where one exists, else the initial one (a rater's two answers to one item are not
   two raters);
-- agreement is computed for scale questions only, over the rubric's full scale; an
-  unanswered (N/A) scale question is a missing rating;
+- agreement is computed for every question answered with a value: a scale over the
+  rubric's full scale (an unanswered or N/A scale question is a missing rating); a
+  choice question as nominal over all its options; a tickbox question option by option,
+  each a binary item (ticked or not) for every rater who answered the summary
+  (stats.options);
 - the human score of the meta-evaluation is, per summary, the mean rating of the first
   required scale question (the first scale question if none is required), and the same
   is done per rater on that rater's own ratings;
@@ -43,6 +46,7 @@ from stats.frames import ITEM, QUESTION, RATER, VALUE
 from stats.metaeval import correlate_report, kl_divergence
 from stats.metaeval_questions import meta_evaluation_tables
 from stats.metrics import METRIC_COLUMNS
+from stats.options import choice_frame, tickbox_frames
 
 __all__ = [
     "REPORT_VERSION",
@@ -81,6 +85,28 @@ class QuestionSpec:
     def counts_options(self) -> bool:
         """Answered with options whose counts summarise it (one choice or tickboxes)."""
         return self.kind in ("choice", "checkboxes")
+
+    @property
+    def one_option(self) -> bool:
+        """Answered by picking one option: a nominal item per summary."""
+        return self.kind == "choice"
+
+    @property
+    def several_options(self) -> bool:
+        """Answered by ticking any number of options: a binary item per option."""
+        return self.kind == "checkboxes"
+
+    @property
+    def measured(self) -> str | None:
+        """The level its agreement is read at: "ordinal" for a scale, "nominal" for
+        options (a choice, or each option of a tickbox question), None where no
+        agreement is computed (free text, highlights, preferences, per-claim answers,
+        which have sections of their own)."""
+        if self.plain_scale:
+            return "ordinal"
+        if self.counts_options:
+            return "nominal"
+        return None
 
 
 def to_json(value: Any) -> Any:
@@ -155,12 +181,26 @@ def human_question(questions: Sequence[QuestionSpec]) -> QuestionSpec | None:
 
 
 def _agreement_section(
-    frame: pd.DataFrame, question: QuestionSpec, n_resamples: int, seed: int, progress: Callable[[int], None]
+    frame: pd.DataFrame,
+    question: QuestionSpec,
+    scale: Sequence[float],
+    n_resamples: int,
+    seed: int,
+    progress: Callable[[int], None],
+    *,
+    option: Any = None,
+    label: str = "",
 ) -> dict[str, Any]:
-    scale = [float(v) for v in question.values]
+    """Agreement on one question (or one option of a tickbox question) with bootstrap
+    intervals. ``scale`` is the coded scale the frame's values are on: a scale
+    question's own, the options' positions for a choice, 0/1 for a tickbox option."""
     section: dict[str, Any] = {
         "question": question.key,
-        "scale": list(question.values),
+        "kind": question.kind,
+        "level": question.measured,
+        "option": option,
+        "option_label": label,
+        "scale": list(question.values) if question.plain_scale else [float(v) for v in scale],
         "n_resamples": n_resamples,
         "seed": seed,
         "confidence_level": 0.95,
@@ -183,6 +223,30 @@ def _agreement_section(
     return section
 
 
+def option_agreement_frames(
+    answers: pd.DataFrame, question: QuestionSpec, raters: dict[str, list[str]]
+) -> list[tuple[Any, str, pd.DataFrame, list[float]]]:
+    """(option, label, frame, coded scale) for each agreement of a question answered with
+    options: one for a choice, one per option of a tickbox question (stats.options)."""
+    part = answers[answers[QUESTION] == question.key]
+    if question.one_option:
+        codes = [float(i) for i in range(len(question.values))]
+        return [(None, "", choice_frame(part, question.values), codes)]
+    frames = tickbox_frames(part, question.values, raters)
+    return [
+        (option, label, frames[option], [0.0, 1.0])
+        for option, label in zip(question.values, question.labels, strict=True)
+    ]
+
+
+def answered_items(answers: pd.DataFrame) -> dict[str, list[str]]:
+    """Summary -> the raters with an answer to it (any question), from the answers."""
+    if not len(answers):
+        return {}
+    pairs = answers.assign(**{ITEM: summary_items(answers[ITEM])})[[ITEM, RATER]].drop_duplicates()
+    return {str(item): sorted(group[RATER].astype(str)) for item, group in pairs.groupby(ITEM, sort=True)}
+
+
 def _correlations(table: pd.DataFrame, metric_columns: list[str]) -> dict[str, Any]:
     """correlate_report of every metric against ``human`` plus the KL divergence."""
     usable = [c for c in metric_columns if table[c].notna().any()]
@@ -203,6 +267,7 @@ def build_study_report(
     rater_names: dict[str, str] | None = None,
     group_fields: Sequence[str] | None = None,
     consensus: pd.DataFrame | None = None,
+    raters: dict[str, list[str]] | None = None,
     n_resamples: int = 1000,
     seed: int = 0,
     progress: Callable[[float], None] | None = None,
@@ -213,19 +278,31 @@ def build_study_report(
     question, score, answer, phase); ``summaries`` has item, key, source and
     ``source.<field>`` columns; ``metrics`` has item and metric columns. ``rater_names``
     maps rater ids to the names shown. ``consensus`` (annotate.selectors.frames.consensus_frame:
-    item, question, value) holds the answers recorded after adjudication. ``progress(fraction)`` is called during the
-    bootstrap, which is the slow part.
+    item, question, value) holds the answers recorded after adjudication. ``raters`` maps
+    each summary to the raters whose answer to it counts (by id, as in ``ratings``), so
+    that a tickbox question left empty is read as "none ticked"; by default, the raters
+    with any answer to it. ``progress(fraction)`` is called during the bootstrap, which is
+    the slow part.
     """
     answers = latest_answers(ratings)
+    if raters is None:
+        raters = answered_items(answers)
     if rater_names:
         answers = answers.assign(rater=answers[RATER].map(lambda r: rater_names.get(r, r)))
+        raters = {item: [rater_names.get(r, r) for r in names] for item, names in raters.items()}
+    if len(summaries):
+        # Comparison items are judged with preferences (comparisons_section), never
+        # rated one at a time: they are not summaries of this report.
+        raters = {item: names for item, names in raters.items() if item in set(summaries[ITEM])}
     keys = summaries.set_index(ITEM)["key"].to_dict() if len(summaries) else {}
     sources = summaries.set_index(ITEM)["source"].to_dict() if len(summaries) else {}
     fields = list(group_fields) if group_fields is not None else default_group_fields(summaries)
     check_group_fields(fields, summaries)
 
     scale_questions = [q for q in questions if q.plain_scale]
-    total_work = max(1, len(scale_questions) * n_resamples)
+    option_questions = [q for q in questions if q.counts_options]
+    n_agreements = len(scale_questions) + sum(1 if q.one_option else len(q.values) for q in option_questions)
+    total_work = max(1, n_agreements * n_resamples)
     done_before = 0
 
     def step(done: int) -> None:
@@ -236,15 +313,18 @@ def build_study_report(
     # "<summary>:<finding>" (stats.frames.part_items), and a summary with four findings is
     # still one summary rated (the header read "24 of 20 summaries rated").
     rated = answers.assign(**{ITEM: summary_items(answers[ITEM])}) if len(answers) else answers
-    rated_items = rated.groupby(RATER)[ITEM].nunique() if len(answers) else pd.Series(dtype=int)
+    if len(summaries) and len(rated):
+        rated = rated[rated[ITEM].isin(set(summaries[ITEM]))]
+    rated_items = rated.groupby(RATER)[ITEM].nunique() if len(rated) else pd.Series(dtype=int)
     report: dict[str, Any] = {
         "report_version": REPORT_VERSION,
         "n_answers": len(answers),
-        "n_items_rated": int(rated[ITEM].nunique()) if len(answers) else 0,
+        "n_items_rated": int(rated[ITEM].nunique()) if len(rated) else 0,
         "n_summaries": len(summaries),
         "raters": [{"rater": r, "n_rated": int(n)} for r, n in rated_items.sort_index().items()],
         "questions": [{"key": q.key, "kind": q.kind, "prompt": q.prompt} for q in questions],
         "group_fields": fields,
+        "n_resamples": n_resamples,
         "agreement": [],
         "histograms": [],
         "item_means": [],
@@ -255,7 +335,8 @@ def build_study_report(
     for question in scale_questions:
         part = answers[answers[QUESTION] == question.key]
         frame = pd.DataFrame({ITEM: part[ITEM], RATER: part[RATER], VALUE: part["score"].astype(float)})
-        report["agreement"].append(_agreement_section(frame, question, n_resamples, seed, step))
+        scale = [float(v) for v in question.values]
+        report["agreement"].append(_agreement_section(frame, question, scale, n_resamples, seed, step))
         done_before += n_resamples
         histogram = score_histograms(frame, [float(v) for v in question.values])
         report["histograms"].append(
@@ -280,9 +361,12 @@ def build_study_report(
             by = scores_by_group(frame, groups, [float(v) for v in question.values])
             report["by_group"].append({"field": field, "question": question.key, "rows": by.to_dict("records")})
 
-    for question in questions:
-        if not question.counts_options:
-            continue
+    for question in option_questions:
+        for option, label, frame, codes in option_agreement_frames(answers, question, raters):
+            report["agreement"].append(
+                _agreement_section(frame, question, codes, n_resamples, seed, step, option=option, label=label)
+            )
+            done_before += n_resamples
         part = answers[answers[QUESTION] == question.key]
         counts = option_counts(part, list(question.values), rated_items)
         report["option_counts"].append(

@@ -112,16 +112,30 @@ def statistic_value(report: dict[str, Any], name: str) -> Any:
     return value[level] if level else value
 
 
+# The figures that do not apply to answers without an order (a choice, a tickbox option):
+# they would read the options' listing order as ranks or distances.
+_ORDERED_ONLY = ("krippendorff_alpha.ordinal", "krippendorff_alpha.interval")
+
+
+def _nominal(section: dict[str, Any]) -> bool:
+    return section.get("level") == "nominal"
+
+
 def agreement_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per (question, statistic) with its value and bootstrap interval."""
+    """One row per (question, option of a tickbox question, statistic) with its value and
+    bootstrap interval; a nominal question (a choice, a tickbox option) has no ordinal or
+    interval figure."""
     rows = []
     for section in report["agreement"]:
         result = section["report"]
         for name in _AGREEMENT_STATISTICS:
+            if _nominal(section) and name in _ORDERED_ONLY:
+                continue
             ci = section["ci"].get(name, {})
             rows.append(
                 {
                     "question": section["question"],
+                    "option": section.get("option"),
                     "statistic": name,
                     "value": statistic_value(result, name) if result else None,
                     "ci_low": ci.get("low"),
@@ -141,11 +155,14 @@ def cohen_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
     rows = []
     for section in report["agreement"]:
         for pair in (section["report"] or {}).get("cohen_kappa", []):
-            row = {"question": section["question"], **pair}
+            row = {"question": section["question"], "option": section.get("option"), **pair}
             for weighting in ("unweighted", "linear", "quadratic"):
                 ci = section["ci"].get(f"cohen_kappa.{pair['rater_a']}|{pair['rater_b']}.{weighting}", {})
                 row[f"{weighting}_ci_low"] = ci.get("low")
                 row[f"{weighting}_ci_high"] = ci.get("high")
+                if _nominal(section) and weighting != "unweighted":
+                    # Weights need ordered answers; options have none.
+                    row[weighting] = row[f"{weighting}_ci_low"] = row[f"{weighting}_ci_high"] = None
             rows.append(row)
     return rows
 
@@ -274,6 +291,7 @@ def report_files(report: dict[str, Any]) -> dict[str, str]:
             agreement_rows(report),
             [
                 "question",
+                "option",
                 "statistic",
                 "value",
                 "ci_low",
@@ -290,6 +308,7 @@ def report_files(report: dict[str, Any]) -> dict[str, str]:
             cohen_rows(report),
             [
                 "question",
+                "option",
                 "rater_a",
                 "rater_b",
                 "n",

@@ -133,6 +133,7 @@ def compute_study_report(
     metrics = selectors.with_evaluator_metrics(study=study, metrics=metrics)
     alive(0.0)
     names = selectors.rater_names(rater_ids=ratings["rater"].unique())
+    raters = raters_by_item(study=study, phase=phase)
     try:
         report = build_study_report(
             ratings=ratings,
@@ -142,6 +143,7 @@ def compute_study_report(
             rater_names=names,
             group_fields=group_fields,
             consensus=consensus_frame(study=study),
+            raters=raters,
             n_resamples=BOOTSTRAP_RESAMPLES if n_resamples is None else n_resamples,
             seed=BOOTSTRAP_SEED,
             progress=progress,
@@ -149,7 +151,7 @@ def compute_study_report(
     except ValueError as exc:
         raise AnalysisError(str(exc)) from None
     spans = spans_frame(study=study, phase=phase)
-    report["span_agreement"] = span_agreement_sections(study=study, phase=phase, spans=spans)
+    report["span_agreement"] = span_agreement_sections(study=study, spans=spans, raters=raters)
     report["by_system"] = system_section(
         study=study, ratings=ratings, spans=spans, summaries=summaries, metrics=metrics
     )
@@ -172,6 +174,7 @@ def compute_study_report(
     )
     report["study"] = study.slug
     report["phase"] = phase
+    report["rubric"] = {"key": study.rubric.key, "version": study.rubric.version, "title": study.rubric.title}
     return report
 
 
@@ -229,7 +232,11 @@ def system_section(
     scales = {q.key: (float(min(q.values)), float(max(q.values))) for q in definition.questions if q.is_scale}
     answers = latest_answers(ratings)
     answers = answers[answers["answer"] != "na"] if len(answers) else answers
-    if not len(summaries):
+    items = set(summaries["item"]) if len(summaries) else set()
+    rated = answers["item"].astype(str).str.split(":", n=1).str[0].isin(items).any() if len(answers) else False
+    if not items or not (rated or spans["item"].isin(items).any()):
+        # No summary rated one at a time (a study of comparisons only): no row would say
+        # anything but "rated 0".
         return {"questions": list(scales), "average_scale": "question scale", "span_questions": [], "rows": []}
     return system_table(
         answers=answers,
@@ -241,9 +248,10 @@ def system_section(
     )
 
 
-def span_agreement_sections(*, study: Study, phase: str, spans: pd.DataFrame) -> list[dict[str, Any]]:
-    """FactPICO's span agreement for every span question on the summary: marking per
-    summary sentence, and "factual" on spans both raters marked. `spans`: spans_frame."""
+def span_agreement_sections(*, study: Study, spans: pd.DataFrame, raters: dict[str, list[str]]) -> list[dict[str, Any]]:
+    """Span agreement (stats.spans) for every span question on the summary: marking per
+    summary sentence, and each of its choice sub-questions on the spans two raters both
+    marked. `spans`: spans_frame; `raters`: raters_by_item."""
     from core.sentences import split_spans
     from stats.spans import span_agreement
 
@@ -252,14 +260,21 @@ def span_agreement_sections(*, study: Study, phase: str, spans: pd.DataFrame) ->
     if not questions:
         return []
     texts = dict(study.summaries.values_list("uuid", "text"))
-    raters = raters_by_item(study=study, phase=phase)
     sentences = {item: split_spans(texts[uuid.UUID(item)]) for item in raters}
     sections = []
     for q in questions:
+        sub_questions = {sq.key: sq.values for sq in q.span_questions if sq.choice}
         result = span_agreement(
-            spans[spans["question"] == q.key], sentences, {i: r for i, r in raters.items() if i in sentences}
+            spans[spans["question"] == q.key],
+            sentences,
+            {i: r for i, r in raters.items() if i in sentences},
+            sub_questions,
         )
-        sections.append({"question": q.key, "prompt": q.prompt, **dataclasses.asdict(result)})
+        prompts = {sq.key: sq.prompt for sq in q.span_questions}
+        section = {"question": q.key, "prompt": q.prompt, **dataclasses.asdict(result)}
+        for sub in section["sub_questions"]:
+            sub["prompt"] = prompts[sub["key"]]
+        sections.append(section)
     return sections
 
 

@@ -164,26 +164,39 @@ def _report_context(
     histograms = []
     for h in report["histograms"]:
         histograms.append({"question": h["question"], "scale": h["scale"], "raters": h["raters"]})
+    prompts = {q["key"]: f"{q['prompt']} ({q['key']})" for q in report.get("questions", [])}
     options = []
     for o in report["option_counts"]:
         rows = [{"rater": r["rater"], "n_rated": r["n_rated"], "counts": [r[opt["value"]] for opt in o["options"]]}
                 for r in o["rows"]]  # fmt: skip
-        options.append({"question": o["question"], "options": o["options"], "rows": rows})
+        options.append({"question": prompts.get(o["question"], o["question"]), "options": o["options"], "rows": rows})
     groups = []
     for g in report["by_group"]:
         scale_columns = [c for c in (g["rows"][0] if g["rows"] else {}) if c.startswith("n_") and c[2:].isdigit()]
         rows = [{**r, "counts": [r[c] for c in scale_columns]} for r in g["rows"]]
         groups.append({"field": g["field"], "question": g["question"], "scale": [c[2:] for c in scale_columns],
                        "rows": rows})  # fmt: skip
+    labels = {(a["question"], a.get("option")): a.get("option_label") or a.get("option") for a in report["agreement"]}
     return {
         "report": report,
+        "cites_factpico": cites_factpico(report),
+        "n_resamples": report.get("n_resamples", (report["agreement"] or [{}])[0].get("n_resamples", 0)),
+        "span_sections": _span_sections(report),
         "agreement": [
-            {**row, "label": statistic_label(row["statistic"]), "note": statistic_note(row["statistic"])}
+            {
+                **row,
+                "subject": _subject(row["question"], labels.get((row["question"], row.get("option")))),
+                "label": statistic_label(row["statistic"]),
+                "note": statistic_note(row["statistic"]),
+            }
             for row in agreement_rows(report)
         ],
         "agreement_csv": reverse("analysis:download", args=[study.slug, "agreement.csv"]) + query,
         "errors": [a for a in report["agreement"] if a["error"]],
-        "cohen": cohen_rows(report),
+        "cohen": [
+            {**row, "subject": _subject(row["question"], labels.get((row["question"], row.get("option"))))}
+            for row in cohen_rows(report)
+        ],
         "histograms": histograms,
         "options": options,
         "groups": groups,
@@ -202,6 +215,36 @@ def _report_context(
             {"name": name, "url": reverse("analysis:download", args=[study.slug, name]) + query} for name in FILE_NAMES
         ],
     }
+
+
+# The rubric whose paper the report's FactPICO tables reproduce: only its report cites them.
+FACTPICO_RUBRIC = "factpico"
+
+
+def cites_factpico(report: dict) -> bool:
+    """The report is of FactPICO's own rubric (its tables are named after the paper's)."""
+    return (report.get("rubric") or {}).get("key") == FACTPICO_RUBRIC
+
+
+def _subject(question: str, option: str | None) -> str:
+    """A row's question as shown: a tickbox question's option after its key."""
+    return f"{question}: {option}" if option else question
+
+
+def _span_sections(report: dict) -> list[dict]:
+    """Per span question, the rows of its agreement table: marking per sentence, then each
+    sub-question with options on the spans two raters both marked."""
+    sections = []
+    for s in report.get("span_agreement") or []:
+        rows = [{"what": "marking per sentence", "units": s["n_sentences"], "report": s["sentences"],
+                 "error": (s.get("errors") or {}).get("sentences")}]  # fmt: skip
+        for sub in s.get("sub_questions", []):
+            rows.append(
+                {"what": f"{sub['key']} ({sub.get('prompt', '')}), on overlapping spans", "units": sub["n_pairs"],
+                 "report": sub["report"], "error": sub["error"]}
+            )  # fmt: skip
+        sections.append({"question": s["question"], "prompt": s["prompt"], "rows": rows})
+    return sections
 
 
 # How the per-system table heads its columns (FactPICO Table 3's names where it has them).

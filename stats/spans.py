@@ -1,15 +1,21 @@
-"""Agreement on highlighted spans, as FactPICO reports it (pure; no ORM).
+"""Agreement on highlighted spans, for any span question (pure; no ORM).
 
-FactPICO (Joseph et al., section 3) reports added-information agreement at the
-sentence level: for each summary sentence, whether each rater marked added
-information in it; and agreement on "factual" for the spans both raters marked.
+Two levels, as FactPICO (Joseph et al., section 3) reports them for its added-information
+question, and as this module computes them for every span question of any rubric:
+- marking, at the sentence level: for each sentence of the text, whether each rater
+  marked a span that overlaps it;
+- each sub-question asked about a span (a choice: "factual", "severity", ...), on the
+  spans two raters both marked: each span of one rater is paired with the span of the
+  other rater it overlaps most, and the pair is an item the two raters answered.
 
 Inputs:
-- `spans`: a frame with one row per span: item, rater, start, end, factual
-  ("yes"/"no"/None), character offsets into the item's text;
+- `spans`: a frame with one row per span: item, rater, start, end (character offsets into
+  the item's text) and answers (the span's sub-answers: sub-question key -> option);
 - `sentences`: item -> list of (start, end) sentence spans of that text;
 - `raters`: item -> the raters whose answers count for the item (a rater who marked
-  nothing in an item still says "no added information" for each of its sentences).
+  nothing in an item still says "nothing to mark" for each of its sentences);
+- `sub_questions`: sub-question key -> its options in the rubric's order (free-text
+  sub-questions have no options and no agreement).
 """
 
 from __future__ import annotations
@@ -24,11 +30,26 @@ import pandas as pd
 from stats.agreement import agreement_report
 from stats.frames import AgreementInputError
 
+NO_DATA = "no data"
+
+
+@dataclass(frozen=True)
+class SubQuestionAgreement:
+    """Agreement on one sub-question over the pairs of overlapping spans both raters
+    answered it on. ``report`` is an agreement report (JSON dict) on the option codes
+    0..len(options)-1: a nominal question, so read its nominal figures."""
+
+    key: str
+    options: tuple[str, ...]
+    n_pairs: int
+    report: dict[str, Any] | None
+    error: str | None
+
 
 @dataclass(frozen=True)
 class SpanAgreement:
     sentences: dict[str, Any] | None  # agreement report over (item, sentence) with values 0/1
-    factual: dict[str, Any] | None  # agreement report over overlapping span pairs, 0 = no, 1 = yes
+    sub_questions: tuple[SubQuestionAgreement, ...]
     n_sentences: int
     n_overlapping_pairs: int
     errors: dict[str, str]
@@ -51,10 +72,14 @@ def sentence_frame(
     return pd.DataFrame(rows, columns=["item", "rater", "value"])
 
 
+PAIR_COLUMNS = ["pair", "rater_a", "rater_b", "answers_a", "answers_b"]
+
+
 def overlapping_pairs(spans: pd.DataFrame) -> pd.DataFrame:
-    """For each item and pair of raters, each pair of their spans that overlap, as a tidy
-    frame item="<item>#<pair>", rater, value (1 factual, 0 not factual). A span is
-    paired with at most one span of the other rater: the one it overlaps most."""
+    """For each item and pair of raters, each pair of their spans that overlap: one row
+    per pair (pair="<item>#<a>-<b>-<n>", rater_a, rater_b, answers_a, answers_b). A span
+    of rater a is paired with the span of rater b it overlaps most, each span of b used
+    at most once (the first of a's spans in order takes it)."""
     rows = []
     for item, group in spans.groupby("item", sort=True):
         by_rater = {r: list(g.itertuples(index=False)) for r, g in group.groupby("rater", sort=True)}
@@ -70,34 +95,61 @@ def overlapping_pairs(spans: pd.DataFrame) -> pd.DataFrame:
                     continue
                 used.add(best)
                 other = by_rater[b][best]
-                if span.factual in ("yes", "no") and other.factual in ("yes", "no"):
-                    key = f"{item}#{a}-{b}-{len(rows)}"
-                    rows.append((key, a, 1.0 if span.factual == "yes" else 0.0))
-                    rows.append((key, b, 1.0 if other.factual == "yes" else 0.0))
+                rows.append((f"{item}#{a}-{b}-{len(rows)}", a, b, span.answers or {}, other.answers or {}))
+    return pd.DataFrame(rows, columns=PAIR_COLUMNS)
+
+
+def sub_question_frame(pairs: pd.DataFrame, key: str, options: Sequence[str]) -> pd.DataFrame:
+    """Tidy frame item (the pair), rater, value (the option's position in `options`) of
+    the pairs of overlapping spans on which both raters answered sub-question `key` with
+    one of its options; a pair where either left it unanswered is left out."""
+    codes = {option: float(i) for i, option in enumerate(options)}
+    rows = []
+    for pair in pairs.itertuples(index=False):
+        a, b = pair.answers_a.get(key), pair.answers_b.get(key)
+        if a in codes and b in codes:
+            rows += [(pair.pair, pair.rater_a, codes[a]), (pair.pair, pair.rater_b, codes[b])]
     return pd.DataFrame(rows, columns=["item", "rater", "value"])
 
 
+def _report(frame: pd.DataFrame, scale: Sequence[float]) -> tuple[dict[str, Any] | None, str | None]:
+    if not len(frame):
+        return None, NO_DATA
+    try:
+        return agreement_report(frame, scale).to_json_dict(), None
+    except AgreementInputError as exc:
+        return None, str(exc)
+
+
 def span_agreement(
-    spans: pd.DataFrame, sentences: Mapping[Any, Sequence[tuple[int, int]]], raters: Mapping[Any, Sequence[Any]]
+    spans: pd.DataFrame,
+    sentences: Mapping[Any, Sequence[tuple[int, int]]],
+    raters: Mapping[Any, Sequence[Any]],
+    sub_questions: Mapping[str, Sequence[str]] | None = None,
 ) -> SpanAgreement:
-    """Sentence-level agreement on marking, and agreement on "factual" for overlapping
-    spans, both as agreement reports on a two-point scale (Randolph's q = 2)."""
+    """Sentence-level agreement on marking (a two-point scale, so Randolph's q = 2), and
+    for every sub-question with options, agreement on the overlapping spans both raters
+    answered it on, over all its options (Randolph's q = the number of options, used or
+    not). ``errors`` names what has no figure and why ("sentences", or a sub-question key)."""
     errors: dict[str, str] = {}
     by_sentence = sentence_frame(spans, sentences, raters)
+    sentence_report, error = _report(by_sentence, [0.0, 1.0])
+    if error:
+        errors["sentences"] = error
     pairs = overlapping_pairs(spans)
-    reports: dict[str, dict | None] = {}
-    for name, frame in (("sentences", by_sentence), ("factual", pairs)):
-        try:
-            reports[name] = agreement_report(frame, [0.0, 1.0]).to_json_dict() if len(frame) else None
-        except AgreementInputError as exc:
-            reports[name] = None
-            errors[name] = str(exc)
-        if not len(frame):
-            errors.setdefault(name, "no data")
+    results = []
+    for key, options in (sub_questions or {}).items():
+        frame = sub_question_frame(pairs, key, options)
+        report, error = _report(frame, [float(i) for i in range(len(options))])
+        if error:
+            errors[key] = error
+        results.append(
+            SubQuestionAgreement(key=key, options=tuple(options), n_pairs=len(frame) // 2, report=report, error=error)
+        )
     return SpanAgreement(
-        sentences=reports["sentences"],
-        factual=reports["factual"],
+        sentences=sentence_report,
+        sub_questions=tuple(results),
         n_sentences=by_sentence["item"].nunique() if len(by_sentence) else 0,
-        n_overlapping_pairs=len(pairs) // 2,
+        n_overlapping_pairs=len(pairs),
         errors=errors,
     )

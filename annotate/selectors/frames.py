@@ -105,8 +105,9 @@ def summaries_frame(*, study: Study):
 
 def spans_frame(*, study: Study, phase: str = "all", include_calibration: bool = False):
     """One row per highlighted span of the answers that count: item (summary uuid),
-    rater, question, target, start, end, text, factual (the span's "factual" answer,
-    if its question asks it), rationale, phase. The revisions are ratings_frame's."""
+    rater, question, target, start, end, text, answers (the span's sub-answers: key ->
+    value), factual (its "factual" answer, if its question asks it), rationale, phase.
+    The revisions are ratings_frame's."""
     import pandas as pd
 
     revisions = {
@@ -121,7 +122,8 @@ def spans_frame(*, study: Study, phase: str = "all", include_calibration: bool =
             "start": span.start,
             "end": span.end,
             "text": span.text,
-            "factual": span.answers.get("factual"),
+            "answers": dict(span.answers or {}),
+            "factual": (span.answers or {}).get("factual"),
             "rationale": span.rationale,
             "phase": revisions[span.revision_id].phase,
         }
@@ -129,7 +131,19 @@ def spans_frame(*, study: Study, phase: str = "all", include_calibration: bool =
         .select_related("revision__assignment__summary")
         .order_by("revision__assignment__summary__key", "revision__assignment__rater_id", "question", "index")
     ]
-    columns = ["item", "rater", "question", "target", "start", "end", "text", "factual", "rationale", "phase"]
+    columns = [
+        "item",
+        "rater",
+        "question",
+        "target",
+        "start",
+        "end",
+        "text",
+        "answers",
+        "factual",
+        "rationale",
+        "phase",
+    ]
     return pd.DataFrame(rows, columns=columns)
 
 

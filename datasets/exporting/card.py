@@ -91,8 +91,9 @@ def dataset_card(study: Study, context: dict, include_restricted: bool) -> str:
         "",
         f"Human ratings of LLM-written summaries from the study `{study.slug}`: "
         f"{counts['summaries']} summaries of {counts['sources']} sources, "
-        f"{counts['ratings']} answers and {counts['spans']} highlighted spans by "
-        f"{counts['raters']} raters, with their rationales, under the rubric "
+        + (f"{counts['comparisons']} comparisons of two summaries or more, " if counts.get("comparisons") else "")
+        + f"{counts['ratings']} answers and {counts['spans']} highlighted spans by "
+        f"{context['raters_answered']} raters, with their rationales, under the rubric "
         f"`{study.rubric.key}` (version {study.rubric.version}).",
         "",
         "## How the data was made",

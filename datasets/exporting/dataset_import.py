@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -32,7 +33,7 @@ from annotate.models import (
 )
 from annotate.rubrics import NA, AnswerContext, RubricDefinition
 from annotate.selectors.claims import claim_ids, per_claim_parts
-from annotate.services import compared_texts
+from annotate.services import compared_texts, comparison_item_text
 from core.exceptions import ApplicationError
 from core.text_validation import InvalidTextError, find_problem, length_problem, loads
 from datasets.exporting.folder import (
@@ -319,16 +320,35 @@ class _DatasetImporter:
         key) and their members; then the sides each answer was given on, and the summary
         each highlight of a compared summary is in (comparison_answers)."""
         comparisons = []
+        items = []
         for row in self.table("comparisons"):
             where = f"comparison {row['comparison_key']!r}"
-            item = self.summary(row["comparison_key"], where)
             members = [self.summary(key, where) for key in row["summary_keys"] or []]
+            item = self.summaries.get(row["comparison_key"])  # a format-1 export lists it
+            if item is None and members:
+                # The summary row that stands for the comparison, as create_comparison makes
+                # it; its uuid is derived from the comparison's, so a re-export matches.
+                item = Summary(
+                    uuid=uuid.uuid5(uuid.UUID(str(row["uuid"])), "item"),
+                    study=self.study,
+                    source=members[0].source,
+                    key=row["comparison_key"],
+                    text=comparison_item_text(len(members)),
+                    generator=Comparison.ITEM_GENERATOR,
+                    metadata={"comparison": True},
+                    flags=[],
+                )
+                self.summaries[row["comparison_key"]] = item
+                items.append(item)
+            if item is None:
+                self.fail(f"{where}: no summary {row['comparison_key']!r} in the summaries table")
             if len(members) < 2 or any(m.source_id != item.source_id for m in members):
                 self.fail(f"{where}: needs two or more summaries of its source {row['source_key']!r}")
             comparison = Comparison(
                 uuid=row["uuid"], study=self.study, source_id=item.source_id, key=row["comparison_key"], item=item
             )
             comparisons.append((comparison, members))
+        self.writer.create(items)
         self.writer.create([comparison for comparison, _ in comparisons])
         self.writer.create(
             ComparisonMember(comparison=comparison, summary=m, index=i)
@@ -493,6 +513,8 @@ class _DatasetImporter:
             revision = made[key]
             definition = self.definitions[info["rubric"]]
             for row in info["ratings"]:
+                if row["value"] == [] and definition.question(row["question"]).several_options:
+                    continue  # nothing ticked: the rating page stores no row for it either
                 ratings.append(self.rating(definition, revision, row))
                 rationales.append(row["rationale"])
             spans.extend(self.span(key, revision, row) for row in info["spans"])

@@ -210,19 +210,20 @@ def _raw_chunks(queryset) -> Iterator[list[tuple]]:
 REVISION_SLICE = 900  # revision ids per query (SQLite allows 999 parameters in old builds)
 
 
-def _by_revision(queryset, revision_order: list[int]) -> Iterator[tuple[int, list[tuple]]]:
-    """(revision id, its rows) for every revision of `revision_order` that has rows, in
-    that order. `queryset` is a values_list whose first column is the revision id,
-    ordered by it first; it is read REVISION_SLICE revisions at a time, and the rows
-    keep their first column."""
+def _by_revision(queryset, revision_order: list[int], every: bool = False) -> Iterator[tuple[int, list[tuple]]]:
+    """(revision id, its rows) for every revision of `revision_order` that has rows (with
+    `every`, for every revision, an empty list for one without), in that order.
+    `queryset` is a values_list whose first column is the revision id, ordered by it
+    first; it is read REVISION_SLICE revisions at a time, and the rows keep their first
+    column."""
     first = itemgetter(0)
     for start in range(0, len(revision_order), REVISION_SLICE):
         part = revision_order[start : start + REVISION_SLICE]
         rows = chain.from_iterable(_raw_chunks(queryset.filter(revision_id__in=part)))
         found = {revision_id: list(group) for revision_id, group in groupby(rows, key=first)}
         for revision_id in part:
-            if revision_id in found:
-                yield revision_id, found[revision_id]
+            if revision_id in found or every:
+                yield revision_id, found.get(revision_id, [])
 
 
 def _utc(value: datetime | str) -> datetime:
@@ -399,7 +400,8 @@ def _write_tables(study, writers, phase, include_calibration, include_restricted
     # summaries and claims
     flagged: list[str] = []
     summaries = (
-        Summary.objects.filter(study=study)
+        # A comparison's item stands for the comparison (the comparisons table), not a summary.
+        Summary.objects.filter(study=study, comparison__isnull=True)
         .order_by("key")
         .values_list("key", "uuid", "source_id", "source__key", "text", "generator", "metadata", "flags", "parent__key")
     )
@@ -473,8 +475,9 @@ def _write_tables(study, writers, phase, include_calibration, include_restricted
             )
         )
 
+    compared = set(Comparison.objects.filter(study=study).values_list("key", flat=True))
     scores, per_rater, rubric_versions, newest = _write_answer_tables(
-        writers, definition, pseudonyms, counting, text_ok
+        writers, definition, pseudonyms, counting, text_ok, compared
     )
     _write_comparison_tables(study, writers, definition, counting)
     del counting  # a record per revision: its memory goes to the card's statistics below
@@ -536,6 +539,9 @@ def _write_tables(study, writers, phase, include_calibration, include_restricted
         "withheld": withheld,
         "flagged_summaries": flagged,
         "agreement": _agreement(scores, definition),
+        # Raters with an answer or a highlight in the export (not adjudicators, nor raters
+        # whose answers are all left out).
+        "raters_answered": len(per_rater),
         "rubrics": rubrics,
         "newest": newest,
     }
@@ -721,12 +727,28 @@ def _write_comparison_tables(study, writers, definition, counting) -> None:
     writers["comparison_answers"].write_many(rows)
 
 
-def _write_answer_tables(writers, definition, pseudonyms, counting, text_ok):
+def _unticked(rubric: tuple[str, int], compared: bool, cache: dict) -> tuple[str, ...]:
+    """The tickbox questions of a rubric version asked about the item (summaries rated
+    alone, or comparisons): the rating page stores nothing for one left unticked, and the
+    export writes it as an explicit empty answer."""
+    key = (rubric, compared)
+    if key not in cache:
+        definition = RubricDefinition.from_dict(Rubric.objects.get(key=rubric[0], version=rubric[1]).definition)
+        cache[key] = tuple(
+            q.key for q in definition.questions if q.several_options and q.asked(has_findings=True, comparison=compared)
+        )
+    return cache[key]
+
+
+def _write_answer_tables(writers, definition, pseudonyms, counting, text_ok, compared_keys=frozenset()):
     """Stream the ratings and spans of the counting revisions into their tables.
 
     The hot path of a large export (one row per answer): rows come raw in chunks, the
     revision's columns are looked up once per revision, and each table writer takes a
-    chunk at a time."""
+    chunk at a time. A tickbox question the revision left unticked gets a row with an
+    empty list: in the ratings table, no row means not answered. `compared_keys`: the
+    keys of the comparisons (their answers are about a comparison, not a summary)."""
+    tickboxes: dict = {}
     # The agreement figures take what the study report takes (analysis.services):
     # every scale-valued question, each finding of a per-finding question as an item
     # of its own, N/A as its code where the rubric counts it as a category.
@@ -778,11 +800,14 @@ def _write_answer_tables(writers, definition, pseudonyms, counting, text_ok):
     item = 0
     add_item, add_rater, add_question = scores.item.append, scores.rater.append, scores.question.append
     add_phase, add_score = scores.phase.append, scores.score.append
-    for revision_id, answers in _by_revision(ratings, revision_order):
+    for revision_id, answers in _by_revision(ratings, revision_order, every=True):
         rows = []
         info = counting[revision_id]
-        tally(revision_id, info, "answers", len(answers))
         summary_key, columns = info.summary_key, info.columns
+        unticked = set(_unticked(info.rubric, summary_key in compared_keys, tickboxes)) - {a[1] for a in answers}
+        if not answers and not unticked:
+            continue
+        tally(revision_id, info, "answers", len(answers) + len(unticked))
         rank, phase_code, agrees = ranks[info.rater_id], PHASE_ORDER.get(columns[0], 0), info.agreement
         for _, question, finding, score, value, rationale in answers:
             if finding is not None:
@@ -802,6 +827,9 @@ def _write_answer_tables(writers, definition, pseudonyms, counting, text_ok):
                     add_score(na_codes.get(question, math.nan) if text == _NA_JSON else math.nan)
                 else:
                     add_score(score)
+        if unticked:
+            rows += [(summary_key, key, None, None, "[]", None) + columns for key in unticked]
+            rows.sort(key=lambda row: row[1])  # stable: a question's findings keep their order
         write(rows)
 
     spans = Span.objects.order_by("revision_id", "question", "index").values_list(

@@ -77,7 +77,8 @@ def test_factpico_report_treats_findings_and_na_as_declared(settings):
     assert spans["question"] == "added_info" and spans["n_sentences"] == 2  # the summary has two sentences
     # Both raters marked the same phrase, both "factual": full agreement, one overlapping pair.
     assert spans["sentences"]["percent_agreement"] == 1.0
-    assert spans["n_overlapping_pairs"] == 1 and spans["factual"]["percent_agreement"] == 1.0
+    factual = next(s for s in spans["sub_questions"] if s["key"] == "factual")
+    assert spans["n_overlapping_pairs"] == 1 and factual["report"]["percent_agreement"] == 1.0
 
 
 @pytest.mark.django_db

@@ -79,7 +79,7 @@ def test_staff_see_agreement_distributions_failure_modes_and_plots(staff_client)
     response = open_computed(staff_client, REPORT_URL, plots=True)
     assert response.status_code == 200
     html = response.content.decode()
-    for text in ("Agreement", "krippendorff_alpha.ordinal", "rater1 – rater2", "95% CI", "Failure modes per rater",
+    for text in ("Agreement", "krippendorff_alpha.ordinal", "rater1 – rater2", "95% CI", "Answers with options",
                  "Reference misattribution", "Spearman", "rouge1", "histogram of overall"):  # fmt: skip
         assert text in html, text
     # Statistics named as people read them (the issue's own wording), with a note, and the

@@ -38,7 +38,8 @@ def report_rows(study: Study) -> dict[str, list[str]]:
     """The same cells, from the analysis app's report (the code path of the report page)."""
     report = compute_study_report(study=study, n_resamples=10)
     rows = {}
-    for entry in report["agreement"]:
+    # The card gives agreement per scale question; the report also per choice and tickbox option.
+    for entry in (e for e in report["agreement"] if e["level"] == "ordinal"):
         r = entry["report"]
         assert r is not None, entry["error"]
         rows[entry["question"]] = [
