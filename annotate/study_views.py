@@ -20,9 +20,9 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods
 
-from annotate import members, services
-from annotate.forms import MemberForm, RubricUploadForm, StudyCreateForm
-from annotate.models import Rubric
+from annotate import members, services, study_settings
+from annotate.forms import MemberForm, RubricUploadForm, StudyCreateForm, StudySettingsForm
+from annotate.models import Rubric, StudySettingChange
 from annotate.rubric_yaml import MAX_RUBRIC_BYTES
 from annotate.selectors.access import get_study_for_admin
 from core.exceptions import ApplicationError
@@ -31,7 +31,9 @@ from core.exceptions import ApplicationError
 def _require_creator(user) -> None:
     if not members.may_create_studies(user):
         raise PermissionDenied(
-            "Creating studies and uploading rubrics needs a superuser or the “Can add study” permission "
+            "Creating studies and uploading rubrics needs a superuser or the “Can add study” permission, "
+            "which your account does not have. A superuser grants it in the Django admin (/admin/): "
+            "Users → your account → User permissions → “annotate | study | Can add study” → Save "
             "(docs/accounts.md)."
         )
 
@@ -114,6 +116,37 @@ def rubric_upload(request):
         "annotate/studies/rubrics.html",
         {"form": form, "rubrics": rubrics, "builtin": services.builtin_rubric_keys()},
         status=status,
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def study_settings_page(request, slug):
+    """The study's settings (title, guidelines, licence, description, the monitor's floor)
+    and the record of every change to them, from this page or an import."""
+    study = get_study_for_admin(request.user, slug)
+    initial = {field: getattr(study, field) for field in StudySettingsForm.base_fields}
+    form = StudySettingsForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        try:
+            changes = study_settings.update_study_settings(
+                study=study, values=form.cleaned_data, changed_by=request.user, via=StudySettingChange.Via.PAGE
+            )
+        except ApplicationError as exc:
+            named = [k for k in exc.extra.get("fields", {}) if k in form.fields]
+            form.add_error(named[0] if named else None, exc.message)
+        else:
+            if changes:
+                messages.success(request, f"Saved: {', '.join(c.field for c in changes)}.")
+            else:
+                messages.info(request, "Nothing changed.")
+            return redirect("studies:settings", slug=study.slug)
+    history = StudySettingChange.objects.filter(study=study).select_related("changed_by").order_by("-created_at", "-pk")
+    return render(
+        request,
+        "annotate/studies/settings.html",
+        {"study": study, "form": form, "history": history[:200]},
+        status=400 if form.errors else 200,
     )
 
 
