@@ -82,13 +82,14 @@ class Study(TimeStamped):
 
 class StudySettingChange(models.Model):
     """One change of a study's setting (title, guidelines, licence, ...), from its
-    settings page or an import's `study` line: who, when, which field, before and after.
+    settings page, the Django admin or an import's `study` line: who, when, which field, before and after.
     A record of what raters were told, so it outlives the account that made it
     (SET_NULL) and keeps its study from being deleted (PROTECT)."""
 
     class Via(models.TextChoices):
         PAGE = "page", "Settings page"
         IMPORT = "import", "Import"
+        ADMIN = "admin", "Django admin"
 
     uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="setting_changes")

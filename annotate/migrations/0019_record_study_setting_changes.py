@@ -22,7 +22,13 @@ class Migration(migrations.Migration):
                 ("field", models.CharField(max_length=40)),
                 ("before", models.TextField(blank=True)),
                 ("after", models.TextField(blank=True)),
-                ("via", models.CharField(choices=[("page", "Settings page"), ("import", "Import")], max_length=10)),
+                (
+                    "via",
+                    models.CharField(
+                        choices=[("page", "Settings page"), ("import", "Import"), ("admin", "Django admin")],
+                        max_length=10,
+                    ),
+                ),
                 ("created_at", models.DateTimeField(auto_now_add=True)),
                 (
                     "changed_by",

@@ -107,3 +107,31 @@ def test_only_study_admins_reach_the_settings_page(client, study_admin, role):
     assert client.post(f"/studies/{study.slug}/settings/", form(title="Hijacked")).status_code == 404
     study.refresh_from_db()
     assert study.title == "Old title"
+
+
+def test_a_setting_changed_in_the_django_admin_is_recorded_too(client, study_admin):
+    study, _admin = study_admin
+    root = UserFactory(username="root", is_superuser=True, is_staff=True)
+    client.force_login(root)
+    form = {
+        "slug": study.slug,
+        "title": study.title,
+        "description": "",
+        "guidelines": "Changed in the admin.",
+        "licence": study.licence,
+        "rubric": study.rubric_id,
+        "memberships-TOTAL_FORMS": "0",
+        "memberships-INITIAL_FORMS": "0",
+        "memberships-MIN_NUM_FORMS": "0",
+        "memberships-MAX_NUM_FORMS": "1000",
+    }
+    response = client.post(f"/admin/annotate/study/{study.pk}/change/", form)
+    assert response.status_code == 302, response.context["errors"] if response.context else response
+    change = StudySettingChange.objects.get(study=study)
+    assert (change.field, change.before, change.after, change.changed_by, change.via) == (
+        "guidelines",
+        "Some guidelines.",
+        "Changed in the admin.",
+        root,
+        "admin",
+    )
