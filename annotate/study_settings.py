@@ -76,28 +76,30 @@ def _clean(field: str, value) -> str | int:
     return value
 
 
-@transaction.atomic
 def update_study_settings(*, study: Study, values: dict, changed_by=None, via: str) -> list[SettingChange]:
     """Set the settings named in `values` (and only those) on `study`, recording each one
-    that changes (StudySettingChange, `via` the page or an import; `changed_by` None when
+    that changes (StudySettingChange, `via` the settings page, the admin or an import; `changed_by` None when
     nobody signed in made it, as `manage.py import_jsonl`). Returns the changes, in the
     order of SETTINGS; an unchanged value is no change. A bad value is an ApplicationError
     naming its field, and nothing is changed."""
     clean = {field: _clean(field, value) for field, value in values.items()}
-    locked = Study.objects.select_for_update().get(pk=study.pk)
-    changes = []
-    for field in SETTINGS:
-        if field not in clean or getattr(locked, field) == clean[field]:
-            continue
-        changes.append(SettingChange(field=field, before=str(getattr(locked, field)), after=str(clean[field])))
-        setattr(locked, field, clean[field])
-        setattr(study, field, clean[field])
-    if changes:
-        locked.save(update_fields=[c.field for c in changes] + ["updated_at"])
-        StudySettingChange.objects.bulk_create(
-            StudySettingChange(
-                study=locked, field=c.field, before=c.before, after=c.after, changed_by=changed_by, via=via
+    if not clean:
+        return []
+    with transaction.atomic():
+        locked = Study.objects.select_for_update().get(pk=study.pk)
+        changes = []
+        for field in SETTINGS:
+            if field not in clean or getattr(locked, field) == clean[field]:
+                continue
+            changes.append(SettingChange(field=field, before=str(getattr(locked, field)), after=str(clean[field])))
+            setattr(locked, field, clean[field])
+            setattr(study, field, clean[field])
+        if changes:
+            locked.save(update_fields=[c.field for c in changes] + ["updated_at"])
+            StudySettingChange.objects.bulk_create(
+                StudySettingChange(
+                    study=locked, field=c.field, before=c.before, after=c.after, changed_by=changed_by, via=via
+                )
+                for c in changes
             )
-            for c in changes
-        )
-    return changes
+        return changes

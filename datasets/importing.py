@@ -408,11 +408,11 @@ class _RecordWriter:
         else:
             if study.rubric.key != rubric.key:
                 raise ImportLineError(line, "rubric", f"study {study.slug!r} already uses rubric {study.rubric.key!r}")
-            # Only the settings the line gives, each change recorded and reported.
+            # Only the settings the line gives, each change recorded and reported (a line
+            # that changes nothing costs no query: re-importing a file stays cheap).
+            given = {k: d[k] for k in d["given"] if getattr(study, k) != d[k]}
             try:
-                changes = update_study_settings(
-                    study=study, values={k: d[k] for k in d["given"]}, via=StudySettingChange.Via.IMPORT
-                )
+                changes = update_study_settings(study=study, values=given, via=StudySettingChange.Via.IMPORT)
             except ApplicationError as exc:
                 field_name = next(iter(exc.extra.get("fields", {})), None)
                 raise ImportLineError(line, field_name, exc.message) from None
