@@ -10,6 +10,7 @@ from django.contrib import admin
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
+from annotate import study_settings
 from annotate.forms import CheckedTextAdminForm
 from annotate.models import (
     ApiToken,
@@ -30,6 +31,7 @@ from annotate.models import (
     Source,
     Study,
     StudyMembership,
+    StudySettingChange,
     Summary,
 )
 from annotate.services import builtin_rubric_keys, load_builtin_rubric
@@ -84,9 +86,19 @@ class MembershipInline(admin.TabularInline):
 class StudyAdmin(admin.ModelAdmin):
     form = CheckedTextAdminForm
     list_display = ["slug", "title", "rubric", "licence"]
-    readonly_fields = ["uuid", "created_at", "updated_at"]
+    # The monitor's floor is edited on the study's settings page only.
+    readonly_fields = ["uuid", "created_at", "updated_at", "min_seconds_per_item"]
     inlines = [MembershipInline]
     actions: list[str] = []  # datasets.admin adds "Export dataset"
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            # A setting changed here is recorded as on the settings page (who, before, after).
+            given = {f: form.cleaned_data[f] for f in form.changed_data if f in study_settings.SETTINGS}
+            study_settings.update_study_settings(
+                study=obj, values=given, changed_by=request.user, via=StudySettingChange.Via.ADMIN
+            )
+        super().save_model(request, obj, form, change)
 
     def formfield_for_foreignkey(self, db_field, request, **kwargs):
         if db_field.name == "rubric" and self.has_add_permission(request):

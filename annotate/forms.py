@@ -365,6 +365,24 @@ class StudyCreateForm(forms.Form):
         self.fields["rubric"].choices = [(key, label) for key, label in rubric_keys]
 
 
+class StudySettingsForm(forms.Form):
+    """The study settings page (annotate.study_settings checks the values again, naming the field)."""
+
+    title = forms.CharField(max_length=300)
+    guidelines = PlainTextField(widget=forms.Textarea, help_text="Shown to raters above the rubric.")
+    licence = forms.CharField(
+        max_length=100, required=False, help_text="Licence of the ratings when exported, e.g. CC-BY-4.0."
+    )
+    description = PlainTextField(widget=forms.Textarea, help_text="A note for the study team (never shown to raters).")
+    min_seconds_per_item = forms.IntegerField(
+        label="Too fast under (seconds per item)",
+        min_value=0,
+        max_value=3600,
+        help_text="The quality monitor flags an item submitted in less active time as too fast "
+        "(besides the rule relative to the batch's median; 0 seconds is always too fast).",
+    )
+
+
 class RubricUploadForm(forms.Form):
     file = forms.FileField(
         label="Rubric YAML file", help_text="docs/rubric-format.md. A changed definition of a key is a new version."

@@ -67,6 +67,10 @@ class Study(TimeStamped):
         default=False,
         help_text="Assisted condition: raters see the pipeline's claim-by-claim verification (never the generator).",
     )
+    min_seconds_per_item = models.PositiveIntegerField(
+        default=5,
+        help_text="The quality monitor's absolute floor: an item submitted in less active time is too fast.",
+    )
 
     class Meta:
         verbose_name_plural = "studies"
@@ -74,6 +78,35 @@ class Study(TimeStamped):
 
     def __str__(self) -> str:
         return self.title
+
+
+class StudySettingChange(models.Model):
+    """One change of a study's setting (title, guidelines, licence, ...), from its
+    settings page, the Django admin or an import's `study` line: who, when, which field, before and after.
+    A record of what raters were told, so it outlives the account that made it
+    (SET_NULL) and keeps its study from being deleted (PROTECT)."""
+
+    class Via(models.TextChoices):
+        PAGE = "page", "Settings page"
+        IMPORT = "import", "Import"
+        ADMIN = "admin", "Django admin"
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="setting_changes")
+    field = models.CharField(max_length=40)
+    before = models.TextField(blank=True)
+    after = models.TextField(blank=True)
+    changed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    via = models.CharField(max_length=10, choices=Via.choices)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["study", "created_at", "pk"]
+
+    def __str__(self) -> str:
+        return f"{self.study} {self.field} changed"
 
 
 def new_order_seed() -> int:

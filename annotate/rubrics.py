@@ -8,6 +8,7 @@ be stored (core.text_validation) is refused anywhere in the answers, keys includ
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 from collections.abc import Collection
@@ -268,6 +269,92 @@ def _require(condition: bool, where: str, message: str) -> None:
         raise RubricDefinitionError(f"{where}: {message}")
 
 
+# The keys each level of a rubric file may hold (docs/rubric-format.md). Any other key is
+# refused, naming the closest known one: a misspelt `requird: true` would otherwise leave
+# the question quietly optional.
+TOP_KEYS = ("key", "title", "questions", "rules")
+QUESTION_KEYS = (
+    "key",
+    "kind",
+    "prompt",
+    "help",
+    "required",
+    "rationale",
+    "options",
+    "scale",
+    "shortcut_digits",
+    "na",
+    "target",
+    "span_questions",
+    "finding_label",
+    "claim_label",
+    "strength",
+    "criterion",
+)
+OPTION_KEYS = ("value", "label", "description")
+SCALE_KEYS = ("from", "to", "labels", "descriptions")
+NA_KEYS = ("label", "rationale_required", "analysis")
+SUB_QUESTION_KEYS = ("key", "kind", "prompt", "required", "options")
+RULE_KEYS = ("when", "then", "message")
+CONDITION_KEYS = ("question", "includes", "in", "not_in", "span_answer")
+
+
+def _check_keys(raw: Any, known: tuple[str, ...], where: str) -> None:
+    """Refuse a key of the mapping `raw` that is not in `known`, naming the closest one."""
+    if not isinstance(raw, dict):
+        return
+    for name in raw:
+        if name in known:
+            continue
+        close = difflib.get_close_matches(str(name), known, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else f" (known keys: {', '.join(known)})"
+        if raw[name] is None and " " in str(name).strip():
+            # `{label: Good, description: All main results, most secondary}`: the comma
+            # ended the value, and the rest became a key without a value.
+            hint += "; a comma inside {…} ends a value: quote text that holds a comma"
+        raise RubricDefinitionError(f"unknown key {name!r} in {where}{hint}")
+
+
+def check_known_keys(raw: Any) -> None:
+    """Refuse any key a rubric file may not hold, at every level (TOP_KEYS and the rest):
+    RubricDefinitionError "unknown key 'requird' in question 'x' (did you mean 'required'?)".
+    Shapes are RubricDefinition.from_dict's to check; this only reads the mappings it finds."""
+    _check_keys(raw, TOP_KEYS, "the rubric")
+    if not isinstance(raw, dict):
+        return
+    questions = raw.get("questions")
+    for i, question in enumerate(questions if isinstance(questions, list) else []):
+        if not isinstance(question, dict):
+            continue
+        key = question.get("key")
+        where = f"question {key!r}" if isinstance(key, str) else f"question {i + 1}"
+        _check_keys(question, QUESTION_KEYS, where)
+        _check_option_keys(question.get("options"), where)
+        _check_keys(question.get("scale"), SCALE_KEYS, f"{where}, scale")
+        _check_keys(question.get("na"), NA_KEYS, f"{where}, na")
+        subs = question.get("span_questions")
+        for j, sub in enumerate(subs if isinstance(subs, list) else []):
+            if not isinstance(sub, dict):
+                continue
+            sub_key = sub.get("key")
+            named = repr(sub_key) if isinstance(sub_key, str) else str(j + 1)
+            here = f"{where}, span question {named}"
+            _check_keys(sub, SUB_QUESTION_KEYS, here)
+            _check_option_keys(sub.get("options"), here)
+    rules = raw.get("rules")
+    for i, rule in enumerate(rules if isinstance(rules, list) else [], start=1):
+        _check_keys(rule, RULE_KEYS, f"rule {i}")
+        if isinstance(rule, dict):
+            for part in ("when", "then"):
+                _check_keys(rule.get(part), CONDITION_KEYS, f"rule {i}, {part}")
+
+
+def _check_option_keys(options: Any, where: str) -> None:
+    for i, option in enumerate(options if isinstance(options, list) else [], start=1):
+        value = option.get("value") if isinstance(option, dict) else None
+        _check_keys(option, OPTION_KEYS, f"{where}, option {value!r}" if value is not None else f"{where}, option {i}")
+
+
 def _parse_option(raw: Any, where: str, kind: str) -> Option:
     _require(isinstance(raw, dict), where, "each option must be a mapping with value and label")
     _require("value" in raw, where, "option has no value")
@@ -296,7 +383,11 @@ def _parse_question(raw: Any, index: int) -> Question:
     required = raw.get("required", False)
     _require(isinstance(required, bool), where, "required must be true or false")
     options: tuple[Option, ...] = ()
-    if kind in ("scale", "checkboxes", "choice", "per_finding", "per_claim"):
+    if "scale" in raw:
+        _require(kind in ("scale", "per_finding"), where, "only scale questions take scale: {from, to, labels}")
+        _require("options" not in raw, where, "give either options or scale, not both")
+        options = _parse_scale_range(raw["scale"], where)
+    elif kind in ("scale", "checkboxes", "choice", "per_finding", "per_claim"):
         parsed_as = {"per_finding": "scale", "per_claim": "choice"}.get(kind, kind)
         options = _parse_options(raw.get("options"), where, parsed_as)
         if kind == "per_claim":
@@ -305,10 +396,10 @@ def _parse_question(raw: Any, index: int) -> Question:
                 where,
                 f"a per-claim question needs the options {CLAIM_SUPPORTED!r} and {CLAIM_NOT_SUPPORTED!r}",
             )
-        if kind in ("scale", "per_finding"):
-            values = [o.value for o in options]
-            _require(values == sorted(values), where, "scale options must be in increasing order")
-    else:
+    if kind in ("scale", "per_finding"):
+        values = [o.value for o in options]
+        _require(values == sorted(values), where, "scale options must be in increasing order")
+    if kind not in ("scale", "checkboxes", "choice", "per_finding", "per_claim"):
         _require("options" not in raw, where, f"{kind} questions take no options")
     na = None
     if "na" in raw and raw["na"] not in (None, False):
@@ -376,6 +467,44 @@ def _parse_options(raw_options: Any, where: str, kind: str) -> tuple[Option, ...
     return options
 
 
+MAX_SCALE_POINTS = 101
+
+
+def _parse_scale_range(raw: Any, where: str) -> tuple[Option, ...]:
+    """`scale: {from: 1, to: 5, labels: [...], descriptions: [...]}`: the options from..to,
+    each labelled by its place in `labels` (else by its number) and described by its place
+    in `descriptions` (optional, "" for none)."""
+    _require(isinstance(raw, dict), where, "scale must be a mapping: {from: 1, to: 5, labels: [...]}")
+    low, high = raw.get("from"), raw.get("to")
+    _require(
+        all(isinstance(v, int) and not isinstance(v, bool) for v in (low, high)) and low < high,
+        where,
+        "scale needs whole numbers from and to, from below to",
+    )
+    n = high - low + 1
+    _require(n <= MAX_SCALE_POINTS, where, f"a scale has at most {MAX_SCALE_POINTS} points")
+    labels, descriptions = raw.get("labels"), raw.get("descriptions", [])
+    if labels is None:
+        labels = [str(v) for v in range(low, high + 1)]
+    for name, given in (("labels", labels), ("descriptions", descriptions)):
+        _require(
+            isinstance(given, list) and all(isinstance(t, str) for t in given),
+            where,
+            f"scale {name} must be a list of text",
+        )
+    _require(len(labels) == n, where, f"scale labels: {len(labels)} given for the {n} points {low}-{high}")
+    _require(
+        len(descriptions) in (0, n),
+        where,
+        f"scale descriptions: {len(descriptions)} given for the {n} points {low}-{high}",
+    )
+    _require(all(label.strip() for label in labels), where, "scale labels must not be empty")
+    return tuple(
+        Option(value=value, label=label, description=descriptions[i] if descriptions else "")
+        for i, (value, label) in enumerate(zip(range(low, high + 1), labels, strict=True))
+    )
+
+
 def _parse_sub_question(raw: Any, where: str, index: int) -> SubQuestion:
     here = f"{where}, span question {index + 1}"
     _require(isinstance(raw, dict), here, "must be a mapping")
@@ -398,7 +527,13 @@ class RubricDefinition:
     rules: tuple = ()
 
     @classmethod
-    def from_dict(cls, raw: Any) -> RubricDefinition:
+    def from_dict(cls, raw: Any, *, known_keys_only: bool = False) -> RubricDefinition:
+        """The parsed definition, or RubricDefinitionError naming the problem.
+        `known_keys_only`: refuse keys the format does not have (check_known_keys), as
+        every new definition is (an upload, a built-in file, `load_rubric`); a stored
+        version is read as it was stored."""
+        if known_keys_only:
+            check_known_keys(raw)
         _require(isinstance(raw, dict), "rubric", "must be a mapping")
         key = raw.get("key")
         _require(isinstance(key, str) and key.replace("-", "_").isidentifier(), "rubric", "key must be a slug")

@@ -17,7 +17,7 @@ import yaml
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
-from django.db.models import F, Max, Q
+from django.db.models import F, Max, ProtectedError, Q
 from django.utils import timezone
 
 from annotate import qualification
@@ -76,7 +76,7 @@ def read_rubric_file(path: Path) -> dict:
         raise RubricDefinitionError(f"{path}: no such rubric file") from None
     except yaml.YAMLError as exc:
         raise RubricDefinitionError(f"{path}: not valid YAML: {exc}") from None
-    RubricDefinition.from_dict(raw)
+    RubricDefinition.from_dict(raw, known_keys_only=True)
     return raw
 
 
@@ -86,7 +86,7 @@ def load_rubric(*, definition: dict) -> Rubric:
     changed one becomes a new version (old versions are never edited). Owners are not
     checked: this is for the built-in files and `manage.py load_rubric`, whoever runs
     the server; a new key stored here has no owner."""
-    parsed = RubricDefinition.from_dict(definition)
+    parsed = RubricDefinition.from_dict(definition, known_keys_only=True)
     latest = Rubric.objects.select_for_update().filter(key=parsed.key).order_by("-version").first()
     return _store_rubric_version(parsed=parsed, latest=latest, owner=None)
 
@@ -180,6 +180,66 @@ def _check_may_publish(*, key: str, latest: Rubric | None, user) -> None:
         )
 
 
+def read_rubric_upload(*, text: str, user) -> RubricDefinition:
+    """An uploaded rubric file checked as upload_rubric checks it (the file, its key, the
+    definition), without storing anything: what the Rubrics page previews before Save."""
+    raw = read_uploaded_rubric(text)
+    key = raw.get("key") if isinstance(raw, dict) else None
+    if key is not None:  # before the definition's own checks, whose rule for keys is looser
+        others = Rubric.objects.exclude(owner=user).values_list("key", flat=True).distinct()
+        problem = key_problem(key, builtin=builtin_rubric_keys(), others=others)
+        if problem is not None:
+            raise RubricDefinitionError(problem)
+    return RubricDefinition.from_dict(raw, known_keys_only=True)
+
+
+def _check_may_change(*, rubric: Rubric, user) -> None:
+    """A stored rubric version is renamed or deleted by the key's owner or a superuser, and
+    only while no study uses it (a study's answers are read through its version)."""
+    if not (user.is_superuser or (rubric.owner_id is not None and rubric.owner_id == user.pk)):
+        raise RubricOwnershipError(
+            f"Rubric {rubric.key} v{rubric.version} belongs to "
+            f"{rubric.owner.get_username() if rubric.owner else 'nobody (superusers only)'}: only its owner or a "
+            "superuser may rename or delete it."
+        )
+    used = list(rubric.studies.values_list("slug", flat=True)[:3])
+    if used:
+        raise InvalidStateError(
+            f"Rubric {rubric.key} v{rubric.version} is used by the study {', '.join(used)}: a rubric a study uses "
+            "is kept as it is (upload a changed file to make a new version)."
+        )
+
+
+@transaction.atomic
+def rename_rubric(*, rubric: Rubric, title: str, user) -> Rubric:
+    """A new title for a stored version no study uses (its owner or a superuser): the
+    definition's `title` changes with it, so the stored file and its hash stay one."""
+    rubric = Rubric.objects.select_for_update().select_related("owner").get(pk=rubric.pk)
+    _check_may_change(rubric=rubric, user=user)
+    check_text(title, "title")
+    title = title.strip()
+    if not title or len(title) > 200:
+        raise ApplicationError("title: required, at most 200 characters", extra={"fields": {"title": "required"}})
+    parsed = RubricDefinition.from_dict({**rubric.definition, "title": title})
+    rubric.title, rubric.definition, rubric.content_hash = title, parsed.raw, parsed.content_hash
+    rubric.save(update_fields=["title", "definition", "content_hash", "updated_at"])
+    return rubric
+
+
+@transaction.atomic
+def delete_rubric(*, rubric: Rubric, user) -> None:
+    """Delete a stored version no study uses (its owner or a superuser)."""
+    rubric = Rubric.objects.select_for_update().select_related("owner").get(pk=rubric.pk)
+    _check_may_change(rubric=rubric, user=user)
+    try:
+        with transaction.atomic():
+            rubric.delete()
+    except ProtectedError:  # answers or expected answers recorded against it
+        raise InvalidStateError(
+            f"Rubric {rubric.key} v{rubric.version} has answers recorded against it: it is kept."
+        ) from None
+
+
 def upload_rubric(*, text: str, user) -> tuple[Rubric, bool]:
     """A rubric YAML from the rubric page, uploaded by `user`: read strictly
     (annotate.rubric_yaml), its key checked (annotate.rubric_keys: no built-in key nor a
@@ -189,14 +249,7 @@ def upload_rubric(*, text: str, user) -> tuple[Rubric, bool]:
     or a superuser (RubricOwnershipError, 403). Every other refusal is a
     RubricDefinitionError naming the problem. Returns the rubric and whether a new
     version was stored."""
-    raw = read_uploaded_rubric(text)
-    key = raw.get("key") if isinstance(raw, dict) else None
-    if key is not None:  # before the definition's own checks, whose rule for keys is looser
-        others = Rubric.objects.exclude(owner=user).values_list("key", flat=True).distinct()
-        problem = key_problem(key, builtin=builtin_rubric_keys(), others=others)
-        if problem is not None:
-            raise RubricDefinitionError(problem)
-    parsed = RubricDefinition.from_dict(raw)
+    parsed = read_rubric_upload(text=text, user=user)
     try:
         with transaction.atomic():
             # The owner comes along unlocked (PostgreSQL locks no nullable side of a join).

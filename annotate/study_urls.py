@@ -11,6 +11,7 @@ urlpatterns = [
     path("rubrics/", study_views.rubric_upload, name="rubrics"),
     path("<slug:slug>/", views.study_dashboard, name="dashboard"),
     path("<slug:slug>/members/", study_views.study_members, name="members"),
+    path("<slug:slug>/settings/", study_views.study_settings_page, name="settings"),
     path("<slug:slug>/batches/new/", views.batch_create, name="batch-create"),
     path("<slug:slug>/qualification/", qualification_views.qualification_page, name="qualification"),
     path("<slug:slug>/gold/<uuid:summary_uuid>/", qualification_views.gold_form, name="gold"),

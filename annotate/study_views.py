@@ -6,12 +6,14 @@ annotate.members, a page. Who may do what: annotate.members' docstring and docs/
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import INTERNAL_RESET_SESSION_TOKEN
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Count
 from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
@@ -20,18 +22,21 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods
 
-from annotate import members, services
-from annotate.forms import MemberForm, RubricUploadForm, StudyCreateForm
-from annotate.models import Rubric
+from annotate import members, services, study_settings
+from annotate.forms import MemberForm, RubricUploadForm, StudyCreateForm, StudySettingsForm
+from annotate.models import Rubric, StudySettingChange
 from annotate.rubric_yaml import MAX_RUBRIC_BYTES
 from annotate.selectors.access import get_study_for_admin
+from annotate.views import _question_views
 from core.exceptions import ApplicationError
 
 
 def _require_creator(user) -> None:
     if not members.may_create_studies(user):
         raise PermissionDenied(
-            "Creating studies and uploading rubrics needs a superuser or the “Can add study” permission "
+            "Creating studies and uploading rubrics needs a superuser or the “Can add study” permission, "
+            "which your account does not have. A superuser grants it in the Django admin (/admin/): "
+            "Users → your account → User permissions → “annotate | study | Can add study” → Save "
             "(docs/accounts.md)."
         )
 
@@ -78,31 +83,79 @@ def study_create(request):
     )
 
 
+RUBRIC_ACTIONS = ("preview", "save", "rename", "delete")
+
+
+def _uploaded_text(form: RubricUploadForm) -> str:
+    upload = form.cleaned_data["file"]
+    if upload.size > MAX_RUBRIC_BYTES:
+        raise ApplicationError(f"A rubric file is at most {MAX_RUBRIC_BYTES:,} bytes.")
+    try:
+        return upload.read().decode("utf-8")
+    except UnicodeDecodeError:
+        raise ApplicationError("The file is not UTF-8 text.") from None
+
+
+def _stored_rubric(request) -> Rubric:
+    try:
+        rubric = Rubric.objects.select_related("owner").filter(uuid=request.POST.get("rubric", "")).first()
+    except ValidationError:
+        rubric = None
+    if rubric is None:
+        raise ApplicationError("No such stored rubric: reload the page.")
+    return rubric
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def rubric_upload(request):
+    """The Rubrics page: a file is previewed (the rating form it makes, for a made-up item;
+    nothing stored) and then saved, or saved at once; a stored version no study uses is
+    renamed or deleted by its owner or a superuser."""
     _require_creator(request.user)
-    form = RubricUploadForm(request.POST or None, request.FILES or None)
+    action = request.POST.get("action") or "save"
+    previewed = action == "save" and "text" in request.POST and not request.FILES
+    takes_file = action in ("preview", "save") and not previewed
+    form = RubricUploadForm(request.POST if takes_file else None, request.FILES if takes_file else None)
     status = 400 if request.method == "POST" else 200  # a POST that stored nothing
-    if request.method == "POST" and form.is_valid():
-        upload = form.cleaned_data["file"]
+    preview = None
+    error = ""
+    if request.method == "POST":
         try:
-            if upload.size > MAX_RUBRIC_BYTES:
-                raise ApplicationError(f"A rubric file is at most {MAX_RUBRIC_BYTES:,} bytes.")
-            try:
-                text = upload.read().decode("utf-8")
-            except UnicodeDecodeError:
-                raise ApplicationError("The file is not UTF-8 text.") from None
-            rubric, new = services.upload_rubric(text=text, user=request.user)
-        except ApplicationError as exc:  # RubricDefinitionError and RubricOwnershipError too
-            form.add_error("file", exc.message)
-            status = exc.http_status
-        else:
-            if new:
-                messages.success(request, f"Rubric {rubric.key} stored as version {rubric.version}.")
+            if action not in RUBRIC_ACTIONS:
+                raise ApplicationError(f"Unknown action {action[:40]!r}.")
+            if action == "rename":
+                rubric = services.rename_rubric(
+                    rubric=_stored_rubric(request), title=request.POST.get("title", ""), user=request.user
+                )
+                messages.success(request, f"Rubric {rubric.key} v{rubric.version} is now titled {rubric.title!r}.")
+                return redirect("studies:rubrics")
+            if action == "delete":
+                rubric = _stored_rubric(request)
+                services.delete_rubric(rubric=rubric, user=request.user)
+                messages.success(request, f"Rubric {rubric.key} v{rubric.version} deleted.")
+                return redirect("studies:rubrics")
+            if takes_file and not form.is_valid():
+                raise _FormInvalid
+            text = request.POST["text"] if previewed else _uploaded_text(form)
+            if action == "preview":
+                preview = _rubric_preview(services.read_rubric_upload(text=text, user=request.user), text)
+                status = 200
             else:
-                messages.info(request, f"Rubric {rubric.key} is unchanged: still version {rubric.version}.")
-            return redirect("studies:rubrics")
+                rubric, new = services.upload_rubric(text=text, user=request.user)
+                if new:
+                    messages.success(request, f"Rubric {rubric.key} stored as version {rubric.version}.")
+                else:
+                    messages.info(request, f"Rubric {rubric.key} is unchanged: still version {rubric.version}.")
+                return redirect("studies:rubrics")
+        except _FormInvalid:
+            pass
+        except ApplicationError as exc:  # RubricDefinitionError and RubricOwnershipError too
+            if takes_file:
+                form.add_error("file", exc.message)
+            else:
+                error = exc.message
+            status = exc.http_status
     rubrics = (
         Rubric.objects.defer("definition")
         .select_related("owner")
@@ -112,8 +165,77 @@ def rubric_upload(request):
     return render(
         request,
         "annotate/studies/rubrics.html",
-        {"form": form, "rubrics": rubrics, "builtin": services.builtin_rubric_keys()},
+        {
+            "form": form,
+            "rubrics": rubrics,
+            "builtin": services.builtin_rubric_keys(),
+            "preview": preview,
+            "error": error,
+            "me": request.user,
+        },
         status=status,
+    )
+
+
+class _FormInvalid(Exception):
+    """The upload form's own errors are shown on the form."""
+
+
+# A made-up item for the preview: parts of the kinds a rubric may ask about.
+_PREVIEW_FINDINGS = (
+    SimpleNamespace(
+        uuid="preview-finding-1",
+        intervention="Drug A",
+        comparator="placebo",
+        outcome="systolic blood pressure",
+        label="significantly decreased",
+        evidence="Drug A lowered systolic blood pressure more than placebo.",
+    ),
+)
+_PREVIEW_CLAIMS = (
+    SimpleNamespace(id="sentence-1", number=1, text="Drug A lowered blood pressure.", start=None, end=None),
+)
+_PREVIEW_COMPARED = (SimpleNamespace(label="A", uuid="preview-a"), SimpleNamespace(label="B", uuid="preview-b"))
+
+
+def _rubric_preview(definition, text: str) -> dict:
+    """What the preview shows: the rating form's questions for a made-up item (a finding,
+    a claim and, for comparison questions, two summaries), and the file to save."""
+    single = _question_views(definition, {}, {}, {}, _PREVIEW_FINDINGS, _PREVIEW_CLAIMS)
+    compared = _question_views(definition, {}, {}, {}, _PREVIEW_FINDINGS, _PREVIEW_CLAIMS, compared=_PREVIEW_COMPARED)
+    order = {q.key: i for i, q in enumerate(definition.questions)}
+    questions = sorted(single + compared, key=lambda view: order[view["q"].key])
+    return {"definition": definition, "questions": questions, "text": text}
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def study_settings_page(request, slug):
+    """The study's settings (title, guidelines, licence, description, the monitor's floor)
+    and the record of every change to them, from this page or an import."""
+    study = get_study_for_admin(request.user, slug)
+    initial = {field: getattr(study, field) for field in StudySettingsForm.base_fields}
+    form = StudySettingsForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        try:
+            changes = study_settings.update_study_settings(
+                study=study, values=form.cleaned_data, changed_by=request.user, via=StudySettingChange.Via.PAGE
+            )
+        except ApplicationError as exc:
+            named = [k for k in exc.extra.get("fields", {}) if k in form.fields]
+            form.add_error(named[0] if named else None, exc.message)
+        else:
+            if changes:
+                messages.success(request, f"Saved: {', '.join(c.field for c in changes)}.")
+            else:
+                messages.info(request, "Nothing changed.")
+            return redirect("studies:settings", slug=study.slug)
+    history = StudySettingChange.objects.filter(study=study).select_related("changed_by").order_by("-created_at", "-pk")
+    return render(
+        request,
+        "annotate/studies/settings.html",
+        {"study": study, "form": form, "history": history[:200]},
+        status=400 if form.errors else 200,
     )
 
 

@@ -412,7 +412,18 @@ STORAGES = {
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"library_chatter": {"()": "core.logs.LibraryChatter"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["library_chatter"]}},
+    "filters": {
+        "library_chatter": {"()": "core.logs.LibraryChatter"},
+        "refusals_without_traceback": {"()": "core.logs.RefusalsWithoutTraceback"},
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "filters": ["library_chatter", "refusals_without_traceback"],
+        }
+    },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    # Django's own console handler (DEBUG only) would write each of its lines a second
+    # time beside the root's: its lines reach the console through the root alone.
+    "loggers": {"django": {"handlers": [], "level": "INFO", "propagate": True}},
 }

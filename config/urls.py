@@ -15,6 +15,8 @@ admin.autodiscover()
 
 # A body too large to read is a 413 naming the limit; other 400s are Django's.
 handler400 = "config.middleware.bad_request"
+# A refused permission is a page that says why and what to do (core.exceptions).
+handler403 = "core.exceptions.permission_denied_page"
 
 # One "api" namespace for every app's endpoints (reverse("api:export-list"), ...).
 api_urlpatterns = [

@@ -176,3 +176,13 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
     if response.status_code == status.HTTP_500_INTERNAL_SERVER_ERROR:  # pragma: no cover - never expected
         response.data = error_body("server_error", "Internal error.")
     return response
+
+
+def permission_denied_page(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """handler403: a refused page in the site's layout that says why (the refusal's
+    message, written for the person: who may and how to get it) and what to do. Under
+    /api/ ApiErrorMiddleware turns the answer into the error shape."""
+    from django.shortcuts import render
+
+    message = str(exception) if isinstance(exception, PermissionDenied) and str(exception) else ""
+    return render(request, "403.html", {"message": message}, status=403)

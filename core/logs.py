@@ -31,3 +31,16 @@ class LibraryChatter(logging.Filter):
 def show_library_logs(verbosity: int) -> None:
     """A command's `-v 2` (or more) shows the libraries' INFO and DEBUG lines too."""
     LibraryChatter.threshold = logging.DEBUG if verbosity >= 2 else logging.WARNING
+
+
+class RefusalsWithoutTraceback(logging.Filter):
+    """A refused request (Django's "Forbidden (Permission denied): /studies/new/", a 4xx
+    logged by django.request) is one line: the refusal is the page's to explain, and its
+    traceback says nothing about a fault. Errors (5xx) keep theirs."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        status = getattr(record, "status_code", None)
+        if record.name == "django.request" and isinstance(status, int) and 400 <= status < 500:
+            record.exc_info = None
+            record.exc_text = None
+        return True

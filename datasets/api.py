@@ -158,6 +158,10 @@ class ImportSerializer(serializers.Serializer):
     error_line = serializers.IntegerField(allow_null=True, help_text="The line of the file that failed.")
     error_field = serializers.CharField(allow_null=True, help_text="The field of that line that failed.")
     counts = ImportCountsField(help_text='Per record type: {"created": n, "updated": n, "unchanged": n}.')
+    settings_changed = serializers.ListField(
+        child=serializers.DictField(child=serializers.CharField(allow_blank=True)),
+        help_text='Every study setting the file\'s study line changed: {"study", "field", "before", "after"}.',
+    )
     progress = serializers.IntegerField(help_text="Lines of the file read so far.")
 
 

@@ -39,6 +39,7 @@ from datasets.run_state import NOT_QUEUED_ERROR, Status, worker_died_error
 
 STATUSES = ("pending", "running", "done", "failed")
 UPLOAD = "upload.jsonl"
+SETTINGS_CHANGED = "settings_changed"  # ImportRun.counts' key for the study settings changed
 
 
 @dataclass
@@ -58,6 +59,8 @@ class ImportStatus:
     error_field: str | None = None
     # {"source": {"created": 3, "updated": 0, "unchanged": 1}, ...}
     counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    # Every study setting the file's study line changed: {"study", "field", "before", "after"}.
+    settings_changed: list[dict[str, str]] = field(default_factory=list)
     queued_at: str | None = None  # when it was last handed to the broker
     requeued: bool = False  # queued a second time: no worker took it (RUN_CLAIM_TIMEOUT)
     progress: int = 0  # lines read so far
@@ -77,7 +80,8 @@ def _status(row: ImportRun) -> ImportStatus:
         error=row.error,
         error_line=row.error_line,
         error_field=row.error_field or None,
-        counts=dict(row.counts),
+        counts={k: v for k, v in row.counts.items() if k != SETTINGS_CHANGED},
+        settings_changed=list(row.counts.get(SETTINGS_CHANGED, [])),
         queued_at=run_state._iso(row.queued_at),
         requeued=row.requeued,
         progress=row.progress,
@@ -221,6 +225,8 @@ def _run_claimed(row: ImportRun) -> ImportStatus:
                     }
                     for kind in ("source", "summary", "claim", "finding")
                 }
+                # Kept beside the counts: the API and the page list them (ImportStatus).
+                counts[SETTINGS_CHANGED] = result.settings_changed()
                 if not run_state.finish(
                     ImportRun, row.pk, worker=me, status=Status.DONE, counts=counts, progress=lines[0]
                 ):

@@ -28,10 +28,12 @@ from annotate.models import (
     Revision,
     Source,
     Study,
+    StudySettingChange,
     Summary,
 )
 from annotate.rubrics import RubricDefinitionError
 from annotate.services import RESERVED_SLUGS, create_comparison, rubric_by_key
+from annotate.study_settings import update_study_settings
 from core.collection import fewer_collections
 from core.exceptions import ApplicationError
 from core.sentences import split_spans
@@ -90,7 +92,7 @@ def _clean_study(f: Fields) -> dict:
     slug = f.string("slug", max_length=100, pattern=SLUG_RE)
     if slug in RESERVED_SLUGS:
         f.fail("slug", f"{slug!r} is the name of a page (/studies/{slug}/); choose another")
-    return {
+    cleaned = {
         "slug": slug,
         "title": f.string("title", max_length=300),
         "rubric": rubric,
@@ -99,6 +101,9 @@ def _clean_study(f: Fields) -> dict:
         "licence": f.string("licence", required=False, max_length=100),
         "assisted": assisted,
     }
+    # The settings the line gives: an existing study keeps every one it leaves out.
+    cleaned["given"] = tuple(k for k in ("title", "guidelines", "description", "licence", "assisted") if k in f.data)
+    return cleaned
 
 
 def _clean_source(f: Fields) -> dict:
@@ -395,18 +400,24 @@ class _RecordWriter:
             rubric = rubric_by_key(key=d["rubric"])
         except RubricDefinitionError as exc:
             raise ImportLineError(line, "rubric", exc.message) from None
-        values = {k: d[k] for k in ("title", "guidelines", "description", "licence", "assisted")}
         study = Study.objects.filter(slug=d["slug"]).select_related("rubric").first()
         if study is None:
+            values = {k: d[k] for k in ("title", "guidelines", "description", "licence", "assisted")}
             study = Study.objects.create(slug=d["slug"], rubric=rubric, **values)
             self.count("study", True, False)
         else:
             if study.rubric.key != rubric.key:
                 raise ImportLineError(line, "rubric", f"study {study.slug!r} already uses rubric {study.rubric.key!r}")
-            changed = set_changed(study, values)
-            if changed:
-                study.save()
-            self.count("study", False, changed)
+            # Only the settings the line gives, each change recorded and reported (a line
+            # that changes nothing costs no query: re-importing a file stays cheap).
+            given = {k: d[k] for k in d["given"] if getattr(study, k) != d[k]}
+            try:
+                changes = update_study_settings(study=study, values=given, via=StudySettingChange.Via.IMPORT)
+            except ApplicationError as exc:
+                field_name = next(iter(exc.extra.get("fields", {})), None)
+                raise ImportLineError(line, field_name, exc.message) from None
+            self.result.settings_changes.extend((study.slug, change) for change in changes)
+            self.count("study", False, bool(changes))
         self.studies[study.slug] = study
 
     def write_comparison(self, line: int, d: dict) -> None:
@@ -671,8 +682,8 @@ def _evidence_span(line: int, d: dict, text: str) -> tuple[int, int]:
 
 def _check_one_study(record: Record, d: dict, slug: str) -> None:
     if record.type == "study":
-        # The study's own line (a whole file made for `import_jsonl`) updates its title,
-        # guidelines, description, licence and assisted flag; its rubric must be the
+        # The study's own line (a whole file made for `import_jsonl`) updates the title,
+        # guidelines, description, licence and assisted flag it gives; its rubric must be the
         # study's (write_study checks). Another study cannot be made or changed here.
         if d["slug"] != slug:
             raise ImportLineError(

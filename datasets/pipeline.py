@@ -46,6 +46,8 @@ class ImportResult:
     created: Counter = field(default_factory=Counter)
     updated: Counter = field(default_factory=Counter)
     unchanged: Counter = field(default_factory=Counter)
+    # Every study setting a `study` line changed: (study slug, its SettingChange).
+    settings_changes: list = field(default_factory=list)
 
     def summary_line(self) -> str:
         kinds = {*self.created, *self.updated, *self.unchanged}
@@ -54,7 +56,17 @@ class ImportResult:
             c, u, n = self.created[kind], self.updated[kind], self.unchanged[kind]
             if c or u or n:
                 parts.append(f"{kind}: {c} created, {u} updated, {n} unchanged")
+        if self.settings_changes:
+            parts.append(
+                "study settings changed: " + ", ".join(f"{slug} {change}" for slug, change in self.settings_changes)
+            )
         return "; ".join(parts) or "nothing to import"
+
+    def settings_changed(self) -> list[dict[str, str]]:
+        """The settings changes as JSON values, for an import run's record and the API."""
+        return [
+            {"study": slug, "field": c.field, "before": c.before, "after": c.after} for slug, c in self.settings_changes
+        ]
 
 
 # --- readers ---------------------------------------------------------------------------

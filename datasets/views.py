@@ -59,7 +59,12 @@ def imports(request, slug):
             form.add_error("file", exc.message)
         else:
             if run.status == "done":
-                messages.success(request, f"Imported {run.file_name}.")
+                changed = "; ".join(
+                    f"{c['field']}: {c['before'][:60]!r} → {c['after'][:60]!r}" for c in run.settings_changed
+                )
+                messages.success(
+                    request, f"Imported {run.file_name}." + (f" Study settings changed: {changed}." if changed else "")
+                )
             elif run.status == "failed":
                 messages.error(request, f"{run.file_name} was not imported: {run.error}")
             else:

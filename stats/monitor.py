@@ -15,7 +15,10 @@ The statistical choices, stated once:
   was visible and in use, as the rating page counts it), the middle of an even count
   being the mean of the two middle values;
 - too fast: items whose active time is under `fast_fraction` times the median active
-  time of the whole batch (every rater's submitted items);
+  time of the whole batch (every rater's submitted items), or under the study's absolute
+  floor (`floor_seconds`), whichever limit is higher; an item with no active time at all
+  (0 s) is always too fast. The relative rule alone fails when everyone clicks through
+  (a median of 0 s flags nothing); the floor alone fails on long items;
 - straight-lining: per scale question, the share of the rater's answers that equal their
   most frequent answer; the figure shown is the highest share over the scale questions
   (with the question), counted only from `min_answers` answers on;
@@ -91,6 +94,11 @@ def median_or_none(values: Iterable[float]) -> float | None:
     return float(statistics.median(values)) if values else None
 
 
+def too_fast(seconds: float, limit: float | None) -> bool:
+    """An item's active time is too fast: under the limit, or none at all."""
+    return seconds <= 0 or (limit is not None and seconds < limit)
+
+
 def straight_lining(answers: Iterable[AnswerRow], *, min_answers: int = 2) -> dict[str, tuple[float, str]]:
     """{rater: (share, question)}: the highest share, over the scale questions, of a
     rater's answers equal to their most frequent answer to that question. Questions the
@@ -133,6 +141,7 @@ def batch_figures(
     gold: Iterable[GoldRow],
     raters: Iterable[str] = (),
     fast_fraction: float = 0.25,
+    floor_seconds: float = 0.0,
     min_answers: int = 2,
 ) -> BatchFigures:
     """Every rater's figures (see the module docstring). `raters` lists raters to show
@@ -140,7 +149,8 @@ def batch_figures(
     in the order given, then the others sorted."""
     items, answers, gold = list(items), list(answers), list(gold)
     batch_median = median_or_none(row.active_seconds for row in items)
-    fast_limit = fast_fraction * batch_median if batch_median is not None else None
+    relative = fast_fraction * batch_median if batch_median is not None else 0.0
+    fast_limit = max(relative, floor_seconds) if batch_median is not None or floor_seconds > 0 else None
     seconds: dict[str, list[float]] = defaultdict(list)
     for row in items:
         seconds[row.rater].append(row.active_seconds)
@@ -164,7 +174,7 @@ def batch_figures(
                 rater=rater,
                 items=len(own),
                 median_seconds=median_or_none(own),
-                too_fast=sum(1 for s in own if fast_limit is not None and s < fast_limit),
+                too_fast=sum(1 for s in own if too_fast(s, fast_limit)),
                 straight_share=share,
                 straight_question=question,
                 gold_compared=compared,

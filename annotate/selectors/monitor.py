@@ -97,7 +97,14 @@ def batch_monitor(batch: Batch, *, fast_fraction: float = DEFAULT_FAST_FRACTION)
         if a.state in (Assignment.State.PENDING, Assignment.State.IN_PROGRESS):
             open_items[a.rater_id] = open_items.get(a.rater_id, 0) + 1
     items, answers, gold = monitor_rows(batch)
-    figures = batch_figures(items=items, answers=answers, gold=gold, raters=users, fast_fraction=fast_fraction)
+    figures = batch_figures(
+        items=items,
+        answers=answers,
+        gold=gold,
+        raters=users,
+        fast_fraction=fast_fraction,
+        floor_seconds=batch.study.min_seconds_per_item,
+    )
     pauses = {p.rater_id: p for p in open_pauses(batch.study).select_related("paused_by")}
     exclusions = {e.rater_id: e for e in batch.exclusions.select_related("excluded_by")}
     rows = tuple(

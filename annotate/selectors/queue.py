@@ -157,10 +157,17 @@ def get_study_for_rater(user, slug: str) -> Study:
     return study
 
 
-def median_active_seconds(study: Study) -> float | None:
-    """The study's median active time per submitted item, over every rater (items with
-    no recorded time left out), else None. The time-left estimate multiplies it by the
-    items a rater has left."""
+def _median(times: list[float]) -> float:
+    middle = len(times) // 2
+    return float(times[middle]) if len(times) % 2 else (times[middle - 1] + times[middle]) / 2
+
+
+def median_active_seconds(study: Study, *, fast_fraction: float = 0.25) -> float | None:
+    """The study's median active time per submitted item, over every rater, from
+    believable times only, else None. The time-left estimate multiplies it by the items a
+    rater has left, so an item the quality monitor calls too fast (docs/monitoring.md: no
+    time at all, under the study's floor, or under `fast_fraction` of the median of all
+    recorded times) must not make a promise of "under a minute"."""
     times = sorted(
         Assignment.objects.filter(study=study, state=Assignment.State.SUBMITTED, active_seconds__gt=0).values_list(
             "active_seconds", flat=True
@@ -168,8 +175,9 @@ def median_active_seconds(study: Study) -> float | None:
     )
     if not times:
         return None
-    middle = len(times) // 2
-    return float(times[middle]) if len(times) % 2 else (times[middle - 1] + times[middle]) / 2
+    limit = max(fast_fraction * _median(times), study.min_seconds_per_item)
+    believable = [t for t in times if t >= limit]
+    return _median(believable) if believable else None
 
 
 @dataclass(frozen=True)

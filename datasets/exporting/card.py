@@ -147,6 +147,10 @@ def dataset_card(study: Study, context: dict, include_restricted: bool) -> str:
             "tables above), with the reason, who decided and when"
         ),
         "flags": "raters' questions to the study admins about items (guidelines, broken sources), with the answers",
+        "settings_changes": (
+            "every change of a study setting (title, guidelines, licence, description, the too-fast floor) "
+            "after the study was made: before, after, who (pseudonym), how (settings page or import) and when"
+        ),
         "onboarding": (
             "per rater (pseudonym): consent decisions (version, accepted, time), instructions opened and "
             "acknowledged, background questionnaire answers, and for panel participants the panel and outcome"

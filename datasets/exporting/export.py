@@ -37,6 +37,7 @@ from annotate.models import (
     Span,
     Study,
     StudyMembership,
+    StudySettingChange,
     Summary,
 )
 from annotate.rubrics import NA, RubricDefinition
@@ -609,6 +610,17 @@ def _write_quality_tables(study, writers, pseudonyms: dict[int, str]) -> None:
                 name(exclusion.excluded_by_id),
                 iso_timestamp(exclusion.created_at),
                 left_out,
+            )
+        )
+    for change in StudySettingChange.objects.filter(study=study).order_by("created_at", "pk"):
+        writers["settings_changes"].write(
+            (
+                change.field,
+                change.before,
+                change.after,
+                name(change.changed_by_id),
+                change.via,
+                iso_timestamp(change.created_at),
             )
         )
     for flag in flags:

@@ -225,6 +225,16 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("answered_at", "str"),
         ("shared", "bool"),
     ),
+    # Every change of a study setting after the study was made (its settings page or an
+    # import's study line): what raters were told, and when it changed.
+    "settings_changes": (
+        ("field", "str"),
+        ("before", "str"),
+        ("after", "str"),
+        ("changed_by", "str"),
+        ("via", "str"),
+        ("changed_at", "str"),
+    ),
     # Onboarding (issue 32; docs/recruitment.md): per rater, their consent decisions, the
     # instructions acknowledged and the background questionnaire, by pseudonym only (never
     # a panel's participant, study or session id).
@@ -240,7 +250,15 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
     ),
 }
 # Tables a folder exported before they existed lacks: read as empty.
-OPTIONAL_TABLES = ("comparisons", "comparison_answers", "qualification_attempts", "exclusions", "flags", "onboarding")
+OPTIONAL_TABLES = (
+    "comparisons",
+    "comparison_answers",
+    "qualification_attempts",
+    "exclusions",
+    "flags",
+    "onboarding",
+    "settings_changes",
+)
 
 
 def canonical_json(value: Any) -> str:
