@@ -57,9 +57,11 @@ def test_the_query_count_does_not_grow_with_the_file():
     assert Summary.objects.filter(study__slug="large").count() == 300
     assert sentence_count(study__slug="large") == 600
     assert Claim.objects.filter(summary__study__slug="large").count() == 300
-    # Importing the same file again changes nothing, in as few queries.
+    # Importing the same file again changes nothing, in as few queries: a look-up of the
+    # chunk's keys, after the question whether the study has any (a first import stops
+    # there), for sources and summaries.
     again, again_inserts = queries(records(300, study="large"))
-    assert again <= large + 1 and again_inserts == 0
+    assert again <= large + 2 and again_inserts == 0
     assert Summary.objects.filter(study__slug="large").count() == 300
 
 
