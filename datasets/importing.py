@@ -383,8 +383,11 @@ class _RecordWriter:
         if not missing:
             return
         by_id = {study.pk: study for study in missing.values()}
-        for row in model.objects.filter(study__in=by_id, key__in={key for _, key in missing}):
-            cache.setdefault((by_id[row.study_id].slug, row.key), row)
+        # A study with no such rows yet (a first import) is answered by one cheap query
+        # instead of a look-up of every key of the chunk.
+        if model.objects.filter(study__in=by_id).exists():
+            for row in model.objects.filter(study__in=by_id, key__in={key for _, key in missing}):
+                cache.setdefault((by_id[row.study_id].slug, row.key), row)
         absent.update(pair for pair in missing if pair not in cache)
 
     def _not_yet(self, kind: str, line: int, study: Study, key: str, field_name: str) -> None:
@@ -498,7 +501,7 @@ class _RecordWriter:
             values = {k: d[k] for k in _SOURCE_FIELDS}
             source = self.sources.get((study.slug, d["key"]))
             if source is None:
-                source = Source(study=study, key=d["key"], **values)
+                source = Source(study_id=study.pk, key=d["key"], **values)
                 created.append(source)
                 self.sources[(study.slug, d["key"])] = source
                 self.born[("source", study.slug, d["key"])] = line
@@ -542,7 +545,7 @@ class _RecordWriter:
             values = self._summary_values(line, d, study)
             summary = self.summaries.get((study.slug, d["key"]))
             if summary is None:
-                summary = Summary(study=study, key=d["key"], **values)
+                summary = Summary(study_id=study.pk, key=d["key"], **values)
                 created.append(summary)
                 self.summaries[(study.slug, d["key"])] = summary
                 self.born[("summary", study.slug, d["key"])] = line
@@ -576,7 +579,7 @@ class _RecordWriter:
             values = {k: d[k] for k in _CLAIM_FIELDS}
             claim = existing.get((summary.pk, d["index"]))
             if claim is None:
-                created.append(Claim(summary=summary, index=d["index"], **values))
+                created.append(Claim(summary_id=summary.pk, index=d["index"], **values))
                 continue
             is_changed = set_changed(claim, values)
             if is_changed:
@@ -602,7 +605,7 @@ class _RecordWriter:
             values["start"], values["end"] = _evidence_span(line, d, source.text)
             finding = existing.get((source.pk, d["index"]))
             if finding is None:
-                created.append(Finding(source=source, index=d["index"], **values))
+                created.append(Finding(source_id=source.pk, index=d["index"], **values))
                 continue
             is_changed = set_changed(finding, values)
             if is_changed:

@@ -133,6 +133,26 @@ def test_the_common_case_shortcuts_split_as_the_full_search(text, expected, spli
     assert split_sentences(split_spans, text) == expected
 
 
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("Really? Yes! It works. Next.", ["Really?", "Yes!", "It works.", "Next."]),
+        ("Wait... What?! Go.", ["Wait...", "What?!", "Go."]),
+        ("Is it? [PMC2] Yes.", ["Is it? [PMC2]", "Yes."]),
+        ('He said "Stop." Then left!', ['He said "Stop."', "Then left!"]),
+        ("Dose 0.5 mg. 12 patients.", ["Dose 0.5 mg.", "12 patients."]),
+        ("First.\nSecond. \nThird", ["First.", "Second.", "Third"]),
+        ("One.\n\n\nTwo. Three.\n", ["One.", "Two.", "Three."]),
+        ("A stop, then lowercase. next\nLine.", ["A stop, then lowercase. next", "Line."]),
+        ("Ends with a stop. ", ["Ends with a stop."]),
+    ],
+)
+def test_every_kind_of_stop_and_line_breaks_between_sentences(text, expected, split_spans):
+    """The stops are found in one pass over the whole text ("!" and "?" as well as "."),
+    and the line breaks between them still end sentences."""
+    assert split_sentences(split_spans, text) == expected
+
+
 # Single characters and pieces the rules react to; random texts are drawn from them
 # (stops, closers, citations, line breaks, every kind of space, initials, abbreviations,
 # cased and uncased letters, digits that are not decimals).

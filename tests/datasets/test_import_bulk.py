@@ -34,13 +34,15 @@ def records(n: int, *, study: str = "bulk") -> list[str]:
 
 
 def queries(lines: list[str]) -> tuple[int, int]:
-    """(lookups and updates, INSERT statements). Django splits one bulk_create into as many
-    INSERTs as the database's parameter limit needs (SQLite: 999 per statement), so
-    inserts grow with the rows only by that batching, never one per row."""
+    """(lookups and updates, statements that store new rows). Django splits one bulk_create
+    into as many INSERTs as the database's parameter limit needs (SQLite: 999 per
+    statement), so inserts grow with the rows only by that batching, never one per row. On
+    PostgreSQL the import's new rows go in by one COPY a table and chunk, after one query
+    for their keys (the COPY itself is not captured): that query counts as its statement."""
     with CaptureQueriesContext(connection) as captured:
         import_records(lines=lines)
     sql = [q["sql"].lstrip().upper() for q in captured.captured_queries]
-    inserts = sum(1 for q in sql if q.startswith("INSERT"))
+    inserts = sum(1 for q in sql if q.startswith("INSERT") or "NEXTVAL(" in q)
     return len(sql) - inserts, inserts
 
 
@@ -55,9 +57,11 @@ def test_the_query_count_does_not_grow_with_the_file():
     assert Summary.objects.filter(study__slug="large").count() == 300
     assert sentence_count(study__slug="large") == 600
     assert Claim.objects.filter(summary__study__slug="large").count() == 300
-    # Importing the same file again changes nothing, in as few queries.
+    # Importing the same file again changes nothing, in as few queries: a look-up of the
+    # chunk's keys, after the question whether the study has any (a first import stops
+    # there), for sources and summaries.
     again, again_inserts = queries(records(300, study="large"))
-    assert again <= large + 1 and again_inserts == 0
+    assert again <= large + 2 and again_inserts == 0
     assert Summary.objects.filter(study__slug="large").count() == 300
 
 
