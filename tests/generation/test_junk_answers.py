@@ -5,7 +5,8 @@ routes each request by its prompt): empty content; prose where JSON was asked fo
 refusal); JSON of the wrong shape, of the wrong types, of nulls, with numbers out of
 range; a query of only stop words or punctuation; an answer cut off at max_tokens in the
 middle of its JSON; 60,000 characters; NUL, lone surrogates and direction overrides;
-citations [0], [-1] and [99]; JSON inside a code fence. Whatever the answer, a command
+citations [0], [-1] and [99]; JSON inside a code fence; a body that is not UTF-8 or not
+JSON at all. Whatever the answer, a command
 ends without a traceback; every failure, skip, unusable answer and refused score carries
 a reason in words (never a bare Python exception name); and nothing stored is text that
 `manage.py scan_text` flags.
@@ -112,6 +113,18 @@ def by_kind(text: str, as_json: str):
     return lambda request: Reply(as_json if wants_json(request) else text)
 
 
+def not_utf8(request: Request) -> Reply:
+    """A well-formed chat completion whose body is Latin-1, not UTF-8 ("é" as the byte 0xE9)."""
+    completion = {
+        "id": "chatcmpl-latin1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "scripted-model",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "café"}, "finish_reason": "stop"}],
+    }
+    return Reply(raw_body=json.dumps(completion, ensure_ascii=False).encode("latin-1"))
+
+
 def cut_off(request: Request) -> Reply:
     content = good(request)
     return Reply(content[: max(1, len(content) // 2)], finish_reason="length")
@@ -136,6 +149,8 @@ CATALOGUE = {
         BAD_CITATIONS_TEXT, json.dumps({"synthesis": BAD_CITATIONS_TEXT, "tldr": "Yes [99].", "queries": ["drug A"]})
     ),
     "fenced": lambda request: Reply(f"```json\n{good(request)}\n```"),
+    "not_utf8": not_utf8,
+    "body_not_json": lambda request: Reply(raw_body="<html><body>Bad gateway</body></html>"),
 }
 
 
