@@ -36,6 +36,7 @@ from core.exceptions import ApplicationError
 from generation.conf import pipeline_settings
 from generation.evaluator_versions import REFERENCE_EVALUATOR, config_version, reference_config
 from generation.llm import Gateway, LLMError, as_text, excerpt, parse_json_object
+from generation.meaning import placeholder_problem
 from generation.models import EvaluationRun, EvaluationScore, JudgeRun
 from generation.prompting import prompt_versions
 from generation.run_records import recording
@@ -200,8 +201,11 @@ class FactPicoExtraction(FactPicoFullText):
         except LLMError as exc:
             return None, exc.message
         text = result.text.strip()
+        empty = text and placeholder_problem(text, prompt_id=prompt, what=f"{name} extraction")
         if not text:
             return None, result.record(f"the {name} extraction came back empty")
+        if empty:
+            return None, result.record(empty)
         result.record(well_formed=len(text) <= MAX_EXTRACTION_CHARS)
         return text[:MAX_EXTRACTION_CHARS], ""
 
@@ -286,11 +290,22 @@ class FactoredVerification:
                 Score(n, None, EvaluationScore.Status.FAILED, error=exc.message)
                 for n in ("p_summary", "unsupported", "supported_share")
             ]
+        names = ("p_summary", "unsupported", "supported_share")
         verified = [c for c in claims if c["verdict"] in (SUPPORTED, NOT_SUPPORTED)]
+        unanswered = [c for c in claims if c.get("unchecked") == "no_verdict"]
+        if unanswered:
+            # A score over the claims that happened to get a verdict would count the others
+            # as absent: the summary has no usable verification until every claim has one.
+            problems = "; ".join(dict.fromkeys(c.get("problem") or c["explanation"] for c in unanswered))
+            error = f"no usable verdict for {len(unanswered)} of {len(verified) + len(unanswered)} claim(s): {problems}"
+            return [Score(n, None, EvaluationScore.Status.FAILED, error=error[:4000]) for n in names]
         if not verified:
             na = EvaluationScore.Status.NOT_APPLICABLE
-            reason = "no sentence cites a reference of the source"
-            return [Score(n, None, na, rationale=reason) for n in ("p_summary", "unsupported", "supported_share")]
+            if any(c["refs"] for c in claims):
+                reason = "no cited sentence has content words to check (only references, numbers or units)"
+            else:
+                reason = "no sentence cites a reference of the source"
+            return [Score(n, None, na, rationale=reason) for n in names]
         unsupported = sum(c["verdict"] == NOT_SUPPORTED for c in verified)
         verdicts = "; ".join(f"{c['verdict']}: {c['text'][:80]}" for c in verified)[:4000]
         ok = EvaluationScore.Status.OK

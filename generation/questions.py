@@ -28,9 +28,10 @@ from core.env import env_bool, env_float, env_int, env_str
 from core.text_validation import MAX_SUMMARY_CHARS
 from generation.conf import DEFAULT_MODEL
 from generation.llm import Gateway, LLMError, LLMResult, as_text, excerpt, parse_json_object
+from generation.meaning import meaning_problem, placeholder_problem
 from generation.models import AnswerJob
 from generation.prompting import prompt_versions
-from literature.answers import AnswerError, Citation, check_citations, number_citations
+from literature.answers import AnswerError, Citation, check_citations, number_citations, require_citation
 from literature.engines import Engine, bm25_scores
 from literature.models import Question, Retrieval, RetrievedArticle
 from literature.services import combine_results, record_relevance, record_rerank, save_retrieval, search_question
@@ -310,9 +311,10 @@ class QuestionRunner:
                 {"question": self.question.text, "article": self.article_text(articles[c.identifier])},
             )
             text = result.text.strip()
-            if not text:
-                result.record("the model's summary of the article was empty")
-                text = "(no summary: the model's answer was empty)"
+            empty = meaning_problem(text, prompt_id="question_article", what="model's summary of the article")
+            if empty:
+                result.record(empty)
+                text = f"(no summary: {empty})"
             elif len(text) > MAX_ARTICLE_SUMMARY_CHARS:
                 result.record(well_formed=False)
                 text = text[:MAX_ARTICLE_SUMMARY_CHARS].rstrip() + " …"
@@ -344,10 +346,16 @@ class QuestionRunner:
                         "the answer needs a synthesis and a TL;DR in the JSON shape shown"
                         + ("" if parsed else f" (it was {excerpt(result.text)})")
                     )
+                # The placeholder sent back ({"synthesis": "...", "tldr": "..."}) has the shape and no meaning.
+                empty = meaning_problem(synthesis, prompt_id="question_synthesis", what="synthesis")
+                empty = empty or placeholder_problem(tldr, prompt_id="question_synthesis", what="TL;DR")
+                if empty:
+                    raise AnswerError(empty)
                 length = len(synthesis) + len(tldr)
                 if length > MAX_SUMMARY_CHARS - 1000:
                     raise AnswerError(f"the synthesis is {length:,} characters long; at most 250 words were asked for")
                 check_citations(f"{synthesis}\n{tldr}", len(citations))
+                require_citation(synthesis, len(citations))
                 result.record(well_formed=well_formed)
                 return synthesis, tldr
             except AnswerError as exc:
