@@ -253,14 +253,19 @@ class FactoredVerification:
 
     name = "factored_verification"
 
-    def __init__(self, gateway: Gateway, *, claims: str | None = None):
-        from generation.conf import claim_mode, factored_models
+    def __init__(
+        self, gateway: Gateway, *, claims: str | None = None, check: str | None = None, decompose: str | None = None
+    ):
+        from generation.conf import check_mode, claim_mode, decompose_over, factored_models
 
         self.gateway = gateway
         self.settings = pipeline_settings("factored")
         self.model = factored_models(self.settings)[0]  # the judge
         self.claims = claim_mode(claims)
-        self.prompts = ("system", "factored_verify") + (("factored_decompose",) if self.claims == "decomposed" else ())
+        self.check = check_mode(check)
+        self.decompose = decompose_over(decompose) if self.claims == "decomposed" else ""
+        verify = "factored_verify_few_shot" if self.check == "few_shot" else "factored_verify"
+        self.prompts = ("system", verify) + (("factored_decompose",) if self.claims == "decomposed" else ())
 
     def config(self) -> dict:
         from generation.pipelines import _verify_params
@@ -270,8 +275,12 @@ class FactoredVerification:
             "model": self.model,
             "params": _verify_params(self.settings),
             "prompts": prompt_versions(list(self.prompts)),
-            # Only when not the default, so runs made before the option keep their version.
+            # Each option only when not what it was before the option existed, so that runs
+            # made before it keep their version: claims by sentence, the zero-shot check, a
+            # decomposition sentence by sentence.
             **({"claims": self.claims} if self.claims != "sentences" else {}),
+            **({"check": self.check} if self.check != "zero_shot" else {}),
+            **({"decompose": self.decompose} if self.decompose == "summary" else {}),
         }
 
     def evaluate(self, summary: Summary, done: set[str]) -> list[Score]:
@@ -283,7 +292,13 @@ class FactoredVerification:
         runner = Runner(spec=pipeline_spec("factored"), source=summary.source, job=None, gateway=self.gateway)
         try:
             claims = runner.verify_claims(
-                f"evaluate:{self.name}", summary.text, self.settings, model=self.model, claims_mode=self.claims
+                f"evaluate:{self.name}",
+                summary.text,
+                self.settings,
+                model=self.model,
+                claims_mode=self.claims,
+                decompose_over=self.decompose or "sentences",
+                check=self.check,
             )
         except LLMError as exc:
             return [
@@ -382,14 +397,19 @@ def needs_llm(name: str) -> bool:
     return getattr(EVALUATORS[name], "needs_llm", True)
 
 
-def evaluator_for(name: str, gateway: Gateway, *, claims: str | None = None):
-    """The evaluator; `claims` (sentences or decomposed) is an option of factored_verification only."""
+def evaluator_for(
+    name: str, gateway: Gateway, *, claims: str | None = None, check: str | None = None, decompose: str | None = None
+):
+    """The evaluator; `claims` (sentences or decomposed), `check` (zero_shot or few_shot)
+    and `decompose` (summary or sentences) are options of factored_verification only."""
     if name not in EVALUATORS:
         raise ApplicationError(f"unknown evaluator {name!r}; use one of {', '.join(EVALUATORS)}")
-    if claims is not None:
+    options = {k: v for k, v in {"claims": claims, "check": check, "decompose": decompose}.items() if v is not None}
+    if options:
         if name != "factored_verification":
-            raise ApplicationError("--claims is an option of the factored_verification evaluator only")
-        return EVALUATORS[name](gateway, claims=claims)
+            given = ", ".join(f"--{k}" for k in options)
+            raise ApplicationError(f"{given}: options of the factored_verification evaluator only")
+        return EVALUATORS[name](gateway, **options)
     return EVALUATORS[name](gateway)
 
 
@@ -411,12 +431,18 @@ def run_evaluation(
     gateway=None,
     progress: Callable[[int, int], None] | None = None,
     claims: str | None = None,
+    check: str | None = None,
+    decompose: str | None = None,
 ) -> EvaluationRun:
     """Score the study's summaries (all, `summary_keys`, at most `limit`), skipping the
     scores the run already has (a resumed run asks only for what is missing; a failed
     score is asked again). `progress(done, total)` is called after each summary."""
     evaluator = evaluator_for(
-        evaluator_name, gateway or (Gateway() if needs_llm(evaluator_name) else None), claims=claims
+        evaluator_name,
+        gateway or (Gateway() if needs_llm(evaluator_name) else None),
+        claims=claims,
+        check=check,
+        decompose=decompose,
     )
     run = start_evaluation(study=study, evaluator=evaluator)
     with recording(run):

@@ -464,43 +464,79 @@ class Runner:
     def sources_for(self, refs: list[str]) -> str:
         return "\n".join(context_line(text, ref) for text, ref in self.sentences if ref in refs)
 
-    def decompose(self, step: str, sentence: str, model: str, params: dict) -> list[str]:
-        """The claims an LLM finds in one cited sentence (the paper's appendix A.1.1). An
-        unusable answer leaves the sentence as its one claim, and says so on the call."""
+    def decompose(self, step: str, sentence: str, model: str, params: dict, *, whole: str = "sentence") -> list[str]:
+        """The claims an LLM finds in a text (the paper's appendix A.1.1). An unusable
+        answer leaves [] (the caller checks the `whole` text otherwise), and says so on
+        the call."""
         result = self.call(step, "factored_decompose", {"text": sentence}, model, params)
         found, well_formed = read_claims(result.text)
+        fallback = "the sentence was checked whole" if whole == "sentence" else "its sentences were checked"
         if not found:
-            result.record(f"no list of claims ({excerpt(result.text)}); the sentence was checked whole")
-            return [sentence]
+            result.record(f"no list of claims ({excerpt(result.text)}); {fallback}")
+            return []
         kept, left_out = meaningful_claims(found)
         if not kept:
-            result.record(f"no claim with content ({'; '.join(left_out.values())}); the sentence was checked whole")
-            return [sentence]
+            result.record(f"no claim with content ({'; '.join(left_out.values())}); {fallback}")
+            return []
         if left_out:
             self.note(step, left_out=left_out)
         result.record(well_formed=well_formed and not left_out)
         return kept
 
-    def verify_claims(
-        self, step: str, text: str, s: PipelineSettings, *, model: str | None = None, claims_mode: str = "sentences"
-    ) -> list[dict]:
-        """Each claim of `text` checked against the sources it cites only. Claims are the
-        sentences, or (`claims_mode="decomposed"`) the claims an LLM splits each cited
-        sentence into, each keeping its sentence's span and references."""
-        model = model or s.model
-        claims = sentence_claims(text, self.refs)
-        if claims_mode == "decomposed":
+    def decomposed_claims(self, step: str, text: str, claims: list[dict], model: str, params: dict, over: str):
+        """The claims of `text` as an LLM decomposes it: each cited sentence on its own
+        (`over="sentences"`), each claim keeping its sentence's span and references; or the
+        whole text at once (`over="summary"`, the paper's A.1.1), each claim checked against
+        the references it names itself, else against every reference the text cites. An
+        unusable decomposition leaves the sentences (or the sentence) as the claims."""
+        if over == "sentences":
             claims = [
                 {**c, "text": part}
                 for c in claims
                 for part in (
-                    self.decompose(f"{step}:decompose", c["text"], model, _verify_params(s))
-                    if c["refs"]
-                    else [c["text"]]
+                    (self.decompose(step, c["text"], model, params) or [c["text"]]) if c["refs"] else [c["text"]]
                 )
             ]
-            for index, claim in enumerate(claims):
-                claim["index"] = index
+        else:
+            cited = list(dict.fromkeys(r for c in claims for r in c["refs"]))
+            parts = self.decompose(step, text, model, params, whole="summary") if cited else []
+            if parts:
+                claims = [
+                    {
+                        **sentence_claims(part, self.refs)[0],
+                        "text": part,
+                        "start": 0,
+                        "end": len(text),
+                        "refs": list(dict.fromkeys(cited_refs(part, self.refs))) or cited,
+                    }
+                    for part in parts
+                ]
+        for index, claim in enumerate(claims):
+            claim["index"] = index
+        return claims
+
+    def verify_claims(
+        self,
+        step: str,
+        text: str,
+        s: PipelineSettings,
+        *,
+        model: str | None = None,
+        claims_mode: str = "sentences",
+        decompose_over: str = "sentences",
+        check: str = "zero_shot",
+    ) -> list[dict]:
+        """Each claim of `text` checked against the sources it cites only. Claims are the
+        sentences, or (`claims_mode="decomposed"`) the claims an LLM finds in each cited
+        sentence or in the whole text (`decompose_over`, see decomposed_claims). The check
+        is the zero-shot prompt with reasoning and quotes (`factored_verify`), or
+        (`check="few_shot"`) the paper's few-shot prompt of appendix A.1.2
+        (`factored_verify_few_shot`), which gives a verdict without a critique."""
+        model = model or s.model
+        claims = sentence_claims(text, self.refs)
+        if claims_mode == "decomposed":
+            claims = self.decomposed_claims(f"{step}:decompose", text, claims, model, _verify_params(s), decompose_over)
+        verify_prompt = "factored_verify_few_shot" if check == "few_shot" else "factored_verify"
         known = {ref for _, ref in self.sentences}
         for claim in claims:
             refs = claim["refs"]
@@ -528,7 +564,7 @@ class Runner:
                 continue
             result = self.call(
                 step,
-                "factored_verify",
+                verify_prompt,
                 {"sources": self.sources_for(refs), "claim": claim["text"]},
                 model,
                 _verify_params(s),
