@@ -5,6 +5,7 @@ no claim was checked. The real `openai` client against the scripted server."""
 import json
 
 import pytest
+from django.urls import reverse
 
 from annotate.models import Summary
 from annotate.selectors.contents import filter_summaries
@@ -63,7 +64,7 @@ def test_drafts_are_offered_for_rating_only_when_asked_for(serve, trial_source):
     }
 
 
-def test_hallucinations_are_not_checked_when_no_claim_was_checked(serve, trial_source):
+def test_hallucinations_are_not_checked_when_no_claim_was_checked(serve, trial_source, client, admin_user):
     """An uncited draft and revision: no claim is judged, so the counts are None, not 0."""
     uncited = "Drug A was compared with placebo in adults. No deaths were reported."
     server = serve(
@@ -79,3 +80,6 @@ def test_hallucinations_are_not_checked_when_no_claim_was_checked(serve, trial_s
     factored = job.result["factored"]
     assert factored["hallucinations_before"] is None and factored["hallucinations_after"] is None
     assert job.summary.metadata["factored"]["hallucinations_after"] is None
+    client.force_login(admin_user)
+    page = client.get(reverse("admin:generation_generationjob_change", args=[job.pk])).content.decode()
+    assert "not checked → not checked" in page
