@@ -8,15 +8,10 @@ from django.core.management import call_command
 
 from generation.models import AnswerJob, LLMCall
 from generation.questions import question_settings
-from tests.generation.scripted_server import Reply
-from tests.generation.test_question_pipeline import (  # noqa: F401 (the question fixture)
-    VERIFY,
-    article_summary,
-    question,
-    queries,
-    relevance_by_keyword,
-    synthesis,
-)
+from tests.generation import test_question_pipeline as pipeline
+from tests.generation.test_question_pipeline import VERIFY, article_summary, queries, relevance_by_keyword, synthesis
+
+question = pipeline.question  # the fixture: a study with a small corpus and one question
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
