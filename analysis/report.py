@@ -44,7 +44,7 @@ from stats.compare import describe_groups, paired_comparisons, summary_scores
 from stats.distributions import item_means, option_counts, score_histograms, scores_by_group
 from stats.frames import ITEM, QUESTION, RATER, VALUE
 from stats.metaeval import correlate_report, kl_divergence
-from stats.metaeval_questions import meta_evaluation_tables
+from stats.metaeval_questions import evaluator_overall, meta_evaluation_tables
 from stats.metrics import METRIC_COLUMNS
 from stats.options import choice_frame, tickbox_frames
 
@@ -415,6 +415,9 @@ def _every_question(
     # its findings (and raters), as FactPICO's evidence-inference column and the evaluators'
     # `evidence` are.
     answers = answers.assign(**{ITEM: summary_items(answers[ITEM])})
+    # FactPICO Table 4: each human question against an LLM evaluator's overall average,
+    # beside its element-by-element rows (Table 10).
+    metrics = evaluator_overall(metrics)
     return meta_evaluation_tables(
         answers=answers,
         metrics=metrics,

@@ -12,11 +12,57 @@ from contextlib import contextmanager
 
 from django.core.management.base import CommandError
 
+# The exit codes of the commands that call a model (docs/generation.md, "Exit codes"):
+# 0 when every item has a usable result, 1 when any failed, 2 for a usage error.
+FAILED_ITEMS, USAGE_ERROR = 1, 2
+
+
+def usage_error(message: str) -> CommandError:
+    """A usage error (an unknown study, a bad option, a missing setting): exit code 2,
+    as argparse's own refusals."""
+    return CommandError(message, returncode=USAGE_ERROR)
+
+
+@contextmanager
+def usage_errors():
+    """A CommandError or ApplicationError raised in the block, before any item ran, is a
+    usage error (exit code 2)."""
+    from core.exceptions import ApplicationError
+
+    try:
+        yield
+    except CommandError as exc:
+        raise usage_error(str(exc)) from None
+    except ApplicationError as exc:
+        raise usage_error(exc.message) from None
+
+
+def add_allow_failures(parser) -> None:
+    parser.add_argument(
+        "--allow-failures",
+        action="store_true",
+        help="exit 0 even when items failed (for batch runs that should go on); the count is still printed",
+    )
+
+
+def end_with_failures(
+    stream, failed: int, noun: str, *, allow: bool, hint: str = "", plural: str | None = None
+) -> None:
+    """The end of an LLM command: nothing when no item failed; otherwise the count of
+    failed items, as a CommandError (exit code 1) or, with --allow-failures, on `stream`."""
+    if not failed:
+        return
+    message = f"{counted(failed, noun, plural)} failed{hint}"
+    if allow:
+        stream.write(f"{message} (--allow-failures: exit code 0)")
+        return
+    raise CommandError(message, returncode=FAILED_ITEMS)
+
 
 def check_at_least_one(value: int | None, option: str) -> None:
     """A count option such as --limit, when given, must be at least 1."""
     if value is not None and value < 1:
-        raise CommandError(f"{option} must be at least 1")
+        raise usage_error(f"{option} must be at least 1")
 
 
 def counted(n: int, noun: str, plural: str | None = None) -> str:

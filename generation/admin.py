@@ -59,7 +59,8 @@ class GenerationJobAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_select_related = ["source", "summary"]
     search_fields = ["source__key", "summary__key"]
     fields = ["uuid", "source", "pipeline", "pipeline_version", "status", "tries", "claimed_at", "finished_at"]
-    fields += ["summary", "summary_text", "flags", "skip_reason", "error", "reference_checks", "claims", "steps"]
+    fields += ["summary", "summary_text", "flags", "hallucinations", "skip_reason", "error", "reference_checks"]
+    fields += ["claims", "steps"]
     fields += ["context", "config_pretty"]
     readonly_fields = fields
     inlines = [LLMCallInline]
@@ -71,6 +72,19 @@ class GenerationJobAdmin(ReadOnlyMixin, admin.ModelAdmin):
     @admin.display(description="Flags")
     def flags(self, obj):
         return ", ".join(obj.result.get("flags", [])) or "—"
+
+    @admin.display(description="Hallucinations (draft → final)")
+    def hallucinations(self, obj):
+        """Factored Verification's counts; "not checked" when no claim was judged, which is
+        not the same as none found."""
+        factored = obj.result.get("factored")
+        if not isinstance(factored, dict):
+            return "—"
+
+        def shown(count) -> str:
+            return "not checked" if count is None else str(count)
+
+        return f"{shown(factored.get('hallucinations_before'))} → {shown(factored.get('hallucinations_after'))}"
 
     @admin.display(description="Final reference checks")
     def reference_checks(self, obj):

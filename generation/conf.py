@@ -122,6 +122,30 @@ def factored_models(s: PipelineSettings) -> tuple[str, str]:
     return judge, env_str("GENERATION_MODEL_FACTORED_CRITIQUE", judge)
 
 
+# Factored Verification's claim check: "zero_shot" (reasoning with quotes, then yes/no: the
+# summaries' prompt) or "few_shot" (the paper's appendix A.1.2, four worked examples).
+CHECK_MODES = ("zero_shot", "few_shot")
+# What an LLM decomposes into claims: the whole summary (the paper's A.1.1) or each cited sentence.
+DECOMPOSE_OVER = ("summary", "sentences")
+
+
+def _choice(value: str | None, name: str, default: str, allowed: tuple[str, ...]) -> str:
+    chosen = (value or env_str(name, default)).strip().lower().replace("-", "_")
+    if chosen not in allowed:
+        raise ImproperlyConfigured(f"{name} must be one of {', '.join(allowed)}, not {chosen!r}")
+    return chosen
+
+
+def check_mode(value: str | None = None) -> str:
+    """`value`, else GENERATION_FACTORED_CHECK (default "zero_shot"), checked."""
+    return _choice(value, "GENERATION_FACTORED_CHECK", "zero_shot", CHECK_MODES)
+
+
+def decompose_over(value: str | None = None) -> str:
+    """`value`, else GENERATION_FACTORED_DECOMPOSE (default "summary", as the paper), checked."""
+    return _choice(value, "GENERATION_FACTORED_DECOMPOSE", "summary", DECOMPOSE_OVER)
+
+
 def claim_mode(value: str | None = None) -> str:
     """`value`, else GENERATION_FACTORED_CLAIMS (default "sentences"), checked."""
     mode = (value or env_str("GENERATION_FACTORED_CLAIMS", "sentences")).strip().lower()

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from core.exceptions import ApplicationError
 from generation.conf import claim_mode, factored_models, pipeline_settings
 from generation.llm import Gateway, LLMError, excerpt, parse_json_object
-from generation.pipelines import read_claims, sentence_claims
+from generation.pipelines import meaningful_claims, read_claims, sentence_claims
 from generation.verdicts import UNVERIFIED, parse_claim_verdict, yes_probability
 
 DETECTORS = ("factored", "judge", "few_shot", "cot", "self_correction")
@@ -148,7 +148,11 @@ class Detector:
         """The summary's claims: its sentences, or the claims an LLM decomposes it into
         (appendix A.1.1); an unusable decomposition makes the pair a failure."""
         if self.claims == "sentences":
-            return [c["text"] for c in sentence_claims(summary)]
+            found = [c["text"] for c in sentence_claims(summary)]
+            kept, left_out = meaningful_claims(found)
+            if not kept:
+                raise ValueError(f"the summary had no claim to check ({'; '.join(left_out.values()) or 'no text'})")
+            return kept
         result = self.gateway.complete(
             step="detect:factored:decompose",
             prompt="factored_decompose",
@@ -159,8 +163,11 @@ class Detector:
         found, well_formed = read_claims(result.text)
         if not found:
             raise ValueError(result.record(f"the answer held no list of claims ({excerpt(result.text)})"))
-        result.record(well_formed=well_formed)
-        return found
+        kept, left_out = meaningful_claims(found)
+        if not kept:
+            raise ValueError(result.record(f"the answer held no claim with content ({'; '.join(left_out.values())})"))
+        result.record(well_formed=well_formed and not left_out)
+        return kept
 
     def _ask(self, step: str, prompt: str, variables: dict) -> float:
         result = self.gateway.complete(

@@ -36,6 +36,7 @@ from core.exceptions import ApplicationError
 from generation.conf import pipeline_settings
 from generation.evaluator_versions import REFERENCE_EVALUATOR, config_version, reference_config
 from generation.llm import Gateway, LLMError, as_text, excerpt, parse_json_object
+from generation.meaning import placeholder_problem
 from generation.models import EvaluationRun, EvaluationScore, JudgeRun
 from generation.prompting import prompt_versions
 from generation.run_records import recording
@@ -200,8 +201,11 @@ class FactPicoExtraction(FactPicoFullText):
         except LLMError as exc:
             return None, exc.message
         text = result.text.strip()
+        empty = text and placeholder_problem(text, prompt_id=prompt, what=f"{name} extraction")
         if not text:
             return None, result.record(f"the {name} extraction came back empty")
+        if empty:
+            return None, result.record(empty)
         result.record(well_formed=len(text) <= MAX_EXTRACTION_CHARS)
         return text[:MAX_EXTRACTION_CHARS], ""
 
@@ -249,14 +253,19 @@ class FactoredVerification:
 
     name = "factored_verification"
 
-    def __init__(self, gateway: Gateway, *, claims: str | None = None):
-        from generation.conf import claim_mode, factored_models
+    def __init__(
+        self, gateway: Gateway, *, claims: str | None = None, check: str | None = None, decompose: str | None = None
+    ):
+        from generation.conf import check_mode, claim_mode, decompose_over, factored_models
 
         self.gateway = gateway
         self.settings = pipeline_settings("factored")
         self.model = factored_models(self.settings)[0]  # the judge
         self.claims = claim_mode(claims)
-        self.prompts = ("system", "factored_verify") + (("factored_decompose",) if self.claims == "decomposed" else ())
+        self.check = check_mode(check)
+        self.decompose = decompose_over(decompose) if self.claims == "decomposed" else ""
+        verify = "factored_verify_few_shot" if self.check == "few_shot" else "factored_verify"
+        self.prompts = ("system", verify) + (("factored_decompose",) if self.claims == "decomposed" else ())
 
     def config(self) -> dict:
         from generation.pipelines import _verify_params
@@ -266,8 +275,12 @@ class FactoredVerification:
             "model": self.model,
             "params": _verify_params(self.settings),
             "prompts": prompt_versions(list(self.prompts)),
-            # Only when not the default, so runs made before the option keep their version.
+            # Each option only when not what it was before the option existed, so that runs
+            # made before it keep their version: claims by sentence, the zero-shot check, a
+            # decomposition sentence by sentence.
             **({"claims": self.claims} if self.claims != "sentences" else {}),
+            **({"check": self.check} if self.check != "zero_shot" else {}),
+            **({"decompose": self.decompose} if self.decompose == "summary" else {}),
         }
 
     def evaluate(self, summary: Summary, done: set[str]) -> list[Score]:
@@ -279,18 +292,35 @@ class FactoredVerification:
         runner = Runner(spec=pipeline_spec("factored"), source=summary.source, job=None, gateway=self.gateway)
         try:
             claims = runner.verify_claims(
-                f"evaluate:{self.name}", summary.text, self.settings, model=self.model, claims_mode=self.claims
+                f"evaluate:{self.name}",
+                summary.text,
+                self.settings,
+                model=self.model,
+                claims_mode=self.claims,
+                decompose_over=self.decompose or "sentences",
+                check=self.check,
             )
         except LLMError as exc:
             return [
                 Score(n, None, EvaluationScore.Status.FAILED, error=exc.message)
                 for n in ("p_summary", "unsupported", "supported_share")
             ]
+        names = ("p_summary", "unsupported", "supported_share")
         verified = [c for c in claims if c["verdict"] in (SUPPORTED, NOT_SUPPORTED)]
+        unanswered = [c for c in claims if c.get("unchecked") == "no_verdict"]
+        if unanswered:
+            # A score over the claims that happened to get a verdict would count the others
+            # as absent: the summary has no usable verification until every claim has one.
+            problems = "; ".join(dict.fromkeys(c.get("problem") or c["explanation"] for c in unanswered))
+            error = f"no usable verdict for {len(unanswered)} of {len(verified) + len(unanswered)} claim(s): {problems}"
+            return [Score(n, None, EvaluationScore.Status.FAILED, error=error[:4000]) for n in names]
         if not verified:
             na = EvaluationScore.Status.NOT_APPLICABLE
-            reason = "no sentence cites a reference of the source"
-            return [Score(n, None, na, rationale=reason) for n in ("p_summary", "unsupported", "supported_share")]
+            if any(c["refs"] for c in claims):
+                reason = "no cited sentence has content words to check (only references, numbers or units)"
+            else:
+                reason = "no sentence cites a reference of the source"
+            return [Score(n, None, na, rationale=reason) for n in names]
         unsupported = sum(c["verdict"] == NOT_SUPPORTED for c in verified)
         verdicts = "; ".join(f"{c['verdict']}: {c['text'][:80]}" for c in verified)[:4000]
         ok = EvaluationScore.Status.OK
@@ -367,14 +397,19 @@ def needs_llm(name: str) -> bool:
     return getattr(EVALUATORS[name], "needs_llm", True)
 
 
-def evaluator_for(name: str, gateway: Gateway, *, claims: str | None = None):
-    """The evaluator; `claims` (sentences or decomposed) is an option of factored_verification only."""
+def evaluator_for(
+    name: str, gateway: Gateway, *, claims: str | None = None, check: str | None = None, decompose: str | None = None
+):
+    """The evaluator; `claims` (sentences or decomposed), `check` (zero_shot or few_shot)
+    and `decompose` (summary or sentences) are options of factored_verification only."""
     if name not in EVALUATORS:
         raise ApplicationError(f"unknown evaluator {name!r}; use one of {', '.join(EVALUATORS)}")
-    if claims is not None:
+    options = {k: v for k, v in {"claims": claims, "check": check, "decompose": decompose}.items() if v is not None}
+    if options:
         if name != "factored_verification":
-            raise ApplicationError("--claims is an option of the factored_verification evaluator only")
-        return EVALUATORS[name](gateway, claims=claims)
+            given = ", ".join(f"--{k}" for k in options)
+            raise ApplicationError(f"{given}: options of the factored_verification evaluator only")
+        return EVALUATORS[name](gateway, **options)
     return EVALUATORS[name](gateway)
 
 
@@ -396,12 +431,18 @@ def run_evaluation(
     gateway=None,
     progress: Callable[[int, int], None] | None = None,
     claims: str | None = None,
+    check: str | None = None,
+    decompose: str | None = None,
 ) -> EvaluationRun:
     """Score the study's summaries (all, `summary_keys`, at most `limit`), skipping the
     scores the run already has (a resumed run asks only for what is missing; a failed
     score is asked again). `progress(done, total)` is called after each summary."""
     evaluator = evaluator_for(
-        evaluator_name, gateway or (Gateway() if needs_llm(evaluator_name) else None), claims=claims
+        evaluator_name,
+        gateway or (Gateway() if needs_llm(evaluator_name) else None),
+        claims=claims,
+        check=check,
+        decompose=decompose,
     )
     run = start_evaluation(study=study, evaluator=evaluator)
     with recording(run):

@@ -16,6 +16,8 @@ What it adds to the `openai` client:
   Each refusal (a 400/422 naming the feature) is remembered per endpoint for the life
   of the process, as are refusals of token logprobs. Parsing stays tolerant
   (`parse_json_object`): a schema is a request, not a guarantee;
+- a body read defensively: one that is not UTF-8 or not JSON is a failed call with
+  the reason in words (`UnreadableAnswer`), recorded and not retried;
 - model text made storable on arrival: NUL characters and bidirectional overrides
   removed, lone surrogates replaced (`clean_model_text`); what was changed is noted on
   the call;
@@ -80,6 +82,16 @@ class ModelAnswerError(ApplicationError):
 
     code = "model_answer"
     http_status = 502
+
+
+class UnreadableAnswer(Exception):
+    """The server answered, but with a body that cannot be read as a chat completion
+    (not UTF-8, not JSON): caught and recorded by Gateway.complete, never raised out of it."""
+
+    def __init__(self, reason: str, status_code: int | None):
+        super().__init__(reason)
+        self.reason = reason
+        self.status_code = status_code
 
 
 @dataclass(frozen=True)
@@ -314,12 +326,15 @@ class Gateway:
             started = time.monotonic()
             with self.semaphore:
                 try:
-                    response = self.client.chat.completions.create(model=model, messages=messages, **request)
+                    response = self._send(model, messages, request)
                     outcome = self._answer(response, model, messages)
                     failure = None
                 except openai.APIError as exc:
                     failure = exc
                     outcome = self._error(exc)
+                except UnreadableAnswer as exc:
+                    failure = exc
+                    outcome = self._unreadable(exc)
                 latency = time.monotonic() - started
                 # One row per attempt, failed or not; `request` is copied because a later
                 # attempt may drop an optional feature from it.
@@ -341,6 +356,9 @@ class Gateway:
                 return LLMResult(
                     text=call.response_text, call=call, logprobs=call.logprobs, structured=levels[0] if levels else ""
                 )
+            if isinstance(failure, UnreadableAnswer):
+                # Junk on the wire is not a transient failure: asking again gets the same junk.
+                raise LLMError(f"{step}: {call.problem}", extra={"step": step, "attempts": attempt}) from None
             if _refusal(failure) and self._drop_optional(request, refused, str(failure), levels, schema, prompt.id):
                 # An endpoint that does not know a structured-output level or logprobs says
                 # so: ask again without it (not counted as a retry).
@@ -352,6 +370,28 @@ class Gateway:
                 ) from failure
             retries += 1
             time.sleep(backoff_delay(retries, self.conf, _retry_after(failure)))
+
+    def _send(self, model: str, messages: list[dict], request: dict[str, Any]):
+        """The server's answer parsed as a chat completion, its body decoded here rather
+        than by the client: a body that is not UTF-8 or not JSON is an UnreadableAnswer
+        with the reason in words, never a codec's traceback."""
+        raw = self.client.chat.completions.with_raw_response.create(model=model, messages=messages, **request)
+        body = raw.http_response.content
+        status = raw.http_response.status_code
+        try:
+            body.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise UnreadableAnswer(
+                f"the server's answer was not valid UTF-8 text (byte 0x{body[exc.start]:02x} at position "
+                f"{exc.start:,} of {len(body):,})",
+                status,
+            ) from None
+        try:
+            return raw.parse()
+        except (ValueError, TypeError) as exc:  # json's and pydantic's errors are ValueErrors
+            reason = "not JSON" if isinstance(exc, json.JSONDecodeError) else "not an OpenAI chat completion"
+            text = excerpt(body.decode("utf-8"))
+            raise UnreadableAnswer(f"the server's answer was {reason} ({text})", status) from None
 
     def redact(self, text: str) -> str:
         """`text` with the API key and the endpoint's credentials replaced by ***:
@@ -409,6 +449,17 @@ class Gateway:
             "cost": _cost(self.conf, model, tokens_in, tokens_out),
             "status_code": 200,
             "problem": "; ".join(notes),
+        }
+
+    def _unreadable(self, exc: UnreadableAnswer) -> dict[str, Any]:
+        """The LLMCall fields of an answer whose body could not be read."""
+        reason = clean_model_text(self.redact(exc.reason))[0][:5000]
+        return {
+            "status_code": exc.status_code,
+            "error": reason,
+            "problem": reason,
+            "well_formed": False,
+            "usable": False,
         }
 
     def _error(self, exc: openai.APIError) -> dict[str, Any]:

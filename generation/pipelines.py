@@ -29,12 +29,14 @@ from core.sentences import split_spans
 from core.text_validation import MAX_SUMMARY_CHARS
 from generation.conf import PipelineSettings, factored_models, pipeline_settings
 from generation.context import Context, build_context, context_line, embedding_method
-from generation.llm import Gateway, ModelAnswerError, count_tokens, excerpt, parse_json_object
+from generation.llm import Gateway, ModelAnswerError, as_text, count_tokens, excerpt, parse_json_object
+from generation.meaning import meaning_problem, placeholder_problem
 from generation.models import GenerationJob
 from generation.prompting import get_prompt, prompt_versions
 from generation.reference_checks import ReferenceReport, check_references, cited_refs
 from generation.verdicts import (
     NOT_SUPPORTED,
+    SUPPORTED,
     UNVERIFIED,
     parse_claim_verdict,
     parse_statement_verdicts,
@@ -138,13 +140,14 @@ class Outcome:
     skip_reason: str = ""
 
 
-def summary_problem(text: str) -> str | None:
-    """Why a model's answer cannot be a summary, or None."""
+def summary_problem(text: str, prompt_id: str | None = None) -> str | None:
+    """Why a model's answer cannot be a summary, or None: empty, too long, or meaningless
+    (a placeholder, a copy of the prompt's example, no content words)."""
     if not text.strip():
         return "the model's answer was empty"
     if len(text) > MAX_SUMMARY_CHARS:
         return f"the model's answer is {len(text):,} characters long; a summary may have at most {MAX_SUMMARY_CHARS:,}"
-    return None
+    return meaning_problem(text, prompt_id=prompt_id, what="model's answer") or None
 
 
 def clean_summary(text: str) -> str:
@@ -220,7 +223,7 @@ class Runner:
         oversized answer is unusable: a rescue or revision keeps the `previous` text (and
         says so in the trace), a first draft fails the job with the reason."""
         text = clean_summary(result.text)
-        problem = summary_problem(text)
+        problem = summary_problem(text, result.call.prompt_id)
         if problem:
             result.record(problem)
             if previous is None:
@@ -359,14 +362,14 @@ class Runner:
             if critique_model == judge
             else self.verify_claims("factored:critique", text, s, model=critique_model)
         )
-        before = sum(c["verdict"] == NOT_SUPPORTED for c in claims)
+        before = hallucinations(claims)
         p_before = summary_probability(claims)
         unsupported = [c for c in critiqued if c["verdict"] == NOT_SUPPORTED]
         if unsupported:
-            # The draft before revision is kept (store_outcome makes it a rateable summary,
-            # the revision's parent), so people can rate hallucinations before and after
-            # revision (Factored Verification, Table 2).
-            self.trace["draft"] = {"text": text, "claims": [dict(c) for c in claims]}
+            # The draft before revision is kept (store_outcome makes it a summary of the
+            # study, the revision's parent), so people can rate hallucinations before and
+            # after revision (Factored Verification, Table 2) when the study asks for it.
+            self.keep_draft(text, claims, references, s)
             text, references, claims = self.revise_and_reverify(
                 "factored:revise",
                 "factored_revise",
@@ -378,8 +381,24 @@ class Runner:
             )
         return self.judged(s, text, references, claims, before, p_before, judge, critique_model)
 
+    def keep_draft(self, text: str, claims: list[dict], references: ReferenceReport | None, s) -> None:
+        """Keep the text before revision, with the flags of the checks it failed (the
+        same flags a final text would carry) and `draft`: an intermediate text is offered
+        for rating only when the study asks for drafts."""
+        flags = ["draft"]
+        if references is not None and not references.passed:
+            flags.append("references_failed")
+        p = summary_probability(claims)
+        if p is not None and p < s.factored_threshold:
+            flags.append("factored_below_threshold")
+        if any(c["verdict"] == UNVERIFIED and c["refs"] for c in claims):
+            flags.append("factored_incomplete")
+        if self.truncated:
+            flags.append("output_truncated")
+        self.trace["draft"] = {"text": text, "claims": [dict(c) for c in claims], "flags": flags}
+
     def judged(self, s, text, references, claims, before, p_before, judge, critique_model) -> Outcome:
-        after = sum(c["verdict"] == NOT_SUPPORTED for c in claims)
+        after = hallucinations(claims)
         p_after = summary_probability(claims)
         self.trace["factored"] = {
             "hallucinations_before": before,
@@ -412,7 +431,8 @@ class Runner:
         judge, _ = factored_models(s)
         text = self.generate(s, context)
         claims = self.verify_claims("selfcorrect:judge", text, s, model=judge)
-        before, p_before = sum(c["verdict"] == NOT_SUPPORTED for c in claims), summary_probability(claims)
+        before, p_before = hallucinations(claims), summary_probability(claims)
+        draft_references = self.check("references", text, context)
         result = self.call(
             "selfcorrect:feedback",
             "self_correction_feedback",
@@ -422,15 +442,13 @@ class Runner:
         )
         parsed = parse_json_object(result.text)
         feedback = str(parsed.get("feedback") or "").strip() if isinstance(parsed, dict) else result.text.strip()
-        if not feedback:
+        if not feedback or placeholder_problem(feedback, prompt_id="self_correction_feedback"):
             result.record(f"the answer held no feedback ({excerpt(result.text)})")
             self.note("selfcorrect:feedback", problem="no feedback: the draft is the summary")
-            return self.judged(
-                s, text, self.check("references", text, context), claims, before, p_before, judge, s.model
-            )
+            return self.judged(s, text, draft_references, claims, before, p_before, judge, s.model)
         result.record(well_formed=isinstance(parsed, dict))
         self.note("selfcorrect:feedback", feedback=feedback)
-        self.trace["draft"] = {"text": text, "claims": [dict(c) for c in claims]}
+        self.keep_draft(text, claims, draft_references, s)
         revision = self.call(
             "selfcorrect:revise",
             "self_correction_revise",
@@ -446,43 +464,87 @@ class Runner:
     def sources_for(self, refs: list[str]) -> str:
         return "\n".join(context_line(text, ref) for text, ref in self.sentences if ref in refs)
 
-    def decompose(self, step: str, sentence: str, model: str, params: dict) -> list[str]:
-        """The claims an LLM finds in one cited sentence (the paper's appendix A.1.1). An
-        unusable answer leaves the sentence as its one claim, and says so on the call."""
+    def decompose(self, step: str, sentence: str, model: str, params: dict, *, whole: str = "sentence") -> list[str]:
+        """The claims an LLM finds in a text (the paper's appendix A.1.1). An unusable
+        answer leaves [] (the caller checks the `whole` text otherwise), and says so on
+        the call."""
         result = self.call(step, "factored_decompose", {"text": sentence}, model, params)
         found, well_formed = read_claims(result.text)
+        fallback = "the sentence was checked whole" if whole == "sentence" else "its sentences were checked"
         if not found:
-            result.record(f"no list of claims ({excerpt(result.text)}); the sentence was checked whole")
-            return [sentence]
-        result.record(well_formed=well_formed)
-        return found
+            result.record(f"no list of claims ({excerpt(result.text)}); {fallback}")
+            return []
+        kept, left_out = meaningful_claims(found)
+        if not kept:
+            result.record(f"no claim with content ({'; '.join(left_out.values())}); {fallback}")
+            return []
+        if left_out:
+            self.note(step, left_out=left_out)
+        result.record(well_formed=well_formed and not left_out)
+        return kept
 
-    def verify_claims(
-        self, step: str, text: str, s: PipelineSettings, *, model: str | None = None, claims_mode: str = "sentences"
-    ) -> list[dict]:
-        """Each claim of `text` checked against the sources it cites only. Claims are the
-        sentences, or (`claims_mode="decomposed"`) the claims an LLM splits each cited
-        sentence into, each keeping its sentence's span and references."""
-        model = model or s.model
-        claims = sentence_claims(text, self.refs)
-        if claims_mode == "decomposed":
+    def decomposed_claims(self, step: str, text: str, claims: list[dict], model: str, params: dict, over: str):
+        """The claims of `text` as an LLM decomposes it: each cited sentence on its own
+        (`over="sentences"`), each claim keeping its sentence's span and references; or the
+        whole text at once (`over="summary"`, the paper's A.1.1), each claim checked against
+        the references it names itself, else against every reference the text cites. An
+        unusable decomposition leaves the sentences (or the sentence) as the claims."""
+        if over == "sentences":
             claims = [
                 {**c, "text": part}
                 for c in claims
                 for part in (
-                    self.decompose(f"{step}:decompose", c["text"], model, _verify_params(s))
-                    if c["refs"]
-                    else [c["text"]]
+                    (self.decompose(step, c["text"], model, params) or [c["text"]]) if c["refs"] else [c["text"]]
                 )
             ]
-            for index, claim in enumerate(claims):
-                claim["index"] = index
+        else:
+            cited = list(dict.fromkeys(r for c in claims for r in c["refs"]))
+            parts = self.decompose(step, text, model, params, whole="summary") if cited else []
+            if parts:
+                claims = [
+                    {
+                        **sentence_claims(part, self.refs)[0],
+                        "text": part,
+                        "start": 0,
+                        "end": len(text),
+                        "refs": list(dict.fromkeys(cited_refs(part, self.refs))) or cited,
+                    }
+                    for part in parts
+                ]
+        for index, claim in enumerate(claims):
+            claim["index"] = index
+        return claims
+
+    def verify_claims(
+        self,
+        step: str,
+        text: str,
+        s: PipelineSettings,
+        *,
+        model: str | None = None,
+        claims_mode: str = "sentences",
+        decompose_over: str = "sentences",
+        check: str = "zero_shot",
+    ) -> list[dict]:
+        """Each claim of `text` checked against the sources it cites only. Claims are the
+        sentences, or (`claims_mode="decomposed"`) the claims an LLM finds in each cited
+        sentence or in the whole text (`decompose_over`, see decomposed_claims). The check
+        is the zero-shot prompt with reasoning and quotes (`factored_verify`), or
+        (`check="few_shot"`) the paper's few-shot prompt of appendix A.1.2
+        (`factored_verify_few_shot`), which gives a verdict without a critique."""
+        model = model or s.model
+        claims = sentence_claims(text, self.refs)
+        if claims_mode == "decomposed":
+            claims = self.decomposed_claims(f"{step}:decompose", text, claims, model, _verify_params(s), decompose_over)
+        verify_prompt = "factored_verify_few_shot" if check == "few_shot" else "factored_verify"
         known = {ref for _, ref in self.sentences}
         for claim in claims:
             refs = claim["refs"]
             if not refs:
                 # The paper checks only cited claims; an uncited one is left unverified.
-                claim.update(verdict=UNVERIFIED, explanation="No citation: not checked.", probability=None)
+                claim.update(
+                    verdict=UNVERIFIED, explanation="No citation: not checked.", probability=None, unchecked="uncited"
+                )
                 continue
             missing = [r for r in refs if r not in known]
             if missing:
@@ -492,9 +554,17 @@ class Runner:
                     probability=0.0,
                 )
                 continue
+            empty = meaning_problem(claim["text"], what="claim")
+            if empty:
+                # A "claim" that is only a reference or a number and unit states nothing a
+                # source could support: checking it would count a vacuous "yes".
+                claim.update(
+                    verdict=UNVERIFIED, explanation=f"Not checked: {empty}.", probability=None, unchecked="no_content"
+                )
+                continue
             result = self.call(
                 step,
-                "factored_verify",
+                verify_prompt,
                 {"sources": self.sources_for(refs), "claim": claim["text"]},
                 model,
                 _verify_params(s),
@@ -502,12 +572,19 @@ class Runner:
             )
             verdict, critique = parse_claim_verdict(result.text)
             parsed = parse_json_object(result.text)
-            result.record(
-                "" if verdict != UNVERIFIED else f"the answer had no yes/no verdict ({excerpt(result.text)})",
-                well_formed=isinstance(parsed, dict) and parsed.get("supported") in ("yes", "no"),
+            reasoning = as_text(parsed.get("critique")) if isinstance(parsed, dict) else ""
+            copied = reasoning and placeholder_problem(reasoning, prompt_id="factored_verify", what="critique")
+            if copied:
+                # The prompt's example sent back ("critique": "...", "supported": "yes") is no verdict.
+                verdict = UNVERIFIED
+            no_verdict = f"the answer had no yes/no verdict ({excerpt(result.text)})" if verdict == UNVERIFIED else ""
+            problem = result.record(
+                copied or no_verdict,
+                well_formed=isinstance(parsed, dict) and parsed.get("supported") in ("yes", "no") and not copied,
             )
             if verdict == UNVERIFIED:
                 critique = "The checker's answer had no yes/no verdict."
+                claim.update(unchecked="no_verdict", problem=problem)
             probability = yes_probability(result.logprobs, verdict) if verdict != UNVERIFIED else None
             claim.update(verdict=verdict, explanation=critique, probability=probability)
         self.note(
@@ -563,6 +640,22 @@ def read_claims(text: str) -> tuple[list[str], bool]:
     else:
         found = []
     return [c for c in found if c], well_formed
+
+
+def hallucinations(claims: list[dict]) -> int | None:
+    """The claims judged not supported; None ("not checked") when no claim was judged at
+    all, which is not the same as none found."""
+    if not any(c["verdict"] in (SUPPORTED, NOT_SUPPORTED) for c in claims):
+        return None
+    return sum(c["verdict"] == NOT_SUPPORTED for c in claims)
+
+
+def meaningful_claims(found: list[str]) -> tuple[list[str], dict[str, str]]:
+    """(the decomposed claims that state something, {claim left out: why}): the prompt's
+    placeholder, a copy of its example, or a claim without content words ("PMC1087853",
+    "10 dB") is never verified, so it never adds a vacuous "supported" to P(summary)."""
+    problems = {c: meaning_problem(c, prompt_id="factored_decompose", what="claim") for c in found}
+    return [c for c in found if not problems[c]], {c: p for c, p in problems.items() if p}
 
 
 def summary_probability(claims: list[dict]) -> float | None:

@@ -28,9 +28,10 @@ from core.env import env_bool, env_float, env_int, env_str
 from core.text_validation import MAX_SUMMARY_CHARS
 from generation.conf import DEFAULT_MODEL
 from generation.llm import Gateway, LLMError, LLMResult, as_text, excerpt, parse_json_object
+from generation.meaning import meaning_problem, placeholder_problem
 from generation.models import AnswerJob
 from generation.prompting import prompt_versions
-from literature.answers import AnswerError, Citation, check_citations, number_citations
+from literature.answers import AnswerError, Citation, check_citations, number_citations, require_citation
 from literature.engines import Engine, bm25_scores
 from literature.models import Question, Retrieval, RetrievedArticle
 from literature.services import combine_results, record_relevance, record_rerank, save_retrieval, search_question
@@ -63,9 +64,15 @@ class QuestionSettings:
     relevance_fail_open: bool
     synthesis_attempts: int
     verify: bool
+    # "one": one call asks for all the queries; "separate": Clinfo.ai's way, one call per
+    # query, each with its own seed (1, 2, 3, ...).
+    query_calls: str = "one"
 
     def config(self) -> dict:
-        return {**self.__dict__, "prompts": prompt_versions(PROMPTS)}
+        config = {**self.__dict__, "prompts": prompt_versions(PROMPTS)}
+        if self.query_calls == "one":  # runs made before the option keep their version
+            config.pop("query_calls")
+        return config
 
     @property
     def version(self) -> str:
@@ -88,7 +95,20 @@ def question_settings() -> QuestionSettings:
         relevance_fail_open=env_bool("QUESTIONS_RELEVANCE_FAIL_OPEN", False),
         synthesis_attempts=env_int("QUESTIONS_SYNTHESIS_ATTEMPTS", 2, minimum=1),
         verify=env_bool("QUESTIONS_VERIFY", True),
+        query_calls=query_calls_rule(),
     )
+
+
+QUERY_CALLS = ("one", "separate")
+
+
+def query_calls_rule() -> str:
+    rule = env_str("QUESTIONS_QUERY_CALLS", "one").strip().lower()
+    if rule not in QUERY_CALLS:
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured(f"QUESTIONS_QUERY_CALLS must be one of {', '.join(QUERY_CALLS)}, not {rule!r}")
+    return rule
 
 
 RELEVANCE_RULES = ("all", "top")
@@ -123,8 +143,8 @@ class QuestionRunner:
         self.gateway: Gateway = gateway
         self.trace: dict = {"steps": []}
 
-    def call(self, step: str, prompt_id: str, variables: dict) -> LLMResult:
-        params = {"temperature": self.s.temperature, "max_tokens": self.s.max_tokens}
+    def call(self, step: str, prompt_id: str, variables: dict, **extra) -> LLMResult:
+        params = {"temperature": self.s.temperature, "max_tokens": self.s.max_tokens, **extra}
         return self.gateway.complete(
             step=step, prompt=prompt_id, variables=variables, model=self.s.model, params=params, answer_job=self.job
         )
@@ -154,16 +174,7 @@ class QuestionRunner:
         feedback = ""
         self.search_problem = ""
         for attempt in range(1, self.s.query_attempts + 1):
-            result = self.call(
-                f"queries:{attempt}",
-                "question_queries",
-                {
-                    "n": str(self.s.queries),
-                    "engine_hint": ENGINE_HINTS.get(self.engine.name, "a search engine"),
-                    "question": self.question.text,
-                    "feedback": feedback,
-                },
-            )
+            result = self.write_queries(attempt, feedback)
             written, well_formed = read_queries(result.text)
             fresh = [q for q in dict.fromkeys(written) if q not in results]
             too_long = [q for q in fresh if len(q) > MAX_QUERY_CHARS]
@@ -234,6 +245,25 @@ class QuestionRunner:
         self.trace["retrieved"] = len(final.hits)
         self.publish()
         return retrieval
+
+    def write_queries(self, attempt: int, feedback: str):
+        """The answer(s) holding this try's queries: one call asking for all of them, or
+        (QUESTIONS_QUERY_CALLS=separate, Clinfo.ai's way) one call per query, each with
+        its own seed, read together."""
+        variables = {
+            "n": str(self.s.queries),
+            "engine_hint": ENGINE_HINTS.get(self.engine.name, "a search engine"),
+            "question": self.question.text,
+            "feedback": feedback,
+        }
+        if self.s.query_calls == "one":
+            return self.call(f"queries:{attempt}", "question_queries", variables)
+        return _Answers(
+            [
+                self.call(f"queries:{attempt}:{seed}", "question_queries", {**variables, "n": "1"}, seed=seed)
+                for seed in range(1, self.s.queries + 1)
+            ]
+        )
 
     # --- 2. relevance ------------------------------------------------------------------------
 
@@ -310,9 +340,10 @@ class QuestionRunner:
                 {"question": self.question.text, "article": self.article_text(articles[c.identifier])},
             )
             text = result.text.strip()
-            if not text:
-                result.record("the model's summary of the article was empty")
-                text = "(no summary: the model's answer was empty)"
+            empty = meaning_problem(text, prompt_id="question_article", what="model's summary of the article")
+            if empty:
+                result.record(empty)
+                text = f"(no summary: {empty})"
             elif len(text) > MAX_ARTICLE_SUMMARY_CHARS:
                 result.record(well_formed=False)
                 text = text[:MAX_ARTICLE_SUMMARY_CHARS].rstrip() + " …"
@@ -344,10 +375,16 @@ class QuestionRunner:
                         "the answer needs a synthesis and a TL;DR in the JSON shape shown"
                         + ("" if parsed else f" (it was {excerpt(result.text)})")
                     )
+                # The placeholder sent back ({"synthesis": "...", "tldr": "..."}) has the shape and no meaning.
+                empty = meaning_problem(synthesis, prompt_id="question_synthesis", what="synthesis")
+                empty = empty or placeholder_problem(tldr, prompt_id="question_synthesis", what="TL;DR")
+                if empty:
+                    raise AnswerError(empty)
                 length = len(synthesis) + len(tldr)
                 if length > MAX_SUMMARY_CHARS - 1000:
                     raise AnswerError(f"the synthesis is {length:,} characters long; at most 250 words were asked for")
                 check_citations(f"{synthesis}\n{tldr}", len(citations))
+                require_citation(synthesis, len(citations))
                 result.record(well_formed=well_formed)
                 return synthesis, tldr
             except AnswerError as exc:
@@ -373,6 +410,22 @@ class QuestionRunner:
         synthesis, tldr = self.synthesise(citations, summaries)
         self.trace["answer"] = {"synthesis": synthesis, "tldr": tldr}
         return AnswerOutcome("ok", retrieval, synthesis, tldr, citations, trace=self.trace)
+
+
+class _Answers:
+    """Several query-writing answers read as one: their queries together, the verdict
+    recorded on each call."""
+
+    def __init__(self, results: list[LLMResult]):
+        self.results = results
+        found = [q for r in results for q in read_queries(r.text)[0]]
+        self.text = json.dumps({"queries": found}) if found else "\n".join(r.text for r in results)
+        self.well_formed = all(read_queries(r.text)[1] for r in results)
+
+    def record(self, problem: str = "", *, well_formed: bool | None = None) -> str:
+        for result in self.results:
+            result.record(problem, well_formed=self.well_formed if well_formed is None else well_formed)
+        return problem.strip()
 
 
 def read_queries(text: str) -> tuple[list[str], bool]:

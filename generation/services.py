@@ -362,7 +362,9 @@ def store_outcome(*, job: GenerationJob, claimed_at, spec: PipelineSpec, outcome
                 "draft_of_revision": True,
                 "model": pipeline_settings(spec.stages[-1]).model,
             },
-            flags=[],
+            # `draft` keeps it out of batches unless the study asks for drafts (annotate's
+            # filter_summaries); the others are the checks it failed.
+            flags=outcome.trace["draft"].get("flags", ["draft"]),
         )
         record_claims(summary=draft, claims=[_claim_fields(c) for c in outcome.trace["draft"]["claims"]])
     if outcome.status != "skipped":

@@ -100,6 +100,13 @@ def check_citations(text: str, count: int) -> None:
         raise AnswerError(f"citation {', '.join(bad)} does not resolve: the evidence has {articles}")
 
 
+def require_citation(text: str, count: int) -> None:
+    """At least one [n] of the text names one of the `count` evidence articles: an answer
+    that cites nothing is not a cited answer, whatever else it says."""
+    if not any(1 <= n <= count for n in cited_numbers(text)):
+        raise AnswerError("the synthesis cites no article: each sentence must end with its article's number, as [1]")
+
+
 def _evidence_text(citations: Sequence[Citation], sources: dict[str, Source]) -> tuple[str, list[tuple]]:
     """The evidence's text and its sentences (start, end, ref): each article as its
     citation line (one sentence), then its own sentences, every one with the reference n."""

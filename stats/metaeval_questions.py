@@ -1,6 +1,8 @@
 """Every automatic metric against every human scale question, and against their average,
 at summary level and at system level (FactPICO, Tables 4, 5 and 10). Pure functions over
-data frames; no ORM.
+data frames; no ORM. Table 4 pairs each human attribute with an LLM evaluator's overall
+score, the average of its element ratings (`evaluator_overall`, the `eval.<name>.overall`
+rows), beside Table 10's element-by-element rows.
 
 Statistical choices:
 - Summary level: one point per summary: the metric, and the mean of the raters' scores
@@ -47,6 +49,9 @@ from stats.frames import ITEM, QUESTION
 
 AVERAGE = "avg"
 MIN_POINTS = 3
+# FactPICO's elements, as the LLM evaluators name their scores (generation.evaluators).
+FACTPICO_ELEMENTS = ("population", "intervention", "comparator", "outcome", "evidence")
+OVERALL = "overall"
 
 
 @dataclass(frozen=True)
@@ -183,6 +188,27 @@ def percentile_interval(samples: np.ndarray, confidence: float = 0.95) -> tuple[
 
 def _finite(value) -> float | None:
     return float(value) if value is not None and np.isfinite(value) else None
+
+
+def evaluator_overall(metrics: pd.DataFrame, elements: Sequence[str] = FACTPICO_ELEMENTS) -> pd.DataFrame:
+    """FactPICO Table 4's pairing: each human attribute is compared with the evaluator's
+    *overall* score, "which for LLM evaluators is the average rating across each
+    element" (Table 10 is the element-by-element comparison, the evaluator's own element
+    columns). For every evaluator with at least two element columns
+    `eval.<evaluator>.<element>`, a column `eval.<evaluator>.overall`: per summary, the
+    plain mean of the element scores it has (an element rated N/A is left out, as it has
+    no rating to average); NaN without any. Returns `metrics` with those columns added."""
+    evaluators: dict[str, list[str]] = {}
+    for column in metrics.columns:
+        parts = str(column).split(".")
+        if len(parts) == 3 and parts[0] == "eval" and parts[2] in elements:
+            evaluators.setdefault(parts[1], []).append(str(column))
+    added = {
+        f"eval.{name}.{OVERALL}": metrics[columns].apply(pd.to_numeric, errors="coerce").mean(axis=1, skipna=True)
+        for name, columns in sorted(evaluators.items())
+        if len(columns) >= 2
+    }
+    return metrics.assign(**added) if added else metrics
 
 
 def meta_evaluation_tables(

@@ -7,7 +7,8 @@ Pure code (no ORM): a selector hands over the texts and the claims. What each me
   lower-cases and keeps only ``[a-z0-9]`` runs, so non-ASCII letters do not count.
 - Flesch–Kincaid grade of the summary and of the source, 0.39 × words/sentences +
   11.8 × syllables/words − 15.59 with ``textstat`` 0.7.4's counts (pyphen syllables),
-  unrounded, and the change summary minus source (negative: easier to read).
+  unrounded, and FactPICO's ΔFK (Table 3, "ΔFK ↑"): source minus summary (positive: the
+  summary is easier to read than its source).
 - Length in words (whitespace-separated tokens).
 - Verification, when the summary has claims with a probability of being supported: the
   mean and the product of those probabilities, and the share of verified claims judged

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from django.db.models import Count, JSONField, OuterRef, Prefetch, QuerySet, Subquery
+from django.db.models import Count, JSONField, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.http import Http404
 
@@ -135,8 +135,14 @@ def filter_summaries(
         .annotate(context_sentences=JSONArrayLength("source__sentence_spans"))
         .order_by("key")
     )
-    if generator:
-        summaries = summaries.filter(generator__in=[generator] if isinstance(generator, str) else generator)
+    generators = [generator] if isinstance(generator, str) else list(generator or [])
+    if generators:
+        summaries = summaries.filter(generator__in=generators)
+    if "draft" not in (flags_any or []) and not any(g.endswith("/draft") for g in generators):
+        # A pipeline's intermediate text (its draft before revision) is rated only when the
+        # study asks for it: by the flag `draft` or by the draft's generator.
+        # (A summary without the key is not a draft: the isnull test keeps SQL's NULL out.)
+        summaries = summaries.filter(Q(metadata__draft_of_revision__isnull=True) | ~Q(metadata__draft_of_revision=True))
     for key, value in (source_metadata or {}).items():
         # The key becomes part of an ORM lookup: only a plain field name is allowed, so
         # "a__b" or "contains" cannot turn a filter into another query.

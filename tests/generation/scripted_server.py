@@ -40,7 +40,7 @@ class Reply:
     delay: float = 0.0
     # [(token, logprob, [(alternative, logprob), ...]), ...]
     logprobs: list[tuple[str, float, list[tuple[str, float]]]] | None = None
-    raw_body: str | None = None
+    raw_body: str | bytes | None = None  # sent as it is (bytes: not even UTF-8)
     finish_reason: str = "stop"  # "length": cut off at max_tokens
 
 
@@ -171,8 +171,8 @@ class ScriptedServer(LocalServer):
                 payload = _completion(body, reply, with_logprobs=bool(body.get("logprobs")))
                 return self._send(200, json.dumps(payload), reply.headers)
 
-            def _send(self, status: int, text: str, headers: dict[str, str]) -> None:
-                data = text.encode("utf-8")
+            def _send(self, status: int, text: str | bytes, headers: dict[str, str]) -> None:
+                data = text if isinstance(text, bytes) else text.encode("utf-8")
                 try:
                     self.send_response(status)
                     self.send_header("content-type", "application/json")

@@ -42,7 +42,7 @@ def test_factpico_fulltext_scores_with_the_papers_reversed_scale(serve, demo, ca
         return Reply("Rating: 1 - accurate.")
 
     serve(steps={"factpico_pico": [pico], "factpico_evidence": [evidence]})
-    call_command("evaluate", "--study", "demo-factpico", "--evaluator", "factpico_fulltext")
+    call_command("evaluate", "--study", "demo-factpico", "--evaluator", "factpico_fulltext", "--allow-failures")
     run = EvaluationRun.objects.get()
     scores = {(s.summary.text, s.name): s for s in EvaluationScore.objects.filter(run=run).select_related("summary")}
     some = summaries[2]
@@ -58,7 +58,7 @@ def test_factpico_fulltext_scores_with_the_papers_reversed_scale(serve, demo, ca
     assert sum(1 for (text, name) in scores if text == some.text and name.startswith("evidence:")) == findings
     # Resuming asks only for what failed.
     before = LLMCall.objects.count()
-    call_command("evaluate", "--study", "demo-factpico", "--evaluator", "factpico_fulltext")
+    call_command("evaluate", "--study", "demo-factpico", "--evaluator", "factpico_fulltext", "--allow-failures")
     assert LLMCall.objects.count() == before + 1  # the one malformed comparator, asked again
 
     # The report correlates the stored scores with every human question.
@@ -190,6 +190,7 @@ def test_factpico_extraction_rates_from_the_extracted_pico_and_results_only(serv
         "--evaluator",
         "factpico_extraction",
         *sum([["--summary", k] for k in keys], []),
+        "--allow-failures",
     )
     run = EvaluationRun.objects.get(evaluator="factpico_extraction")
     scores = {(s.summary.key, s.name): s for s in EvaluationScore.objects.filter(run=run).select_related("summary")}

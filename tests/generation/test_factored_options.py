@@ -185,7 +185,15 @@ def test_the_evaluator_with_decomposed_claims_is_a_run_of_its_own(serve, trial_s
     server = serve(steps={"factored_decompose": [split_on_and], "factored_verify": [verify_invented]})
     call_command("evaluate", "--study", trial_source.study.slug, "--evaluator", "factored_verification")
     call_command(
-        "evaluate", "--study", trial_source.study.slug, "--evaluator", "factored_verification", "--claims", "decomposed"
+        "evaluate",
+        "--study",
+        trial_source.study.slug,
+        "--evaluator",
+        "factored_verification",
+        "--claims",
+        "decomposed",
+        "--decompose",
+        "sentences",
     )
     runs = {r.config.get("claims", "sentences"): r for r in EvaluationRun.objects.all()}
     assert set(runs) == {"sentences", "decomposed"} and runs["sentences"].version != runs["decomposed"].version

@@ -71,7 +71,7 @@ def test_judge_in_both_orders(serve, study, capsys):
         return Reply(json.dumps({"answers": answers, "rationales": {}}))
 
     serve(steps={"rubric_judge_pairwise": [judge] * 100})
-    call_command("judge_rubric", "--study", study.slug, "--json")
+    call_command("judge_rubric", "--study", study.slug, "--json", "--allow-failures")
     out = json.loads(capsys.readouterr().out)
     # 9 comparisons, each asked twice, the two orders of every pair.
     assert len(seen_orders) == 18

@@ -5,7 +5,9 @@ routes each request by its prompt): empty content; prose where JSON was asked fo
 refusal); JSON of the wrong shape, of the wrong types, of nulls, with numbers out of
 range; a query of only stop words or punctuation; an answer cut off at max_tokens in the
 middle of its JSON; 60,000 characters; NUL, lone surrogates and direction overrides;
-citations [0], [-1] and [99]; JSON inside a code fence. Whatever the answer, a command
+citations [0], [-1] and [99]; JSON inside a code fence; the prompt's own placeholder
+(`...`, its JSON shape as shown); claims without content words ("PMC1087853", "10 dB"); an
+uncited synthesis; a body that is not UTF-8 or not JSON at all. Whatever the answer, a command
 ends without a traceback; every failure, skip, unusable answer and refused score carries
 a reason in words (never a bare Python exception name); and nothing stored is text that
 `manage.py scan_text` flags.
@@ -112,6 +114,42 @@ def by_kind(text: str, as_json: str):
     return lambda request: Reply(as_json if wants_json(request) else text)
 
 
+def not_utf8(request: Request) -> Reply:
+    """A well-formed chat completion whose body is Latin-1, not UTF-8 ("é" as the byte 0xE9)."""
+    completion = {
+        "id": "chatcmpl-latin1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "scripted-model",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "café"}, "finish_reason": "stop"}],
+    }
+    return Reply(raw_body=json.dumps(completion, ensure_ascii=False).encode("latin-1"))
+
+
+def the_prompts_example(request: Request) -> Reply:
+    """The prompt's own placeholder sent back: its JSON shape as shown ({"synthesis": "...",
+    "tldr": "..."}), or "..." where the prompt asks for text."""
+    shown = [line.strip() for line in request.prompt.splitlines() if line.strip().startswith('{"')]
+    return Reply(shown[0] if shown and wants_json(request) else "...")
+
+
+NO_CONTENT = "PMC1087853. 10 dB [PMC100]."
+NO_CONTENT_JSON = json.dumps(
+    {
+        "claims": ["PMC1087853", "10 dB"],
+        "synthesis": "10 dB [1].",
+        "tldr": "Yes [1].",
+        "queries": ["PMC1087853"],
+        "feedback": "10 dB",
+        "critique": "PMC1087853",
+        "supported": "yes",
+        "relevant": "yes",
+        "reason": "10 dB",
+    }
+)
+UNCITED = "Drug A lowered systolic blood pressure in adults with hypertension."
+
+
 def cut_off(request: Request) -> Reply:
     content = good(request)
     return Reply(content[: max(1, len(content) // 2)], finish_reason="length")
@@ -136,6 +174,11 @@ CATALOGUE = {
         BAD_CITATIONS_TEXT, json.dumps({"synthesis": BAD_CITATIONS_TEXT, "tldr": "Yes [99].", "queries": ["drug A"]})
     ),
     "fenced": lambda request: Reply(f"```json\n{good(request)}\n```"),
+    "placeholder": the_prompts_example,
+    "no_content_words": by_kind(NO_CONTENT, NO_CONTENT_JSON),
+    "uncited": by_kind(UNCITED, json.dumps({"synthesis": UNCITED, "tldr": "Yes.", "claims": [UNCITED]})),
+    "not_utf8": not_utf8,
+    "body_not_json": lambda request: Reply(raw_body="<html><body>Bad gateway</body></html>"),
 }
 
 

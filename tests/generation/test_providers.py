@@ -160,7 +160,7 @@ def test_a_body_that_is_not_a_completion_is_a_readable_failure(serve, monkeypatc
 
 def test_every_declared_schema_keeps_openais_strict_rules():
     schemas = sorted(PROMPT_DIR.glob("*.schema.json"))
-    assert len(schemas) == 15  # factored_decompose and self_correction_feedback (issue 29) among them
+    assert len(schemas) == 16  # factored_decompose, self_correction_feedback, factored_verify_few_shot among them
     for path in schemas:
         prompt = get_prompt(path.name.removesuffix(".schema.json"))
         assert schema_problem(prompt.schema) is None, path.name

@@ -42,7 +42,7 @@ def test_the_judge_answers_the_rubric_and_is_compared_with_the_raters(serve, dem
 
     server = serve(steps={"rubric_judge": [judge]})
     humans_before = ratings_frame(study=demo[0].study)
-    call_command("judge_rubric", "--study", "demo-litsumm", "--json")
+    call_command("judge_rubric", "--study", "demo-litsumm", "--json", "--allow-failures")
     report = json.loads(capsys.readouterr().out)
     answers = {a.summary.text: a for a in JudgeAnswer.objects.select_related("summary")}
     assert len(answers) == len(demo)
@@ -72,7 +72,7 @@ def test_the_judge_answers_the_rubric_and_is_compared_with_the_raters(serve, dem
     # Running again with the same settings asks nothing new.
     calls = LLMCall.objects.filter(step="rubric_judge").count()
     assert calls == len(server.requests)
-    call_command("judge_rubric", "--study", "demo-litsumm")
+    call_command("judge_rubric", "--study", "demo-litsumm", "--allow-failures")
     assert LLMCall.objects.filter(step="rubric_judge").count() == calls
 
 

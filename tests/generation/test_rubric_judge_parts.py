@@ -56,7 +56,7 @@ def test_the_judge_answers_each_finding_and_is_compared_with_people_finding_by_f
         return Reply(json.dumps({"answers": answers, "rationales": rationales}))
 
     serve(steps={"rubric_judge": [judge]})
-    call_command("judge_rubric", "--study", study.slug)
+    call_command("judge_rubric", "--study", study.slug, "--allow-failures")
     answers = {a.summary_id: a for a in JudgeAnswer.objects.all()}
     assert answers[summaries[0].pk].status == "invalid" and "unknown finding(s): F9" in answers[summaries[0].pk].error
     assert answers[summaries[1].pk].status == "invalid"
@@ -130,7 +130,7 @@ def test_the_judge_answers_each_claim_and_is_compared_with_people_claim_by_claim
         )
 
     serve(steps={"rubric_judge": [judge]})
-    call_command("judge_rubric", "--study", study.slug)
+    call_command("judge_rubric", "--study", study.slug, "--allow-failures")
     stored = {a.summary.key: a for a in JudgeAnswer.objects.select_related("summary")}
     assert {k: a.status for k, a in stored.items()} == {"asthma-1": "valid", "knee-1": "valid"}
     ids = [u.id for u in claim_units(asthma)]

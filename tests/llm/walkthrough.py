@@ -4,14 +4,19 @@ Not part of CI (it takes tens of minutes on 2 cores). It starts the local server
 answers on --port, prepares a fresh SQLite database under var/test-llm/ with the demo
 studies, then runs as a user would, each command in its own process:
 
-    generate --pipeline litsumm+factored, answer_questions, evaluate with each evaluator,
-    judge_rubric, benchmark_detector on fixtures/halueval/sample.jsonl
+    generate --pipeline litsumm+factored, generate --pipeline selfcorrect (the
+    self-correction baseline), answer_questions, evaluate with each evaluator and
+    factored_verification with decomposed claims (on the demo's cited answers),
+    judge_rubric, judge_rubric on the demo's pairwise study (each comparison asked in
+    both orders), benchmark_detector on fixtures/halueval/sample.jsonl
 
 and prints, per command: the LLM calls made, the answers that were well-formed (the
 shape asked for) and usable (the step could use them), the failures with their reasons,
 whether it printed a traceback, and its time. `--no-schema` runs the same with
 GENERATION_JSON_SCHEMA=0 (plain JSON mode, as before structured output), for comparison.
-The table goes to stdout and to var/test-llm/report-<mode>.md.
+The table goes to stdout and to var/test-llm/report-<mode>.md (`--work` for another
+directory). Any OpenAI-compatible server already answering on --port is used instead of
+the local model (the tests run it against the scripted server).
 """
 
 from __future__ import annotations
@@ -41,15 +46,27 @@ def commands(limit: int) -> list[tuple[str, list[str]]]:
             "generate litsumm+factored",
             ["generate", "--study", "demo-litsumm", "--pipeline", "litsumm+factored", "--limit", n],
         ),
+        ("generate selfcorrect", ["generate", "--study", "demo-litsumm", "--pipeline", "selfcorrect", "--limit", n]),
         ("answer_questions", ["answer_questions", "--study", "demo-questions", "--limit", n]),
         *[
             (f"evaluate {name}", ["evaluate", "--study", "demo-factpico", "--evaluator", name, "--limit", n])
             for name in ("factpico_fulltext", "factpico_extraction", "factored_verification", "reference")
         ],
+        (
+            # The demo's template answers cite [n]: the decomposition of the whole answer, then each claim checked.
+            "evaluate factored_verification decomposed",
+            ["evaluate", "--study", "demo-questions", "--evaluator", "factored_verification"]
+            + ["--claims", "decomposed", "--limit", n],
+        ),
         ("judge_rubric", ["judge_rubric", "--study", "demo-factpico", "--limit", n]),
+        ("judge_rubric pairwise", ["judge_rubric", "--study", PAIRWISE_STUDY, "--limit", n]),
         # 4 records: 2 fit the threshold (few-shot takes its two examples from them), 2 are tested.
         ("benchmark_detector", ["benchmark_detector", halueval, "--limit", "4", "--calibration", "2"]),
     ]
+
+
+# The demo's comparison study (docs/pairwise.md): the pairwise judge asks each pair in both orders.
+PAIRWISE_STUDY = "demo-pairwise"
 
 
 def server_up(url: str) -> bool:
@@ -161,10 +178,11 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=1, help="sources, questions or summaries per command (1)")
     parser.add_argument("--no-schema", action="store_true", help="GENERATION_JSON_SCHEMA=0, for comparison")
     parser.add_argument("--only", action="append", default=[], help="run only the commands whose label has this")
+    parser.add_argument("--work", type=Path, default=ROOT / "var" / "test-llm", help="where the databases go")
     options = parser.parse_args()
     mode = "no-schema" if options.no_schema else "schema"
 
-    work = ROOT / "var" / "test-llm"
+    work = options.work
     shutil.rmtree(work / mode, ignore_errors=True)
     (work / mode).mkdir(parents=True)
     database = f"sqlite:///{work / mode / 'db.sqlite3'}"
@@ -185,7 +203,12 @@ def main() -> None:
     }
     server = start_server(options.port)
     try:
-        for args in (["migrate", "--noinput"], ["load_demo"], ["load_question_demo"]):
+        setup = (
+            ["migrate", "--noinput"],
+            ["load_demo"],
+            ["load_question_demo", "--with-answers"],
+        )
+        for args in setup:
             code, out, err, _ = manage(args, env)
             if code:
                 sys.exit(f"manage.py {' '.join(args)} failed:\n{out}\n{err}")

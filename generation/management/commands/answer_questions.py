@@ -4,7 +4,14 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from annotate.management.common import study_named
-from core.commands import check_at_least_one, counted
+from core.commands import (
+    add_allow_failures,
+    check_at_least_one,
+    counted,
+    end_with_failures,
+    usage_error,
+    usage_errors,
+)
 from core.exceptions import ApplicationError
 from core.logs import show_library_logs
 from generation.models import AnswerJob
@@ -29,11 +36,14 @@ class Command(BaseCommand):
         parser.add_argument("--question", action="append", default=[], dest="questions", help="question key")
         parser.add_argument("--limit", type=int, default=None, help="at most N questions")
         parser.add_argument("--timeout", type=float, default=None, help="with a broker: stop waiting after N s")
+        add_allow_failures(parser)
 
     def handle(self, *args, study: str, engine: str, regime: str, questions: list[str], limit, timeout, **options):
         show_library_logs(options["verbosity"])
         check_at_least_one(limit, "--limit")
-        study_obj = study_named(study)
+        with usage_errors():
+            study_obj = study_named(study)
+        jobs_before = AnswerJob.objects.count()
         try:
             jobs = start_answer_run(
                 study=study_obj,
@@ -44,6 +54,9 @@ class Command(BaseCommand):
                 enqueue=answer_question_task.delay,
             )
         except ApplicationError as exc:
+            # Refused before any job existed (an unknown question, no API key): a usage error.
+            if AnswerJob.objects.count() == jobs_before:
+                raise usage_error(exc.message) from None
             raise CommandError(exc.message) from None
         ids = [j.pk for j in jobs]
         started = time.monotonic()
@@ -64,5 +77,10 @@ class Command(BaseCommand):
         failed = AnswerJob.objects.filter(pk__in=ids, status="failed").order_by("question__key")
         for job in failed:
             self.stderr.write(f"{job.question.key}: {job.error}")
-        if failed:
-            raise CommandError(f"{counted(len(failed), 'question')} failed; run the command again to resume them.")
+        end_with_failures(
+            self.stderr,
+            len(failed),
+            "question",
+            allow=options["allow_failures"],
+            hint="; run the command again to resume them",
+        )

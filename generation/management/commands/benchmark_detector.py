@@ -1,9 +1,9 @@
 import json
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
-from core.commands import Progress, counted
+from core.commands import Progress, add_allow_failures, counted, end_with_failures, usage_error
 from core.exceptions import ApplicationError
 from core.logs import show_library_logs
 from generation.detectors import DETECTORS, benchmark, read_halueval, split_records
@@ -31,26 +31,30 @@ class Command(BaseCommand):
             default="sentences",
             help="the factored detector's claims: the summary's sentences, or an LLM's decomposition (A.1.1)",
         )
+        add_allow_failures(parser)
 
     def handle(self, *args, file: Path, detector, calibration, seed: int, limit, **options):
         show_library_logs(options["verbosity"])
         try:
             require_api_key()
+        except ApplicationError as exc:
+            raise usage_error(exc.message) from None
+        try:
             with file.open(encoding="utf-8-sig") as handle:  # a byte-order mark is dropped
                 records = read_halueval(handle)
         except FileNotFoundError:
-            raise CommandError(f"{file}: no such file") from None
+            raise usage_error(f"{file}: no such file") from None
         except (ApplicationError, UnicodeDecodeError) as exc:
-            raise CommandError(f"{file}: {getattr(exc, 'message', exc)}") from None
+            raise usage_error(f"{file}: {getattr(exc, 'message', exc)}") from None
         if limit is not None:
             if limit < 2:
-                raise CommandError("--limit must be at least 2")
+                raise usage_error("--limit must be at least 2")
             records = records[:limit]
         n_calibration = calibration if calibration is not None else max(1, round(len(records) * 0.2))
         try:
             split_records(records, calibration=n_calibration, seed=seed)  # the same for every detector
         except ApplicationError as exc:
-            raise CommandError(exc.message) from None
+            raise usage_error(exc.message) from None
         results, unusable = [], []
         gateway = Gateway()
         for name in detector or DETECTORS:
@@ -80,5 +84,17 @@ class Command(BaseCommand):
                 self.stderr.write(f"{name}: {example}")
         if options["json"]:
             self.stdout.write(json.dumps([r.as_dict() for r in results], indent=2))
-        if unusable:
-            raise CommandError(f"no result for {', '.join(unusable)} (the reasons are above)")
+        end_with_failures(
+            self.stderr,
+            len(unusable),
+            "detector",
+            allow=options["allow_failures"],
+            hint=f" to give a result: {', '.join(unusable)} (the reasons are above)",
+        )
+        end_with_failures(
+            self.stderr,
+            sum(r.failures for r in results),
+            "pair",
+            allow=options["allow_failures"],
+            hint=" (no usable answer; each detector's count is above)",
+        )

@@ -7,10 +7,18 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from annotate.management.common import study_named
-from core.commands import check_at_least_one, counted, reporting_progress
+from core.commands import (
+    add_allow_failures,
+    check_at_least_one,
+    counted,
+    end_with_failures,
+    reporting_progress,
+    usage_error,
+    usage_errors,
+)
 from core.exceptions import ApplicationError
 from core.logs import show_library_logs
-from generation.models import GenerationJob
+from generation.models import GenerationJob, GenerationRun
 from generation.pipelines import PIPELINE_CHOICES
 from generation.selectors import run_progress, run_report
 from generation.services import requeue_abandoned_jobs, start_generation_run
@@ -40,11 +48,13 @@ class Command(BaseCommand):
             "--timeout", type=float, default=None, help="with a broker: stop waiting after this many seconds"
         )
         parser.add_argument("--poll", type=float, default=2.0, help=argparse.SUPPRESS)
+        add_allow_failures(parser)
 
     def handle(self, *args, study: str, pipeline: str, sources: list[str], limit: int | None, **options):
         show_library_logs(options["verbosity"])
         check_at_least_one(limit, "--limit")
-        study_obj = study_named(study)
+        with usage_errors():
+            study_obj = study_named(study)
         started = time.monotonic()
 
         def so_far():
@@ -58,6 +68,7 @@ class Command(BaseCommand):
 
         started_at = timezone.now()
         expected = len(sources) or limit or study_obj.sources.count()
+        runs_before = GenerationRun.objects.count()
         try:
             with reporting_progress(so_far, self.stderr) if settings.CELERY_TASK_ALWAYS_EAGER else nullcontext():
                 run = start_generation_run(
@@ -68,6 +79,8 @@ class Command(BaseCommand):
                     enqueue=generate_summary_task.delay,
                 )
         except ApplicationError as exc:
+            if GenerationRun.objects.count() == runs_before:  # refused before anything ran
+                raise usage_error(exc.message) from None
             raise CommandError(exc.message) from None
         if not settings.CELERY_TASK_ALWAYS_EAGER and not options["no_wait"]:
             self.wait(run, poll=options["poll"], timeout=options["timeout"])
@@ -81,11 +94,13 @@ class Command(BaseCommand):
             for job in run.jobs.filter(status__in=["skipped", "failed"]).select_related("source"):
                 reason = job.skip_reason if job.status == "skipped" else job.error
                 self.stdout.write(f"  {job.source.key}: {job.status}: {reason}")
-        if progress["failed"]:
-            raise CommandError(
-                f"{counted(progress['failed'], 'job')} failed; run the command again to resume "
-                "(the trace of each is in the admin, under Generation jobs)."
-            )
+        end_with_failures(
+            self.stderr,
+            progress["failed"],
+            "job",
+            allow=options["allow_failures"],
+            hint="; run the command again to resume (the trace of each is in the admin, under Generation jobs)",
+        )
 
     def wait(self, run, *, poll: float, timeout: float | None) -> None:
         """With a broker the jobs run in Celery workers: wait until none is pending or

@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 from annotate.management.common import study_named
 from annotate.selectors.contents import rubric_definition
 from annotate.selectors.frames import ratings_frame
-from core.commands import Progress, check_at_least_one
+from core.commands import Progress, add_allow_failures, check_at_least_one, end_with_failures, usage_errors
 from core.exceptions import ApplicationError
 from core.logs import show_library_logs
 from generation.judging import run_judge
@@ -26,6 +26,7 @@ class Command(BaseCommand):
         parser.add_argument("--summary", action="append", default=[], dest="summaries", help="summary key")
         parser.add_argument("--limit", type=int, default=None)
         parser.add_argument("--json", action="store_true")
+        add_allow_failures(parser)
 
     def handle(self, *args, study: str, summaries: list[str], limit, **options):
         from generation.selectors import judge_answer_frame
@@ -33,10 +34,11 @@ class Command(BaseCommand):
         from stats.judges import judge_agreement_on
 
         show_library_logs(options["verbosity"])
-        study_obj = study_named(study)
         check_at_least_one(limit, "--limit")
-        try:
+        with usage_errors():
+            study_obj = study_named(study)
             require_api_key()
+        try:
             run, answers = run_judge(
                 study=study_obj,
                 summary_keys=summaries,
@@ -57,8 +59,10 @@ class Command(BaseCommand):
             result = judge_agreement_on(human, scores, q.key, [float(v) for v in q.values], run.rater_name)
             report["questions"].append({"question": q.key, "agreement": result.__dict__ if result else None})
         report["comparisons"] = comparison_agreement(study_obj, definition, answers, run.rater_name)
+        unusable = counts["invalid"] + counts["failed"]
         if options["json"]:
             self.stdout.write(json.dumps(report, indent=2, default=str))
+            end_with_failures(self.stderr, unusable, "judge answer", allow=options["allow_failures"])
             return
         self.stdout.write(
             f"{run.rater_name}: {counts['valid']} valid, {counts['invalid']} refused by the rubric, "
@@ -84,6 +88,13 @@ class Command(BaseCommand):
         for answer in answers:
             if answer.status != JudgeAnswer.Status.VALID:
                 self.stderr.write(f"{answer.summary.key}: {answer.get_status_display().lower()}: {answer.error}")
+        end_with_failures(
+            self.stderr,
+            unusable,
+            "judge answer",
+            allow=options["allow_failures"],
+            hint=" (refused by the rubric or without a usable answer); run the command again to ask again",
+        )
 
 
 def comparison_agreement(study, definition, answers, judge_name: str) -> list[dict]:
