@@ -111,7 +111,19 @@ class RecruitmentLink(TimeStamped):
     )
     completion_url = models.URLField(max_length=500, help_text="e.g. https://app.prolific.com/submissions/complete")
     completion_code = models.CharField(max_length=64)
-    screenout_code = models.CharField(max_length=64)
+    screenout_code = models.CharField(
+        max_length=64,
+        blank=True,
+        help_text="For declined consent, a failed qualification, a full or closed link; blank: no code.",
+    )
+    left_code = models.CharField(
+        max_length=64, blank=True, help_text="For a participant who leaves; blank: the screen-out code."
+    )
+    full_message = models.CharField(
+        max_length=500,
+        default="This study has all the participants it needs. Thank you for your interest.",
+        help_text="Shown to someone turned away (full, closed) when there is no screen-out code.",
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
@@ -142,6 +154,8 @@ class Participant(TimeStamped):
         COMPLETED = "completed", "Completed"
         DECLINED = "declined", "Declined consent"
         SCREENED_OUT = "screened_out", "Screened out"
+        LEFT = "left", "Left the study"
+        TIMED_OUT = "timed_out", "Ran out of time"
 
     uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="participant")

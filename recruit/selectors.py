@@ -105,10 +105,6 @@ def next_open_assignment(*, study: Study, rater) -> Assignment | None:
     )
 
 
-def has_submitted(*, study: Study, rater) -> bool:
-    return Assignment.objects.filter(study=study, rater=rater, state=Assignment.State.SUBMITTED).exists()
-
-
 @dataclass(frozen=True)
 class LinkRow:
     link: RecruitmentLink

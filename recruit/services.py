@@ -10,6 +10,7 @@ import re
 import secrets
 from datetime import timedelta
 from typing import Any
+from urllib.parse import quote
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -262,13 +263,14 @@ def link_token(link: RecruitmentLink) -> str:
 
 
 def link_from_token(token: str) -> RecruitmentLink | None:
-    """The enabled link a token names, else None (tampered, unknown or disabled)."""
+    """The link a token names, else None (tampered or unknown). A closed link is returned
+    too: arrive() refuses new participants on it with the screen-out code."""
     try:
         value = signing.loads(token, salt=LINK_SALT)
     except signing.BadSignature:
         return None
     return (
-        RecruitmentLink.objects.select_related("study", "batch").filter(uuid=value, enabled=True).first()
+        RecruitmentLink.objects.select_related("study", "batch").filter(uuid=value).first()
         if isinstance(value, str) and len(value) == 36
         else None
     )
@@ -346,15 +348,37 @@ def set_link_enabled(*, link: RecruitmentLink, enabled: bool) -> RecruitmentLink
 
 
 class ArrivalRefused(ApplicationError):
-    """The link cannot take this participant (full, rate-limited)."""
+    """The link cannot take this participant (closed, full, no item left): decided before
+    any step, so nobody consents or qualifies for work they cannot get. `link` is set when
+    the participant should leave with the link's screen-out code (or its "full" message)."""
 
     code = "refused"
     http_status = 403
+
+    def __init__(self, message: str, extra: dict[str, Any] | None = None, *, link: RecruitmentLink | None = None):
+        super().__init__(message, extra)
+        self.link = link
 
 
 class TooManyArrivals(ArrivalRefused):
     code = "throttled"
     http_status = 429
+
+
+def _free_items(link: RecruitmentLink) -> int:
+    """Summaries of the link's pool with fewer than k live raters (a newcomer has none of
+    them yet). The caller holds the batch's row lock."""
+    batch = link.batch
+    pool = set(batch.design.get("pool") or [])
+    full = set(
+        Assignment.objects.filter(batch=batch, summary_id__in=pool)
+        .exclude(state=Assignment.State.WITHDRAWN)
+        .values("summary_id")
+        .annotate(n=Count("pk"))
+        .filter(n__gte=batch.raters_per_item)
+        .values_list("summary_id", flat=True)
+    )
+    return len(pool - full)
 
 
 def _count_arrival(address: str) -> None:
@@ -484,8 +508,6 @@ def arrive(
     with transaction.atomic():
         Batch.objects.select_for_update().filter(pk=link.batch_id).update(updated_at=timezone.now())
         link = RecruitmentLink.objects.select_related("study", "batch").get(pk=link.pk)
-        if not link.enabled:
-            raise ArrivalRefused("This link is closed.")
         now = timezone.now()
         release_absent(link=link, now=now)
         participant = (
@@ -495,8 +517,14 @@ def arrive(
         )
         created = participant is None
         if created:
+            # Decided before any step (consent, instructions, qualification): someone who
+            # cannot get an item leaves at once with the screen-out code.
+            if not link.enabled:
+                raise ArrivalRefused("This study is closed to new participants.", link=link)
             if Participant.objects.filter(link=link).count() >= link.max_participants:
-                raise ArrivalRefused("This study has all the participants it needs. Thank you for your interest.")
+                raise ArrivalRefused("This study has all the participants it needs.", link=link)
+            if not _free_items(link):
+                raise ArrivalRefused("Every item of this study has all the raters it needs.", link=link)
             _count_arrival(address)
             user = get_user_model().objects.create_user(username=f"participant-{secrets.token_hex(8)}", password=None)
             add_study_member(study=link.study, user=user, role=StudyMembership.Role.RATER)
@@ -545,17 +573,18 @@ def touch(*, participant: Participant) -> None:
         Participant.objects.filter(pk=participant.pk).update(last_seen_at=now)
 
 
+FINAL_OUTCOMES = tuple(o for o in Participant.Outcome.values if o)
+
+
 @transaction.atomic
 def finish_participation(*, participant: Participant, outcome: str) -> Participant:
-    """End a participant's part: `completed`, `declined` (consent) or `screened_out`
-    (failed qualification). Their open items go back to the pool (answers kept). The first
-    outcome stands: finishing again changes nothing and returns the participant as stored."""
-    if outcome not in (
-        Participant.Outcome.COMPLETED,
-        Participant.Outcome.DECLINED,
-        Participant.Outcome.SCREENED_OUT,
-    ):
-        raise _invalid("outcome", "must be completed, declined or screened_out")
+    """End a participant's part: `completed`, `declined` (consent), `screened_out` (failed
+    qualification, no item left), `left` (the participant's own "Leave") or `timed_out`
+    (past the link's time budget). Their open items go back to the pool (answers kept). The
+    first outcome stands: finishing again changes nothing and returns the participant as
+    stored."""
+    if outcome not in FINAL_OUTCOMES:
+        raise _invalid("outcome", f"must be one of {', '.join(FINAL_OUTCOMES)}")
     updated = Participant.objects.filter(pk=participant.pk, outcome="").update(
         outcome=outcome, finished_at=timezone.now(), updated_at=timezone.now()
     )
@@ -565,11 +594,43 @@ def finish_participation(*, participant: Participant, outcome: str) -> Participa
     return participant
 
 
+def outcome_code(participant: Participant) -> str:
+    """The code a finished participant takes back to the panel ("" for none):
+
+    - completed: the completion code;
+    - timed out: the completion code if they submitted any of the link's items in time
+      (their work counts and is paid), else the screen-out code;
+    - left: the link's code for leaving, else the screen-out code;
+    - declined, screened out: the screen-out code."""
+    link = participant.link
+    outcome = participant.outcome
+    if outcome == Participant.Outcome.COMPLETED:
+        return link.completion_code
+    if outcome == Participant.Outcome.TIMED_OUT and has_done_study_work(participant):
+        return link.completion_code
+    if outcome == Participant.Outcome.LEFT and link.left_code:
+        return link.left_code
+    return link.screenout_code
+
+
+def return_url(link: RecruitmentLink, code: str) -> str:
+    """The panel's completion URL with `?cc=<code>` added; "" without a code (the page then
+    asks the participant to return the study on the panel)."""
+    if not code:
+        return ""
+    joiner = "&" if "?" in link.completion_url else "?"
+    return f"{link.completion_url}{joiner}cc={quote(code, safe='')}"
+
+
 def completion(participant: Participant) -> tuple[str, str]:
     """(code, URL to send the participant to) for a finished participant."""
-    link = participant.link
-    code = link.completion_code if participant.outcome == Participant.Outcome.COMPLETED else link.screenout_code
-    joiner = "&" if "?" in link.completion_url else "?"
-    from urllib.parse import quote
+    code = outcome_code(participant)
+    return code, return_url(participant.link, code)
 
-    return code, f"{link.completion_url}{joiner}cc={quote(code, safe='')}"
+
+def has_done_study_work(participant: Participant) -> bool:
+    """Whether the participant submitted any of the link's items: qualification (and
+    training) items are screening in batches of their own and never count."""
+    return Assignment.objects.filter(
+        batch_id=participant.link.batch_id, rater=participant.user, state=Assignment.State.SUBMITTED
+    ).exists()

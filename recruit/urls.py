@@ -5,8 +5,9 @@ from recruit import views
 app_name = "recruit"
 
 urlpatterns = [
-    # Before r/<token>/: "done" is no token.
+    # Before r/<token>/: "done" and "leave" are no tokens.
     path("r/done/", views.done, name="done"),
+    path("r/leave/", views.leave, name="leave"),
     path("r/<str:token>/", views.arrive, name="arrive"),
     path("r/s/<slug:slug>/next/", views.next_step, name="next"),
     path("r/s/<slug:slug>/consent/", views.consent, name="consent"),

@@ -73,6 +73,10 @@ def arrive(request, token):
             panel_session_id=panel_session,
             address=recorded_address(request),
         )
+    except services.ArrivalRefused as exc:
+        if exc.link is None:
+            return _problem(request, exc.message, exc.http_status)
+        return _turned_away(request, exc.link, exc.message)
     except ApplicationError as exc:
         return _problem(request, exc.message, exc.http_status)
     if request.user.is_authenticated and request.session.get(SESSION_KEY) != participant.pk:
@@ -82,6 +86,19 @@ def arrive(request, token):
         request.session[SESSION_KEY] = participant.pk
         request.session.set_expiry(0)  # ends with the browser session: no password to come back with
     return redirect("recruit:next", slug=link.study.slug)
+
+
+def _turned_away(request, link: RecruitmentLink, reason: str):
+    """Someone the link cannot take (closed, full, no item left), before any step: the
+    screen-out code and the way back to the panel, or the link's "full" message when it
+    has no screen-out code. No account is made."""
+    code = link.screenout_code
+    return render(
+        request,
+        "recruit/turned_away.html",
+        {"reason": reason, "code": code, "return_url": services.return_url(link, code), "message": link.full_message},
+        status=403,
+    )
 
 
 def _rater_study(request, slug) -> tuple[Study, Participant | None]:
@@ -243,6 +260,24 @@ def done(request):
         return redirect("recruit:next", slug=participant.study.slug)
     code, url = services.completion(participant)
     return render(request, "recruit/done.html", {"participant": participant, "code": code, "return_url": url})
+
+
+@never_cache
+@login_required
+@require_http_methods(["GET", "POST"])
+def leave(request):
+    """The participant's own "Leave": a page that says what leaving means, and a button
+    (POST) that ends their part with the outcome `left` and its code."""
+    participant = selectors.participant_of(request.user) if request.session.get(SESSION_KEY) else None
+    if participant is None:
+        raise Http404("No such page.")
+    if participant.outcome:
+        return redirect("recruit:done")
+    if request.method == "POST":
+        services.finish_participation(participant=participant, outcome=Participant.Outcome.LEFT)
+        return redirect("recruit:done")
+    code = participant.link.left_code or participant.link.screenout_code
+    return render(request, "recruit/leave.html", {"participant": participant, "code": code})
 
 
 @never_cache
