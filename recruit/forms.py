@@ -1,5 +1,8 @@
+from decimal import Decimal
+
 from django import forms
 
+from recruit.prolific import REJECTION_CATEGORIES
 from recruit.services import QUESTION_KINDS
 
 
@@ -63,6 +66,29 @@ class LinkForm(forms.Form):
     screenout_code = forms.CharField(
         max_length=64, label="Screen-out code", help_text="For declined consent or failed qualification."
     )
+
+    def error_message(self) -> str:
+        return "; ".join(f"{field}: {' '.join(errors)}" for field, errors in self.errors.items())
+
+
+class ParticipantActionForm(forms.Form):
+    """Every form of the participants page: `action` says which; the other fields are each
+    action's (recruit.views.participants_admin)."""
+
+    ACTIONS = ("search", "sync", "retry", "exclude", "approve", "reject", "bonus", "pay")
+    action = forms.ChoiceField(choices=[(a, a) for a in ACTIONS])
+    participant = forms.UUIDField(required=False)
+    participants = forms.TypedMultipleChoiceField(required=False, choices=(), coerce=str)
+    bonus = forms.UUIDField(required=False)
+    panel_id = forms.CharField(required=False, max_length=64, label="Panel id")
+    reason = forms.CharField(required=False, max_length=200)
+    amount = forms.DecimalField(required=False, min_value=Decimal("0.01"), max_value=100, decimal_places=2)
+    category = forms.ChoiceField(required=False, choices=[("", "Choose…"), *REJECTION_CATEGORIES])
+    message = forms.CharField(required=False, max_length=2000, widget=forms.Textarea(attrs={"rows": 3}))
+
+    def __init__(self, *args, participant_uuids=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["participants"].choices = [(u, u) for u in participant_uuids]
 
     def error_message(self) -> str:
         return "; ".join(f"{field}: {' '.join(errors)}" for field, errors in self.errors.items())

@@ -7,6 +7,7 @@ decision, the time). A participant's panel identifiers are stored as given and l
 system only as the study's pseudonyms (datasets export)."""
 
 import uuid
+from decimal import Decimal
 
 from django.conf import settings
 from django.db import models
@@ -283,3 +284,8 @@ class BonusPayment(TimeStamped):
 
     def __str__(self) -> str:
         return f"bonus {self.amount_cents} for {self.participant}: {self.status}"
+
+    @property
+    def amount(self) -> Decimal:
+        """In the study's currency (Prolific's unit), e.g. Decimal("1.50")."""
+        return Decimal(self.amount_cents) / 100

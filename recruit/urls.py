@@ -16,5 +16,6 @@ urlpatterns = [
     path("r/s/<slug:slug>/not-passed/", views.not_passed, name="not-passed"),
     path("studies/<slug:slug>/onboarding/", views.onboarding_admin, name="onboarding-admin"),
     path("studies/<slug:slug>/recruitment/", views.recruitment_admin, name="recruitment-admin"),
+    path("studies/<slug:slug>/participants/", views.participants_admin, name="participants"),
     path("studies/<slug:slug>/recruitment/<uuid:link_uuid>/", views.link_toggle, name="link-toggle"),
 ]
