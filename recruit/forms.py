@@ -64,11 +64,32 @@ class LinkForm(forms.Form):
     )
     completion_code = forms.CharField(max_length=64)
     screenout_code = forms.CharField(
-        max_length=64, label="Screen-out code", help_text="For declined consent or failed qualification."
+        max_length=64,
+        required=False,
+        label="Screen-out code",
+        help_text="For declined consent, a failed qualification, or a full or closed link (blank: none).",
+    )
+    left_code = forms.CharField(
+        max_length=64, required=False, label="Code for leaving", help_text="Blank: the screen-out code."
+    )
+    full_message = forms.CharField(
+        max_length=500,
+        required=False,
+        label="“Full” message",
+        help_text="Shown to someone turned away when there is no screen-out code.",
     )
 
     def error_message(self) -> str:
         return "; ".join(f"{field}: {' '.join(errors)}" for field, errors in self.errors.items())
+
+
+class LinkEditForm(LinkForm):
+    """A running link's limits, codes, completion URL and messages (recruit.services.update_link)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name in ("name", "raters_per_item"):
+            del self.fields[name]
 
 
 class ParticipantActionForm(forms.Form):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Count, Exists, OuterRef, Q
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q
 
 from annotate.models import Assignment, QualificationAttempt, RaterExclusion, Study
 from annotate.rubrics import RubricDefinition
@@ -15,6 +15,7 @@ from recruit.models import (
     BonusPayment,
     ConsentDecision,
     ConsentVersion,
+    LinkChange,
     Onboarding,
     OnboardingRecord,
     PanelCall,
@@ -122,6 +123,8 @@ class LinkRow:
     completed: int
     declined: int
     screened_out: int
+    left: int
+    timed_out: int
 
 
 def links_of(*, study: Study) -> list[LinkRow]:
@@ -129,15 +132,20 @@ def links_of(*, study: Study) -> list[LinkRow]:
     links = (
         RecruitmentLink.objects.filter(study=study)
         .select_related("batch")
+        .prefetch_related(Prefetch("changes", queryset=LinkChange.objects.select_related("changed_by")))
         .annotate(
             n=Count("participants"),
             n_completed=Count("participants", filter=Q(participants__outcome=Participant.Outcome.COMPLETED)),
             n_declined=Count("participants", filter=Q(participants__outcome=Participant.Outcome.DECLINED)),
             n_screened=Count("participants", filter=Q(participants__outcome=Participant.Outcome.SCREENED_OUT)),
+            n_left=Count("participants", filter=Q(participants__outcome=Participant.Outcome.LEFT)),
+            n_timed_out=Count("participants", filter=Q(participants__outcome=Participant.Outcome.TIMED_OUT)),
         )
         .order_by("created_at")
     )
-    return [LinkRow(link, lk.n, lk.n_completed, lk.n_declined, lk.n_screened) for lk in links for link in (lk,)]
+    return [
+        LinkRow(lk, lk.n, lk.n_completed, lk.n_declined, lk.n_screened, lk.n_left, lk.n_timed_out) for lk in links
+    ]
 
 
 def onboarding_rows(*, study: Study) -> list[dict]:

@@ -31,6 +31,7 @@ from recruit.models import (
     ArrivalCount,
     ConsentDecision,
     ConsentVersion,
+    LinkChange,
     Onboarding,
     OnboardingRecord,
     Participant,
@@ -258,17 +259,25 @@ def submit_questionnaire(*, study: Study, rater, answers: dict[str, Any]) -> Onb
 
 def link_token(link: RecruitmentLink) -> str:
     """The link's signed token (Django's signing, with the secret key): it names the link
-    by its random uuid, and any change to it fails the signature."""
-    return signing.dumps(str(link.uuid), salt=LINK_SALT, compress=False)
+    by its random uuid, and any change to it fails the signature. The same token every
+    time (no timestamp): the URL given to the panel stays the one the page shows."""
+    return signing.Signer(salt=LINK_SALT).sign(str(link.uuid))
 
 
 def link_from_token(token: str) -> RecruitmentLink | None:
     """The link a token names, else None (tampered or unknown). A closed link is returned
-    too: arrive() refuses new participants on it with the screen-out code."""
+    too: arrive() refuses new participants on it with the screen-out code. Tokens signed
+    with a timestamp (how links were signed before) are still read."""
     try:
-        value = signing.loads(token, salt=LINK_SALT)
+        value = signing.Signer(salt=LINK_SALT).unsign(token)
     except signing.BadSignature:
         return None
+    if ":" in value:
+        # A timestamped token's signature covers "<payload>:<timestamp>": read it as such.
+        try:
+            value = signing.loads(token, salt=LINK_SALT)
+        except signing.BadSignature:
+            return None
     return (
         RecruitmentLink.objects.select_related("study", "batch").filter(uuid=value).first()
         if isinstance(value, str) and len(value) == 36
@@ -287,28 +296,31 @@ def create_link(
     time_budget_minutes: int,
     completion_url: str,
     completion_code: str,
-    screenout_code: str,
+    screenout_code: str = "",
     lease_minutes: int = 30,
+    left_code: str = "",
+    full_message: str = "",
     by=None,
 ) -> RecruitmentLink:
     """A recruitment link with its own batch over the study's summaries (gold items,
     attention checks and training items left out): `raters_per_item` participants rate
     each summary, `items_per_participant` each."""
-    for field, value in (("name", name), ("completion_code", completion_code), ("screenout_code", screenout_code)):
-        check_text(value, field)
-        if not value.strip():
-            raise _invalid(field, "required")
-    if completion_code.strip() == screenout_code.strip():
-        raise _invalid("screenout_code", "must differ from the completion code")
-    for field, value, low, high in (
-        ("raters_per_item", raters_per_item, 1, 50),
-        ("items_per_participant", items_per_participant, 1, 500),
-        ("max_participants", max_participants, 1, 100_000),
-        ("time_budget_minutes", time_budget_minutes, 1, 24 * 60),
-        ("lease_minutes", lease_minutes, 1, 24 * 60),
-    ):
-        if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-            raise _invalid(field, f"a whole number from {low} to {high}")
+    check_text(name, "name")
+    if not name.strip():
+        raise _invalid("name", "required")
+    terms = _check_terms(
+        completion_url=completion_url,
+        completion_code=completion_code,
+        screenout_code=screenout_code,
+        left_code=left_code,
+        full_message=full_message,
+        items_per_participant=items_per_participant,
+        max_participants=max_participants,
+        time_budget_minutes=time_budget_minutes,
+        lease_minutes=lease_minutes,
+    )
+    if not isinstance(raters_per_item, int) or isinstance(raters_per_item, bool) or not 1 <= raters_per_item <= 50:
+        raise _invalid("raters_per_item", "a whole number from 1 to 50")
     special = ExpectedAnswer.objects.filter(study=study).values("summary")
     pool = list(filter_summaries(study=study).exclude(pk__in=special).values_list("pk", flat=True))
     if not pool:
@@ -325,19 +337,98 @@ def create_link(
         raters_per_item=raters_per_item,
         created_by=by,
     )
-    return RecruitmentLink.objects.create(
-        study=study,
-        batch=batch,
-        name=name.strip(),
-        max_participants=max_participants,
-        items_per_participant=items_per_participant,
-        time_budget_minutes=time_budget_minutes,
-        lease_minutes=lease_minutes,
-        completion_url=completion_url,
-        completion_code=completion_code.strip(),
-        screenout_code=screenout_code.strip(),
-        created_by=by,
-    )
+    return RecruitmentLink.objects.create(study=study, batch=batch, name=name.strip(), created_by=by, **terms)
+
+
+EDITABLE = (
+    "max_participants",
+    "items_per_participant",
+    "time_budget_minutes",
+    "lease_minutes",
+    "completion_url",
+    "completion_code",
+    "screenout_code",
+    "left_code",
+    "full_message",
+)
+DEFAULT_FULL_MESSAGE = "This study has all the participants it needs. Thank you for your interest."
+
+
+def _check_terms(
+    *,
+    completion_url: str,
+    completion_code: str,
+    screenout_code: str,
+    left_code: str,
+    full_message: str,
+    items_per_participant: int,
+    max_participants: int,
+    time_budget_minutes: int,
+    lease_minutes: int,
+) -> dict[str, Any]:
+    """A link's limits, codes and messages, checked; the values to store."""
+    for field, value in (
+        ("completion_url", completion_url),
+        ("completion_code", completion_code),
+        ("screenout_code", screenout_code),
+        ("left_code", left_code),
+        ("full_message", full_message),
+    ):
+        check_text(value, field)
+    codes = {
+        "completion_code": completion_code.strip(),
+        "screenout_code": screenout_code.strip(),
+        "left_code": left_code.strip(),
+    }
+    if not codes["completion_code"]:
+        raise _invalid("completion_code", "required")
+    for field, code in codes.items():
+        if len(code) > 64 or (code and not PANEL_ID.fullmatch(code)):
+            raise _invalid(field, "1 to 64 letters, digits or _.:@-")
+    if codes["screenout_code"] == codes["completion_code"]:
+        raise _invalid("screenout_code", "must differ from the completion code")
+    if codes["left_code"] == codes["completion_code"]:
+        raise _invalid("left_code", "must differ from the completion code")
+    if not re.fullmatch(r"https?://[^\s<>\"']{1,490}", completion_url.strip()):
+        raise _invalid("completion_url", "an http(s) address")
+    if len(full_message) > 500:
+        raise _invalid("full_message", "at most 500 characters")
+    for field, value, low, high in (
+        ("items_per_participant", items_per_participant, 1, 500),
+        ("max_participants", max_participants, 1, 100_000),
+        ("time_budget_minutes", time_budget_minutes, 1, 24 * 60),
+        ("lease_minutes", lease_minutes, 1, 24 * 60),
+    ):
+        if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+            raise _invalid(field, f"a whole number from {low} to {high}")
+    return {
+        **codes,
+        "completion_url": completion_url.strip(),
+        "full_message": full_message.strip() or DEFAULT_FULL_MESSAGE,
+        "items_per_participant": items_per_participant,
+        "max_participants": max_participants,
+        "time_budget_minutes": time_budget_minutes,
+        "lease_minutes": lease_minutes,
+    }
+
+
+@transaction.atomic
+def update_link(*, link: RecruitmentLink, by=None, **values) -> LinkChange | None:
+    """Change a link's limits, codes, completion URL or messages, running or not; the
+    change is recorded (who, when, each field before and after). Participants already in
+    keep their items; a new limit applies from the next arrival, a new time budget or
+    lease from the next request. Returns the record, or None when nothing changed."""
+    unknown = set(values) - set(EDITABLE)
+    if unknown:
+        raise _invalid(sorted(unknown)[0], "cannot be changed")
+    link = RecruitmentLink.objects.select_for_update().get(pk=link.pk)
+    current = {field: getattr(link, field) for field in EDITABLE}
+    terms = _check_terms(**{**current, **values})
+    changes = {f: [current[f], terms[f]] for f in EDITABLE if terms[f] != current[f]}
+    if not changes:
+        return None
+    RecruitmentLink.objects.filter(pk=link.pk).update(**{f: terms[f] for f in changes}, updated_at=timezone.now())
+    return LinkChange.objects.create(link=link, changed_by=by, changes=changes)
 
 
 @transaction.atomic

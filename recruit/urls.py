@@ -18,4 +18,5 @@ urlpatterns = [
     path("studies/<slug:slug>/recruitment/", views.recruitment_admin, name="recruitment-admin"),
     path("studies/<slug:slug>/participants/", views.participants_admin, name="participants"),
     path("studies/<slug:slug>/recruitment/<uuid:link_uuid>/", views.link_toggle, name="link-toggle"),
+    path("studies/<slug:slug>/recruitment/<uuid:link_uuid>/edit/", views.link_edit, name="link-edit"),
 ]

@@ -23,7 +23,7 @@ from annotate.selectors.access import get_study_for_admin
 from annotate.throttling import recorded_address
 from core.exceptions import ApplicationError
 from recruit import flow, panel, selectors, services
-from recruit.forms import LinkForm, OnboardingForm, ParticipantActionForm, QuestionForm
+from recruit.forms import LinkEditForm, LinkForm, OnboardingForm, ParticipantActionForm, QuestionForm
 from recruit.middleware import SESSION_KEY
 from recruit.models import BonusPayment, Onboarding, Participant, RecruitmentLink
 from recruit.prolific import REJECTION_CATEGORIES
@@ -394,13 +394,45 @@ def recruitment_admin(request, slug):
                 return redirect("recruit:recruitment-admin", slug=study.slug)
         else:
             error, status = form.error_message(), 400
-    rows = [{"row": row, "url": _prolific_url(request, row.link)} for row in selectors.links_of(study=study)]
+    rows = [
+        {
+            "row": row,
+            "url": _prolific_url(request, row.link),
+            "edit": LinkEditForm(
+                initial={f: getattr(row.link, f) for f in services.EDITABLE}, prefix=str(row.link.uuid)
+            ),
+        }
+        for row in selectors.links_of(study=study)
+    ]
     return render(
         request,
         "recruit/recruitment_admin.html",
         {"study": study, "form": form, "rows": rows, "error": error},
         status=status,
     )
+
+
+@login_required
+@require_POST
+def link_edit(request, slug, link_uuid):
+    """Change a link's limits, codes, completion URL or messages; recorded (who, when,
+    before and after) and listed under the link."""
+    study = get_study_for_admin(request.user, slug)
+    link = get_object_or_404(RecruitmentLink, study=study, uuid=link_uuid)
+    form = LinkEditForm(request.POST, prefix=str(link.uuid))
+    if not form.is_valid():
+        messages.error(request, f"{link.name}: {form.error_message()}")
+    else:
+        try:
+            change = services.update_link(link=link, by=request.user, **form.cleaned_data)
+        except ApplicationError as exc:
+            messages.error(request, f"{link.name}: {exc.message}")
+        else:
+            messages.success(
+                request,
+                f"{link.name}: {', '.join(change.changes)} changed." if change else f"{link.name}: nothing changed.",
+            )
+    return redirect("recruit:recruitment-admin", slug=study.slug)
 
 
 @login_required
