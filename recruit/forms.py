@@ -62,6 +62,13 @@ class LinkForm(forms.Form):
         # Django renders help_text as HTML: no angle brackets here.
         help_text="Participants are sent here with ?cc= and their code when they finish.",
     )
+    attention_every = forms.IntegerField(
+        min_value=1,
+        max_value=500,
+        required=False,
+        label="Attention check every",
+        help_text="Mix one of the study's attention checks in after about every N items (blank: none).",
+    )
     completion_code = forms.CharField(max_length=64)
     screenout_code = forms.CharField(
         max_length=64,
@@ -88,7 +95,7 @@ class LinkEditForm(LinkForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        for name in ("name", "raters_per_item"):
+        for name in ("name", "raters_per_item", "attention_every"):
             del self.fields[name]
 
 

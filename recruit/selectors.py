@@ -143,9 +143,7 @@ def links_of(*, study: Study) -> list[LinkRow]:
         )
         .order_by("created_at")
     )
-    return [
-        LinkRow(lk, lk.n, lk.n_completed, lk.n_declined, lk.n_screened, lk.n_left, lk.n_timed_out) for lk in links
-    ]
+    return [LinkRow(lk, lk.n, lk.n_completed, lk.n_declined, lk.n_screened, lk.n_left, lk.n_timed_out) for lk in links]
 
 
 def onboarding_rows(*, study: Study) -> list[dict]:

@@ -19,6 +19,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, Max, Q
 from django.utils import timezone
 
+from annotate import designs
 from annotate.batches import withdraw_assignment
 from annotate.models import Assignment, Batch, ExpectedAnswer, Study, StudyMembership
 from annotate.qualification import enrol_in_qualification
@@ -300,6 +301,7 @@ def create_link(
     lease_minutes: int = 30,
     left_code: str = "",
     full_message: str = "",
+    attention_every: int | None = None,
     by=None,
 ) -> RecruitmentLink:
     """A recruitment link with its own batch over the study's summaries (gold items,
@@ -321,6 +323,13 @@ def create_link(
     )
     if not isinstance(raters_per_item, int) or isinstance(raters_per_item, bool) or not 1 <= raters_per_item <= 50:
         raise _invalid("raters_per_item", "a whole number from 1 to 50")
+    if attention_every is not None:
+        if not isinstance(attention_every, int) or isinstance(attention_every, bool) or not 1 <= attention_every <= 500:
+            raise _invalid("attention_every", "a whole number from 1 to 500")
+        if not _attention_checks(study):
+            raise _invalid(
+                "attention_every", "the study has no attention checks: record expected answers with purpose attention"
+            )
     special = ExpectedAnswer.objects.filter(study=study).values("summary")
     pool = list(filter_summaries(study=study).exclude(pk__in=special).values_list("pk", flat=True))
     if not pool:
@@ -335,6 +344,7 @@ def create_link(
         design={"design": "crowd", "k": raters_per_item, "pool": pool},
         seed=secrets.randbelow(2**31),
         raters_per_item=raters_per_item,
+        attention_every=attention_every,
         created_by=by,
     )
     return RecruitmentLink.objects.create(study=study, batch=batch, name=name.strip(), created_by=by, **terms)
@@ -539,6 +549,14 @@ def release_absent(*, link: RecruitmentLink, now=None) -> int:
     return released
 
 
+def _attention_checks(study: Study) -> list[int]:
+    return sorted(
+        ExpectedAnswer.objects.filter(study=study, purpose=ExpectedAnswer.Purpose.ATTENTION).values_list(
+            "summary_id", flat=True
+        )
+    )
+
+
 def _tie_break(participant_id: int, summary_id: int, seed: int) -> bytes:
     return hashlib.sha256(f"{seed}:{participant_id}:{summary_id}".encode()).digest()
 
@@ -552,12 +570,12 @@ def assign_work(*, participant: Participant) -> list[Assignment]:
     ratings one after the other and k holds."""
     link = participant.link
     batch = link.batch
-    mine = Assignment.objects.filter(batch=batch, rater=participant.user)
+    pool = list(batch.design.get("pool") or [])
+    mine = Assignment.objects.filter(batch=batch, rater=participant.user, summary_id__in=pool)
     kept = mine.exclude(state=Assignment.State.WITHDRAWN).count()
     wanted = link.items_per_participant - kept
     if wanted <= 0:
         return []
-    pool = list(batch.design.get("pool") or [])
     live = dict(
         Assignment.objects.filter(batch=batch)
         .exclude(state=Assignment.State.WITHDRAWN)
@@ -571,6 +589,20 @@ def assign_work(*, participant: Participant) -> list[Assignment]:
     open_items = [s for s in pool if live.get(s, 0) < batch.raters_per_item and s not in had]
     open_items.sort(key=lambda s: (live.get(s, 0), _tie_break(participant.pk, s, batch.seed)))
     chosen = open_items[:wanted]
+    checks = [c for c in _attention_checks(participant.study) if c not in had] if batch.attention_every else []
+    if chosen and checks:
+        # About one check after every N items, at a place the participant cannot predict
+        # (annotate.designs, as in a batch's queues); each check at most once.
+        mixed = designs.insert_attention_checks(
+            chosen, [("check", c) for c in checks], every=batch.attention_every, seed=f"{batch.seed}:{participant.pk}"
+        )
+        seen: set[int] = set()
+        chosen = []
+        for entry in mixed:
+            summary_id = entry[1] if isinstance(entry, tuple) else entry
+            if summary_id not in seen:
+                seen.add(summary_id)
+                chosen.append(summary_id)
     last = Assignment.objects.filter(study=participant.study, rater=participant.user).aggregate(m=Max("position"))["m"]
     start = 0 if last is None else last + 1
     return Assignment.objects.bulk_create(
