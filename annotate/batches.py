@@ -273,6 +273,8 @@ def create_batch(
     qualification = kind == Batch.Kind.QUALIFICATION
     if qualification and not gold:
         raise _invalid("gold", "a qualification batch is made of gold items: list their summary keys")
+    if not raters and not qualification:
+        raise _invalid("raters", "choose at least one rater")
     candidates = (
         []
         if qualification
@@ -340,6 +342,9 @@ def create_batch(
             "filters": filters,
             "raters": [r.get_username() for r in raters],
             "held_summaries": len(held),
+            # A qualification batch is its gold items: kept here so that raters who arrive
+            # later (recruitment links) get them even when the batch was made without raters.
+            **({"gold": [g.pk for g in gold]} if qualification else {}),
             **({"per_source": per_source, "comparisons": len(chosen)} if design == COMPARISONS else {}),
         },
     )
@@ -398,7 +403,7 @@ def create_batch(
             )
             for i, sid in enumerate(order)
         ]
-    if not rows:
+    if not rows and not (qualification and not raters):
         raise ApplicationError(
             f"nothing to create: each of the {skipped} chosen (summary, rater) pairs already has an assignment"
         )

@@ -213,7 +213,12 @@ class BatchForm(forms.Form):
 
     name = forms.CharField(max_length=200)
     kind = forms.ChoiceField(choices=Batch.Kind.choices, initial=Batch.Kind.MAIN)
-    raters = UsersField(queryset=None, widget=forms.CheckboxSelectMultiple)
+    raters = UsersField(
+        queryset=None,
+        widget=forms.CheckboxSelectMultiple,
+        required=False,
+        help_text="A qualification batch needs none: participants from a recruitment link get its gold items.",
+    )
     design = forms.ChoiceField(
         choices=[
             ("k_raters", "Every item rated by k raters"),

@@ -41,7 +41,7 @@ from django.utils.encoding import force_bytes
 from django.utils.http import base36_to_int, int_to_base36, urlsafe_base64_encode
 
 from annotate.models import Assignment, Study, StudyMembership
-from annotate.selectors.access import is_study_admin
+from annotate.selectors.access import is_study_admin, may_take_part_in
 from annotate.services import add_study_member
 from core.exceptions import ApplicationError
 from core.text_validation import check_text
@@ -317,6 +317,8 @@ def find_account(identifier: str):
 def add_existing_member(*, study: Study, identifier: str, role: str) -> StudyMembership:
     role = _clean_role(role)
     user = find_account(identifier)
+    if user is not None and not get_user_model().objects.filter(may_take_part_in(study), pk=user.pk).exists():
+        user = None  # another study's participant account reads as unknown: it is not offered here
     if user is None:
         raise MemberError(
             "No single active account has this username or e-mail address: invite them by e-mail instead.",

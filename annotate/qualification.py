@@ -183,6 +183,12 @@ def enrol_in_qualification(*, study: Study, rater) -> list[Assignment]:
     ):
         return []
     items: dict[int, int] = {}  # summary -> its first qualification batch (one live item per summary)
+    for batch_id, design in (
+        Batch.objects.filter(study=study, kind=Batch.Kind.QUALIFICATION).order_by("pk").values_list("pk", "design")
+    ):
+        for summary_id in sorted((design or {}).get("gold") or []):
+            items.setdefault(summary_id, batch_id)
+    # Batches made before their gold items were kept in the design: their live items.
     for batch_id, summary_id in (
         Assignment.objects.filter(study=study, batch__kind=Batch.Kind.QUALIFICATION)
         .exclude(state=Assignment.State.WITHDRAWN)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
+from django.db.models import Q
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
@@ -19,6 +20,9 @@ from annotate.selectors.contents import rubric_definition
 from annotate.selectors.queue import ShownSummary
 from annotate.views import _question_views
 from core.exceptions import ApplicationError
+
+# Summaries listed for recording gold answers; a search by key finds the others.
+MAX_LISTED = 100
 
 
 def _rater_rows(study) -> list[dict]:
@@ -87,12 +91,19 @@ def qualification_page(request, slug):
     else:
         form = QualificationRuleForm(definition=definition, initial=_initial(rule))
     qualification_batches = list(study.batches.filter(kind=Batch.Kind.QUALIFICATION).order_by("created_at"))
+    in_batches = {pk for b in qualification_batches for pk in (b.design or {}).get("gold") or []}
     gold_items = (
-        Summary.objects.filter(assignments__batch__in=qualification_batches)
+        Summary.objects.filter(Q(assignments__batch__in=qualification_batches) | Q(pk__in=in_batches))
         .distinct()
         .order_by("key")
         .prefetch_related("expected_answers")
     )
+    search = request.GET.get("q", "").strip()[:200]
+    candidates = Summary.objects.filter(study=study)
+    if search:
+        candidates = candidates.filter(key__icontains=search)
+    purposes = dict(ExpectedAnswer.objects.filter(study=study).values_list("summary_id", "purpose"))
+    summaries = list(candidates.select_related("source").order_by("key")[: MAX_LISTED + 1])
     return render(
         request,
         "annotate/studies/qualification.html",
@@ -104,6 +115,14 @@ def qualification_page(request, slug):
             "qualification_batches": qualification_batches,
             "gold_items": [{"summary": s, "expected": next(iter(s.expected_answers.all()), None)} for s in gold_items],
             "raters": _rater_rows(study),
+            # Every summary of the study, with a link to record its gold answers: the first
+            # step of a qualification, reachable from here without typing a URL.
+            "summaries": [
+                {"summary": m, "purpose": ExpectedAnswer.Purpose(purposes[m.pk]).label if m.pk in purposes else ""}
+                for m in summaries[:MAX_LISTED]
+            ],
+            "more_summaries": len(summaries) > MAX_LISTED,
+            "search": search,
             "attempt_count": QualificationAttempt.objects.filter(study=study).count(),
         },
         status=status,

@@ -47,6 +47,7 @@ from annotate.rubrics import (
     RubricDefinition,
     RubricDefinitionError,
 )
+from annotate.selectors.access import may_take_part_in
 from annotate.selectors.claims import claim_ids, stored_per_claim
 from annotate.selectors.contents import rubric_definition
 from annotate.selectors.queue import latest_revision, revision_answers
@@ -332,6 +333,13 @@ class SlugTakenError(ApplicationError):
 
 @transaction.atomic
 def add_study_member(*, study: Study, user, role: str, seed: int | None = None) -> StudyMembership:
+    """Give `user` `role` in the study (kept if they have it). Another study's participant
+    account is refused (annotate.selectors.access.may_take_part_in): it belongs to its study."""
+    if not get_user_model().objects.filter(pk=user.pk).filter(may_take_part_in(study)).exists():
+        raise ApplicationError(
+            f"{user.get_username()} is a participant account of another study and cannot take part in this one.",
+            extra={"fields": {"raters": "a participant account of another study"}},
+        )
     membership, _ = StudyMembership.objects.get_or_create(
         study=study,
         user=user,

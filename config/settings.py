@@ -209,6 +209,9 @@ LOGIN_USERNAME_MAX_DELAY_SECONDS = env_int("LOGIN_USERNAME_MAX_DELAY_SECONDS", 6
 # Recruitment links (docs/recruitment.md): new participant accounts per address per window.
 RECRUIT_ARRIVALS_PER_ADDRESS = env_int("RECRUIT_ARRIVALS_PER_ADDRESS", 20, minimum=1)
 RECRUIT_ARRIVAL_WINDOW_MINUTES = env_int("RECRUIT_ARRIVAL_WINDOW_MINUTES", 60, minimum=1)
+# Prolific's API (recruit/prolific.py): review, approve, reject and pay from the participants page.
+PROLIFIC_API_TOKEN = env_str("PROLIFIC_API_TOKEN", "")
+PROLIFIC_API_URL = env_str("PROLIFIC_API_URL", "https://api.prolific.com/")
 
 # API tokens (POST /api/auth/token/) stop working this many hours after they were made.
 API_TOKEN_TTL_HOURS = env_int("API_TOKEN_TTL_HOURS", 720, minimum=1)

@@ -38,6 +38,9 @@ def next_page(request, study, participant: Participant | None):
     user = request.user
     if participant is not None and participant.outcome:
         return redirect("recruit:done")
+    if participant is not None and services.time_is_up(participant):
+        services.finish_participation(participant=participant, outcome=Participant.Outcome.TIMED_OUT)
+        return redirect("recruit:done")
     step = selectors.onboarding_step(study=study, rater=user)
     if step is not None:
         return redirect(STEP_URLS[step], slug=study.slug)
@@ -48,14 +51,6 @@ def next_page(request, study, participant: Participant | None):
             return redirect("recruit:not-passed", slug=study.slug)
         return redirect("annotate:queue")
     if participant is not None:
-        if services.time_is_up(participant):
-            outcome = (
-                Participant.Outcome.COMPLETED
-                if selectors.has_submitted(study=study, rater=user)
-                else Participant.Outcome.SCREENED_OUT
-            )
-            services.finish_participation(participant=participant, outcome=outcome)
-            return redirect("recruit:done")
         following = selectors.next_open_assignment(study=study, rater=user)
         if following is None and participant.released_at is not None:
             # Away longer than the lease, their open items went to others: back now, they
@@ -64,8 +59,9 @@ def next_page(request, study, participant: Participant | None):
             following = selectors.next_open_assignment(study=study, rater=user)
         if following is None:
             # Done; or no item was left for them (every item had its k raters): the
-            # screen-out code, since they did no work to be paid for as completed.
-            submitted = selectors.has_submitted(study=study, rater=user)
+            # screen-out code, since they did no work to be paid for as completed (their
+            # qualification answers are screening, not study work).
+            submitted = services.has_done_study_work(participant)
             outcome = Participant.Outcome.COMPLETED if submitted else Participant.Outcome.SCREENED_OUT
             services.finish_participation(participant=participant, outcome=outcome)
             return redirect("recruit:done")

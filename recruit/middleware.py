@@ -12,11 +12,12 @@ The participant mark is read from the session, so ordinary requests cost no quer
 
 from __future__ import annotations
 
-from django.http import Http404
-from django.shortcuts import redirect
+from django.http import Http404, JsonResponse
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import urlencode
 
+from core.exceptions import error_body
 from recruit import selectors, services
 
 SESSION_KEY = "recruit_participant"
@@ -41,7 +42,11 @@ PARTICIPANT_PAGES = {
     "recruit:not-passed",
     "recruit:next",
     "recruit:done",
+    "recruit:leave",
 }
+# Writes that stay open to a finished participant: leaving (again) and signing out.
+ALWAYS_WRITABLE = {"recruit:leave", "logout"}
+SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
 # The queue, the home page and the rater's Continue and completion pages lead a participant
 # to their next step (an item, the qualification's next item, or the end with their code).
 TO_NEXT_STEP = {"home", "annotate:queue", "annotate:continue", "annotate:done"}
@@ -78,6 +83,12 @@ class RecruitGateMiddleware:
         if participant is None or participant.pk != request.session.get(SESSION_KEY):
             raise Http404("No such page.")
         services.touch(participant=participant)
+        if not participant.outcome and services.time_is_up(participant):
+            # The time budget holds on every request, writes above all: an answer sent after
+            # it ran out is not stored.
+            participant = services.finish_participation(participant=participant, outcome="timed_out")
+        if participant.outcome and request.method not in SAFE_METHODS and name not in ALWAYS_WRITABLE:
+            return _refuse_write(request, participant)
         if name in TO_NEXT_STEP:
             return redirect("recruit:next", slug=participant.study.slug)
         if name in PARTICIPANT_PAGES:
@@ -91,3 +102,23 @@ class RecruitGateMiddleware:
         if name in ITEM_PAGES and selectors.onboarding_step(study=participant.study, rater=request.user):
             return redirect("recruit:next", slug=participant.study.slug)
         return None
+
+
+def _refuse_write(request, participant):
+    """A finished participant's write (an answer after the time budget, a second tab after
+    leaving) is refused and stores nothing: the API answers in its error shape, a page in
+    the site's layout ends with the participant's code."""
+    code, url = services.completion(participant)
+    message = (
+        "Your time for this study ran out: this answer was not stored."
+        if participant.outcome == "timed_out"
+        else "Your part in this study has ended: this answer was not stored."
+    )
+    if request.path.startswith("/api/"):
+        return JsonResponse(error_body("participation_over", message, {"next": reverse("recruit:done")}), status=403)
+    return render(
+        request,
+        "recruit/refused_write.html",
+        {"participant": participant, "message": message, "code": code, "return_url": url},
+        status=403,
+    )

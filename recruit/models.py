@@ -7,6 +7,7 @@ decision, the time). A participant's panel identifiers are stored as given and l
 system only as the study's pseudonyms (datasets export)."""
 
 import uuid
+from decimal import Decimal
 
 from django.conf import settings
 from django.db import models
@@ -111,7 +112,19 @@ class RecruitmentLink(TimeStamped):
     )
     completion_url = models.URLField(max_length=500, help_text="e.g. https://app.prolific.com/submissions/complete")
     completion_code = models.CharField(max_length=64)
-    screenout_code = models.CharField(max_length=64)
+    screenout_code = models.CharField(
+        max_length=64,
+        blank=True,
+        help_text="For declined consent, a failed qualification, a full or closed link; blank: no code.",
+    )
+    left_code = models.CharField(
+        max_length=64, blank=True, help_text="For a participant who leaves; blank: the screen-out code."
+    )
+    full_message = models.CharField(
+        max_length=500,
+        default="This study has all the participants it needs. Thank you for your interest.",
+        help_text="Shown to someone turned away (full, closed) when there is no screen-out code.",
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
@@ -142,6 +155,8 @@ class Participant(TimeStamped):
         COMPLETED = "completed", "Completed"
         DECLINED = "declined", "Declined consent"
         SCREENED_OUT = "screened_out", "Screened out"
+        LEFT = "left", "Left the study"
+        TIMED_OUT = "timed_out", "Ran out of time"
 
     uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="participant")
@@ -158,6 +173,10 @@ class Participant(TimeStamped):
     )
     outcome = models.CharField(max_length=16, choices=Outcome.choices, default=Outcome.ACTIVE, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    panel_status = models.CharField(
+        max_length=32, blank=True, help_text="The panel's status of the submission (Prolific: AWAITING REVIEW, ...)."
+    )
+    panel_checked_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -183,3 +202,90 @@ class ArrivalCount(models.Model):
 
     def __str__(self) -> str:
         return f"{self.address}: {self.count}"
+
+
+class LinkChange(models.Model):
+    """An edit of a running link: who, when, and each changed field's value before and
+    after ({"field": [before, after]}). Append-only."""
+
+    link = models.ForeignKey(RecruitmentLink, on_delete=models.CASCADE, related_name="changes")
+    changed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    changes = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["link", "-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"{self.link} changed {', '.join(self.changes)}"
+
+
+class PanelCall(models.Model):
+    """One call to the panel's API (Prolific), with its outcome: shown on the participants
+    page, so that no failure is silent. `path` never carries a query string."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="panel_calls")
+    participant = models.ForeignKey(
+        Participant, on_delete=models.SET_NULL, null=True, blank=True, related_name="panel_calls"
+    )
+    action = models.CharField(max_length=40)
+    method = models.CharField(max_length=8)
+    path = models.CharField(max_length=300)
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True, help_text="None: no answer received.")
+    ok = models.BooleanField()
+    message = models.TextField(blank=True)
+    made_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["study", "-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"{self.method} {self.path}: {self.status_code or 'no answer'}"
+
+
+class BonusPayment(TimeStamped):
+    """A bonus for one participant, recorded before any call to the panel (the intent),
+    then created as a bulk bonus payment and paid exactly once: paying is claimed with a
+    compare-and-set on `status` (created -> paying), and an outcome the call cannot tell
+    (a timeout, a dropped connection, a 5xx) is `unconfirmed` until the panel's own record
+    says whether it was paid (recruit/prolific.py)."""
+
+    class Status(models.TextChoices):
+        INTENDED = "intended", "Recorded, not sent yet"
+        CREATED = "created", "Set up on the panel, not paid"
+        PAYING = "paying", "Being paid"
+        UNCONFIRMED = "unconfirmed", "Payment sent, not confirmed yet"
+        PAID = "paid", "Paid"
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    participant = models.ForeignKey(Participant, on_delete=models.PROTECT, related_name="bonuses")
+    reason = models.CharField(max_length=200)
+    amount_cents = models.PositiveIntegerField()
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.INTENDED)
+    panel_bonus_id = models.CharField(max_length=64, blank=True, help_text="The panel's bulk bonus payment id.")
+    last_error = models.TextField(blank=True)
+    paid_at = models.DateTimeField(null=True, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["participant", "reason"], name="bonus_unique_participant_reason"),
+            models.CheckConstraint(condition=Q(amount_cents__gte=1), name="bonus_amount_positive"),
+            models.CheckConstraint(condition=~Q(status="paid") | Q(paid_at__isnull=False), name="bonus_paid_has_time"),
+        ]
+        ordering = ["participant", "created_at"]
+
+    def __str__(self) -> str:
+        return f"bonus {self.amount_cents} for {self.participant}: {self.status}"
+
+    @property
+    def amount(self) -> Decimal:
+        """In the study's currency (Prolific's unit), e.g. Decimal("1.50")."""
+        return Decimal(self.amount_cents) / 100

@@ -10,6 +10,7 @@ import re
 import secrets
 from datetime import timedelta
 from typing import Any
+from urllib.parse import quote
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -18,6 +19,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, Max, Q
 from django.utils import timezone
 
+from annotate import designs
 from annotate.batches import withdraw_assignment
 from annotate.models import Assignment, Batch, ExpectedAnswer, Study, StudyMembership
 from annotate.qualification import enrol_in_qualification
@@ -30,6 +32,7 @@ from recruit.models import (
     ArrivalCount,
     ConsentDecision,
     ConsentVersion,
+    LinkChange,
     Onboarding,
     OnboardingRecord,
     Participant,
@@ -257,18 +260,27 @@ def submit_questionnaire(*, study: Study, rater, answers: dict[str, Any]) -> Onb
 
 def link_token(link: RecruitmentLink) -> str:
     """The link's signed token (Django's signing, with the secret key): it names the link
-    by its random uuid, and any change to it fails the signature."""
-    return signing.dumps(str(link.uuid), salt=LINK_SALT, compress=False)
+    by its random uuid, and any change to it fails the signature. The same token every
+    time (no timestamp): the URL given to the panel stays the one the page shows."""
+    return signing.Signer(salt=LINK_SALT).sign(str(link.uuid))
 
 
 def link_from_token(token: str) -> RecruitmentLink | None:
-    """The enabled link a token names, else None (tampered, unknown or disabled)."""
+    """The link a token names, else None (tampered or unknown). A closed link is returned
+    too: arrive() refuses new participants on it with the screen-out code. Tokens signed
+    with a timestamp (how links were signed before) are still read."""
     try:
-        value = signing.loads(token, salt=LINK_SALT)
+        value = signing.Signer(salt=LINK_SALT).unsign(token)
     except signing.BadSignature:
         return None
+    if ":" in value:
+        # A timestamped token's signature covers "<payload>:<timestamp>": read it as such.
+        try:
+            value = signing.loads(token, salt=LINK_SALT)
+        except signing.BadSignature:
+            return None
     return (
-        RecruitmentLink.objects.select_related("study", "batch").filter(uuid=value, enabled=True).first()
+        RecruitmentLink.objects.select_related("study", "batch").filter(uuid=value).first()
         if isinstance(value, str) and len(value) == 36
         else None
     )
@@ -285,28 +297,39 @@ def create_link(
     time_budget_minutes: int,
     completion_url: str,
     completion_code: str,
-    screenout_code: str,
+    screenout_code: str = "",
     lease_minutes: int = 30,
+    left_code: str = "",
+    full_message: str = "",
+    attention_every: int | None = None,
     by=None,
 ) -> RecruitmentLink:
     """A recruitment link with its own batch over the study's summaries (gold items,
     attention checks and training items left out): `raters_per_item` participants rate
     each summary, `items_per_participant` each."""
-    for field, value in (("name", name), ("completion_code", completion_code), ("screenout_code", screenout_code)):
-        check_text(value, field)
-        if not value.strip():
-            raise _invalid(field, "required")
-    if completion_code.strip() == screenout_code.strip():
-        raise _invalid("screenout_code", "must differ from the completion code")
-    for field, value, low, high in (
-        ("raters_per_item", raters_per_item, 1, 50),
-        ("items_per_participant", items_per_participant, 1, 500),
-        ("max_participants", max_participants, 1, 100_000),
-        ("time_budget_minutes", time_budget_minutes, 1, 24 * 60),
-        ("lease_minutes", lease_minutes, 1, 24 * 60),
-    ):
-        if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-            raise _invalid(field, f"a whole number from {low} to {high}")
+    check_text(name, "name")
+    if not name.strip():
+        raise _invalid("name", "required")
+    terms = _check_terms(
+        completion_url=completion_url,
+        completion_code=completion_code,
+        screenout_code=screenout_code,
+        left_code=left_code,
+        full_message=full_message,
+        items_per_participant=items_per_participant,
+        max_participants=max_participants,
+        time_budget_minutes=time_budget_minutes,
+        lease_minutes=lease_minutes,
+    )
+    if not isinstance(raters_per_item, int) or isinstance(raters_per_item, bool) or not 1 <= raters_per_item <= 50:
+        raise _invalid("raters_per_item", "a whole number from 1 to 50")
+    if attention_every is not None:
+        if not isinstance(attention_every, int) or isinstance(attention_every, bool) or not 1 <= attention_every <= 500:
+            raise _invalid("attention_every", "a whole number from 1 to 500")
+        if not _attention_checks(study):
+            raise _invalid(
+                "attention_every", "the study has no attention checks: record expected answers with purpose attention"
+            )
     special = ExpectedAnswer.objects.filter(study=study).values("summary")
     pool = list(filter_summaries(study=study).exclude(pk__in=special).values_list("pk", flat=True))
     if not pool:
@@ -321,21 +344,101 @@ def create_link(
         design={"design": "crowd", "k": raters_per_item, "pool": pool},
         seed=secrets.randbelow(2**31),
         raters_per_item=raters_per_item,
+        attention_every=attention_every,
         created_by=by,
     )
-    return RecruitmentLink.objects.create(
-        study=study,
-        batch=batch,
-        name=name.strip(),
-        max_participants=max_participants,
-        items_per_participant=items_per_participant,
-        time_budget_minutes=time_budget_minutes,
-        lease_minutes=lease_minutes,
-        completion_url=completion_url,
-        completion_code=completion_code.strip(),
-        screenout_code=screenout_code.strip(),
-        created_by=by,
-    )
+    return RecruitmentLink.objects.create(study=study, batch=batch, name=name.strip(), created_by=by, **terms)
+
+
+EDITABLE = (
+    "max_participants",
+    "items_per_participant",
+    "time_budget_minutes",
+    "lease_minutes",
+    "completion_url",
+    "completion_code",
+    "screenout_code",
+    "left_code",
+    "full_message",
+)
+DEFAULT_FULL_MESSAGE = "This study has all the participants it needs. Thank you for your interest."
+
+
+def _check_terms(
+    *,
+    completion_url: str,
+    completion_code: str,
+    screenout_code: str,
+    left_code: str,
+    full_message: str,
+    items_per_participant: int,
+    max_participants: int,
+    time_budget_minutes: int,
+    lease_minutes: int,
+) -> dict[str, Any]:
+    """A link's limits, codes and messages, checked; the values to store."""
+    for field, value in (
+        ("completion_url", completion_url),
+        ("completion_code", completion_code),
+        ("screenout_code", screenout_code),
+        ("left_code", left_code),
+        ("full_message", full_message),
+    ):
+        check_text(value, field)
+    codes = {
+        "completion_code": completion_code.strip(),
+        "screenout_code": screenout_code.strip(),
+        "left_code": left_code.strip(),
+    }
+    if not codes["completion_code"]:
+        raise _invalid("completion_code", "required")
+    for field, code in codes.items():
+        if len(code) > 64 or (code and not PANEL_ID.fullmatch(code)):
+            raise _invalid(field, "1 to 64 letters, digits or _.:@-")
+    if codes["screenout_code"] == codes["completion_code"]:
+        raise _invalid("screenout_code", "must differ from the completion code")
+    if codes["left_code"] == codes["completion_code"]:
+        raise _invalid("left_code", "must differ from the completion code")
+    if not re.fullmatch(r"https?://[^\s<>\"']{1,490}", completion_url.strip()):
+        raise _invalid("completion_url", "an http(s) address")
+    if len(full_message) > 500:
+        raise _invalid("full_message", "at most 500 characters")
+    for field, value, low, high in (
+        ("items_per_participant", items_per_participant, 1, 500),
+        ("max_participants", max_participants, 1, 100_000),
+        ("time_budget_minutes", time_budget_minutes, 1, 24 * 60),
+        ("lease_minutes", lease_minutes, 1, 24 * 60),
+    ):
+        if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+            raise _invalid(field, f"a whole number from {low} to {high}")
+    return {
+        **codes,
+        "completion_url": completion_url.strip(),
+        "full_message": full_message.strip() or DEFAULT_FULL_MESSAGE,
+        "items_per_participant": items_per_participant,
+        "max_participants": max_participants,
+        "time_budget_minutes": time_budget_minutes,
+        "lease_minutes": lease_minutes,
+    }
+
+
+@transaction.atomic
+def update_link(*, link: RecruitmentLink, by=None, **values) -> LinkChange | None:
+    """Change a link's limits, codes, completion URL or messages, running or not; the
+    change is recorded (who, when, each field before and after). Participants already in
+    keep their items; a new limit applies from the next arrival, a new time budget or
+    lease from the next request. Returns the record, or None when nothing changed."""
+    unknown = set(values) - set(EDITABLE)
+    if unknown:
+        raise _invalid(sorted(unknown)[0], "cannot be changed")
+    link = RecruitmentLink.objects.select_for_update().get(pk=link.pk)
+    current = {field: getattr(link, field) for field in EDITABLE}
+    terms = _check_terms(**{**current, **values})
+    changes = {f: [current[f], terms[f]] for f in EDITABLE if terms[f] != current[f]}
+    if not changes:
+        return None
+    RecruitmentLink.objects.filter(pk=link.pk).update(**{f: terms[f] for f in changes}, updated_at=timezone.now())
+    return LinkChange.objects.create(link=link, changed_by=by, changes=changes)
 
 
 @transaction.atomic
@@ -346,15 +449,37 @@ def set_link_enabled(*, link: RecruitmentLink, enabled: bool) -> RecruitmentLink
 
 
 class ArrivalRefused(ApplicationError):
-    """The link cannot take this participant (full, rate-limited)."""
+    """The link cannot take this participant (closed, full, no item left): decided before
+    any step, so nobody consents or qualifies for work they cannot get. `link` is set when
+    the participant should leave with the link's screen-out code (or its "full" message)."""
 
     code = "refused"
     http_status = 403
+
+    def __init__(self, message: str, extra: dict[str, Any] | None = None, *, link: RecruitmentLink | None = None):
+        super().__init__(message, extra)
+        self.link = link
 
 
 class TooManyArrivals(ArrivalRefused):
     code = "throttled"
     http_status = 429
+
+
+def _free_items(link: RecruitmentLink) -> int:
+    """Summaries of the link's pool with fewer than k live raters (a newcomer has none of
+    them yet). The caller holds the batch's row lock."""
+    batch = link.batch
+    pool = set(batch.design.get("pool") or [])
+    full = set(
+        Assignment.objects.filter(batch=batch, summary_id__in=pool)
+        .exclude(state=Assignment.State.WITHDRAWN)
+        .values("summary_id")
+        .annotate(n=Count("pk"))
+        .filter(n__gte=batch.raters_per_item)
+        .values_list("summary_id", flat=True)
+    )
+    return len(pool - full)
 
 
 def _count_arrival(address: str) -> None:
@@ -424,6 +549,14 @@ def release_absent(*, link: RecruitmentLink, now=None) -> int:
     return released
 
 
+def _attention_checks(study: Study) -> list[int]:
+    return sorted(
+        ExpectedAnswer.objects.filter(study=study, purpose=ExpectedAnswer.Purpose.ATTENTION).values_list(
+            "summary_id", flat=True
+        )
+    )
+
+
 def _tie_break(participant_id: int, summary_id: int, seed: int) -> bytes:
     return hashlib.sha256(f"{seed}:{participant_id}:{summary_id}".encode()).digest()
 
@@ -437,12 +570,12 @@ def assign_work(*, participant: Participant) -> list[Assignment]:
     ratings one after the other and k holds."""
     link = participant.link
     batch = link.batch
-    mine = Assignment.objects.filter(batch=batch, rater=participant.user)
+    pool = list(batch.design.get("pool") or [])
+    mine = Assignment.objects.filter(batch=batch, rater=participant.user, summary_id__in=pool)
     kept = mine.exclude(state=Assignment.State.WITHDRAWN).count()
     wanted = link.items_per_participant - kept
     if wanted <= 0:
         return []
-    pool = list(batch.design.get("pool") or [])
     live = dict(
         Assignment.objects.filter(batch=batch)
         .exclude(state=Assignment.State.WITHDRAWN)
@@ -456,6 +589,20 @@ def assign_work(*, participant: Participant) -> list[Assignment]:
     open_items = [s for s in pool if live.get(s, 0) < batch.raters_per_item and s not in had]
     open_items.sort(key=lambda s: (live.get(s, 0), _tie_break(participant.pk, s, batch.seed)))
     chosen = open_items[:wanted]
+    checks = [c for c in _attention_checks(participant.study) if c not in had] if batch.attention_every else []
+    if chosen and checks:
+        # About one check after every N items, at a place the participant cannot predict
+        # (annotate.designs, as in a batch's queues); each check at most once.
+        mixed = designs.insert_attention_checks(
+            chosen, [("check", c) for c in checks], every=batch.attention_every, seed=f"{batch.seed}:{participant.pk}"
+        )
+        seen: set[int] = set()
+        chosen = []
+        for entry in mixed:
+            summary_id = entry[1] if isinstance(entry, tuple) else entry
+            if summary_id not in seen:
+                seen.add(summary_id)
+                chosen.append(summary_id)
     last = Assignment.objects.filter(study=participant.study, rater=participant.user).aggregate(m=Max("position"))["m"]
     start = 0 if last is None else last + 1
     return Assignment.objects.bulk_create(
@@ -484,8 +631,6 @@ def arrive(
     with transaction.atomic():
         Batch.objects.select_for_update().filter(pk=link.batch_id).update(updated_at=timezone.now())
         link = RecruitmentLink.objects.select_related("study", "batch").get(pk=link.pk)
-        if not link.enabled:
-            raise ArrivalRefused("This link is closed.")
         now = timezone.now()
         release_absent(link=link, now=now)
         participant = (
@@ -495,8 +640,14 @@ def arrive(
         )
         created = participant is None
         if created:
+            # Decided before any step (consent, instructions, qualification): someone who
+            # cannot get an item leaves at once with the screen-out code.
+            if not link.enabled:
+                raise ArrivalRefused("This study is closed to new participants.", link=link)
             if Participant.objects.filter(link=link).count() >= link.max_participants:
-                raise ArrivalRefused("This study has all the participants it needs. Thank you for your interest.")
+                raise ArrivalRefused("This study has all the participants it needs.", link=link)
+            if not _free_items(link):
+                raise ArrivalRefused("Every item of this study has all the raters it needs.", link=link)
             _count_arrival(address)
             user = get_user_model().objects.create_user(username=f"participant-{secrets.token_hex(8)}", password=None)
             add_study_member(study=link.study, user=user, role=StudyMembership.Role.RATER)
@@ -545,17 +696,18 @@ def touch(*, participant: Participant) -> None:
         Participant.objects.filter(pk=participant.pk).update(last_seen_at=now)
 
 
+FINAL_OUTCOMES = tuple(o for o in Participant.Outcome.values if o)
+
+
 @transaction.atomic
 def finish_participation(*, participant: Participant, outcome: str) -> Participant:
-    """End a participant's part: `completed`, `declined` (consent) or `screened_out`
-    (failed qualification). Their open items go back to the pool (answers kept). The first
-    outcome stands: finishing again changes nothing and returns the participant as stored."""
-    if outcome not in (
-        Participant.Outcome.COMPLETED,
-        Participant.Outcome.DECLINED,
-        Participant.Outcome.SCREENED_OUT,
-    ):
-        raise _invalid("outcome", "must be completed, declined or screened_out")
+    """End a participant's part: `completed`, `declined` (consent), `screened_out` (failed
+    qualification, no item left), `left` (the participant's own "Leave") or `timed_out`
+    (past the link's time budget). Their open items go back to the pool (answers kept). The
+    first outcome stands: finishing again changes nothing and returns the participant as
+    stored."""
+    if outcome not in FINAL_OUTCOMES:
+        raise _invalid("outcome", f"must be one of {', '.join(FINAL_OUTCOMES)}")
     updated = Participant.objects.filter(pk=participant.pk, outcome="").update(
         outcome=outcome, finished_at=timezone.now(), updated_at=timezone.now()
     )
@@ -565,11 +717,43 @@ def finish_participation(*, participant: Participant, outcome: str) -> Participa
     return participant
 
 
+def outcome_code(participant: Participant) -> str:
+    """The code a finished participant takes back to the panel ("" for none):
+
+    - completed: the completion code;
+    - timed out: the completion code if they submitted any of the link's items in time
+      (their work counts and is paid), else the screen-out code;
+    - left: the link's code for leaving, else the screen-out code;
+    - declined, screened out: the screen-out code."""
+    link = participant.link
+    outcome = participant.outcome
+    if outcome == Participant.Outcome.COMPLETED:
+        return link.completion_code
+    if outcome == Participant.Outcome.TIMED_OUT and has_done_study_work(participant):
+        return link.completion_code
+    if outcome == Participant.Outcome.LEFT and link.left_code:
+        return link.left_code
+    return link.screenout_code
+
+
+def return_url(link: RecruitmentLink, code: str) -> str:
+    """The panel's completion URL with `?cc=<code>` added; "" without a code (the page then
+    asks the participant to return the study on the panel)."""
+    if not code:
+        return ""
+    joiner = "&" if "?" in link.completion_url else "?"
+    return f"{link.completion_url}{joiner}cc={quote(code, safe='')}"
+
+
 def completion(participant: Participant) -> tuple[str, str]:
     """(code, URL to send the participant to) for a finished participant."""
-    link = participant.link
-    code = link.completion_code if participant.outcome == Participant.Outcome.COMPLETED else link.screenout_code
-    joiner = "&" if "?" in link.completion_url else "?"
-    from urllib.parse import quote
+    code = outcome_code(participant)
+    return code, return_url(participant.link, code)
 
-    return code, f"{link.completion_url}{joiner}cc={quote(code, safe='')}"
+
+def has_done_study_work(participant: Participant) -> bool:
+    """Whether the participant submitted any of the link's items: qualification (and
+    training) items are screening in batches of their own and never count."""
+    return Assignment.objects.filter(
+        batch_id=participant.link.batch_id, rater=participant.user, state=Assignment.State.SUBMITTED
+    ).exists()

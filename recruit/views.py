@@ -16,15 +16,17 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from annotate.forms import answers_from_post
 from annotate.models import Study, StudyMembership
-from annotate.qualification import qualification_status
+from annotate.monitoring import exclude_rater
+from annotate.qualification import allow_qualification_retry, qualification_status
 from annotate.rubrics import AnswerValidationError
 from annotate.selectors.access import get_study_for_admin
 from annotate.throttling import recorded_address
 from core.exceptions import ApplicationError
-from recruit import flow, selectors, services
-from recruit.forms import LinkForm, OnboardingForm, QuestionForm
+from recruit import flow, panel, selectors, services
+from recruit.forms import LinkEditForm, LinkForm, OnboardingForm, ParticipantActionForm, QuestionForm
 from recruit.middleware import SESSION_KEY
-from recruit.models import Onboarding, Participant, RecruitmentLink
+from recruit.models import BonusPayment, Onboarding, Participant, RecruitmentLink
+from recruit.prolific import REJECTION_CATEGORIES
 
 
 def _problem(request, message: str, status: int):
@@ -73,6 +75,10 @@ def arrive(request, token):
             panel_session_id=panel_session,
             address=recorded_address(request),
         )
+    except services.ArrivalRefused as exc:
+        if exc.link is None:
+            return _problem(request, exc.message, exc.http_status)
+        return _turned_away(request, exc.link, exc.message)
     except ApplicationError as exc:
         return _problem(request, exc.message, exc.http_status)
     if request.user.is_authenticated and request.session.get(SESSION_KEY) != participant.pk:
@@ -82,6 +88,19 @@ def arrive(request, token):
         request.session[SESSION_KEY] = participant.pk
         request.session.set_expiry(0)  # ends with the browser session: no password to come back with
     return redirect("recruit:next", slug=link.study.slug)
+
+
+def _turned_away(request, link: RecruitmentLink, reason: str):
+    """Someone the link cannot take (closed, full, no item left), before any step: the
+    screen-out code and the way back to the panel, or the link's "full" message when it
+    has no screen-out code. No account is made."""
+    code = link.screenout_code
+    return render(
+        request,
+        "recruit/turned_away.html",
+        {"reason": reason, "code": code, "return_url": services.return_url(link, code), "message": link.full_message},
+        status=403,
+    )
 
 
 def _rater_study(request, slug) -> tuple[Study, Participant | None]:
@@ -248,6 +267,24 @@ def done(request):
 @never_cache
 @login_required
 @require_http_methods(["GET", "POST"])
+def leave(request):
+    """The participant's own "Leave": a page that says what leaving means, and a button
+    (POST) that ends their part with the outcome `left` and its code."""
+    participant = selectors.participant_of(request.user) if request.session.get(SESSION_KEY) else None
+    if participant is None:
+        raise Http404("No such page.")
+    if participant.outcome:
+        return redirect("recruit:done")
+    if request.method == "POST":
+        services.finish_participation(participant=participant, outcome=Participant.Outcome.LEFT)
+        return redirect("recruit:done")
+    code = participant.link.left_code or participant.link.screenout_code
+    return render(request, "recruit/leave.html", {"participant": participant, "code": code})
+
+
+@never_cache
+@login_required
+@require_http_methods(["GET", "POST"])
 def not_passed(request, slug):
     """A participant who used every qualification attempt without passing: the gate's
     message and a choice (docs/recruitment.md). "Check again" returns to the next step (a
@@ -357,13 +394,45 @@ def recruitment_admin(request, slug):
                 return redirect("recruit:recruitment-admin", slug=study.slug)
         else:
             error, status = form.error_message(), 400
-    rows = [{"row": row, "url": _prolific_url(request, row.link)} for row in selectors.links_of(study=study)]
+    rows = [
+        {
+            "row": row,
+            "url": _prolific_url(request, row.link),
+            "edit": LinkEditForm(
+                initial={f: getattr(row.link, f) for f in services.EDITABLE}, prefix=str(row.link.uuid)
+            ),
+        }
+        for row in selectors.links_of(study=study)
+    ]
     return render(
         request,
         "recruit/recruitment_admin.html",
         {"study": study, "form": form, "rows": rows, "error": error},
         status=status,
     )
+
+
+@login_required
+@require_POST
+def link_edit(request, slug, link_uuid):
+    """Change a link's limits, codes, completion URL or messages; recorded (who, when,
+    before and after) and listed under the link."""
+    study = get_study_for_admin(request.user, slug)
+    link = get_object_or_404(RecruitmentLink, study=study, uuid=link_uuid)
+    form = LinkEditForm(request.POST, prefix=str(link.uuid))
+    if not form.is_valid():
+        messages.error(request, f"{link.name}: {form.error_message()}")
+    else:
+        try:
+            change = services.update_link(link=link, by=request.user, **form.cleaned_data)
+        except ApplicationError as exc:
+            messages.error(request, f"{link.name}: {exc.message}")
+        else:
+            messages.success(
+                request,
+                f"{link.name}: {', '.join(change.changes)} changed." if change else f"{link.name}: nothing changed.",
+            )
+    return redirect("recruit:recruitment-admin", slug=study.slug)
 
 
 @login_required
@@ -375,3 +444,90 @@ def link_toggle(request, slug, link_uuid):
     services.set_link_enabled(link=link, enabled=enable)
     messages.success(request, "Link enabled." if enable else "Link disabled: it lets nobody in now.")
     return redirect("recruit:recruitment-admin", slug=study.slug)
+
+
+@never_cache
+@login_required
+@require_http_methods(["GET", "POST"])
+def participants_admin(request, slug):
+    """The study's participants, for its admins: one row each with the panel id (shown
+    here only), outcome, times, items, qualification and quality figures, bonuses, and the
+    actions: a retry, an exclusion, approve and reject on Prolific, a bonus. A search by
+    panel id is a POST, so the id never appears in an address or an access log."""
+    study = get_study_for_admin(request.user, slug)
+    participants = Participant.objects.filter(study=study).select_related("user", "link__batch", "study")
+    form = ParticipantActionForm(
+        request.POST or None, participant_uuids=[str(u) for u in participants.values_list("uuid", flat=True)]
+    )
+    search, status = "", 200
+    if request.method == "POST":
+        if not form.is_valid():
+            messages.error(request, form.error_message())
+            status = 400
+        else:
+            d = form.cleaned_data
+            if d["action"] == "search":
+                search = d["panel_id"].strip()
+            else:
+                try:
+                    note = _participant_action(request, study, participants, d)
+                except ApplicationError as exc:
+                    messages.error(request, exc.message)
+                else:
+                    messages.success(request, note)
+                return redirect("recruit:participants", slug=study.slug)
+    page = selectors.participants_page(study=study, panel_id=search)
+    return render(
+        request,
+        "recruit/participants_admin.html",
+        {
+            "study": study,
+            "page": page,
+            "form": form if status == 400 else ParticipantActionForm(),
+            "categories": REJECTION_CATEGORIES,
+            "prolific_on": bool(settings.PROLIFIC_API_TOKEN),
+        },
+        status=status,
+    )
+
+
+def _participant_action(request, study, participants, d) -> str:
+    """Carry out one action of the participants page; the success message."""
+    action, by = d["action"], request.user
+    if action == "sync":
+        result = panel.sync_submissions(study=study, by=by)
+        return (
+            f"{result.submissions} Prolific submissions read, {result.matched} matched; "
+            f"{result.freed} returned or timed out: their items went back to the pool."
+        )
+    if action == "approve" or action == "reject":
+        chosen = list(
+            participants.filter(uuid__in=d["participants"] or ([d["participant"]] if d["participant"] else []))
+        )
+        if not chosen:
+            raise ApplicationError("participants: tick at least one participant")
+        if action == "approve":
+            n = panel.approve(participants=chosen, by=by)
+            return f"{n} submission{'s' if n != 1 else ''} approved on Prolific."
+        n = panel.reject(participants=chosen, category=d["category"], message=d["message"], by=by)
+        return f"{n} submission{'s' if n != 1 else ''} rejected on Prolific."
+    if action == "pay":
+        bonus = BonusPayment.objects.filter(uuid=d["bonus"], participant__study=study).first()
+        if bonus is None:
+            raise ApplicationError("bonus: no such bonus in this study")
+        return panel.pay_bonus(bonus=bonus, by=by).message
+    participant = participants.filter(uuid=d["participant"]).first() if d["participant"] else None
+    if participant is None:
+        raise ApplicationError("participant: no such participant in this study")
+    name = participant.user.get_username()
+    if action == "retry":
+        allow_qualification_retry(study=study, rater=participant.user, granted_by=by)
+        return f"{name} may try the qualification again."
+    if action == "exclude":
+        exclude_rater(batch=participant.link.batch, rater=participant.user, excluded_by=by, reason=d["reason"])
+        return f"{name}'s answers in {participant.link.batch.name} are excluded from the analysis."
+    # bonus
+    if d["amount"] is None:
+        raise ApplicationError("amount: give the bonus, e.g. 1.50")
+    bonus = panel.record_bonus(participant=participant, amount_cents=int(d["amount"] * 100), reason=d["reason"], by=by)
+    return panel.pay_bonus(bonus=bonus, by=by).message

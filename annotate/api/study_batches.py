@@ -127,7 +127,12 @@ class BatchCreateSerializer(serializers.Serializer):
 
     name = serializers.CharField(max_length=200)
     kind = serializers.ChoiceField(Batch.Kind.choices, default=Batch.Kind.MAIN)
-    raters = serializers.ListField(child=serializers.CharField(max_length=150), min_length=1, help_text="Usernames.")
+    raters = serializers.ListField(
+        child=serializers.CharField(max_length=150),
+        required=False,
+        default=list,
+        help_text="Usernames (none for a qualification batch).",
+    )
     design = serializers.ChoiceField((*batches.DESIGNS, batches.COMPARISONS), default="k_raters")
     per_source = serializers.IntegerField(
         required=False,
@@ -188,7 +193,7 @@ class BatchList(FakeViewMixin, generics.ListCreateAPIView):
         # (annotate.selectors.access.users_enrollable_by); anyone else reads as unknown.
         users = {u.username: u for u in users_enrollable_by(request.user, study).filter(username__in=names)}
         missing = [name for name in names if name not in users]
-        if missing or not names:
+        if missing or not (names or d.get("kind") == Batch.Kind.QUALIFICATION):
             raise serializers.ValidationError(
                 {"raters": f"no such user(s) among the study's members: {', '.join(missing) or '(none given)'}"}
             )

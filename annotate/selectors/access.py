@@ -20,7 +20,7 @@ of an account deactivated since is refused here too).
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Prefetch, Q, QuerySet
 from django.http import Http404
 
 from annotate.models import (
@@ -121,6 +121,15 @@ def study_access(user, roles) -> str:
     return StudyMembership.Role.RATER
 
 
+def may_take_part_in(study: Study) -> Q:
+    """Accounts that may be members of `study`: every account but those that belong to
+    another study alone. A recruitment link's participant account (recruit.Participant,
+    reached by its one-to-one `participant`) exists for its own study: listing it in
+    another study's forms, or adding it there, would give it items it can never reach.
+    Read through the relation's name, so annotate imports no other app."""
+    return Q(participant__isnull=True) | Q(participant__study=study)
+
+
 def users_enrollable_by(user, study: Study) -> QuerySet:
     """The active accounts the user may give work in the study (batch raters, moving an
     item): anyone for whoever administers every study (superusers, staff with
@@ -128,7 +137,7 @@ def users_enrollable_by(user, study: Study) -> QuerySet:
     Bringing someone new into a study goes through an account administrator (the Django
     admin's study memberships), so a study admin cannot list or enrol every user of the
     instance."""
-    users = get_user_model().objects.filter(is_active=True).order_by("username")
+    users = get_user_model().objects.filter(may_take_part_in(study), is_active=True).order_by("username")
     if instance_role(user) == ADMIN:
         return users
     return users.filter(memberships__study=study).distinct()

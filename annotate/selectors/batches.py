@@ -145,7 +145,8 @@ def batch_progress(batch: Batch) -> BatchProgress:
     for a in assignments:
         per_item.setdefault(a.summary_id, []).append(a)
     missing = []
-    for items in per_item.values():
+    # Qualification items are screening, rated by whoever arrives: never "missing ratings".
+    for items in per_item.values() if batch.kind != Batch.Kind.QUALIFICATION else ():
         planned = sum(a.state != Assignment.State.WITHDRAWN for a in items)
         submitted = sum(a.state == Assignment.State.SUBMITTED for a in items)
         if submitted < planned:

@@ -43,12 +43,15 @@ def _arrive_all(link_pk: int, ids: list[str]) -> dict[str, str]:
 @pytest.mark.parametrize(("summaries", "items"), [(20, 3), (5, 1)])
 def test_thirty_arrivals_at_once_never_exceed_k_raters_per_item(study, settings, summaries, items):
     """k = 2: 2 x summaries ratings in all (40, or 10). 30 participants want `items` each
-    (90, or 30), so the pool runs dry: every summary ends with exactly 2 live raters."""
+    (90, or 30), so the pool runs dry: every summary ends with exactly 2 live raters, and
+    those who arrive after that are turned away at once (no account, the screen-out code)."""
     settings.RECRUIT_ARRIVALS_PER_ADDRESS = 1000
     link = make_link(study, items=items, k=2, summaries=summaries, participants=100)
     outcomes = _arrive_all(link.pk, [f"PID{i:04d}" for i in range(ARRIVALS)])
-    assert Counter(outcomes.values()) == {"in": ARRIVALS}
+    taken = -(-2 * summaries // items)  # participants the 2 x summaries places fill
+    assert Counter(outcomes.values()) == {"in": taken, "refused": ARRIVALS - taken}
     live = Assignment.objects.filter(batch=link.batch).exclude(state="withdrawn")
+    assert Participant.objects.filter(link=link).count() == live.values("rater").distinct().count() == taken
     per_item = Counter(live.values_list("summary_id", flat=True))
     assert max(per_item.values()) == 2
     assert len(per_item) == summaries and sum(per_item.values()) == 2 * summaries

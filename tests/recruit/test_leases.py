@@ -31,15 +31,17 @@ def test_an_absent_participants_items_go_back_after_the_lease(study):
         answers=GOOD_ANSWERS,
         version=done.version,
     )
-    second, _ = services.arrive(link=link, panel="prolific", external_id="P2")
-    assert not _live(link).filter(rater=second.user).exists()
+    # No item is free: the second is turned away at arrival, and no account is made.
+    with pytest.raises(services.ArrivalRefused):
+        services.arrive(link=link, panel="prolific", external_id="P2")
 
     Participant.objects.filter(pk=first.pk).update(last_seen_at=timezone.now() - timedelta(minutes=29))
-    services.arrive(link=link, panel="prolific", external_id="P2")
-    assert not _live(link).filter(rater=second.user).exists()
+    with pytest.raises(services.ArrivalRefused):
+        services.arrive(link=link, panel="prolific", external_id="P2")
+    assert not Participant.objects.filter(external_id="P2").exists()
 
     Participant.objects.filter(pk=first.pk).update(last_seen_at=timezone.now() - timedelta(minutes=31))
-    services.arrive(link=link, panel="prolific", external_id="P2")
+    second, _ = services.arrive(link=link, panel="prolific", external_id="P2")
     # The open item moved; the submitted one stays the first participant's.
     assert list(_live(link).filter(rater=second.user).values_list("summary_id", flat=True)) == [
         Assignment.objects.exclude(pk=done.pk).get(rater=first.user).summary_id
@@ -59,7 +61,9 @@ def test_a_participant_past_the_time_budget_is_finished(client, study):
     response = client.get(f"/r/s/{study.slug}/next/", follow=True)
     assert response.request["PATH_INFO"] == "/r/done/"
     participant.refresh_from_db()
-    assert participant.outcome == "completed"  # one item submitted in time: their work counts
+    assert participant.outcome == "timed_out"
+    # One item submitted in time: their work counts, so the code is the completion code.
+    assert services.completion(participant)[0] == services.outcome_code(participant) == participant.link.completion_code
     assert _live(link).filter(rater=participant.user).count() == 1
 
 
@@ -85,8 +89,9 @@ def test_a_participant_for_whom_no_item_is_left_gets_the_screenout_code(client, 
     link = make_link(study, items=2, k=1, summaries=2)
     services.arrive(link=link, panel="prolific", external_id="P1")  # takes both items
     response = client.get(arrival_url(link, pid="P2"), follow=True)
+    assert response.status_code == 403
     assert f'id="completion-code">{SCREENOUT}<' in response.content.decode()
-    assert Participant.objects.get(external_id="P2").outcome == "screened_out"
+    assert not Participant.objects.filter(external_id="P2").exists()
 
 
 def test_a_participants_requests_renew_the_lease_without_a_write_each(client, study):

@@ -64,10 +64,12 @@ def test_a_link_naming_another_link_by_guessing_is_refused(client, study):
     assert Participant.objects.count() == 0
 
 
-def test_a_disabled_link_lets_nobody_in(client, study):
+def test_a_disabled_link_lets_nobody_new_in_and_gives_the_screenout_code(client, study):
     link = make_link(study)
     services.set_link_enabled(link=link, enabled=False)
-    assert client.get(arrival_url(link)).status_code == 404
+    response = client.get(arrival_url(link))
+    assert response.status_code == 403
+    assert f'id="completion-code">{SCREENOUT}<' in response.content.decode()
     assert Participant.objects.count() == 0
 
 
@@ -105,6 +107,7 @@ def test_the_participant_limit_holds(client, study):
     response = client.get(arrival_url(link, pid="P3"))
     assert response.status_code == 403
     assert "all the participants it needs" in response.content.decode()
+    assert f'id="completion-code">{SCREENOUT}<' in response.content.decode()
     assert Participant.objects.count() == 2
 
 
@@ -169,6 +172,8 @@ def test_finish_participation_keeps_the_first_outcome(study):
     assert again.outcome == "screened_out"
     with pytest.raises(services.ApplicationError):
         services.finish_participation(participant=participant, outcome="bored")
+    with pytest.raises(services.ApplicationError):
+        services.finish_participation(participant=participant, outcome="")
 
 
 def test_the_admin_creates_and_disables_a_link_on_the_page(client, study, rater_a, outsider):
@@ -212,4 +217,4 @@ def test_the_admin_creates_and_disables_a_link_on_the_page(client, study, rater_
     link.refresh_from_db()
     assert not link.enabled
     client.logout()
-    assert client.get(arrival_url(link)).status_code == 404
+    assert client.get(arrival_url(link)).status_code == 403

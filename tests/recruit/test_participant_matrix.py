@@ -23,6 +23,7 @@ REACHABLE = {
     "recruit:questionnaire",
     "recruit:not-passed",
     "recruit:done",
+    "recruit:leave",
     "annotate:rate",
     "annotate:feedback",
     "annotate:flag",
@@ -90,6 +91,9 @@ def test_a_participant_reaches_nothing_outside_its_study(client, world, study):
                     assert response.status_code not in (403, 500), (name, url, method, response.status_code)
                 else:
                     assert response.status_code in (404, 405), (name, url, method, response.status_code)
+                # Leaving, or skipping every item, ends the participation (and a finished
+                # participant's writes are refused): taking part again, for the next URLs.
+                Participant.objects.filter(pk=me.pk).update(outcome="", finished_at=None)
                 if name == "logout" and method == "post":
                     client.force_login(me.user)
                     session = client.session
