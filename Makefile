@@ -108,7 +108,7 @@ bench: install-dev
 
 # Side by side with Label Studio and doccano (tests/bench/peers/, docs/performance.md):
 # ours in the `make run` shape and on gunicorn + PostgreSQL, alternated with the peers
-# when PEERS=1 (installs them under var/bench-peers/; about 20 minutes a round).
+# when PEERS=1 (installs them under var/bench-peers/; about 11 minutes a round, plus the first install).
 # Benchmarks the committed HEAD. BENCH_ROUNDS=2 for two rounds.
 bench-peers: install-dev
 	$(BIN)/python tests/bench/bench_peers.py $(if $(PEERS),--peers) --rounds $(or $(BENCH_ROUNDS),1)

@@ -34,7 +34,7 @@ _CONTEXT = {"svg.fonttype": "path", "svg.hashsalt": "summary-ratings", "figure.d
 @cache
 def _pyplot():
     """matplotlib's pyplot on the Agg backend, imported on the first figure drawn: the
-    web app starts without matplotlib (issue 16) and only a plot request pays for it."""
+    web app starts without matplotlib and only a plot request pays for it."""
     import matplotlib
 
     matplotlib.use("Agg")

@@ -50,8 +50,8 @@ if TYPE_CHECKING:
 
 # The statistics (analysis.report, stats/: pandas, numpy, scipy, statsmodels,
 # krippendorff) and matplotlib are imported inside the functions that compute, so that the
-# web app, which imports this module for its report pages and API, starts without them
-# (issue 16). A worker pays for them on its first report.
+# web app, which imports this module for its report pages and API, starts without them.
+# A worker pays for them on its first report.
 
 # Bootstrap resamples per agreement interval (seeded, so a report is reproducible).
 BOOTSTRAP_RESAMPLES = 1000

@@ -1,5 +1,5 @@
 """The version of the report format, kept apart from the statistics so that the pages
-and the cache check can read it without importing them (issue 16: the web app starts
+and the cache check can read it without importing them (the web app starts
 without pandas, scipy, statsmodels or matplotlib).
 
 A change in what a report holds or how a figure in it is computed raises the version;
@@ -10,8 +10,8 @@ REPORT_VERSION = 16  # 16: FactPICO Table 4's pairing (each attribute against th
 # 15: agreement by question kind (choices, tickbox options, span sub-questions)
 # 14: a rater's answers excluded by an admin leave the report
 # 13: Bradley–Terry fitted by Newton to 1e-10 (was choix, 1e-5), all resamples at once
-# 12: qualification batches (issue 32) stay out of the analysis, as calibration does.
-# 11: comparisons (issue 31): preferences, Bradley–Terry rankings, position bias
+# 12: qualification batches stay out of the analysis, as calibration does.
+# 11: comparisons: preferences, Bradley–Terry rankings, position bias
 # 10: retrieval precision, recall and F1 per engine and regime (retrieval.csv)
 # 9: systems compared (stats.compare), after adjudication, summary.<field> groups,
 # agreement's items rated by two or more raters

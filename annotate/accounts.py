@@ -142,7 +142,7 @@ class ReportingPasswordResetForm(auth_forms.PasswordResetForm):
         self._connection = None
         try:
             # Inside the try: the file backend checks its folder when it is made
-            # (ImproperlyConfigured for a folder it cannot write: a 500 before, issue 27 F11).
+            # (ImproperlyConfigured for a folder it cannot write: a 500 before).
             self._connection = get_connection()
             self._connection.open()
             super().save(**kwargs)

@@ -63,7 +63,7 @@ class MembershipInline(admin.TabularInline):
 
     model = StudyMembership
     extra = 0
-    # The queue-order seed is drawn at random when the membership is made (issue 35: the
+    # The queue-order seed is drawn at random when the membership is made (the
     # form demanded an unexplained number); it is shown, not asked for.
     fields = ["user", "role", "order_seed"]
     readonly_fields = ["order_seed"]
@@ -103,7 +103,7 @@ class StudyAdmin(admin.ModelAdmin):
     def formfield_for_foreignkey(self, db_field, request, **kwargs):
         if db_field.name == "rubric" and self.has_add_permission(request):
             # The built-in rubrics are offered before any has been loaded from the command
-            # line (issue 35: "Add study" had an empty rubric list). Loading is idempotent:
+            # line ("Add study" had an empty rubric list). Loading is idempotent:
             # an unchanged file is the stored version.
             for key in builtin_rubric_keys():
                 load_builtin_rubric(key=key)
@@ -213,7 +213,7 @@ class AssignmentAdmin(admin.ModelAdmin):
     # its rater's username.
     search_fields = ["=uuid", "summary__key", "rater__username"]
     # Ids, not selects: a select of every assignment ("Moved to") or every batch of every
-    # study grows with the data (0.75 s on the demo already).
+    # study grows with the data.
     raw_id_fields = ["summary", "rater", "batch", "moved_to"]
     readonly_fields = [
         "uuid",

@@ -1,4 +1,4 @@
-"""Accounts and study members, managed by study admins on the study's pages (issue 35).
+"""Accounts and study members, managed by study admins on the study's pages.
 
 A study admin (anyone who administers the study: annotate.selectors.access) may:
 

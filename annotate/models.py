@@ -185,7 +185,7 @@ class Source(TimeStamped):
     text = models.TextField(help_text="The whole context; sentences are character spans of it.")
     # The sentences as [start, end, ref] character spans of `text`, in order (see
     # Sentence). One JSON value in the source's own row, not a row per sentence: a
-    # source's sentences are written once with its text and read whole (issue 30: the
+    # source's sentences are written once with its text and read whole (the
     # harness's 500-task import wrote 12,000 sentence rows, a third of its time).
     sentence_spans = models.JSONField(
         default=list, blank=True, help_text="[start, end, ref] per sentence: character spans of text, in order."
@@ -651,7 +651,7 @@ class Span(TimeStamped):
         return f"{self.revision}: {self.question} span {self.index}"
 
     # The columns an answer is made of: values(*ANSWER_FIELDS) rows give answer_from() what
-    # it needs without building Span objects (the answers list and stream, issue 19).
+    # it needs without building Span objects (the answers list and stream).
     ANSWER_FIELDS = (
         "target",
         "start",

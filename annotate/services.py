@@ -557,7 +557,7 @@ def write_draft_answers(
 ) -> None:
     """Make a draft revision's ratings, rationales and spans equal `clean` (drafts only).
 
-    In a fixed number of queries, whatever the number of answers (issue 16: the submit
+    In a fixed number of queries, whatever the number of answers (the submit
     path does the minimum): the revision's ratings are read once (or not at all for a
     `new` revision; a revision from latest_revision has them prefetched), then each
     kind of change is one bulk statement. `findings` maps a finding's uuid to its id

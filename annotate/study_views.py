@@ -1,4 +1,4 @@
-"""Setting a study up from the browser (issue 35): a new study, a rubric upload, the
+"""Setting a study up from the browser: a new study, a rubric upload, the
 study's members (invites, existing accounts, roles, removal) and the page an invited
 person sets their password on. Thin: a form, a service from annotate.services or
 annotate.members, a page. Who may do what: annotate.members' docstring and docs/accounts.md.

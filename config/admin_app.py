@@ -1,4 +1,4 @@
-"""The admin app without discovery at start-up (issue 30: a command's start-up).
+"""The admin app without discovery at start-up (a command's start-up).
 
 Django's AdminConfig imports every app's `admin` module (and with them their forms) in
 `django.setup()`, so every management command paid for them, `import_jsonl` and the Celery

@@ -1,4 +1,4 @@
-"""Health checks for load balancers and orchestrators (issue 33), without authentication,
+"""Health checks for load balancers and orchestrators, without authentication,
 without any study data, and cheap enough to call every few seconds:
 
     GET /healthz   the process is up and answers (no database, no broker, no storage): 200

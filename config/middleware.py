@@ -43,7 +43,7 @@ class RequestBodyLimitMiddleware:
 
     - a body that is not a file upload (JSON, a form) larger than
       DATA_UPLOAD_MAX_MEMORY_SIZE: 413. Django raised RequestDataTooBig while reading it,
-      which became "400 The request is not valid." (issue 27, F9). File uploads
+      which became "400 The request is not valid." File uploads
       (multipart/form-data) are checked by the views that take them (MAX_IMPORT_BYTES).
     - a chunked body (Transfer-Encoding: chunked, no Content-Length): 411. Django reads a
       WSGI body only as far as its Content-Length, so a chunked upload arrived empty and

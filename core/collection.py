@@ -1,4 +1,4 @@
-"""Fewer garbage collections while a bulk job allocates (issue 30).
+"""Fewer garbage collections while a bulk job allocates.
 
 An import builds tens of thousands of small containers (a 500-task file: 1,000 model
 instances, 12,000 sentence spans, the decoded lines), and CPython runs a generation-0

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 # DRF is imported where it is used, not here: every service module imports this one for
 # ApplicationError, and DRF's import (its compat module pulls in psycopg's types, requests,
-# markdown and pygments) was a fifth of `manage.py import_jsonl`'s start-up (issue 30).
+# markdown and pygments) was a fifth of `manage.py import_jsonl`'s start-up.
 
 
 class ApplicationError(Exception):

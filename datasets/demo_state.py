@@ -1,4 +1,4 @@
-"""Whether a demo is already loaded: a cheap check before any heavy import (issue 30).
+"""Whether a demo is already loaded: a cheap check before any heavy import.
 
 `make run` loads the demos on every start (`manage.py prepare --demo`). Once
 they are in the database, the loaders (`load_demo`, `load_question_demo`) ask this

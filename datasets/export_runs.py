@@ -1,4 +1,4 @@
-"""Dataset exports started over the API or from the admin (issue 18): one row per run
+"""Dataset exports started over the API or from the admin: one row per run
 (datasets.models.ExportRun, its state as datasets.run_state keeps it), and its files in the
 "exports" storage (core.storage):
 

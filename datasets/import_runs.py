@@ -1,4 +1,4 @@
-"""Imports of JSON Lines over the API and from the study pages (issue 19): upload a file,
+"""Imports of JSON Lines over the API and from the study pages: upload a file,
 then poll its run.
 
 The import itself is datasets.importing.import_records, the same all-or-nothing import as

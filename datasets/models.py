@@ -1,4 +1,4 @@
-"""The run state of dataset imports and exports, one row per run (issue 33): what the API
+"""The run state of dataset imports and exports, one row per run: what the API
 and pages answer, which worker holds the run and until when (its lease), and why it failed.
 
 A worker claims a run with one conditional UPDATE (pending, or running with its lease run

@@ -98,7 +98,7 @@ def import_retry(request, slug, import_id):
     return redirect("datasets:imports", slug=study.slug)
 
 
-# --- exports (issue 35): the same service and task as POST /api/studies/<slug>/exports/ ---
+# --- exports: the same service and task as POST /api/studies/<slug>/exports/ ---
 
 
 class ExportForm(forms.Form):

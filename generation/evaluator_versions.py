@@ -1,4 +1,4 @@
-"""What names an evaluator run's version, without the evaluators themselves (issue 30).
+"""What names an evaluator run's version, without the evaluators themselves.
 
 generation.evaluators imports the LLM gateway (openai, tiktoken, pydantic, httpx: about a
 second of imports); the study report only needs to know which stored run of the

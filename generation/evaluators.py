@@ -1,5 +1,5 @@
 """Automatic evaluators: runnable, versioned scorers whose scores are stored beside the
-human ratings (issue 18; docs/evaluators.md).
+human ratings (docs/evaluators.md).
 
 An evaluator has a name, a version (a hash of its model, parameters and prompt versions)
 and produces, per summary, named scores with their provenance (the LLM call, the

@@ -1,4 +1,4 @@
-"""A rubric judge: an LLM that answers the study's own rubric, like a rater (issue 18).
+"""A rubric judge: an LLM that answers the study's own rubric, like a rater.
 
 The judge answers every scale, choice, checkbox and text question of the rubric, and the
 questions asked once per finding of the source or per claim of the summary, with
@@ -252,7 +252,7 @@ def judge_summary(*, run: JudgeRun, summary: Summary, gateway: Gateway) -> Judge
     return answer
 
 
-# --- comparisons (issue 31) ----------------------------------------------------------------
+# --- comparisons ----------------------------------------------------------------
 #
 # A comparison item is asked twice, its summaries shown in one order and then in the other
 # (A and B swapped). Each answer is checked by the rubric as a rater's would be. The judge's

@@ -24,7 +24,7 @@ the cut-off day's year (an article of the same year cannot be shown to come befo
 source with no date is left out of a date-restricted search.
 
 bm25s, numpy and PyStemmer are imported when an index is built or searched, not with
-this module: the web app and `make run`'s master import it without needing them (issue 30).
+this module: the web app and `make run`'s master import it without needing them.
 """
 
 from __future__ import annotations

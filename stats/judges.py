@@ -1,5 +1,5 @@
 """Is an automatic judge as consistent with each rater as raters are with each other?
-(issue 18; FactPICO's and Factored Verification's question about LLM evaluators). Pure.
+(FactPICO's and Factored Verification's question about LLM evaluators). Pure.
 
 For one scale question: Cohen's kappa (stats.agreement.cohen_kappa: sklearn with the
 full scale as labels; quadratic weights for the summary figure, as for ordinal scales)

@@ -137,7 +137,7 @@ def holm(pvalues: Sequence[float]) -> list[float]:
     finite = np.isfinite(p)
     if finite.any():
         # statsmodels' own steps, in numpy: its multipletests runs gc.collect() on every
-        # call, which cost ~0.15 s each in the report (tests/analysis compares the two).
+        # call, which the report would pay per family (tests/analysis compares the two).
         family = p[finite]
         order = np.argsort(family)
         steps = np.arange(family.size, 0, -1) * family[order]
@@ -312,7 +312,7 @@ def _scott_bandwidth(data: np.ndarray) -> float:
 def _gaussian_kde(data: np.ndarray, width: float, grid: np.ndarray) -> np.ndarray:
     """gaussian_kde(data)(grid) for one dimension, in numpy: the mean of normal densities
     of sd `width` centred on the data (scipy's evaluate solves a triangular system per
-    call, which cost ~7 ms each in the report; tests/analysis compares the two)."""
+    call; tests/analysis compares the two)."""
     z = (grid[:, None] - data[None, :]) / width
     return np.exp(-0.5 * z * z).sum(axis=1) / (data.size * width * math.sqrt(2 * math.pi))
 

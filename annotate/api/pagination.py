@@ -7,7 +7,7 @@ with the list's size and the page number.
 `?cursor=` (empty for the first page, then the `next` link) answers `{next, results}`: the
 next link carries the ordering key of the page's last row, and the next page is "the rows
 after that key" read along the list's index. No count and no offset: a page costs the same
-at any depth of any list (issue 19). The list's order must be unique: a view names it in
+at any depth of any list. The list's order must be unique: a view names it in
 `cursor_ordering` (fields of its queryset's model, ascending). Rows inserted before the
 cursor's position after the first page are not seen by the pages that follow; the cursor
 never repeats or skips a row that existed throughout.

@@ -405,7 +405,7 @@ class BatchAnswerList(FakeViewMixin, generics.GenericAPIView):
     @extend_schema(parameters=[AnswerQuery], responses=AnswerRowSerializer(many=True))
     def get(self, request, slug, batch_uuid):
         _, _, revisions = _requested_answers(request, slug, batch_uuid)
-        # The database counts and slices; only the page's rows are built (issue 19).
+        # The database counts and slices; only the page's rows are built.
         page = self.paginate_queryset(revisions.only("pk"))
         rows = answer_rows([revision.pk for revision in page])
         return self.get_paginated_response(AnswerRowSerializer(rows, many=True).data)

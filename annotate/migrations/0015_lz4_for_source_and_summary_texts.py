@@ -1,6 +1,6 @@
 """PostgreSQL compresses a long text (over about 2 KB, most abstracts) when the row is
-written. Its default method, pglz, took half of a 500-source import's COPY on the server
-(issue 30: the COPY of the harness's 500 sources took 25 ms with pglz, 13 with lz4). lz4 compresses faster and reads back
+written. Its default method, pglz, took half of a 500-source import's time on the server
+(docs/performance.md). lz4 compresses faster and reads back
 faster, at a slightly lower ratio. Rows stored before keep their method; PostgreSQL reads
 both.
 

@@ -1,4 +1,4 @@
-"""A source's and a summary's study key lose their own index (issue 30, tenth round): the
+"""A source's and a summary's study key lose their own index: the
 unique (study, key) index starts with it and answers the same lookups, so each new row had
 two indexes to update for one use. SQLite rebuilds the two tables, as it does for any
 altered field."""

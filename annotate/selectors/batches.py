@@ -218,7 +218,7 @@ def batch_answer_revisions(
     in `phase`), as a queryset in the order of the assignments' index (batch, summary,
     rater): items in the order they were imported, then raters in the order their accounts
     were made. The database picks and orders them along that index, so a page of it reads
-    only its own rows (issue 19). answer_rows() turns a page into rows."""
+    only its own rows. answer_rows() turns a page into rows."""
     newer = Revision.objects.filter(
         assignment_id=OuterRef("assignment_id"),
         phase=OuterRef("phase"),

@@ -67,7 +67,7 @@ def study_counts(study: Study) -> dict[str, int]:
 def count_of(model, field: str, *, outer: str = "pk"):
     """The number of `model` rows whose `field` is the outer row's `outer`, as a correlated
     subquery: the database counts for the rows it returns (a page), where a JOIN with
-    COUNT and GROUP BY would count for every row of the study first (issue 19)."""
+    COUNT and GROUP BY would count for every row of the study first."""
     counted = (
         model.objects.filter(**{field: OuterRef(outer)}).order_by().values(field).annotate(n=Count("pk")).values("n")
     )

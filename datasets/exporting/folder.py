@@ -168,7 +168,7 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("rubric_key", "str"),
         ("rubric_version", "int"),
     ),
-    # Pairwise comparisons (issue 31; docs/pairwise.md): each comparison's summaries, and
+    # Pairwise comparisons (docs/pairwise.md): each comparison's summaries, and
     # every counting answer to a comparison question with the sides it was shown on.
     "comparisons": (
         ("comparison_key", "str"),
@@ -188,7 +188,7 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("spans", "json"),
         *_REVISION_COLUMNS,
     ),
-    # The qualification gate (issue 32; docs/qualification.md): every scored attempt, by
+    # The qualification gate (docs/qualification.md): every scored attempt, by
     # pseudonym, with the pass rule it was scored under.
     "qualification_attempts": (
         ("rater", "str"),
@@ -202,7 +202,7 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("rule", "json"),
         ("retries_allowed", "int"),
     ),
-    # Live quality (issue 32; docs/monitoring.md): a rater's answers in a batch an admin
+    # Live quality (docs/monitoring.md): a rater's answers in a batch an admin
     # excluded from the analysis (left out of the answer tables), with who, when and why;
     # and the raters' questions to the admins about items, with the answers.
     "exclusions": (
@@ -235,7 +235,7 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("via", "str"),
         ("changed_at", "str"),
     ),
-    # Onboarding (issue 32; docs/recruitment.md): per rater, their consent decisions, the
+    # Onboarding (docs/recruitment.md): per rater, their consent decisions, the
     # instructions acknowledged and the background questionnaire, by pseudonym only (never
     # a panel's participant, study or session id).
     "onboarding": (
@@ -276,9 +276,8 @@ def iso_timestamp(value: datetime | None) -> str | None:
 def arrow_pool():
     """The memory pool of the export's Arrow work: jemalloc where the pyarrow wheel has
     it (it hands freed memory back to the system), else the system allocator. pyarrow's
-    default, mimalloc, kept about 50 MiB more at the peak of a 1,000,000-answer export
-    (436 against 487 MiB, measured); the pool is passed to each call, not set for the
-    whole process."""
+    default, mimalloc, kept more memory at the peak of a large export; the pool is passed
+    to each call, not set for the whole process."""
     import pyarrow as pa
 
     try:

@@ -1,5 +1,5 @@
 """Compute studies' reports into the report cache now, in this process, so that the report
-page's first visit serves them instead of queueing them (issue 30).
+page's first visit serves them instead of queueing them.
 
     manage.py compute_reports demo-litsumm demo-factpico [--phase all]
 
