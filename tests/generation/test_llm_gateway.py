@@ -121,9 +121,10 @@ def test_server_errors_are_retried_with_growing_waits(serve, monkeypatch):
     server = serve(steps={"generate": [Reply(status=503), Reply(status=500), Reply(content="done")]})
     assert complete().text == "done"
     times = [r.received_at for r in server.requests]
-    # Equal jitter: wait n is between half and all of base * 2**(n-1).
-    assert 0.1 <= times[1] - times[0] < 0.2 + 0.15
-    assert 0.2 <= times[2] - times[1] < 0.4 + 0.15
+    # Equal jitter: wait n is at least half of base * 2**(n-1) (its upper end is the
+    # jitter's, which a loaded machine's scheduling can stretch: not asserted).
+    assert times[1] - times[0] >= 0.1
+    assert times[2] - times[1] >= 0.2
     assert [c.status_code for c in LLMCall.objects.order_by("attempt")] == [503, 500, 200]
 
 
