@@ -103,6 +103,7 @@ bench: install-dev
 	$(BIN)/python tests/bench/bench_export.py
 	$(BIN)/python tests/bench/bench_rating_page.py --runs 7
 	$(BIN)/python tests/bench/bench_bulk.py
+	$(BIN)/python tests/bench/bench_import_rest.py
 	$(BIN)/python tests/bench/bench_questions.py --latency 0.5
 	$(BIN)/python tests/bench/bench_evaluators.py --summaries 2000 --runs 3
 
