@@ -178,3 +178,17 @@ def test_the_page_costs_the_same_queries_for_two_or_ten_participants(client, stu
     with django_assert_num_queries(len(two.captured_queries)):
         page = client.get(_url(study)).content.decode()
     assert page.count("<tr data-participant=") == 10
+
+
+def test_panel_ids_reach_no_log_line(client, study, boss, caplog):
+    """An arrival, a turned-away arrival and a search by panel id log paths only."""
+    caplog.set_level("DEBUG")
+    link = make_link(study, participants=1)
+    client.get(f"/r/{services.link_token(link)}/?PROLIFIC_PID=SECRETPID1&STUDY_ID=S&SESSION_ID=X")
+    client.logout()
+    client.get(f"/r/{services.link_token(link)}/?PROLIFIC_PID=SECRETPID2&STUDY_ID=S&SESSION_ID=Y")
+    client.force_login(boss)
+    client.post(_url(study), {"action": "search", "panel_id": "SECRETPID1"})
+    client.post(_url(study), {"action": "retry", "participant": "not-a-uuid", "panel_id": "SECRETPID1"})
+    assert caplog.records  # the turned-away arrival (403) and the bad action (400) were logged
+    assert "SECRETPID" not in caplog.text
