@@ -127,7 +127,9 @@ def test_a_lab_starts_empty_and_runs_its_own_study_from_the_browser(page, browse
     page.get_by_label("Rubric YAML file").set_input_files(
         files=[{"name": "labclarity.yaml", "mimeType": "text/yaml", "buffer": yaml.safe_dump(definition).encode()}]
     )
-    page.get_by_role("button", name="Upload rubric").click()
+    # The rating form from the file first, then the rubric stored.
+    page.get_by_role("button", name="Preview").click()
+    page.get_by_role("button", name="Save rubric labclarity").click()
     expect(page.locator(".messages")).to_contain_text("Rubric labclarity stored as version 1")
     page.get_by_role("link", name="New study").click()
     page.get_by_label("Title").fill("Lab clarity study")
