@@ -215,7 +215,7 @@ def _check_may_change(*, rubric: Rubric, user) -> None:
 def rename_rubric(*, rubric: Rubric, title: str, user) -> Rubric:
     """A new title for a stored version no study uses (its owner or a superuser): the
     definition's `title` changes with it, so the stored file and its hash stay one."""
-    rubric = Rubric.objects.select_for_update().select_related("owner").get(pk=rubric.pk)
+    rubric = Rubric.objects.select_for_update(of=("self",)).select_related("owner").get(pk=rubric.pk)
     _check_may_change(rubric=rubric, user=user)
     check_text(title, "title")
     title = title.strip()
@@ -230,7 +230,7 @@ def rename_rubric(*, rubric: Rubric, title: str, user) -> Rubric:
 @transaction.atomic
 def delete_rubric(*, rubric: Rubric, user) -> None:
     """Delete a stored version no study uses (its owner or a superuser)."""
-    rubric = Rubric.objects.select_for_update().select_related("owner").get(pk=rubric.pk)
+    rubric = Rubric.objects.select_for_update(of=("self",)).select_related("owner").get(pk=rubric.pk)
     _check_may_change(rubric=rubric, user=user)
     try:
         with transaction.atomic():
