@@ -618,21 +618,13 @@ class _RecordWriter:
 
 def _refuse_rated_sources(updated: list[tuple[int, dict, Source, dict]]) -> None:
     """A source whose text would change may not have ratings (human work is protected)."""
-    text_changed = [
+    changed = [
         (line, source)
         for line, d, source, _ in updated
         if source.text != d["text"] or source.sentence_spans != d["sentence_spans"]
     ]
-    if not text_changed:
-        return
-    rated = set(
-        Revision.objects.filter(assignment__summary__source__in=[s for _, s in text_changed]).values_list(
-            "assignment__summary__source_id", flat=True
-        )
-    )
-    for line, source in text_changed:
-        if source.pk in rated:
-            raise ImportLineError(line, "sentences", f"source {source.key!r} has ratings; its text cannot change")
+    for line, source in _rated(changed, "assignment__summary__source"):
+        raise ImportLineError(line, "sentences", f"source {source.key!r} has ratings; its text cannot change")
 
 
 def _refuse_rated_summaries(updated: list[tuple[int, dict, Summary, dict]]) -> None:
@@ -642,18 +634,20 @@ def _refuse_rated_summaries(updated: list[tuple[int, dict, Summary, dict]]) -> N
         for line, d, summary, values in updated
         if summary.text != d["text"] or summary.source_id != values["source_id"]
     ]
-    if not moved:
-        return
-    rated = set(
-        Revision.objects.filter(assignment__summary__in=[s for _, s in moved]).values_list(
-            "assignment__summary_id", flat=True
+    for line, summary in _rated(moved, "assignment__summary"):
+        raise ImportLineError(
+            line, "text", f"summary {summary.key!r} has ratings; import a changed text under a new key"
         )
+
+
+def _rated(changed: list[tuple[int, Any]], path: str) -> list[tuple[int, Any]]:
+    """The (line, row) pairs of `changed` whose row has a revision through `path`, in order."""
+    if not changed:
+        return []
+    rated = set(
+        Revision.objects.filter(**{f"{path}__in": [row for _, row in changed]}).values_list(f"{path}_id", flat=True)
     )
-    for line, summary in moved:
-        if summary.pk in rated:
-            raise ImportLineError(
-                line, "text", f"summary {summary.key!r} has ratings; import a changed text under a new key"
-            )
+    return [(line, row) for line, row in changed if row.pk in rated]
 
 
 def _refuse_rated_findings(changed: list[tuple[int, str, Finding]]) -> None:

@@ -805,6 +805,17 @@
     setStatus("Draft saved at " + new Date().toLocaleTimeString());
   }
 
+  function refused(result) {
+    const message = (result.error && result.error.message) || "The server refused it.";
+    setStatus("Draft not saved. " + message);
+    showSaveProblem("Draft not saved. " + message);
+  }
+
+  function unreachable() {
+    setStatus("Draft not saved (offline?). Your answers are still on this page.");
+    showSaveProblem("Draft not saved (offline?). Your answers are still on this page.");
+  }
+
   function conflict(result) {
     stopped = true;
     setStatus((result.error && result.error.message) || "Changed elsewhere: reload the page.");
@@ -826,14 +837,9 @@
         if (body.seq < seq) return;
         conflict(r.result);
       } else {
-        const message = (r.result.error && r.result.error.message) || "The server refused it.";
-        setStatus("Draft not saved. " + message);
-        showSaveProblem("Draft not saved. " + message);
+        refused(r.result);
       }
-    }).catch(function () {
-      setStatus("Draft not saved (offline?). Your answers are still on this page.");
-      showSaveProblem("Draft not saved (offline?). Your answers are still on this page.");
-    }).finally(afterSave);
+    }).catch(unreachable).finally(afterSave);
     return saving;
   }
   function afterSave() {
@@ -898,14 +904,9 @@
         writeStored("sessionStorage", unsentKey, null);
         conflict(r.result);
       } else {
-        const message = (r.result.error && r.result.error.message) || "The server refused it.";
-        setStatus("Draft not saved. " + message);
-        showSaveProblem("Draft not saved. " + message);
+        refused(r.result);
       }
-    }).catch(function () {
-      setStatus("Draft not saved (offline?). Your answers are still on this page.");
-      showSaveProblem("Draft not saved (offline?). Your answers are still on this page.");
-    }).finally(afterSave);
+    }).catch(unreachable).finally(afterSave);
   }
 
   function scheduleSave() {
