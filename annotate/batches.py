@@ -427,13 +427,27 @@ def preview_batch(**options) -> dict[str, Any]:
     """What create_batch(**options) would create, without keeping anything: the batch is
     built in a transaction that is then rolled back. Errors are create_batch's own.
     Returns items (distinct summaries), assignments, skipped_pairs, per_rater
-    (username -> assignments), per_system (generator -> (items, assignments)) and
-    per_pair ((username, username) -> items both are given), so the balance of the
-    design over systems and rater pairs can be checked before creating it."""
+    (username -> assignments), per_system (generator -> (items, assignments), single
+    summaries only), per_pair ((username, username) -> items both are given), and for
+    comparisons per_system_pair ("a vs b" -> (comparisons, assignments)) and per_side
+    (generator -> (shown as A, shown as B)), so the balance of the design over systems,
+    sides and rater pairs can be checked before creating it (the last two only when the
+    batch has comparisons)."""
     try:
         with transaction.atomic():
             batch = create_batch(**options)
             rows = list(batch.assignments.values_list("summary_id", "summary__generator", "rater__username"))
+            shown = [
+                (summary, order)
+                for summary, order in batch.assignments.values_list("summary_id", "shown_order")
+                if order
+            ]
+            shown_uuids = {uuid for _, order in shown for uuid in order}
+            generator_of = {
+                str(uuid): generator
+                for uuid, generator in Summary.objects.filter(uuid__in=shown_uuids).values_list("uuid", "generator")
+            }
+            single = [row for row in rows if row[1] != Comparison.ITEM_GENERATOR]
             raise _Preview(
                 {
                     "items": len({summary for summary, _, _ in rows}),
@@ -441,6 +455,8 @@ def preview_batch(**options) -> dict[str, Any]:
                     "skipped_pairs": batch.skipped_pairs,
                     "held_summaries": batch.held_summaries,
                     **preview_tables(rows),
+                    "per_system": preview_tables(single)["per_system"],
+                    **(comparison_tables(shown, generator_of) if shown else {}),
                 }
             )
     except _Preview as done:
@@ -469,6 +485,26 @@ def preview_tables(rows: Sequence[tuple[Any, str, str]]) -> dict[str, dict]:
         "per_rater": dict(sorted(per_rater.items())),
         "per_system": {g: tuple(v) for g, v in sorted(per_system.items())},
         "per_pair": dict(sorted(per_pair.items())),
+    }
+
+
+def comparison_tables(shown: Sequence[tuple[Any, list[str]]], generator_of: dict[str, str]) -> dict[str, dict]:
+    """From (comparison item, summaries as shown left to right) of each comparison
+    assignment and each summary's generator: (comparisons, assignments) per pair of
+    systems, and per system how often it is shown on each side (A, B), the
+    counterbalancing a side-by-side design promises. Empty for a batch of single summaries."""
+    per_system_pair: dict[str, list] = {}
+    per_side: dict[str, list[int]] = {}
+    for item, order in shown:
+        generators = [generator_of.get(uuid, "?") for uuid in order]
+        counts = per_system_pair.setdefault(" vs ".join(sorted(generators)), [set(), 0])
+        counts[0].add(item)
+        counts[1] += 1
+        for side, generator in enumerate(generators[:2]):
+            per_side.setdefault(generator, [0, 0])[side] += 1
+    return {
+        "per_system_pair": {pair: (len(items), n) for pair, (items, n) in sorted(per_system_pair.items())},
+        "per_side": {g: tuple(v) for g, v in sorted(per_side.items())},
     }
 
 

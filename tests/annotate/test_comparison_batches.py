@@ -7,7 +7,7 @@ import pytest
 from django.urls import reverse
 
 from annotate import batches
-from annotate.models import Assignment, Comparison, ComparisonMember, StudyMembership
+from annotate.models import Assignment, Comparison, ComparisonMember, StudyMembership, Summary
 from annotate.services import add_study_member, load_builtin_rubric, submit_rating
 from tests.conftest import api_client_for
 from tests.factories import SourceFactory, StudyFactory, SummaryFactory, UserFactory
@@ -263,3 +263,39 @@ def test_adjudication_page_of_a_comparison(client, pairwise_study, raters, admin
     response = client.post(url, {"action": "consensus", "question": "overall", "value": str(members[1].uuid)})
     assert response.status_code == 302
     assert item.consensus_answers.get().value == {"preferred": str(members[1].uuid)}
+
+
+def test_the_preview_counts_comparisons_per_pair_of_systems_and_per_side(pairwise_study, raters):
+    options = dict(study=pairwise_study, raters=raters, design="comparisons", seed=5, k=3)
+    preview = batches.preview_batch(name="p", **options)
+    # No pseudo-system: the comparison items are counted by the systems they show.
+    assert Comparison.ITEM_GENERATOR not in preview["per_system"]
+    made = batches.create_batch(name="a", **options)
+    generator = {str(s.uuid): s.generator for s in Summary.objects.filter(source__study=pairwise_study)}
+    pairs, sides = Counter(), Counter()
+    items = {}
+    for a in made.assignments.all():
+        shown = [generator[u] for u in a.shown_order]
+        pair = " vs ".join(sorted(shown))
+        pairs[pair] += 1
+        items.setdefault(pair, set()).add(a.summary_id)
+        for side, system in enumerate(shown):
+            sides[(system, side)] += 1
+    assert preview["per_system_pair"] == {p: (len(items[p]), pairs[p]) for p in sorted(pairs)}
+    assert preview["per_side"] == {s: (sides[(s, 0)], sides[(s, 1)]) for s in sorted(SYSTEMS)}
+    # Three systems, every pair of them on every source, each asked of all three raters.
+    assert set(preview["per_system_pair"].values()) == {(4, 12)}
+    assert all(abs(a - b) <= 3 for a, b in preview["per_side"].values())
+
+
+def test_the_batch_page_previews_pairs_of_systems_and_sides(client, pairwise_study, raters, admin_user):
+    for r in raters:
+        add_study_member(study=pairwise_study, user=r, role=StudyMembership.Role.RATER)
+    client.force_login(admin_user)
+    url = reverse("studies:batch-create", kwargs={"slug": pairwise_study.slug})
+    form = {"name": "p", "kind": "main", "raters": [r.pk for r in raters[:2]], "design": "comparisons"}
+    page = client.post(url, {**form, "k": 2, "share": 0.2, "m": 1, "seed": 5, "action": "preview"})
+    html = page.content.decode()
+    assert page.status_code == 200 and 'id="preview-system-pairs"' in html and 'id="preview-sides"' in html
+    assert "alpha vs beta" in html and Comparison.ITEM_GENERATOR not in html
+    assert not pairwise_study.batches.exists()
