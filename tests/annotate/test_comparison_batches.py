@@ -298,4 +298,6 @@ def test_the_batch_page_previews_pairs_of_systems_and_sides(client, pairwise_stu
     html = page.content.decode()
     assert page.status_code == 200 and 'id="preview-system-pairs"' in html and 'id="preview-sides"' in html
     assert "alpha vs beta" in html and Comparison.ITEM_GENERATOR not in html
+    # Four sources, three pairs of systems each: the items are counted as comparisons.
+    assert "on <strong>12 comparisons</strong>" in html
     assert not pairwise_study.batches.exists()
