@@ -1,4 +1,5 @@
-"""HTML pages for raters. Thin: look up through a selector, call a service, render."""
+"""HTML pages for raters and study admins. Thin: check access through a selector, parse
+the input, call a service or a page model (annotate/pages/), render."""
 
 from __future__ import annotations
 
@@ -12,12 +13,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from annotate import batches, qualification, services
-from annotate.forms import (
-    BatchForm,
-    BatchItemActionForm,
-    RateActionForm,
-    answers_from_post,
-)
+from annotate.forms import BatchForm, BatchItemActionForm, RateActionForm, answers_from_post
 from annotate.members import may_create_studies
 from annotate.models import Assignment, Summary
 from annotate.monitoring import raise_flag
