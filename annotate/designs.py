@@ -1,6 +1,6 @@
 """Assignment designs as pure functions over ids (no database).
 
-The service in `annotate.services` persists what these return.
+The services in `annotate.services` persist what these return.
 """
 
 from __future__ import annotations

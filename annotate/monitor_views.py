@@ -11,10 +11,10 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from annotate import monitoring
 from annotate.selectors.access import get_study_for_admin
 from annotate.selectors.batches import get_batch
 from annotate.selectors.monitor import DEFAULT_FAST_FRACTION, batch_monitor, get_study_flag, study_flags
+from annotate.services import monitoring
 from core.exceptions import ApplicationError
 
 MONITOR_ACTIONS = ("pause", "resume", "reassign", "exclude")

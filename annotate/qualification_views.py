@@ -11,13 +11,13 @@ from django.db.models import Q
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
-from annotate import batches, qualification
 from annotate.forms import GoldAnswerForm, QualificationRuleForm, answers_from_post
 from annotate.models import Assignment, Batch, ComparisonMember, ExpectedAnswer, QualificationAttempt, Summary
 from annotate.rubrics import AnswerValidationError
 from annotate.selectors.access import get_study_for_admin
 from annotate.selectors.contents import rubric_definition
 from annotate.selectors.queue import ShownSummary
+from annotate.services import adjudication, qualification
 from annotate.views import _question_views
 from core.exceptions import ApplicationError
 
@@ -187,7 +187,7 @@ def gold_form(request, slug, summary_uuid):
             if not form.is_valid():
                 errors["__all__"] = form.error_message()
             else:
-                batches.record_expected_answer(
+                adjudication.record_expected_answer(
                     study=study,
                     summary=summary,
                     purpose=form.cleaned_data["purpose"],

@@ -13,7 +13,6 @@ from django.utils.html import escape
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_http_methods
 
-from annotate import batches, qualification, services
 from annotate.forms import (
     BatchForm,
     BatchItemActionForm,
@@ -24,9 +23,7 @@ from annotate.forms import (
     spans_field,
     strength_field,
 )
-from annotate.members import may_create_studies
 from annotate.models import Assignment, Batch, ItemFlag, Revision, Summary
-from annotate.monitoring import raise_flag
 from annotate.rubrics import TIE, AnswerValidationError
 from annotate.selectors.access import (
     get_study_for_admin,
@@ -62,6 +59,9 @@ from annotate.selectors.queue import (
     shown_summaries,
     training_feedback,
 )
+from annotate.services import adjudication, batches, qualification, ratings
+from annotate.services.members import may_create_studies
+from annotate.services.monitoring import raise_flag
 from core.exceptions import ApplicationError, StaleWriteError
 from core.text_validation import check_text
 
@@ -122,7 +122,7 @@ def queue(request):
         {
             "assignments": assignments,
             "studies": [_study_way(request.user, p) for p in queue_progress(request.user)],
-            "paused_message": services.PAUSED_MESSAGE,
+            "paused_message": ratings.PAUSED_MESSAGE,
         },
     )
 
@@ -360,7 +360,7 @@ def _to_next_item(request, assignment):
 
 
 def _submit(request, assignment, data, answers, rationales):
-    _write_answers(services.submit_rating, request, assignment, data, answers, rationales)
+    _write_answers(ratings.submit_rating, request, assignment, data, answers, rationales)
     messages.success(request, "Rating submitted.")
     if training_feedback(assignment) is not None:
         return redirect("annotate:feedback", assignment_uuid=assignment.uuid)
@@ -368,7 +368,7 @@ def _submit(request, assignment, data, answers, rationales):
 
 
 def _skip(request, assignment, data, answers, rationales):
-    services.skip_assignment(
+    ratings.skip_assignment(
         assignment=assignment, rater=request.user, version=data["version"], reason=data["skip_reason"]
     )
     messages.info(request, "Item skipped. It stays in your queue, where you can rate it after all.")
@@ -377,7 +377,7 @@ def _skip(request, assignment, data, answers, rationales):
 
 def _reopen(request, assignment, data, answers, rationales):
     was_skipped = assignment.state == Assignment.State.SKIPPED
-    services.reopen_rating(assignment=assignment, rater=request.user, version=data["version"])
+    ratings.reopen_rating(assignment=assignment, rater=request.user, version=data["version"])
     if was_skipped:
         messages.info(request, "Item reopened: it is yours to rate again.")
     else:
@@ -386,7 +386,7 @@ def _reopen(request, assignment, data, answers, rationales):
 
 
 def _save(request, assignment, data, answers, rationales):
-    _write_answers(services.save_draft, request, assignment, data, answers, rationales)
+    _write_answers(ratings.save_draft, request, assignment, data, answers, rationales)
     messages.success(request, "Draft saved.")
     return redirect("annotate:rate", assignment_uuid=assignment.uuid)
 
@@ -404,7 +404,7 @@ def rate(request, assignment_uuid):
     part_errors: dict[str, list[tuple[str, str]]] = {}
     status = 200
     if request.method == "GET":
-        services.open_assignment(assignment=assignment)
+        ratings.open_assignment(assignment=assignment)
         revision = latest_revision(assignment)
         answers, rationales = revision_answers(revision)
         phase = revision.phase if revision is not None else None
@@ -475,7 +475,7 @@ def rate(request, assignment_uuid):
         "keys_hint": _keys_hint(definition, findings, claims),
         **item_flag_context(assignment),
         "paused": paused,
-        "paused_message": services.PAUSED_MESSAGE,
+        "paused_message": ratings.PAUSED_MESSAGE,
     }
     if compared is not None:
         # A comparison item: its summaries side by side, in this rater's order (never their
@@ -744,7 +744,7 @@ def batch_detail(request, slug, batch_uuid):
             return _confirm_batch_action(request, study, batch, action)
         try:
             if action == "rerate":
-                opened = batches.open_rerating(batch=batch)
+                opened = adjudication.open_rerating(batch=batch)
                 messages.success(request, f"Re-rating round opened for {opened} submitted assignments.")
             else:
                 assignment_uuid = _uuid_or_none(request.POST.get("assignment"))
@@ -830,7 +830,7 @@ def disagreements(request, slug, batch_uuid):
 
 
 def _add_note(request, batch, summary, definition, data):
-    batches.add_discussion_note(
+    adjudication.add_discussion_note(
         batch=batch,
         summary=summary,
         author=request.user,
@@ -847,7 +847,7 @@ def _record_consensus(request, batch, summary, definition, data):
         raise ApplicationError("Choose a question.")
     value = request.POST.getlist("value") if q.several_options else request.POST.get("value")
     value = definition.numbers_from_text({q.key: value})[q.key]  # a form posts a scale's number as text
-    batches.record_consensus(
+    adjudication.record_consensus(
         batch=batch,
         summary=summary,
         question=q.key,

@@ -1,6 +1,7 @@
 """Batches and their progress (admins and viewers read), building a batch, withdrawing
 and moving assignments, the answers that count, disagreements, consensus and
-discussion notes (study admins only). Writes go through annotate.batches.
+discussion notes (study admins only). Writes go through annotate.services.batches and
+annotate.services.adjudication.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from rest_framework import generics, serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotate import batches, permissions
+from annotate import permissions
 from annotate.api.common import (
     FakeViewMixin,
     SummaryRefSerializer,
@@ -49,6 +50,7 @@ from annotate.selectors.batches import (
     get_batch_summary,
 )
 from annotate.selectors.contents import rubric_definition
+from annotate.services import adjudication, batches
 
 
 class BatchSerializer(serializers.ModelSerializer):
@@ -259,7 +261,7 @@ class BatchRerating(APIView):
         summaries = None
         if "summaries" in body.validated_data:
             summaries = list(Summary.objects.filter(study=study, uuid__in=body.validated_data["summaries"]))
-        return Response({"opened": batches.open_rerating(batch=batch, summaries=summaries)})
+        return Response({"opened": adjudication.open_rerating(batch=batch, summaries=summaries)})
 
 
 class AdminAssignmentSerializer(serializers.ModelSerializer):
@@ -535,7 +537,7 @@ class BatchConsensusList(FakeViewMixin, generics.ListAPIView):
         body = ConsensusCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         d = body.validated_data
-        answer = batches.record_consensus(
+        answer = adjudication.record_consensus(
             batch=batch,
             summary=_batch_item(batch, d["summary"]),
             question=d["question"],
@@ -587,7 +589,7 @@ class BatchNoteList(FakeViewMixin, generics.ListAPIView):
         body = NoteCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         d = body.validated_data
-        note = batches.add_discussion_note(
+        note = adjudication.add_discussion_note(
             batch=batch,
             summary=_batch_item(batch, d["summary"]),
             author=request.user,

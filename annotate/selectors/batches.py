@@ -560,7 +560,7 @@ class ReratingScope:
 
 
 def rerating_scope(batch: Batch) -> ReratingScope:
-    """What "open the re-rating round" would reopen: as annotate.batches.open_rerating,
+    """What "open the re-rating round" would reopen: as annotate.services.adjudication.open_rerating,
     the batch's submitted assignments whose newest revision is not yet post-discussion."""
     newest: dict[int, tuple[str, int, int]] = {}
     rows = (

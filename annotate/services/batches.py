@@ -1,4 +1,5 @@
-"""Batches, adjudication and re-rating (services; split from services.py by topic).
+"""Batches and assignments: building a batch, previewing it, assigning outside batches,
+withdrawing and moving one assignment.
 
 A batch is built in three pure steps, then persisted in one transaction:
 filter the study's summaries (selectors.filter_summaries), sample them (optionally
@@ -17,33 +18,23 @@ from django.db.models import F, Max
 from django.utils import timezone
 
 from annotate import designs
+from annotate.designs import shuffled_order, top_up_assignments
 from annotate.models import (
     Assignment,
     Batch,
     Comparison,
     ComparisonMember,
-    ConsensusAnswer,
-    DiscussionNote,
     ExpectedAnswer,
     RaterPause,
-    Revision,
     Study,
     StudyMembership,
     Summary,
 )
-from annotate.rubrics import AnswerValidationError
-from annotate.selectors.contents import filter_summaries, rubric_definition
-from annotate.selectors.queue import latest_revision, revision_answers
-from annotate.services import add_study_member, answer_context, create_comparison, write_draft_answers
+from annotate.selectors.contents import filter_summaries
+from annotate.services.members import add_study_member
+from annotate.services.summaries import create_comparison
 from core.exceptions import ApplicationError, InvalidStateError
-from core.text_validation import (
-    MAX_BATCH_NAME_CHARS,
-    MAX_EXPLANATION_CHARS,
-    MAX_NOTE_CHARS,
-    MAX_RATIONALE_CHARS,
-    check_limit,
-    check_text,
-)
+from core.text_validation import MAX_BATCH_NAME_CHARS, check_limit, check_text
 
 DESIGNS = ("k_raters", "partial_overlap", "pairwise_overlap", "balanced")
 # Pairs of generators' summaries of each source, shown side by side (docs/pairwise.md).
@@ -508,6 +499,53 @@ def comparison_tables(shown: Sequence[tuple[Any, list[str]]], generator_of: dict
     }
 
 
+# --- assignments outside batches ---------------------------------------------------------
+
+
+@transaction.atomic
+def assign_summaries(
+    *,
+    study: Study,
+    raters: Sequence,
+    per_item: int,
+    seed: int,
+    summaries: Sequence[Summary] | None = None,
+) -> list[Assignment]:
+    """Give each summary `per_item` raters (counting existing assignments), with
+    balanced workloads, and append the new ones to each rater's queue in that rater's
+    own seeded random order. Running it again with the same inputs adds nothing."""
+    if summaries is None:
+        summaries = list(study.summaries.order_by("key"))
+    if any(s.study_id != study.pk for s in summaries):
+        raise ApplicationError("Every summary must belong to the study.")
+    rater_ids = [r.pk for r in raters]
+    existing: dict[int, set[int]] = {s.pk: set() for s in summaries}
+    for summary_id, rater_id in Assignment.objects.filter(summary__in=summaries).values_list("summary", "rater"):
+        existing[summary_id].add(rater_id)
+    try:
+        pairs = top_up_assignments(
+            items=[s.pk for s in summaries], raters=rater_ids, per_item=per_item, existing=existing, seed=seed
+        )
+    except ValueError as exc:
+        raise ApplicationError(str(exc)) from None
+
+    created: list[Assignment] = []
+    by_rater: dict[int, list[int]] = {}
+    for summary_id, rater_id in pairs:
+        by_rater.setdefault(rater_id, []).append(summary_id)
+    users = {u.pk: u for u in raters}
+    for rater_id, summary_ids in by_rater.items():
+        membership = add_study_member(study=study, user=users[rater_id], role=StudyMembership.Role.RATER)
+        last = Assignment.objects.filter(study=study, rater_id=rater_id).aggregate(m=Max("position"))["m"]
+        start = 0 if last is None else last + 1
+        order = shuffled_order(summary_ids, seed=f"{membership.order_seed}:{start}")
+        created += Assignment.objects.bulk_create(
+            Assignment(study=study, summary_id=sid, rater_id=rater_id, position=start + i)
+            for i, sid in enumerate(order)
+        )
+    return created
+
+
 # --- withdrawing and moving ---------------------------------------------------------------
 
 
@@ -564,145 +602,3 @@ def move_assignment(*, assignment: Assignment, to_rater) -> Assignment:
     Assignment.objects.filter(pk=assignment.pk).update(moved_to=new)
     assignment.refresh_from_db()
     return new
-
-
-# --- discussion, consensus and re-rating -------------------------------------------------
-
-
-def add_discussion_note(
-    *, batch: Batch, summary: Summary, author, text: str, question: str = "", shared: bool = False
-) -> DiscussionNote:
-    """A note on an item of the batch, about the item (`question` blank) or one of the
-    rubric's questions. A `shared` note is shown to the item's raters (without its
-    author) when the item is reopened for the re-rating round; others stay with the panel."""
-    check_text(text, "text")
-    check_text(question, "question")
-    check_limit(text, "text", MAX_NOTE_CHARS)
-    text = (text or "").strip()
-    if not text:
-        raise ApplicationError("The note is empty.", extra={"fields": {"text": "required"}})
-    if summary.study_id != batch.study_id:
-        raise ApplicationError("The summary is not in this batch's study.")
-    question = question or ""
-    if question and question not in {q.key for q in rubric_definition(batch.study.rubric).questions}:
-        raise _invalid("question", "is not a question of the study's rubric (leave it blank for the whole item)")
-    return DiscussionNote.objects.create(
-        batch=batch, summary=summary, author=author, text=text, question=question, shared=bool(shared)
-    )
-
-
-@transaction.atomic
-def record_consensus(
-    *, batch: Batch, summary: Summary, question: str, value: Any, rationale: str, decided_by
-) -> ConsensusAnswer:
-    """Store the adjudicated answer to one question, validated like a rater's answer.
-    It is its own record: the raters' answers are untouched."""
-    if summary.study_id != batch.study_id:
-        raise ApplicationError("The summary is not in this batch's study.")
-    check_text(rationale, "rationale")
-    check_limit(rationale, "rationale", MAX_RATIONALE_CHARS)
-    rubric = batch.study.rubric
-    definition = rubric_definition(rubric)
-    try:
-        q = definition.question(question)
-    except KeyError:
-        raise ApplicationError(f"{question!r} is not a question of this rubric.") from None
-    if not q.adjudicable:
-        raise ApplicationError(
-            f"{question!r} takes no consensus answer: per-finding and highlight questions are settled by "
-            "discussion notes and the re-rating round."
-        )
-    clean = definition.validate(
-        {question: value},
-        {question: rationale} if rationale and definition.question(question).rationale != "none" else None,
-        final=False,
-        context=answer_context(summary, definition=definition),
-    )
-    if question not in clean.values:
-        raise AnswerValidationError({question: "choose the consensus answer"})
-    return ConsensusAnswer.objects.create(
-        batch=batch,
-        summary=summary,
-        question=question,
-        value=clean.values[question],
-        rationale=(rationale or "").strip(),
-        decided_by=decided_by,
-        rubric=rubric,
-    )
-
-
-@transaction.atomic
-def open_rerating(*, batch: Batch, summaries: Sequence[Summary] | None = None) -> int:
-    """Start the re-rating round after discussion: every submitted assignment of the
-    batch (or of the given summaries) gets a new draft revision in phase
-    `post_discussion`, starting from the rater's own initial answers. The initial
-    revisions stay as they were, so analysis can compare both phases."""
-    assignments = Assignment.objects.filter(batch=batch, state=Assignment.State.SUBMITTED).select_related(
-        "summary__source", "study__rubric"
-    )
-    if summaries is not None:
-        assignments = assignments.filter(summary__in=summaries)
-    opened = 0
-    for assignment in assignments:
-        previous = latest_revision(assignment)
-        if previous is None or previous.phase == Revision.Phase.POST_DISCUSSION:
-            continue
-        Assignment.objects.filter(pk=assignment.pk).update(
-            state=Assignment.State.IN_PROGRESS, version=F("version") + 1, updated_at=timezone.now()
-        )
-        draft = Revision.objects.create(
-            assignment=assignment,
-            number=previous.number + 1,
-            rubric=assignment.study.rubric,
-            phase=Revision.Phase.POST_DISCUSSION,
-            assisted=assignment.study.assisted,
-            shown_order=assignment.shown_order,
-        )
-        answers, rationales = revision_answers(previous)
-        definition = rubric_definition(assignment.study.rubric)
-        write_draft_answers(
-            draft,
-            definition.validate(
-                answers, rationales, final=False, context=answer_context(assignment.summary, definition=definition)
-            ),
-            definition,
-        )
-        opened += 1
-    return opened
-
-
-# --- quality control --------------------------------------------------------------------
-
-
-@transaction.atomic
-def record_expected_answer(
-    *, study: Study, summary: Summary, purpose: str, answers: dict, explanation: str = "", created_by=None
-) -> ExpectedAnswer:
-    """Store (or replace) the expected answers for one summary; they must be valid
-    answers of the study's rubric (a subset of its questions)."""
-    if summary.study_id != study.pk:
-        raise ApplicationError("The summary is not in this study.")
-    if purpose not in ExpectedAnswer.Purpose.values:
-        raise ApplicationError(f"purpose must be one of {', '.join(ExpectedAnswer.Purpose.values)}")
-    check_text(explanation, "explanation")
-    check_limit(explanation, "explanation", MAX_EXPLANATION_CHARS)
-    definition = rubric_definition(study.rubric)
-    clean = definition.validate(answers, None, final=False, context=answer_context(summary, definition=definition))
-    if not clean.values:
-        raise AnswerValidationError({"answers": "give at least one expected answer"})
-    if ExpectedAnswer.objects.filter(study=study, summary=summary).exclude(purpose=purpose).exists() and (
-        Assignment.objects.filter(summary=summary, batch__isnull=False).exists()
-    ):
-        raise ApplicationError("This summary is already used in batches with another purpose.")
-    expected, _ = ExpectedAnswer.objects.update_or_create(
-        study=study,
-        summary=summary,
-        defaults={
-            "purpose": purpose,
-            "answers": clean.values,
-            "explanation": (explanation or "").strip(),
-            "rubric": study.rubric,
-            "created_by": created_by,
-        },
-    )
-    return expected
