@@ -60,6 +60,7 @@ from annotate.selectors.queue import (
     training_feedback,
 )
 from annotate.services import adjudication, batches, qualification, ratings
+from annotate.services.assignments import move_assignment, withdraw_assignment
 from annotate.services.members import may_create_studies
 from annotate.services.monitoring import raise_flag
 from core.exceptions import ApplicationError, StaleWriteError
@@ -752,7 +753,7 @@ def batch_detail(request, slug, batch_uuid):
                 if assignment is None:
                     raise ApplicationError("No such assignment in this batch.")
                 if action == "withdraw":
-                    batches.withdraw_assignment(assignment=assignment)
+                    withdraw_assignment(assignment=assignment)
                     messages.success(request, "Assignment withdrawn; its answers are kept.")
                 elif action == "move":
                     username = request.POST.get("to", "")
@@ -761,7 +762,7 @@ def batch_detail(request, slug, batch_uuid):
                     target = enrollable.filter(username=username).first()
                     if target is None:
                         raise ApplicationError("No such user among the study's members.")
-                    batches.move_assignment(assignment=assignment, to_rater=target)
+                    move_assignment(assignment=assignment, to_rater=target)
                     messages.success(request, f"Moved to {target.get_username()}; earlier answers are kept.")
                 else:
                     raise ApplicationError("Unknown action.")

@@ -23,7 +23,7 @@ from annotate import designs
 from annotate.models import Assignment, Batch, ExpectedAnswer, Study, StudyMembership
 from annotate.rubrics import RubricDefinition, RubricDefinitionError
 from annotate.selectors.contents import filter_summaries
-from annotate.services.batches import withdraw_assignment
+from annotate.services.assignments import withdraw_assignment
 from annotate.services.members import add_study_member
 from annotate.services.qualification import enrol_in_qualification
 from core.exceptions import ApplicationError, InvalidStateError

@@ -51,6 +51,7 @@ from annotate.selectors.batches import (
 )
 from annotate.selectors.contents import rubric_definition
 from annotate.services import adjudication, batches
+from annotate.services.assignments import move_assignment, withdraw_assignment
 
 
 class BatchSerializer(serializers.ModelSerializer):
@@ -320,7 +321,7 @@ class AssignmentWithdraw(APIView):
     def post(self, request, slug, batch_uuid, assignment_uuid):
         study = permissions.study_for_admin(request, slug)
         assignment = get_batch_assignment(get_batch(study, batch_uuid), assignment_uuid)
-        return Response(AdminAssignmentSerializer(batches.withdraw_assignment(assignment=assignment)).data)
+        return Response(AdminAssignmentSerializer(withdraw_assignment(assignment=assignment)).data)
 
 
 class MoveSerializer(serializers.Serializer):
@@ -342,7 +343,7 @@ class AssignmentMove(APIView):
         target = users_enrollable_by(request.user, study).filter(username=body.validated_data["to"]).first()
         if target is None:
             raise serializers.ValidationError({"to": "No such user among the study's members."})
-        new = batches.move_assignment(assignment=assignment, to_rater=target)
+        new = move_assignment(assignment=assignment, to_rater=target)
         new = get_batch_assignment(assignment.batch, new.uuid)
         return Response(AdminAssignmentSerializer(new).data, status=201)
 

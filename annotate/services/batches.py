@@ -1,9 +1,22 @@
 """Batches and assignments: building a batch, previewing it, assigning outside batches,
 withdrawing and moving one assignment.
 
-A batch is built in three pure steps, then persisted in one transaction:
-filter the study's summaries (selectors.filter_summaries), sample them (optionally
-stratified), and assign them with one of the designs in annotate.designs.
+A batch is built in pure steps, then persisted in one transaction: filter the study's
+summaries (selectors.filter_summaries), sample them (optionally stratified), assign them
+with one of the designs in annotate.designs, and plan each rater's queue
+(designs.batch_work, designs.plan_queues); create_batch checks the options against the
+database and stores what the plan decides with one bulk_create.
+
+Quality control: `gold` summaries (with expected answers) go to every rater; with
+`attention_every`, the study's attention checks are mixed into each queue after about
+every N items; `training` shows raters the expected answers after they submit an item
+that has them.
+
+No duplicate work: a summary that every chosen rater already has (a live assignment in
+any batch) is left out before sampling (counted in `design["held_summaries"]`); any other
+(summary, rater) pair that already has a live assignment is skipped, and the number
+skipped is kept in `design["skipped_pairs"]` (and on the returned batch as
+`skipped_pairs`). If every pair is skipped, nothing is created and the call is refused.
 """
 
 from __future__ import annotations
@@ -13,12 +26,10 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from django.db import IntegrityError, transaction
-from django.db.models import F, Max
-from django.utils import timezone
+from django.db import transaction
+from django.db.models import Max
 
 from annotate import designs
-from annotate.designs import shuffled_order, top_up_assignments
 from annotate.models import (
     Assignment,
     Batch,
@@ -33,7 +44,7 @@ from annotate.models import (
 from annotate.selectors.contents import filter_summaries
 from annotate.services.members import add_study_member
 from annotate.services.summaries import create_comparison
-from core.exceptions import ApplicationError, InvalidStateError
+from core.exceptions import ApplicationError
 from core.text_validation import MAX_BATCH_NAME_CHARS, check_limit, check_text
 
 DESIGNS = ("k_raters", "partial_overlap", "pairwise_overlap", "balanced")
@@ -181,17 +192,199 @@ def plan_comparisons(
 
 def _default_orders(item_ids, rater_ids, seed) -> dict[tuple[int, int], list[str]]:
     """Each comparison item's order for each rater where no design chose one (gold items
-    and attention checks that are comparisons): its members, swapped on a seeded coin."""
+    and attention checks that are comparisons): designs.comparison_orders over its members."""
     members: dict[int, list[str]] = {}
     rows = ComparisonMember.objects.filter(comparison__item_id__in=list(item_ids)).order_by("index")
     for item_id, uuid in rows.values_list("comparison__item_id", "summary__uuid"):
         members.setdefault(item_id, []).append(str(uuid))
-    orders = {}
-    for item_id, order in members.items():
-        for rater_id in rater_ids:
-            flip = random.Random(f"{seed}:{rater_id}:{item_id}").random() < 0.5
-            orders[(rater_id, item_id)] = order[::-1] if flip else order
-    return orders
+    return designs.comparison_orders(members, rater_ids, seed=seed)
+
+
+def _check_options(*, kind, design, n, name, seed, attention_every, stratify_by) -> None:
+    """The options that need no database."""
+    if kind not in Batch.Kind.values:
+        raise ApplicationError(f"kind must be one of {', '.join(Batch.Kind.values)}")
+    if design not in (*DESIGNS, COMPARISONS):
+        raise ApplicationError(f"design must be one of {', '.join((*DESIGNS, COMPARISONS))}")
+    if design == COMPARISONS and n is not None:
+        raise _invalid("n", "a comparison batch compares every matching summary: use per_source to choose fewer pairs")
+    check_text(name, "name")
+    check_limit(name, "name", MAX_BATCH_NAME_CHARS)
+    if not isinstance(seed, int) or not SEED_RANGE[0] <= seed <= SEED_RANGE[1]:
+        raise _invalid("seed", f"must be a whole number from {SEED_RANGE[0]} to {SEED_RANGE[1]}")
+    if attention_every is not None and not 1 <= attention_every <= MAX_ATTENTION_EVERY:
+        raise _invalid("attention_every", f"must be from 1 to {MAX_ATTENTION_EVERY}")
+    # Checked here and not only when sampling: without n the option would be ignored silently.
+    _check_stratify_by(stratify_by)
+
+
+def _check_study(*, study: Study, name: str, raters: Sequence) -> None:
+    """No paused rater, and the name free in the study."""
+    paused = RaterPause.objects.filter(study=study, rater__in=[r.pk for r in raters], resumed_at=None)
+    if paused.exists():
+        names = ", ".join(sorted(p.rater.get_username() for p in paused.select_related("rater")))
+        raise _invalid("raters", f"paused in this study (no new items until resumed): {names}")
+    if Batch.objects.filter(study=study, name=name).exists():
+        # Named as a field, so the form shows it at its Name field.
+        raise ApplicationError(
+            f"study {study.slug!r} already has a batch named {name!r}",
+            extra={"fields": {"name": f"This study already has a batch named {name!r}: choose another name."}},
+        )
+
+
+def _live_pairs(study: Study, raters: Sequence) -> set[tuple[int, int]]:
+    """(rater id, summary id) of every assignment of the raters in the study not withdrawn."""
+    return set(
+        Assignment.objects.filter(study=study, rater__in=[r.pk for r in raters])
+        .exclude(state=Assignment.State.WITHDRAWN)
+        .values_list("rater_id", "summary_id")
+    )
+
+
+def _candidates(study: Study, filters: dict, raters: Sequence, gold, attention_every, qualification: bool):
+    """The summaries a batch may sample: the filters' matches, never an attention check or
+    gold item (those join every queue separately); none for a qualification batch."""
+    special = ExpectedAnswer.objects.filter(study=study).exclude(purpose=ExpectedAnswer.Purpose.TRAINING)
+    if attention_every and not special.filter(purpose=ExpectedAnswer.Purpose.ATTENTION).exists():
+        raise ApplicationError("the study has no attention checks: record expected answers with purpose attention")
+    # A qualification batch is its gold items, given to every chosen rater: nothing sampled.
+    if qualification and not gold:
+        raise _invalid("gold", "a qualification batch is made of gold items: list their summary keys")
+    if not raters and not qualification:
+        raise _invalid("raters", "choose at least one rater")
+    if qualification:
+        return []
+    candidates = list(filter_summaries(study=study, **filters).exclude(pk__in=special.values("summary")))
+    if not candidates:
+        raise ApplicationError("no summaries match the filters")
+    return candidates
+
+
+def _without_held(candidates: list[Summary], *, raters: Sequence, live: set, n: int | None):
+    """The candidates without those every chosen rater already has, and how many those are.
+    Live work is left out before sampling, not after: a summary every chosen rater already
+    has could give nobody anything new, so a sample of 6 is 6 summaries to rate."""
+    held = designs.held_items([s.pk for s in candidates], [r.pk for r in raters], live)
+    if held and len(held) == len(candidates):
+        raise ApplicationError(
+            f"nothing to create: the chosen raters already have each of the {len(held)} summaries that match"
+        )
+    candidates = [s for s in candidates if s.pk not in held]
+    if held and n is not None and n > len(candidates):
+        raise ApplicationError(
+            f"cannot sample {n} of {len(candidates)} summaries: the other {len(held)} that match are with "
+            "every chosen rater already"
+        )
+    return candidates, len(held)
+
+
+def _check_gold(*, study: Study, gold: Sequence[Summary]) -> list[int]:
+    """Every gold item has gold answers; returns the study's attention checks' ids."""
+    expected = {e.summary_id: e for e in ExpectedAnswer.objects.filter(study=study)}
+    for summary in gold:
+        if summary.pk not in expected or expected[summary.pk].purpose != ExpectedAnswer.Purpose.GOLD:
+            raise ApplicationError(f"{summary.key!r} has no gold answers: record them first")
+    return sorted(pk for pk, e in expected.items() if e.purpose == ExpectedAnswer.Purpose.ATTENTION)
+
+
+def _save_plan(*, batch: Batch, raters: Sequence, work: designs.BatchWork, groups, checks, shown, live) -> int:
+    """Store the batch's assignments: the raters with new work become raters of the study,
+    designs.plan_queues orders their queues after what they have, one bulk_create."""
+    study = batch.study
+    users = {u.pk: u for u in raters}
+    order_seeds, starts = {}, {}
+    for rater_id, _items in work.queues:
+        membership = add_study_member(study=study, user=users[rater_id], role=StudyMembership.Role.RATER)
+        last = Assignment.objects.filter(study=study, rater_id=rater_id).aggregate(m=Max("position"))["m"]
+        order_seeds[rater_id], starts[rater_id] = membership.order_seed, 0 if last is None else last + 1
+    plan = designs.plan_queues(
+        work,
+        groups=groups,
+        seed=batch.seed,
+        order_seeds=order_seeds,
+        starts=starts,
+        checks=checks,
+        attention_every=batch.attention_every,
+        live=live,
+    )
+    every_item = {item for _rater, items in work.queues for item in items} | set(checks)
+    orders = _default_orders(every_item, list(users), batch.seed) | shown
+    Assignment.objects.bulk_create(
+        Assignment(
+            study=study,
+            batch=batch,
+            summary_id=row.item_id,
+            rater_id=row.rater_id,
+            position=row.position,
+            shown_order=orders.get((row.rater_id, row.item_id), []),
+        )
+        for row in plan.assignments
+    )
+    return len(plan.assignments)
+
+
+def _choose(*, study: Study, candidates: list[Summary], raters: Sequence, live: set, qualification: bool, options):
+    """The batch's items, the design's (item id, rater id) pairs, the comparisons' order on
+    screen, and how many matching summaries every chosen rater already has."""
+    design, seed, n = options["design"], options["seed"], options["n"]
+    chosen, pairs, shown = [], [], {}
+    if design == COMPARISONS:
+        chosen, pairs, shown = plan_comparisons(
+            study=study,
+            summaries=candidates,
+            raters=raters,
+            k=options["k"],
+            per_source=options["per_source"],
+            seed=seed,
+        )
+        candidates = []
+    candidates, held = _without_held(candidates, raters=raters, live=live, n=n)
+    if not qualification and design != COMPARISONS:
+        chosen, pairs = plan_batch(
+            summaries=candidates,
+            raters=raters,
+            design=design,
+            seed=seed,
+            n=n,
+            stratify_by=options["stratify_by"],
+            k=options["k"],
+            share=options["share"],
+            m=options["m"],
+        )
+    return chosen, pairs, shown, held
+
+
+def _new_batch(*, study: Study, options, filters: dict, raters: Sequence, gold, chosen, held: int) -> Batch:
+    """The Batch row, its design and options kept in `design`."""
+    design, k = options["design"], options["k"]
+    qualification = options["kind"] == Batch.Kind.QUALIFICATION
+    per_item = {"k_raters": k, "balanced": k, "partial_overlap": 1, "pairwise_overlap": 1, COMPARISONS: k}[design]
+    return Batch.objects.create(
+        study=study,
+        name=options["name"],
+        kind=options["kind"],
+        seed=options["seed"],
+        raters_per_item=per_item,
+        blinded=options["blinded"],
+        created_by=options["created_by"],
+        training=options["training"],
+        attention_every=options["attention_every"],
+        design={
+            "design": design,
+            "n": options["n"],
+            "stratify_by": list(options["stratify_by"]),
+            "k": k,
+            "share": options["share"],
+            "m": options["m"],
+            "filters": filters,
+            "raters": [r.get_username() for r in raters],
+            "held_summaries": held,
+            # A qualification batch is its gold items: kept here so that raters who arrive
+            # later (recruitment links) get them even when the batch was made without raters.
+            **({"gold": [g.pk for g in gold]} if qualification else {}),
+            **({"per_source": options["per_source"], "comparisons": len(chosen)} if design == COMPARISONS else {}),
+        },
+    )
 
 
 @transaction.atomic
@@ -218,192 +411,52 @@ def create_batch(
 ) -> Batch:
     """Build a batch: filter, sample (seeded, optionally stratified), assign with a
     design, and queue each rater's items in a seeded order that keeps the summaries
-    of one source together. The same inputs and seed give the same batch.
-
-    Quality control: `gold` summaries (with expected answers) go to every rater;
-    with `attention_every`, the study's attention checks are mixed into each queue
-    after about every N items; `training` shows raters the expected answers after
-    they submit an item that has them.
-
-    No duplicate work: a summary that every chosen rater already has (a live assignment
-    in any batch) is left out before sampling (counted in `design["held_summaries"]`);
-    any other (summary, rater) pair that already has a live assignment is skipped, and
-    the number skipped is kept in `design["skipped_pairs"]`
-    (and on the returned batch as `skipped_pairs`). If every pair is skipped, nothing is
-    created and the call is refused."""
-    if kind not in Batch.Kind.values:
-        raise ApplicationError(f"kind must be one of {', '.join(Batch.Kind.values)}")
-    if design not in (*DESIGNS, COMPARISONS):
-        raise ApplicationError(f"design must be one of {', '.join((*DESIGNS, COMPARISONS))}")
-    if design == COMPARISONS and n is not None:
-        raise _invalid("n", "a comparison batch compares every matching summary: use per_source to choose fewer pairs")
-    check_text(name, "name")
-    check_limit(name, "name", MAX_BATCH_NAME_CHARS)
-    if not isinstance(seed, int) or not SEED_RANGE[0] <= seed <= SEED_RANGE[1]:
-        raise _invalid("seed", f"must be a whole number from {SEED_RANGE[0]} to {SEED_RANGE[1]}")
-    if attention_every is not None and not 1 <= attention_every <= MAX_ATTENTION_EVERY:
-        raise _invalid("attention_every", f"must be from 1 to {MAX_ATTENTION_EVERY}")
-    # Checked here and not only when sampling: without n the option would be ignored silently.
-    _check_stratify_by(stratify_by)
-    paused = RaterPause.objects.filter(study=study, rater__in=[r.pk for r in raters], resumed_at=None)
-    if paused.exists():
-        names = ", ".join(sorted(p.rater.get_username() for p in paused.select_related("rater")))
-        raise _invalid("raters", f"paused in this study (no new items until resumed): {names}")
-    if Batch.objects.filter(study=study, name=name).exists():
-        # Named as a field, so the form shows it at its Name field.
-        raise ApplicationError(
-            f"study {study.slug!r} already has a batch named {name!r}",
-            extra={"fields": {"name": f"This study already has a batch named {name!r}: choose another name."}},
-        )
+    of one source together. The same inputs and seed give the same batch. Gold items,
+    attention checks, training and no duplicate work: the module's docstring."""
+    _check_options(
+        kind=kind, design=design, n=n, name=name, seed=seed, attention_every=attention_every, stratify_by=stratify_by
+    )
+    options = {
+        "name": name,
+        "kind": kind,
+        "design": design,
+        "seed": seed,
+        "n": n,
+        "stratify_by": stratify_by,
+        "k": k,
+        "share": share,
+        "m": m,
+        "per_source": per_source,
+        "blinded": blinded,
+        "created_by": created_by,
+        "training": training,
+        "attention_every": attention_every,
+    }
+    _check_study(study=study, name=name, raters=raters)
     filters = dict(filters or {})
-    # Attention checks and gold items are added to every queue separately, never sampled.
-    special = ExpectedAnswer.objects.filter(study=study).exclude(purpose=ExpectedAnswer.Purpose.TRAINING)
-    if attention_every and not special.filter(purpose=ExpectedAnswer.Purpose.ATTENTION).exists():
-        raise ApplicationError("the study has no attention checks: record expected answers with purpose attention")
-    # A qualification batch is its gold items, given to every chosen rater: nothing sampled.
     qualification = kind == Batch.Kind.QUALIFICATION
-    if qualification and not gold:
-        raise _invalid("gold", "a qualification batch is made of gold items: list their summary keys")
-    if not raters and not qualification:
-        raise _invalid("raters", "choose at least one rater")
-    candidates = (
-        []
-        if qualification
-        else list(filter_summaries(study=study, **filters).exclude(pk__in=special.values("summary")))
+    candidates = _candidates(study, filters, raters, gold, attention_every, qualification)
+    live = _live_pairs(study, raters)
+    chosen, pairs, shown, held = _choose(
+        study=study, candidates=candidates, raters=raters, live=live, qualification=qualification, options=options
     )
-    if not candidates and not qualification:
-        raise ApplicationError("no summaries match the filters")
-    live = set(
-        Assignment.objects.filter(study=study, rater__in=[r.pk for r in raters])
-        .exclude(state=Assignment.State.WITHDRAWN)
-        .values_list("rater_id", "summary_id")
+    batch = _new_batch(
+        study=study, options=options, filters=filters, raters=raters, gold=gold, chosen=chosen, held=held
     )
-    shown: dict[tuple[int, int], list[str]] = {}
-    if design == COMPARISONS:
-        chosen, pairs, shown = plan_comparisons(
-            study=study, summaries=candidates, raters=raters, k=k, per_source=per_source, seed=seed
-        )
-        candidates = []
-    # Live work is left out before sampling, not after: a summary every chosen rater already
-    # has could give nobody anything new, so a sample of 6 is 6 summaries to rate (it was
-    # 2, and 8 skipped pairs, when the sample was drawn first).
-    held = {s.pk for s in candidates if raters and all((r.pk, s.pk) in live for r in raters)}
-    if held and len(held) == len(candidates):
+    checks = _check_gold(study=study, gold=gold)
+    work = designs.batch_work(pairs, raters=[r.pk for r in raters], gold=[g.pk for g in gold], live=live)
+    groups = {s.pk: s.source_id for s in chosen} | {s.pk: s.source_id for s in gold}
+    created = _save_plan(batch=batch, raters=raters, work=work, groups=groups, checks=checks, shown=shown, live=live)
+    if not created and not (qualification and not raters):
         raise ApplicationError(
-            f"nothing to create: the chosen raters already have each of the {len(held)} summaries that match"
+            f"nothing to create: each of the {work.skipped_pairs} chosen (summary, rater) pairs already has an "
+            "assignment"
         )
-    candidates = [s for s in candidates if s.pk not in held]
-    if held and n is not None and n > len(candidates):
-        raise ApplicationError(
-            f"cannot sample {n} of {len(candidates)} summaries: the other {len(held)} that match are with "
-            "every chosen rater already"
-        )
-    if qualification:
-        chosen, pairs = [], []
-    elif design != COMPARISONS:
-        chosen, pairs = plan_batch(
-            summaries=candidates,
-            raters=raters,
-            design=design,
-            seed=seed,
-            n=n,
-            stratify_by=stratify_by,
-            k=k,
-            share=share,
-            m=m,
-        )
-    per_item = {"k_raters": k, "balanced": k, "partial_overlap": 1, "pairwise_overlap": 1, COMPARISONS: k}[design]
-    batch = Batch.objects.create(
-        study=study,
-        name=name,
-        kind=kind,
-        seed=seed,
-        raters_per_item=per_item,
-        blinded=blinded,
-        created_by=created_by,
-        training=training,
-        attention_every=attention_every,
-        design={
-            "design": design,
-            "n": n,
-            "stratify_by": list(stratify_by),
-            "k": k,
-            "share": share,
-            "m": m,
-            "filters": filters,
-            "raters": [r.get_username() for r in raters],
-            "held_summaries": len(held),
-            # A qualification batch is its gold items: kept here so that raters who arrive
-            # later (recruitment links) get them even when the batch was made without raters.
-            **({"gold": [g.pk for g in gold]} if qualification else {}),
-            **({"per_source": per_source, "comparisons": len(chosen)} if design == COMPARISONS else {}),
-        },
-    )
-    expected = {e.summary_id: e for e in ExpectedAnswer.objects.filter(study=study)}
-    for summary in gold:
-        if summary.pk not in expected or expected[summary.pk].purpose != ExpectedAnswer.Purpose.GOLD:
-            raise ApplicationError(f"{summary.key!r} has no gold answers: record them first")
-    checks = sorted(pk for pk, e in expected.items() if e.purpose == ExpectedAnswer.Purpose.ATTENTION)
-    by_rater: dict[int, list[int]] = {}
-    for summary_id, rater_id in pairs:
-        by_rater.setdefault(rater_id, []).append(summary_id)
-    for rater in raters:
-        for summary in gold:
-            if summary.pk not in by_rater.setdefault(rater.pk, []):
-                by_rater[rater.pk].append(summary.pk)
-    sources = {s.pk: s.source_id for s in chosen} | {s.pk: s.source_id for s in gold}
-    users = {u.pk: u for u in raters}
-    every_item = {sid for ids in by_rater.values() for sid in ids} | set(checks)
-    orders = _default_orders(every_item, list(users), seed) | shown
-    rows = []
-    skipped = 0
-    for rater_id in list(by_rater):
-        kept = [sid for sid in by_rater[rater_id] if (rater_id, sid) not in live]
-        skipped += len(by_rater[rater_id]) - len(kept)
-        by_rater[rater_id] = kept
-    for rater_id, summary_ids in sorted(by_rater.items()):
-        if not summary_ids:
-            continue
-        membership = add_study_member(study=study, user=users[rater_id], role=StudyMembership.Role.RATER)
-        last = Assignment.objects.filter(study=study, rater_id=rater_id).aggregate(m=Max("position"))["m"]
-        start = 0 if last is None else last + 1
-        order = designs.rater_queue(
-            [(sid, sources[sid]) for sid in summary_ids], seed=f"{membership.order_seed}:{seed}"
-        )
-        if attention_every:
-            mixed = designs.insert_attention_checks(
-                order, [("check", c) for c in checks], every=attention_every, seed=f"{membership.order_seed}:{seed}"
-            )
-            # A rater sees each check once: later repeats of a cycled check are dropped.
-            seen: set[int] = set(order)
-            order = []
-            for entry in mixed:
-                sid = entry[1] if isinstance(entry, tuple) else entry
-                if isinstance(entry, tuple) and (sid in seen or (rater_id, sid) in live):
-                    continue  # a check this rater already has (here or in another batch)
-                seen.add(sid)
-                order.append(sid)
-        rows += [
-            Assignment(
-                study=study,
-                batch=batch,
-                summary_id=sid,
-                rater_id=rater_id,
-                position=start + i,
-                shown_order=orders.get((rater_id, sid), []),
-            )
-            for i, sid in enumerate(order)
-        ]
-    if not rows and not (qualification and not raters):
-        raise ApplicationError(
-            f"nothing to create: each of the {skipped} chosen (summary, rater) pairs already has an assignment"
-        )
-    Assignment.objects.bulk_create(rows)
-    batch.design = {**batch.design, "skipped_pairs": skipped}
+    batch.design = {**batch.design, "skipped_pairs": work.skipped_pairs}
     batch.save(update_fields=["design"])
-    batch.skipped_pairs = skipped
-    batch.held_summaries = len(held)
-    batch.created_assignments = len(rows)
+    batch.skipped_pairs = work.skipped_pairs
+    batch.held_summaries = held
+    batch.created_assignments = created
     return batch
 
 
@@ -497,108 +550,3 @@ def comparison_tables(shown: Sequence[tuple[Any, list[str]]], generator_of: dict
         "per_system_pair": {pair: (len(items), n) for pair, (items, n) in sorted(per_system_pair.items())},
         "per_side": {g: tuple(v) for g, v in sorted(per_side.items())},
     }
-
-
-# --- assignments outside batches ---------------------------------------------------------
-
-
-@transaction.atomic
-def assign_summaries(
-    *,
-    study: Study,
-    raters: Sequence,
-    per_item: int,
-    seed: int,
-    summaries: Sequence[Summary] | None = None,
-) -> list[Assignment]:
-    """Give each summary `per_item` raters (counting existing assignments), with
-    balanced workloads, and append the new ones to each rater's queue in that rater's
-    own seeded random order. Running it again with the same inputs adds nothing."""
-    if summaries is None:
-        summaries = list(study.summaries.order_by("key"))
-    if any(s.study_id != study.pk for s in summaries):
-        raise ApplicationError("Every summary must belong to the study.")
-    rater_ids = [r.pk for r in raters]
-    existing: dict[int, set[int]] = {s.pk: set() for s in summaries}
-    for summary_id, rater_id in Assignment.objects.filter(summary__in=summaries).values_list("summary", "rater"):
-        existing[summary_id].add(rater_id)
-    try:
-        pairs = top_up_assignments(
-            items=[s.pk for s in summaries], raters=rater_ids, per_item=per_item, existing=existing, seed=seed
-        )
-    except ValueError as exc:
-        raise ApplicationError(str(exc)) from None
-
-    created: list[Assignment] = []
-    by_rater: dict[int, list[int]] = {}
-    for summary_id, rater_id in pairs:
-        by_rater.setdefault(rater_id, []).append(summary_id)
-    users = {u.pk: u for u in raters}
-    for rater_id, summary_ids in by_rater.items():
-        membership = add_study_member(study=study, user=users[rater_id], role=StudyMembership.Role.RATER)
-        last = Assignment.objects.filter(study=study, rater_id=rater_id).aggregate(m=Max("position"))["m"]
-        start = 0 if last is None else last + 1
-        order = shuffled_order(summary_ids, seed=f"{membership.order_seed}:{start}")
-        created += Assignment.objects.bulk_create(
-            Assignment(study=study, summary_id=sid, rater_id=rater_id, position=start + i)
-            for i, sid in enumerate(order)
-        )
-    return created
-
-
-# --- withdrawing and moving ---------------------------------------------------------------
-
-
-@transaction.atomic
-def withdraw_assignment(*, assignment: Assignment) -> Assignment:
-    """Take an item off a rater's queue. Whatever they answered stays stored."""
-    updated = (
-        Assignment.objects.filter(pk=assignment.pk)
-        .exclude(state=Assignment.State.WITHDRAWN)
-        .update(
-            state=Assignment.State.WITHDRAWN,
-            withdrawn_at=timezone.now(),
-            version=F("version") + 1,
-            updated_at=timezone.now(),
-        )
-    )
-    if not updated:
-        raise InvalidStateError("This assignment is already withdrawn.")
-    assignment.refresh_from_db()
-    return assignment
-
-
-@transaction.atomic
-def move_assignment(*, assignment: Assignment, to_rater) -> Assignment:
-    """Give the item to another rater: a new assignment for them, and the old one
-    withdrawn (its answers and history kept) and pointing at the new one."""
-    if assignment.rater_id == to_rater.pk:
-        raise ApplicationError("The item is already with this rater.")
-    if assignment.state == Assignment.State.WITHDRAWN:
-        raise InvalidStateError("A withdrawn assignment cannot be moved.")
-    if RaterPause.objects.filter(study=assignment.study_id, rater=to_rater, resumed_at=None).exists():
-        raise ApplicationError(f"{to_rater.get_username()} is paused in this study: paused raters get no new items.")
-    if (
-        Assignment.objects.filter(summary=assignment.summary, rater=to_rater)
-        .exclude(state=Assignment.State.WITHDRAWN)
-        .exists()
-    ):
-        raise ApplicationError(f"{to_rater.get_username()} already has this summary (in this or another batch).")
-    add_study_member(study=assignment.study, user=to_rater, role=StudyMembership.Role.RATER)
-    last = Assignment.objects.filter(study=assignment.study, rater=to_rater).aggregate(m=Max("position"))["m"]
-    withdraw_assignment(assignment=assignment)
-    try:
-        with transaction.atomic():
-            new = Assignment.objects.create(
-                study=assignment.study,
-                batch=assignment.batch,
-                summary=assignment.summary,
-                rater=to_rater,
-                position=0 if last is None else last + 1,
-                shown_order=assignment.shown_order,
-            )
-    except IntegrityError:
-        raise ApplicationError(f"{to_rater.get_username()} already has this item in this batch.") from None
-    Assignment.objects.filter(pk=assignment.pk).update(moved_to=new)
-    assignment.refresh_from_db()
-    return new

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from annotate.models import Assignment, Batch, ItemFlag, RaterExclusion, RaterPause, Study, StudyMembership
 from annotate.selectors.monitor import open_pauses
-from annotate.services.batches import move_assignment
+from annotate.services.assignments import move_assignment
 from core.exceptions import ApplicationError
 from core.text_validation import check_limit, check_text
 

@@ -13,7 +13,8 @@ from annotate.selectors.contents import filter_summaries
 from annotate.selectors.frames import ratings_frame
 from annotate.selectors.queue import assignments_for_rater, revision_answers
 from annotate.services.adjudication import open_rerating, record_consensus
-from annotate.services.batches import create_batch, move_assignment, plan_batch, withdraw_assignment
+from annotate.services.assignments import move_assignment, withdraw_assignment
+from annotate.services.batches import create_batch, plan_batch
 from annotate.services.ratings import save_draft, submit_rating
 from core.exceptions import ApplicationError, InvalidStateError
 from tests.factories import SourceFactory, SummaryFactory, UserFactory, revision_history

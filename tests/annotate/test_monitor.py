@@ -7,7 +7,8 @@ import pytest
 
 from annotate.models import Assignment, ExpectedAnswer, RaterExclusion, RaterPause, StudyMembership
 from annotate.selectors.monitor import batch_monitor
-from annotate.services.batches import create_batch, move_assignment
+from annotate.services.assignments import move_assignment
+from annotate.services.batches import create_batch
 from annotate.services.members import add_study_member
 from annotate.services.monitoring import exclude_rater, pause_rater, reassign_open_items, resume_rater
 from annotate.services.ratings import PausedError, save_draft, submit_rating

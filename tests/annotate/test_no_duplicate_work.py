@@ -7,7 +7,8 @@ from django.db import IntegrityError, transaction
 
 from annotate.models import Assignment, Batch, StudyMembership
 from annotate.services.adjudication import record_expected_answer
-from annotate.services.batches import create_batch, move_assignment, preview_batch, withdraw_assignment
+from annotate.services.assignments import move_assignment, withdraw_assignment
+from annotate.services.batches import create_batch, preview_batch
 from annotate.services.members import add_study_member
 from annotate.services.ratings import submit_rating
 from core.exceptions import ApplicationError

@@ -10,7 +10,8 @@ from django.utils import timezone
 
 from annotate.models import Assignment, Revision, StudyMembership
 from annotate.services.adjudication import record_expected_answer
-from annotate.services.batches import create_batch, withdraw_assignment
+from annotate.services.assignments import withdraw_assignment
+from annotate.services.batches import create_batch
 from annotate.services.members import add_study_member
 from annotate.services.qualification import set_qualification_rule
 from annotate.services.ratings import submit_rating
