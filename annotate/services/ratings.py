@@ -189,25 +189,12 @@ def _rating_fields(q, value) -> dict[str, Any]:
 _RATING_VALUE_FIELDS = ("score", "scale_min", "scale_max", "value")
 
 
-def write_draft_answers(
-    revision: Revision,
-    clean: CleanAnswers,
-    definition: RubricDefinition,
-    *,
-    findings: dict[str, int] | None = None,
-    new: bool = False,
-) -> None:
-    """Make a draft revision's ratings, rationales and spans equal `clean` (drafts only).
+Wanted = dict[tuple[str, int | None], tuple[Any, Any, str]]
 
-    In a fixed number of queries, whatever the number of answers (the submit
-    path does the minimum): the revision's ratings are read once (or not at all for a
-    `new` revision; a revision from latest_revision has them prefetched), then each
-    kind of change is one bulk statement. `findings` maps a finding's uuid to its id
-    (read here when not given)."""
-    if findings is None:
-        rows = Finding.objects.filter(source__summaries__assignments__revisions=revision)
-        findings = {str(f.uuid): f.pk for f in rows}
-    wanted: dict[tuple[str, int | None], tuple[Any, Any, str]] = {}
+
+def _wanted_ratings(clean: CleanAnswers, definition: RubricDefinition, findings: dict[str, int]) -> Wanted:
+    """(question, finding id) -> (question, value, rationale text) of every rating `clean` asks for."""
+    wanted: Wanted = {}
     for q in definition.questions:
         # A draft's rationale may come before its answer: it is stored on a rating
         # with no value (a submit never gets here with one, see _clean_rationale).
@@ -222,21 +209,19 @@ def write_draft_answers(
             wanted[(q.key, None)] = (q, stored_per_claim(clean.values.get(q.key), clean.rationales.get(q.key)), "")
         else:
             wanted[(q.key, None)] = (q, clean.values.get(q.key), clean.rationales.get(q.key, ""))
+    return wanted
 
+
+def _stored_ratings(revision: Revision, *, new: bool) -> list[Rating]:
     if new:
-        stored: list[Rating] = []
-    elif "ratings" in getattr(revision, "_prefetched_objects_cache", {}):
-        stored = list(revision.ratings.all())
-    else:
-        stored = list(Rating.objects.filter(revision=revision).select_related("rationale"))
-    existing = {(r.question, r.finding_id): r for r in stored}
+        return []
+    if "ratings" in getattr(revision, "_prefetched_objects_cache", {}):
+        return list(revision.ratings.all())
+    return list(Rating.objects.filter(revision=revision).select_related("rationale"))
 
-    stale = [r.pk for key, r in existing.items() if key not in wanted]
-    if stale:
-        Rationale.objects.filter(rating_id__in=stale).delete()
-        Rating.objects.filter(pk__in=stale).delete()
 
-    now = timezone.now()
+def _write_ratings(revision: Revision, wanted: Wanted, existing: dict, now) -> dict[tuple[str, int | None], Rating]:
+    """Create and update the wanted ratings, one statement each; returns them by key."""
     created: list[Rating] = []
     changed: list[Rating] = []
     ratings: dict[tuple[str, int | None], Rating] = {}
@@ -253,11 +238,15 @@ def write_draft_answers(
             changed.append(rating)
         ratings[(key, finding_id)] = rating
     # The new rows get their ids back (PostgreSQL, and SQLite from 3.35), which the
-    # rationales below point at.
+    # rationales point at.
     Rating.objects.bulk_create(created)
     if changed:
         Rating.objects.bulk_update(changed, [*_RATING_VALUE_FIELDS, "updated_at"])
+    return ratings
 
+
+def _write_rationales(wanted: Wanted, existing: dict, ratings: dict, now) -> None:
+    """Add, edit and drop the ratings' rationales, one statement each."""
     add: list[Rationale] = []
     edit: list[Rationale] = []
     drop: list[int] = []
@@ -278,6 +267,8 @@ def write_draft_answers(
     if edit:
         Rationale.objects.bulk_update(edit, ["text", "updated_at"])
 
+
+def _write_spans(revision: Revision, clean: CleanAnswers, definition: RubricDefinition, *, new: bool) -> None:
     # Spans of a draft are rewritten as a whole; submitted revisions are never touched.
     if not new:
         Span.objects.filter(revision=revision).delete()
@@ -288,6 +279,36 @@ def write_draft_answers(
         for index, span in enumerate(clean.values.get(q.key) or []):
             spans.append(build_span(revision=revision, question=q.key, index=index, answer=span))
     Span.objects.bulk_create(spans)
+
+
+def write_draft_answers(
+    revision: Revision,
+    clean: CleanAnswers,
+    definition: RubricDefinition,
+    *,
+    findings: dict[str, int] | None = None,
+    new: bool = False,
+) -> None:
+    """Make a draft revision's ratings, rationales and spans equal `clean` (drafts only).
+
+    In a fixed number of queries, whatever the number of answers (the submit
+    path does the minimum): the revision's ratings are read once (or not at all for a
+    `new` revision; a revision from latest_revision has them prefetched), then each
+    kind of change is one bulk statement. `findings` maps a finding's uuid to its id
+    (read here when not given)."""
+    if findings is None:
+        rows = Finding.objects.filter(source__summaries__assignments__revisions=revision)
+        findings = {str(f.uuid): f.pk for f in rows}
+    wanted = _wanted_ratings(clean, definition, findings)
+    existing = {(r.question, r.finding_id): r for r in _stored_ratings(revision, new=new)}
+    stale = [r.pk for key, r in existing.items() if key not in wanted]
+    if stale:
+        Rationale.objects.filter(rating_id__in=stale).delete()
+        Rating.objects.filter(pk__in=stale).delete()
+    now = timezone.now()
+    ratings = _write_ratings(revision, wanted, existing, now)
+    _write_rationales(wanted, existing, ratings, now)
+    _write_spans(revision, clean, definition, new=new)
 
 
 def build_span(*, revision: Revision, question: str, index: int, answer: dict) -> Span:
