@@ -34,7 +34,7 @@ from annotate.models import (
     StudySettingChange,
     Summary,
 )
-from annotate.services import builtin_rubric_keys, load_builtin_rubric
+from annotate.services.rubrics import builtin_rubric_keys, load_builtin_rubric
 
 
 class ReadOnlyMixin:
@@ -178,7 +178,7 @@ class RevisionInline(ReadOnlyMixin, admin.TabularInline):
 
 @admin.register(Batch)
 class BatchAdmin(ReadOnlyMixin, admin.ModelAdmin):
-    """Batches are built and changed on the study pages (annotate.batches); here they are
+    """Batches are built and changed on the study pages (annotate.services.batches); here they are
     listed, so that an assignment's batch can be looked up (and found by name)."""
 
     list_display = ["name", "study", "kind", "blinded", "created_at"]
@@ -197,7 +197,7 @@ class QualificationRecordAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
 @admin.register(QualificationAttempt)
 class QualificationAttemptAdmin(ReadOnlyMixin, admin.ModelAdmin):
-    """Scored attempts (annotate/qualification.py): a record, never edited."""
+    """Scored attempts (annotate/services/qualification.py): a record, never edited."""
 
     list_display = ["rater", "study", "number", "matched", "compared", "score", "passed", "created_at"]
     list_filter = ["study", "passed"]

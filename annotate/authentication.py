@@ -2,7 +2,7 @@
 digest, refused once expired (API_TOKEN_TTL_HOURS) or once the owner's password changed.
 Its own module because DRF imports the authentication classes while it loads its views:
 this one may import nothing that imports rest_framework.views at module level
-(core.exceptions does, and annotate.accounts through it)."""
+(core.exceptions does, and annotate.services.accounts through it)."""
 
 from __future__ import annotations
 
@@ -30,8 +30,8 @@ class HashedTokenAuthentication(TokenAuthentication):
     """DRF's `Token` header, checked against annotate.models.ApiToken's digests."""
 
     def authenticate_credentials(self, key):
-        from annotate.accounts import password_fingerprint, token_digest, token_expires_at
         from annotate.models import ApiToken
+        from annotate.services.accounts import password_fingerprint, token_digest, token_expires_at
 
         token = ApiToken.objects.select_related("user").filter(digest=token_digest(key)).first()
         if token is None or not token.user.is_active:

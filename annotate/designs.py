@@ -1,6 +1,6 @@
 """Assignment designs as pure functions over ids (no database).
 
-The service in `annotate.services` persists what these return.
+The services in `annotate.services` persist what these return.
 """
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ import itertools
 import math
 import random
 from collections import Counter
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence, Set
+from dataclasses import dataclass
 from fractions import Fraction
 
 
@@ -439,3 +440,119 @@ def comparison_design(
                 left, right = pair if first_left else pair[::-1]
                 out.append((source, by_system[left], by_system[right], rater))
     return sorted(out, key=lambda row: tuple(str(v) for v in row))
+
+
+# --- a batch's assignments, planned ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PlannedAssignment:
+    rater_id: Hashable
+    item_id: Hashable
+    position: int
+
+
+@dataclass(frozen=True)
+class BatchWork:
+    """Each rater's new items: (rater id, item ids) in rater order, raters left with
+    nothing new left out, and how many (item, rater) pairs were dropped because the
+    rater already has that item."""
+
+    queues: tuple[tuple[Hashable, tuple[Hashable, ...]], ...]
+    skipped_pairs: int
+
+
+@dataclass(frozen=True)
+class BatchPlan:
+    """A batch's new assignments, each rater's in queue order from that rater's next
+    free position, and the pairs skipped (see BatchWork)."""
+
+    assignments: tuple[PlannedAssignment, ...]
+    skipped_pairs: int
+
+
+def held_items(items: Sequence[Hashable], raters: Sequence[Hashable], live: Set[tuple]) -> set[Hashable]:
+    """The items every rater already has ((rater, item) in `live`): none of them could
+    give anybody new work, so a batch leaves them out before sampling. None without raters."""
+    return {item for item in items if raters and all((rater, item) in live for rater in raters)}
+
+
+def batch_work(
+    pairs: Iterable[Pair], *, raters: Sequence[Hashable], gold: Sequence[Hashable] = (), live: Set[tuple] = frozenset()
+) -> BatchWork:
+    """From the design's (item, rater) pairs: each rater's items, then every gold item
+    the design did not give them, without the items the rater already has
+    ((rater, item) in `live`, counted as skipped)."""
+    by_rater: dict[Hashable, list[Hashable]] = {}
+    for item, rater in pairs:
+        by_rater.setdefault(rater, []).append(item)
+    for rater in raters:
+        given = by_rater.setdefault(rater, [])
+        for item in gold:
+            if item not in given:
+                given.append(item)
+    skipped = 0
+    queues = []
+    for rater, items in sorted(by_rater.items()):
+        kept = tuple(item for item in items if (rater, item) not in live)
+        skipped += len(items) - len(kept)
+        if kept:
+            queues.append((rater, kept))
+    return BatchWork(queues=tuple(queues), skipped_pairs=skipped)
+
+
+def _with_checks(
+    order: list[Hashable], rater: Hashable, checks: Sequence[Hashable], every: int, seed: str, live: Set[tuple]
+) -> list[Hashable]:
+    """`order` with attention checks mixed in (insert_attention_checks); a rater sees
+    each check once: a check the rater already has, here or in `live`, is dropped."""
+    mixed = insert_attention_checks(order, [("check", c) for c in checks], every=every, seed=seed)
+    seen: set[Hashable] = set(order)
+    result = []
+    for entry in mixed:
+        check = isinstance(entry, tuple)
+        item = entry[1] if check else entry
+        if check and (item in seen or (rater, item) in live):
+            continue
+        seen.add(item)
+        result.append(item)
+    return result
+
+
+def plan_queues(
+    work: BatchWork,
+    *,
+    groups: Mapping[Hashable, Hashable],
+    seed: int,
+    order_seeds: Mapping[Hashable, int],
+    starts: Mapping[Hashable, int],
+    checks: Sequence[Hashable] = (),
+    attention_every: int | None = None,
+    live: Set[tuple] = frozenset(),
+) -> BatchPlan:
+    """Each rater's new items in queue order (rater_queue over the items' `groups`,
+    seeded by the rater's order seed and the batch's seed), with an attention check
+    after about every `attention_every` items when given, placed from the rater's
+    `starts` position on."""
+    planned = []
+    for rater, items in work.queues:
+        rater_seed = f"{order_seeds[rater]}:{seed}"
+        order = rater_queue([(item, groups[item]) for item in items], seed=rater_seed)
+        if attention_every:
+            order = _with_checks(order, rater, checks, attention_every, rater_seed, live)
+        planned += [PlannedAssignment(rater, item, starts[rater] + i) for i, item in enumerate(order)]
+    return BatchPlan(assignments=tuple(planned), skipped_pairs=work.skipped_pairs)
+
+
+def comparison_orders(
+    members: Mapping[Hashable, Sequence[str]], raters: Sequence[Hashable], *, seed: int
+) -> dict[tuple[Hashable, Hashable], list[str]]:
+    """Each comparison item's order on screen for each rater where no design chose one
+    (gold items and attention checks that are comparisons): its members, swapped on a
+    coin seeded by the batch, the rater and the item."""
+    orders = {}
+    for item, order in members.items():
+        for rater in raters:
+            flip = random.Random(f"{seed}:{rater}:{item}").random() < 0.5
+            orders[(rater, item)] = list(order[::-1] if flip else order)
+    return orders

@@ -17,9 +17,9 @@ from django.core.validators import MaxLengthValidator, ProhibitNullCharactersVal
 from django.forms.fields import InvalidJSONInput
 from django.http import QueryDict
 
-from annotate.batches import MAX_ATTENTION_EVERY, SEED_RANGE
 from annotate.models import Batch, ExpectedAnswer
 from annotate.rubrics import AnswerValidationError, RubricDefinition
+from annotate.services.batches import MAX_ATTENTION_EVERY, SEED_RANGE
 from core.text_validation import (
     MAX_ADMIN_TEXT_CHARS,
     MAX_SOURCE_CHARS,
@@ -415,7 +415,7 @@ class MemberForm(forms.Form):
 
 
 class QualificationRuleForm(forms.Form):
-    """The qualification page's pass rule (annotate/qualification.py): the share of
+    """The qualification page's pass rule (annotate/services/qualification.py): the share of
     (item, question) pairs that must match gold, the questions scored, a tolerance per
     scale question and the attempts allowed."""
 
@@ -433,7 +433,7 @@ class QualificationRuleForm(forms.Form):
 
     def __init__(self, *args, definition: RubricDefinition, **kwargs):
         super().__init__(*args, **kwargs)
-        from annotate.qualification import scorable
+        from annotate.services.qualification import scorable
 
         self.fields["questions"].choices = [(q.key, q.prompt) for q in definition.questions if scorable(q)]
         self.scale_keys = []

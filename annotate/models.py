@@ -764,7 +764,7 @@ class ExpectedAnswer(TimeStamped):
 
 class QualificationRule(TimeStamped):
     """One version of a study's pass rule for its qualification batches
-    (annotate/qualification.py, docs/qualification.md). A changed rule is a new row with
+    (annotate/services/qualification.py, docs/qualification.md). A changed rule is a new row with
     the next version; attempts keep pointing at the version they were scored under. A study
     with a rule gates its raters: until they pass, only qualification and training items
     reach them."""
@@ -930,7 +930,7 @@ class ApiToken(models.Model):
     The token dies with the password it was made under (`password_fingerprint` is the
     account's session hash then, which every password change alters), when it expires
     (API_TOKEN_TTL_HOURS after `created_at`) and when it is revoked (the row is deleted).
-    annotate/accounts.py makes, checks and revokes them."""
+    annotate/services/accounts.py makes, checks and revokes them."""
 
     uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")

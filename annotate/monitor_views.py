@@ -10,12 +10,12 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from annotate import monitoring
 from annotate.pages import page_context
 from annotate.pages.monitor import FLAG_STATUSES, flag_inbox_page, monitor_page
 from annotate.selectors.access import get_study_for_admin
 from annotate.selectors.batches import get_batch
 from annotate.selectors.monitor import DEFAULT_FAST_FRACTION, batch_rater, get_study_flag
+from annotate.services import monitoring
 from core.exceptions import ApplicationError
 
 MONITOR_ACTIONS = ("pause", "resume", "reassign", "exclude")

@@ -11,7 +11,6 @@ from django.db.models import Q
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
-from annotate import batches, qualification
 from annotate.forms import GoldAnswerForm, QualificationRuleForm, answers_from_post
 from annotate.models import Assignment, Batch, ComparisonMember, ExpectedAnswer, QualificationAttempt, Summary
 from annotate.pages.questions import question_views
@@ -19,6 +18,7 @@ from annotate.rubrics import AnswerValidationError
 from annotate.selectors.access import get_study_for_admin
 from annotate.selectors.contents import rubric_definition
 from annotate.selectors.queue import ShownSummary
+from annotate.services import adjudication, qualification
 from core.exceptions import ApplicationError
 
 # Summaries listed for recording gold answers; a search by key finds the others.
@@ -187,7 +187,7 @@ def gold_form(request, slug, summary_uuid):
             if not form.is_valid():
                 errors["__all__"] = form.error_message()
             else:
-                batches.record_expected_answer(
+                adjudication.record_expected_answer(
                     study=study,
                     summary=summary,
                     purpose=form.cleaned_data["purpose"],

@@ -6,7 +6,7 @@ app_name = "studies"
 
 urlpatterns = [
     path("", views.studies, name="list"),
-    # Before <slug>/: annotate.services.RESERVED_SLUGS keeps studies off these names.
+    # Before <slug>/: annotate.services.studies.RESERVED_SLUGS keeps studies off these names.
     path("new/", study_views.study_create, name="create"),
     path("rubrics/", study_views.rubric_upload, name="rubrics"),
     path("<slug:slug>/", views.study_dashboard, name="dashboard"),

@@ -22,12 +22,21 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods
 
-from annotate import members, services, study_settings
+from annotate import study_settings
 from annotate.forms import MemberForm, RubricUploadForm, StudyCreateForm, StudySettingsForm
 from annotate.models import Rubric, StudySettingChange
 from annotate.pages.questions import question_views
 from annotate.rubric_yaml import MAX_RUBRIC_BYTES
 from annotate.selectors.access import get_study_for_admin
+from annotate.services import members
+from annotate.services.rubrics import (
+    builtin_rubric_keys,
+    delete_rubric,
+    read_rubric_upload,
+    rename_rubric,
+    upload_rubric,
+)
+from annotate.services.studies import create_study
 from core.exceptions import ApplicationError
 
 
@@ -46,7 +55,7 @@ def rubric_choices() -> list[tuple[str, str]]:
     latest: dict[str, Rubric] = {}
     for rubric in Rubric.objects.only("key", "version", "title").order_by("key", "version"):
         latest[rubric.key] = rubric
-    keys = sorted(set(latest) | set(services.builtin_rubric_keys()))
+    keys = sorted(set(latest) | set(builtin_rubric_keys()))
     return [(key, f"{key}: {latest[key].title} (v{latest[key].version})" if key in latest else key) for key in keys]
 
 
@@ -58,7 +67,7 @@ def study_create(request):
     if request.method == "POST" and form.is_valid():
         d = form.cleaned_data
         try:
-            study = services.create_study(
+            study = create_study(
                 slug=d["slug"],
                 title=d["title"],
                 rubric_key=d["rubric"],
@@ -125,24 +134,24 @@ def rubric_upload(request):
             if action not in RUBRIC_ACTIONS:
                 raise ApplicationError(f"Unknown action {action[:40]!r}.")
             if action == "rename":
-                rubric = services.rename_rubric(
+                rubric = rename_rubric(
                     rubric=_stored_rubric(request), title=request.POST.get("title", ""), user=request.user
                 )
                 messages.success(request, f"Rubric {rubric.key} v{rubric.version} is now titled {rubric.title!r}.")
                 return redirect("studies:rubrics")
             if action == "delete":
                 rubric = _stored_rubric(request)
-                services.delete_rubric(rubric=rubric, user=request.user)
+                delete_rubric(rubric=rubric, user=request.user)
                 messages.success(request, f"Rubric {rubric.key} v{rubric.version} deleted.")
                 return redirect("studies:rubrics")
             if takes_file and not form.is_valid():
                 raise _FormInvalid
             text = request.POST["text"] if previewed else _uploaded_text(form)
             if action == "preview":
-                preview = _rubric_preview(services.read_rubric_upload(text=text, user=request.user), text)
+                preview = _rubric_preview(read_rubric_upload(text=text, user=request.user), text)
                 status = 200
             else:
-                rubric, new = services.upload_rubric(text=text, user=request.user)
+                rubric, new = upload_rubric(text=text, user=request.user)
                 if new:
                     messages.success(request, f"Rubric {rubric.key} stored as version {rubric.version}.")
                 else:
@@ -168,7 +177,7 @@ def rubric_upload(request):
         {
             "form": form,
             "rubrics": rubrics,
-            "builtin": services.builtin_rubric_keys(),
+            "builtin": builtin_rubric_keys(),
             "preview": preview,
             "error": error,
             "me": request.user,

@@ -12,11 +12,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from annotate import batches, qualification, services
 from annotate.forms import BatchForm, BatchItemActionForm, RateActionForm, answers_from_post
-from annotate.members import may_create_studies
 from annotate.models import Assignment, Summary
-from annotate.monitoring import raise_flag
 from annotate.pages import page_context
 from annotate.pages.batches import batch_page
 from annotate.pages.queue import queue_page
@@ -48,6 +45,10 @@ from annotate.selectors.queue import (
     revision_answers,
     training_feedback,
 )
+from annotate.services import adjudication, batches, qualification, ratings
+from annotate.services.assignments import move_assignment, withdraw_assignment
+from annotate.services.members import may_create_studies
+from annotate.services.monitoring import raise_flag
 from core.exceptions import ApplicationError, StaleWriteError
 from core.text_validation import check_text
 
@@ -116,7 +117,7 @@ def _to_next_item(request, assignment):
 
 
 def _submit(request, assignment, data, answers, rationales):
-    _write_answers(services.submit_rating, request, assignment, data, answers, rationales)
+    _write_answers(ratings.submit_rating, request, assignment, data, answers, rationales)
     messages.success(request, "Rating submitted.")
     if training_feedback(assignment) is not None:
         return redirect("annotate:feedback", assignment_uuid=assignment.uuid)
@@ -124,7 +125,7 @@ def _submit(request, assignment, data, answers, rationales):
 
 
 def _skip(request, assignment, data, answers, rationales):
-    services.skip_assignment(
+    ratings.skip_assignment(
         assignment=assignment, rater=request.user, version=data["version"], reason=data["skip_reason"]
     )
     messages.info(request, "Item skipped. It stays in your queue, where you can rate it after all.")
@@ -133,7 +134,7 @@ def _skip(request, assignment, data, answers, rationales):
 
 def _reopen(request, assignment, data, answers, rationales):
     was_skipped = assignment.state == Assignment.State.SKIPPED
-    services.reopen_rating(assignment=assignment, rater=request.user, version=data["version"])
+    ratings.reopen_rating(assignment=assignment, rater=request.user, version=data["version"])
     if was_skipped:
         messages.info(request, "Item reopened: it is yours to rate again.")
     else:
@@ -142,7 +143,7 @@ def _reopen(request, assignment, data, answers, rationales):
 
 
 def _save(request, assignment, data, answers, rationales):
-    _write_answers(services.save_draft, request, assignment, data, answers, rationales)
+    _write_answers(ratings.save_draft, request, assignment, data, answers, rationales)
     messages.success(request, "Draft saved.")
     return redirect("annotate:rate", assignment_uuid=assignment.uuid)
 
@@ -159,7 +160,7 @@ def rate(request, assignment_uuid):
     assignment = get_assignment_for_rater(request.user, assignment_uuid)
     refused = None
     if request.method == "GET":
-        services.open_assignment(assignment=assignment)
+        ratings.open_assignment(assignment=assignment)
     else:
         outcome = _post_rating(request, assignment)
         if not isinstance(outcome, RefusedPost):
@@ -413,7 +414,7 @@ def _batch_action(request, study, batch):
         return _confirm_batch_action(request, study, batch, action)
     try:
         if action == "rerate":
-            opened = batches.open_rerating(batch=batch)
+            opened = adjudication.open_rerating(batch=batch)
             messages.success(request, f"Re-rating round opened for {opened} submitted assignments.")
         else:
             assignment_uuid = _uuid_or_none(request.POST.get("assignment"))
@@ -421,7 +422,7 @@ def _batch_action(request, study, batch):
             if assignment is None:
                 raise ApplicationError("No such assignment in this batch.")
             if action == "withdraw":
-                batches.withdraw_assignment(assignment=assignment)
+                withdraw_assignment(assignment=assignment)
                 messages.success(request, "Assignment withdrawn; its answers are kept.")
             elif action == "move":
                 username = request.POST.get("to", "")
@@ -430,7 +431,7 @@ def _batch_action(request, study, batch):
                 target = enrollable.filter(username=username).first()
                 if target is None:
                     raise ApplicationError("No such user among the study's members.")
-                batches.move_assignment(assignment=assignment, to_rater=target)
+                move_assignment(assignment=assignment, to_rater=target)
                 messages.success(request, f"Moved to {target.get_username()}; earlier answers are kept.")
             else:
                 raise ApplicationError("Unknown action.")
@@ -477,7 +478,7 @@ def disagreements(request, slug, batch_uuid):
 
 
 def _add_note(request, batch, summary, definition, data):
-    batches.add_discussion_note(
+    adjudication.add_discussion_note(
         batch=batch,
         summary=summary,
         author=request.user,
@@ -494,7 +495,7 @@ def _record_consensus(request, batch, summary, definition, data):
         raise ApplicationError("Choose a question.")
     value = request.POST.getlist("value") if q.several_options else request.POST.get("value")
     value = definition.numbers_from_text({q.key: value})[q.key]  # a form posts a scale's number as text
-    batches.record_consensus(
+    adjudication.record_consensus(
         batch=batch,
         summary=summary,
         question=q.key,

@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from annotate import accounts
+from annotate import account_views
 from annotate import study_views as annotate_study_views
 from annotate import views as annotate_views
 from annotate.api.schema import DocsView, SchemaView
@@ -32,7 +32,7 @@ urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
     # Before Django's own: a reset whose e-mail could not be sent says so.
-    path("accounts/password_reset/", accounts.PasswordResetView.as_view(), name="password_reset"),
+    path("accounts/password_reset/", account_views.PasswordResetView.as_view(), name="password_reset"),
     path(
         "accounts/password_reset/done/",
         annotate_study_views.PasswordResetDoneView.as_view(),
@@ -43,7 +43,7 @@ urlpatterns = [
         annotate_study_views.InviteAcceptView.as_view(),
         name="invite-accept",
     ),
-    path("accounts/", accounts.account_page, name="account"),
+    path("accounts/", account_views.account_page, name="account"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("rate/", include("annotate.urls")),

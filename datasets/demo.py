@@ -10,9 +10,10 @@ from pathlib import Path
 from django.conf import settings
 from django.db import transaction
 
-from annotate.batches import create_batch
 from annotate.models import Assignment, Batch, Study, StudyMembership
-from annotate.services import add_study_member, ensure_user, submit_rating
+from annotate.services.batches import create_batch
+from annotate.services.members import add_study_member, ensure_user
+from annotate.services.ratings import submit_rating
 from datasets.demo_state import DEFAULT_DEMO_PASSWORD, DEMO_STUDY, FACTPICO_STUDY, PAIRWISE_STUDY  # noqa: F401 - re-exported
 from datasets.importing import ImportResult, import_evidence_inference, import_records
 

@@ -32,7 +32,9 @@ from annotate.models import (
     Summary,
 )
 from annotate.rubrics import RubricDefinitionError
-from annotate.services import RESERVED_SLUGS, create_comparison, rubric_by_key
+from annotate.services.rubrics import rubric_by_key
+from annotate.services.studies import RESERVED_SLUGS
+from annotate.services.summaries import create_comparison
 from annotate.study_settings import update_study_settings
 from core.collection import fewer_collections
 from core.exceptions import ApplicationError
@@ -86,7 +88,7 @@ def _clean_study(f: Fields) -> dict:
     assisted = f.data.get("assisted", False)
     if not isinstance(assisted, bool):
         f.fail("assisted", "must be true or false")
-    # Whether the rubric exists is the writer's question (annotate.services.rubric_by_key):
+    # Whether the rubric exists is the writer's question (annotate.services.rubrics.rubric_by_key):
     # a built-in file or any rubric stored under that key.
     rubric = f.string("rubric", max_length=64, pattern=SLUG_RE)
     slug = f.string("slug", max_length=100, pattern=SLUG_RE)

@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from annotate.models import Assignment, Batch, Revision, Study, StudyMembership, Summary
 from annotate.rubrics import AnswerContext, Question, RubricDefinition
-from annotate.services import build_span
+from annotate.services.ratings import build_span
 from core.exceptions import ApplicationError
 from core.text_validation import find_problem
 from datasets.pipeline import RowWriter

@@ -31,7 +31,7 @@ from django.db import transaction
 from annotate.models import Comparison, Study, Summary
 from annotate.rubrics import TIE, AnswerContext, AnswerValidationError, RubricDefinition
 from annotate.selectors.contents import rubric_definition
-from annotate.services import compared_texts
+from annotate.services.ratings import compared_texts
 from core.exceptions import ApplicationError
 from generation.conf import pipeline_settings
 from generation.evaluator_versions import JUDGE_NAME  # noqa: F401  (named there, for the report)

@@ -1,6 +1,6 @@
 """Writes of the generation app: start a run, run one job, store its summary.
 
-Summaries enter the study through annotate.services (create_summary, record_claims),
+Summaries enter the study through annotate.services.summaries (create_summary, record_claims),
 exactly like imported ones. The Celery task (generation.tasks) calls these services,
 so they never import it: whoever starts or resumes a run passes the task's enqueue
 function (`enqueue=generate_summary_task.delay`).
@@ -20,7 +20,7 @@ from django.db.models import F, OuterRef
 from django.utils import timezone
 
 from annotate.models import Source, Study
-from annotate.services import create_summary, record_claims
+from annotate.services.summaries import create_summary, record_claims
 from core.background import (
     QUEUE_UNAVAILABLE,
     WORKER_DIED,

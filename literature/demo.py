@@ -25,9 +25,11 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
-from annotate.batches import create_batch
 from annotate.models import Assignment, Batch, Study, StudyMembership, Summary
-from annotate.services import add_study_member, ensure_user, load_builtin_rubric, submit_rating
+from annotate.services.batches import create_batch
+from annotate.services.members import add_study_member, ensure_user
+from annotate.services.ratings import submit_rating
+from annotate.services.rubrics import load_builtin_rubric
 from datasets.demo import DEMO_SEED, LEFT_TO_RATE, fixture, record_demo_active_time
 from datasets.demo_state import QUESTION_STUDY
 from datasets.importing import import_evidence_inference

@@ -1,7 +1,7 @@
 """Where a rater goes next in a study: onboarding first, then the qualification gate, then
 the items, and for a participant the end (docs/recruitment.md).
 
-`qualification_outcome` is the one place the qualification gate (annotate/qualification.py)
+`qualification_outcome` is the one place the qualification gate (annotate/services/qualification.py)
 plugs in: a "failed" state shows a participant the gate's message with the choice to leave
 with the screen-out code (or to come back after a retry a study admin allows), and shows a
 member the gate's message in their queue; while "pending", only the
@@ -12,7 +12,7 @@ from __future__ import annotations
 from django.shortcuts import redirect
 from django.urls import reverse
 
-from annotate.qualification import qualification_state
+from annotate.services.qualification import qualification_state
 from recruit import selectors, services
 from recruit.models import Participant
 
@@ -21,7 +21,7 @@ NOT_REQUIRED, PENDING, PASSED, FAILED = "not_required", "pending", "passed", "fa
 
 def qualification_outcome(*, study, rater) -> str:
     """ "not_required" | "pending" | "passed" | "failed": the study's qualification gate
-    (annotate/qualification.py, docs/qualification.md)."""
+    (annotate/services/qualification.py, docs/qualification.md)."""
     return qualification_state(study=study, rater=rater)
 
 

@@ -20,12 +20,12 @@ from django.db.models import Count, Max, Q
 from django.utils import timezone
 
 from annotate import designs
-from annotate.batches import withdraw_assignment
 from annotate.models import Assignment, Batch, ExpectedAnswer, Study, StudyMembership
-from annotate.qualification import enrol_in_qualification
 from annotate.rubrics import RubricDefinition, RubricDefinitionError
 from annotate.selectors.contents import filter_summaries
-from annotate.services import add_study_member
+from annotate.services.assignments import withdraw_assignment
+from annotate.services.members import add_study_member
+from annotate.services.qualification import enrol_in_qualification
 from core.exceptions import ApplicationError, InvalidStateError
 from core.text_validation import check_text
 from recruit.models import (

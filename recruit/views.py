@@ -16,10 +16,10 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from annotate.forms import answers_from_post
 from annotate.models import Study, StudyMembership
-from annotate.monitoring import exclude_rater
-from annotate.qualification import allow_qualification_retry, qualification_status
 from annotate.rubrics import AnswerValidationError
 from annotate.selectors.access import get_study_for_admin
+from annotate.services.monitoring import exclude_rater
+from annotate.services.qualification import allow_qualification_retry, qualification_status
 from annotate.throttling import recorded_address
 from core.exceptions import ApplicationError
 from recruit import flow, panel, selectors, services

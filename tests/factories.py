@@ -2,7 +2,7 @@ import factory
 from django.contrib.auth import get_user_model
 
 from annotate.models import Assignment, Source, Study, Summary
-from annotate.services import load_builtin_rubric
+from annotate.services.rubrics import load_builtin_rubric
 
 PASSWORD = "correct-horse-battery"
 

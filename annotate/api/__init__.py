@@ -3,7 +3,7 @@
 Every view starts with an access helper: annotate.selectors.queue.get_assignment_for_rater
 for a rater's own items, annotate.permissions for the study endpoints (the same rules
 as the HTML pages; anyone else gets 404). Reads come from annotate.selectors and
-its selectors; writes go through annotate.services and annotate.batches.
+its selectors; writes go through annotate.services.
 """
 
 from annotate.api.raters import (

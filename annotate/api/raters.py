@@ -15,7 +15,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotate import services
 from annotate.api.common import (
     MAX_VERSION,
     SentenceSerializer,
@@ -27,7 +26,6 @@ from annotate.models import (
     ItemFlag,
     Revision,
 )
-from annotate.monitoring import raise_flag
 from annotate.selectors.monitor import item_flags
 from annotate.selectors.queue import (
     assignments_for_rater,
@@ -36,6 +34,8 @@ from annotate.selectors.queue import (
     revision_answers,
     shown_summaries,
 )
+from annotate.services import ratings
+from annotate.services.monitoring import raise_flag
 
 
 class AssignmentListSerializer(serializers.ModelSerializer):
@@ -170,7 +170,7 @@ def _rating_state(assignment: Assignment, *, refresh: bool = True) -> Response:
         "answers": answers,
         "rationales": rationales,
         "hints": (
-            services.draft_hints(assignment=assignment, answers=answers, rationales=rationales)
+            ratings.draft_hints(assignment=assignment, answers=answers, rationales=rationales)
             if revision is not None and revision.status == Revision.Status.DRAFT
             else {}
         ),
@@ -245,7 +245,7 @@ class AssignmentRating(APIView):
         description="Save a draft. Values must be valid; completeness is not required.",
     )
     def put(self, request, assignment_uuid):
-        return _write_rating(request, assignment_uuid, services.save_draft, DraftWriteSerializer)
+        return _write_rating(request, assignment_uuid, ratings.save_draft, DraftWriteSerializer)
 
 
 class AssignmentSubmit(APIView):
@@ -256,7 +256,7 @@ class AssignmentSubmit(APIView):
         description="Submit the rating; it must answer every required question.",
     )
     def post(self, request, assignment_uuid):
-        return _write_rating(request, assignment_uuid, services.submit_rating)
+        return _write_rating(request, assignment_uuid, ratings.submit_rating)
 
 
 class AssignmentSkip(APIView):
@@ -265,7 +265,7 @@ class AssignmentSkip(APIView):
         assignment = _own_item(request, assignment_uuid)
         body = SkipSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        services.skip_assignment(
+        ratings.skip_assignment(
             assignment=assignment,
             rater=request.user,
             reason=body.validated_data["reason"],
@@ -286,9 +286,7 @@ class AssignmentReopen(APIView):
         assignment = _own_item(request, assignment_uuid)
         body = VersionSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        services.reopen_rating(
-            assignment=assignment, rater=request.user, version=_version(request, body.validated_data)
-        )
+        ratings.reopen_rating(assignment=assignment, rater=request.user, version=_version(request, body.validated_data))
         return _rating_state(assignment)
 
 

@@ -20,7 +20,6 @@ from annotate.api.common import (
     SourceRefSerializer,
     query_params,
 )
-from annotate.members import may_create_studies
 from annotate.models import (
     Claim,
     Finding,
@@ -39,7 +38,8 @@ from annotate.selectors.contents import (
     study_counts,
     summaries_for_study,
 )
-from annotate.services import create_study
+from annotate.services.members import may_create_studies
+from annotate.services.studies import create_study
 
 
 class RubricSerializer(serializers.ModelSerializer):

@@ -1,6 +1,7 @@
 """Batches and their progress (admins and viewers read), building a batch, withdrawing
 and moving assignments, the answers that count, disagreements, consensus and
-discussion notes (study admins only). Writes go through annotate.batches.
+discussion notes (study admins only). Writes go through annotate.services.batches and
+annotate.services.adjudication.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from rest_framework import generics, serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotate import batches, permissions
+from annotate import permissions
 from annotate.api.common import (
     FakeViewMixin,
     SummaryRefSerializer,
@@ -49,6 +50,8 @@ from annotate.selectors.batches import (
     get_batch_summary,
 )
 from annotate.selectors.contents import rubric_definition
+from annotate.services import adjudication, batches
+from annotate.services.assignments import move_assignment, withdraw_assignment
 
 
 class BatchSerializer(serializers.ModelSerializer):
@@ -259,7 +262,7 @@ class BatchRerating(APIView):
         summaries = None
         if "summaries" in body.validated_data:
             summaries = list(Summary.objects.filter(study=study, uuid__in=body.validated_data["summaries"]))
-        return Response({"opened": batches.open_rerating(batch=batch, summaries=summaries)})
+        return Response({"opened": adjudication.open_rerating(batch=batch, summaries=summaries)})
 
 
 class AdminAssignmentSerializer(serializers.ModelSerializer):
@@ -318,7 +321,7 @@ class AssignmentWithdraw(APIView):
     def post(self, request, slug, batch_uuid, assignment_uuid):
         study = permissions.study_for_admin(request, slug)
         assignment = get_batch_assignment(get_batch(study, batch_uuid), assignment_uuid)
-        return Response(AdminAssignmentSerializer(batches.withdraw_assignment(assignment=assignment)).data)
+        return Response(AdminAssignmentSerializer(withdraw_assignment(assignment=assignment)).data)
 
 
 class MoveSerializer(serializers.Serializer):
@@ -340,7 +343,7 @@ class AssignmentMove(APIView):
         target = users_enrollable_by(request.user, study).filter(username=body.validated_data["to"]).first()
         if target is None:
             raise serializers.ValidationError({"to": "No such user among the study's members."})
-        new = batches.move_assignment(assignment=assignment, to_rater=target)
+        new = move_assignment(assignment=assignment, to_rater=target)
         new = get_batch_assignment(assignment.batch, new.uuid)
         return Response(AdminAssignmentSerializer(new).data, status=201)
 
@@ -535,7 +538,7 @@ class BatchConsensusList(FakeViewMixin, generics.ListAPIView):
         body = ConsensusCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         d = body.validated_data
-        answer = batches.record_consensus(
+        answer = adjudication.record_consensus(
             batch=batch,
             summary=_batch_item(batch, d["summary"]),
             question=d["question"],
@@ -587,7 +590,7 @@ class BatchNoteList(FakeViewMixin, generics.ListAPIView):
         body = NoteCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         d = body.validated_data
-        note = batches.add_discussion_note(
+        note = adjudication.add_discussion_note(
             batch=batch,
             summary=_batch_item(batch, d["summary"]),
             author=request.user,

@@ -1,7 +1,7 @@
 """API tokens: obtain one with a username and password, revoke it. Logins here are
 throttled like the login page (429 `locked_out` while the pair or address is locked or the
 username delayed: annotate/throttling.py); tokens are stored hashed, expire after
-API_TOKEN_TTL_HOURS and die with the password (annotate.accounts)."""
+API_TOKEN_TTL_HOURS and die with the password (annotate.services.accounts)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotate import accounts, throttling
+from annotate import throttling
 from annotate.models import ApiToken
+from annotate.services import accounts
 
 
 class TokenObtainSerializer(serializers.Serializer):

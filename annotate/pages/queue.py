@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from annotate import qualification, services
 from annotate.models import Assignment, Batch
 from annotate.selectors.queue import QueueProgress, assignments_for_rater, median_active_seconds, queue_progress
+from annotate.services import qualification, ratings
 
 # The queue's short names of a batch's kind (the admin's choices say more).
 PHASE_LABELS = {
@@ -40,7 +40,7 @@ class StudyWay:
     p: QueueProgress
     left: int
     time_left: str
-    gate: Any  # annotate.qualification.Status
+    gate: Any  # annotate.services.qualification.Status
 
 
 @dataclass(frozen=True)
@@ -70,5 +70,5 @@ def queue_page(user) -> QueuePage:
     return QueuePage(
         assignments=assignments,
         studies=[_study_way(user, p) for p in queue_progress(user)],
-        paused_message=services.PAUSED_MESSAGE,
+        paused_message=ratings.PAUSED_MESSAGE,
     )

@@ -12,7 +12,6 @@ from django.urls import reverse
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
-from annotate import qualification, services
 from annotate.models import Assignment, ItemFlag, Revision, Source, Study, Summary
 from annotate.pages import page_context
 from annotate.pages.questions import COMPARISON_KEYS_HINT, error_summary, keys_hint, question_views
@@ -29,6 +28,7 @@ from annotate.selectors.queue import (
     shared_notes,
     shown_summaries,
 )
+from annotate.services import qualification, ratings
 
 
 @dataclass(frozen=True)
@@ -163,7 +163,7 @@ def rating_page(user, assignment: Assignment, *, refused: RefusedPost | None = N
         keys_hint=keys_hint(definition, findings, claims) if compared is None else COMPARISON_KEYS_HINT,
         flags=item_flags_shown(assignment),
         paused=paused,
-        paused_message=services.PAUSED_MESSAGE,
+        paused_message=ratings.PAUSED_MESSAGE,
         compared=compared,
     )
 

@@ -363,6 +363,102 @@ def _sentence_marks(summary_text: str, spans: list[dict]) -> dict[int, set[str]]
     return marks
 
 
+def _scale_spread(values: dict, threshold: float) -> tuple[float, dict] | None:
+    """Scores at least `threshold` apart; N/A differs from any score."""
+    scores = [v for v in values.values() if isinstance(v, int)]
+    has_na = any(v == "na" for v in values.values())
+    spread = float(max(scores) - min(scores)) if len(scores) >= 2 else 0.0
+    if has_na and scores:
+        spread = max(spread, float(threshold))
+    return None if spread < threshold else (spread, values)
+
+
+def _compared_spans_spread(values: dict) -> tuple[float, dict] | None:
+    """Spans in either compared summary, each not marked alike by every rater."""
+    marked = {rater: {(x.get("summary"), x["text"]) for x in v or []} for rater, v in values.items()}
+    differing = len(set().union(*marked.values()) - set.intersection(*marked.values()))
+    shown = {rater: [x["text"] for x in v or []] for rater, v in values.items()}
+    return (float(differing), shown) if differing else None
+
+
+def _highlight_spread(values: dict, text: str) -> tuple[float, dict] | None:
+    """Sentences marked by one rater only, or marked factual by one and not by another."""
+    marks = {rater: _sentence_marks(text, v or []) for rater, v in values.items()}
+    sentences = set().union(*(m.keys() for m in marks.values()))
+    differing = sum(
+        1
+        for i in sentences
+        if len({i in m for m in marks.values()}) > 1 or len(set().union(*(m.get(i, set()) for m in marks.values()))) > 1
+    )
+    shown = {
+        rater: [
+            s["text"] + (" (not factual)" if s.get("answers", {}).get("factual") == "no" else "") for s in (v or [])
+        ]
+        for rater, v in values.items()
+    }
+    return (float(differing), shown) if differing else None
+
+
+def _per_claim_spread(values: dict) -> tuple[float, dict] | None:
+    """Claim by claim: a claim counts when the raters chose different options for it."""
+    values = {rater: per_claim_parts(v or {})[0] for rater, v in values.items()}
+    claims = set().union(*(v.keys() for v in values.values()))
+    differing = sum(len({v.get(c) for v in values.values()}) > 1 for c in claims)
+    return (float(differing), values) if differing else None
+
+
+def _per_finding_spread(values: dict, threshold: float) -> tuple[float, dict] | None:
+    """The largest gap between two raters' scores of one finding, at least `threshold`."""
+    findings = set().union(*((v or {}).keys() for v in values.values()))
+    gaps = [
+        max(s) - min(s)
+        for f in findings
+        if len(s := [v.get(f) for v in values.values() if isinstance((v or {}).get(f), int)]) >= 2
+    ]
+    spread = float(max(gaps, default=0))
+    return None if spread < threshold else (spread, values)
+
+
+def _choice_spread(q, values: dict) -> tuple[float, dict] | None:
+    """Different choices or tickbox sets; for a preference, a different summary (or a tie)."""
+    if q.several_options:
+        values = {rater: v or [] for rater, v in values.items()}  # nothing ticked
+    if q.preference:
+        # Raters disagree on which summary (or a tie), not on how much.
+        values = {rater: (v or {}).get("preferred") for rater, v in values.items()}
+    normalised = {str(sorted(v)) if isinstance(v, list) else str(v) for v in values.values()}
+    if not q.comparable or len(normalised) < 2:
+        return None
+    return float(len(normalised)), values
+
+
+def _spread(q, values: dict, *, threshold: float, text: str | None) -> tuple[float, dict] | None:
+    """How far one item's answers lie apart and the answers as shown; None if they agree."""
+    if q.plain_scale:
+        return _scale_spread(values, threshold)
+    if q.in_compared:
+        return _compared_spans_spread(values)
+    if q.highlights:
+        return _highlight_spread(values, text)
+    if q.per_claim:
+        return _per_claim_spread(values)
+    if q.per_finding:
+        return _per_finding_spread(values, threshold)
+    return _choice_spread(q, values)
+
+
+def _item_refs(summary_ids: list[int], *, with_texts: bool) -> tuple[dict[int, ItemRef], dict[int, str]]:
+    """Each item's key and uuid as plain values (ItemRef); texts only where sentences are compared."""
+    refs, texts = {}, {}
+    for start in range(0, len(summary_ids), 5000):
+        chunk = Summary.objects.filter(pk__in=summary_ids[start : start + 5000])
+        refs.update((pk, ItemRef(pk, uuid, key)) for pk, uuid, key in chunk.values_list("pk", "uuid", "key"))
+    if with_texts:
+        for start in range(0, len(summary_ids), 5000):
+            texts.update(Summary.objects.filter(pk__in=summary_ids[start : start + 5000]).values_list("pk", "text"))
+    return refs, texts
+
+
 def batch_disagreements(
     batch: Batch, *, question: str, threshold: float = 1, phase: str = "initial", sort: str = "spread"
 ) -> list[Disagreement]:
@@ -374,85 +470,13 @@ def batch_disagreements(
     q = definition.question(question)
     answers = question_answers(batch, question=question, phase=phase)
     compared = [summary_id for summary_id, values in answers.items() if len(values) >= 2]
-    # Each item's key and uuid as plain values (ItemRef); texts only where sentences are compared.
-    summaries = {}
-    for start in range(0, len(compared), 5000):
-        chunk = Summary.objects.filter(pk__in=compared[start : start + 5000])
-        summaries.update((pk, ItemRef(pk, uuid, key)) for pk, uuid, key in chunk.values_list("pk", "uuid", "key"))
-    texts = {}
-    if q.highlights:
-        for start in range(0, len(compared), 5000):
-            texts.update(Summary.objects.filter(pk__in=compared[start : start + 5000]).values_list("pk", "text"))
+    summaries, texts = _item_refs(compared, with_texts=q.highlights)
     rows = []
     for summary_id in compared:
-        values = answers[summary_id]
-        summary = summaries[summary_id]
-        spread = 0.0
-        if q.plain_scale:
-            scores = [v for v in values.values() if isinstance(v, int)]
-            has_na = any(v == "na" for v in values.values())
-            spread = float(max(scores) - min(scores)) if len(scores) >= 2 else 0.0
-            if has_na and scores:
-                spread = max(spread, float(threshold))
-            if spread < threshold:
-                continue
-        elif q.in_compared:
-            # Spans in either compared summary: a span counts when some rater did not mark
-            # the same words of the same summary.
-            marked = {rater: {(x.get("summary"), x["text"]) for x in v or []} for rater, v in values.items()}
-            differing = len(set().union(*marked.values()) - set.intersection(*marked.values()))
-            if not differing:
-                continue
-            spread = float(differing)
-            values = {rater: [x["text"] for x in v or []] for rater, v in values.items()}
-        elif q.highlights:
-            marks = {rater: _sentence_marks(texts[summary_id], v or []) for rater, v in values.items()}
-            sentences = set().union(*(m.keys() for m in marks.values()))
-            differing = sum(
-                1
-                for i in sentences
-                if len({i in m for m in marks.values()}) > 1
-                or len(set().union(*(m.get(i, set()) for m in marks.values()))) > 1
-            )
-            if not differing:
-                continue
-            spread = float(differing)
-            values = {
-                rater: [
-                    s["text"] + (" (not factual)" if s.get("answers", {}).get("factual") == "no" else "")
-                    for s in (v or [])
-                ]
-                for rater, v in values.items()
-            }
-        elif q.per_claim:
-            # Claim by claim: a claim counts when the raters chose different options for it.
-            values = {rater: per_claim_parts(v or {})[0] for rater, v in values.items()}
-            claims = set().union(*(v.keys() for v in values.values()))
-            differing = sum(len({v.get(c) for v in values.values()}) > 1 for c in claims)
-            if not differing:
-                continue
-            spread = float(differing)
-        elif q.per_finding:
-            findings = set().union(*((v or {}).keys() for v in values.values()))
-            gaps = [
-                max(s) - min(s)
-                for f in findings
-                if len(s := [v.get(f) for v in values.values() if isinstance((v or {}).get(f), int)]) >= 2
-            ]
-            spread = float(max(gaps, default=0))
-            if spread < threshold:
-                continue
-        else:
-            if q.several_options:
-                values = {rater: v or [] for rater, v in values.items()}  # nothing ticked
-            if q.preference:
-                # Raters disagree on which summary (or a tie), not on how much.
-                values = {rater: (v or {}).get("preferred") for rater, v in values.items()}
-            normalised = {str(sorted(v)) if isinstance(v, list) else str(v) for v in values.values()}
-            if not q.comparable or len(normalised) < 2:
-                continue
-            spread = float(len(normalised))
-        rows.append(Disagreement(summary=summary, question=question, values=values, spread=spread))
+        found = _spread(q, answers[summary_id], threshold=threshold, text=texts.get(summary_id))
+        if found is not None:
+            spread, values = found
+            rows.append(Disagreement(summary=summaries[summary_id], question=question, values=values, spread=spread))
     if sort == "item":
         rows.sort(key=lambda r: r.summary.key)
     else:
@@ -560,7 +584,7 @@ class ReratingScope:
 
 
 def rerating_scope(batch: Batch) -> ReratingScope:
-    """What "open the re-rating round" would reopen: as annotate.batches.open_rerating,
+    """What "open the re-rating round" would reopen: as annotate.services.adjudication.open_rerating,
     the batch's submitted assignments whose newest revision is not yet post-discussion."""
     newest: dict[int, tuple[str, int, int]] = {}
     rows = (

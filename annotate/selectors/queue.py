@@ -29,7 +29,7 @@ from annotate.selectors.claims import per_claim_parts
 
 
 def visible_to_rater(user) -> Q:
-    """The qualification gate (annotate/qualification.py), as a filter on a rater's
+    """The qualification gate (annotate/services/qualification.py), as a filter on a rater's
     assignments: in a study with a pass rule, a rater who has not passed sees only the
     items of its qualification batches and of training batches. Subqueries, not a query
     per study, so the pages and the API that list or open items cost no extra query."""

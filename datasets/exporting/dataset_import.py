@@ -33,7 +33,8 @@ from annotate.models import (
 )
 from annotate.rubrics import NA, AnswerContext, RubricDefinition
 from annotate.selectors.claims import claim_ids, per_claim_parts
-from annotate.services import compared_texts, comparison_item_text
+from annotate.services.ratings import compared_texts
+from annotate.services.summaries import comparison_item_text
 from core.exceptions import ApplicationError
 from core.text_validation import InvalidTextError, find_problem, length_problem, loads
 from datasets.exporting.folder import (

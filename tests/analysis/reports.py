@@ -39,7 +39,8 @@ def rated_study(*, n_summaries: int = 12, raters: tuple[str, ...] = ("ra", "rb",
     import random
 
     from annotate.models import StudyMembership
-    from annotate.services import add_study_member, submit_rating
+    from annotate.services.members import add_study_member
+    from annotate.services.ratings import submit_rating
     from tests.factories import AssignmentFactory, StudyFactory, SummaryFactory, UserFactory
 
     rng = random.Random(seed)
@@ -66,7 +67,7 @@ def change_first_rating(study) -> None:
     """Reopen the study's first rating and submit a different answer: a rating replaced,
     not added (what makes a computed report stale)."""
     from annotate.models import Assignment
-    from annotate.services import reopen_rating, submit_rating
+    from annotate.services.ratings import reopen_rating, submit_rating
 
     assignment = Assignment.objects.filter(study=study).order_by("pk").first()
     reopen_rating(assignment=assignment, rater=assignment.rater, version=assignment.version)

@@ -21,7 +21,7 @@ from sklearn.metrics import cohen_kappa_score
 
 from analysis.report_files import FILE_NAMES
 from annotate.models import Assignment, Rating, Revision
-from annotate.services import submit_rating
+from annotate.services.ratings import submit_rating
 from datasets.demo import DEMO_STUDY
 
 FAILURE_MODES = ["unsupported", "misattribution", "bad_length", "overly_specific"]

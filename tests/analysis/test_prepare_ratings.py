@@ -8,7 +8,8 @@ import pytest
 from analysis.services import compute_study_report, question_specs
 from annotate.models import Finding
 from annotate.selectors.contents import rubric_definition
-from annotate.services import builtin_rubric_path, load_rubric, read_rubric_file, submit_rating
+from annotate.services.ratings import submit_rating
+from annotate.services.rubrics import builtin_rubric_path, load_rubric, read_rubric_file
 from stats.frames import prepare_ratings
 from tests.annotate.factpico import complete_answers, make_factpico_assignment
 from tests.factories import AssignmentFactory, UserFactory

@@ -9,7 +9,8 @@ from django.urls import reverse
 
 from analysis import services
 from annotate.models import StudyMembership
-from annotate.services import add_study_member, submit_rating
+from annotate.services.members import add_study_member
+from annotate.services.ratings import submit_rating
 from tests.analysis.reports import open_computed
 from tests.factories import AssignmentFactory, StudyFactory, SummaryFactory, UserFactory
 

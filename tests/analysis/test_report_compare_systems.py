@@ -13,9 +13,10 @@ from scipy.stats import wilcoxon
 from statsmodels.stats.multitest import multipletests
 
 from analysis import services
-from annotate.batches import record_consensus
 from annotate.models import Batch, StudyMembership
-from annotate.services import add_study_member, submit_rating
+from annotate.services.adjudication import record_consensus
+from annotate.services.members import add_study_member
+from annotate.services.ratings import submit_rating
 from tests.analysis.reports import open_computed
 from tests.factories import AssignmentFactory, SourceFactory, StudyFactory, SummaryFactory, UserFactory
 

@@ -14,9 +14,10 @@ import pytest
 from analysis.plots import plot_names, render_plot
 from analysis.report_files import report_files
 from analysis.services import compute_study_report
-from annotate import batches
 from annotate.selectors.frames import comparisons_frame
-from annotate.services import load_builtin_rubric, submit_rating
+from annotate.services import batches
+from annotate.services.ratings import submit_rating
+from annotate.services.rubrics import load_builtin_rubric
 from tests.factories import SourceFactory, StudyFactory, SummaryFactory, UserFactory
 
 QUALITY = {"good": 3, "fair": 2, "poor": 1}  # how each system's summaries are judged
@@ -99,7 +100,7 @@ def test_report_ranks_the_systems_and_shows_position_bias(rated):
 def test_preferences_against_pointwise_scores(db):
     """A rubric that asks both: scores of single summaries, preferences of comparisons.
     Hand-worked: scores good 5, fair 3, poor 1; one rater prefers by score except once."""
-    from annotate.services import load_rubric
+    from annotate.services.rubrics import load_rubric
 
     rubric = load_rubric(
         definition={
@@ -139,7 +140,7 @@ def test_preferences_against_pointwise_scores(db):
 
 def test_report_page_shows_the_ranking(rated, client, admin_user):
     from annotate.models import StudyMembership
-    from annotate.services import add_study_member
+    from annotate.services.members import add_study_member
     from tests.analysis.reports import open_computed
 
     study, _uuids, _expected = rated

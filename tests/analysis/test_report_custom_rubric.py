@@ -15,7 +15,9 @@ from statsmodels.stats.inter_rater import fleiss_kappa
 
 from analysis.services import compute_study_report
 from annotate.models import StudyMembership
-from annotate.services import add_study_member, submit_rating, upload_rubric
+from annotate.services.members import add_study_member
+from annotate.services.ratings import submit_rating
+from annotate.services.rubrics import upload_rubric
 from tests.analysis.reports import open_computed
 from tests.factories import AssignmentFactory, SourceFactory, StudyFactory, SummaryFactory, UserFactory
 

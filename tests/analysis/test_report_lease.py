@@ -243,7 +243,7 @@ def test_the_report_page_shows_why_a_report_stopped_and_offers_to_compute_it_aga
     assert "Computing the report" not in client.get(PAGE_URL).content.decode()  # still says why
     # Any viewer may resume it (the button), not only an admin.
     from annotate.models import StudyMembership
-    from annotate.services import add_study_member
+    from annotate.services.members import add_study_member
     from tests.factories import UserFactory
 
     viewer = UserFactory(username="viewer")

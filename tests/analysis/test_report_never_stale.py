@@ -18,13 +18,8 @@ from django.urls import reverse
 from analysis import selectors
 from analysis.models import AnalysisResult
 from annotate.models import Assignment, Batch
-from annotate.services import (
-    builtin_rubric_path,
-    create_summary,
-    load_rubric,
-    read_rubric_file,
-    record_claims,
-)
+from annotate.services.rubrics import builtin_rubric_path, load_rubric, read_rubric_file
+from annotate.services.summaries import create_summary, record_claims
 from datasets.importing import import_records
 from generation.evaluators import run_evaluation
 from generation.judging import run_judge
@@ -128,7 +123,7 @@ def a_batch_made_calibration(study, serve):
 
 
 def a_consensus_answer(study, serve):
-    from annotate.batches import record_consensus
+    from annotate.services.adjudication import record_consensus
 
     batch = Batch.objects.create(study=study, name="main", seed=1)
     Assignment.objects.filter(study=study).update(batch=batch)
@@ -145,7 +140,7 @@ def a_consensus_answer(study, serve):
 
 
 def a_rater_excluded(study, serve):
-    from annotate.monitoring import exclude_rater
+    from annotate.services.monitoring import exclude_rater
 
     batch = Batch.objects.create(study=study, name="main", seed=1)
     Assignment.objects.filter(study=study).update(batch=batch)
@@ -234,7 +229,7 @@ def test_recompute_is_for_study_admins_by_post_with_csrf(study_and_client):
     from django.test import Client
 
     from annotate.models import StudyMembership
-    from annotate.services import add_study_member
+    from annotate.services.members import add_study_member
     from tests.factories import UserFactory
 
     study, client = study_and_client

@@ -66,7 +66,7 @@ def test_raters_are_refused(client, rated_demo):
 @pytest.mark.django_db
 def test_study_viewers_see_the_report(client, rated_demo):
     from annotate.models import Study, StudyMembership
-    from annotate.services import add_study_member
+    from annotate.services.members import add_study_member
     from tests.factories import UserFactory
 
     viewer = UserFactory(username="viewer")

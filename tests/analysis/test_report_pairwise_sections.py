@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from analysis import services
 from annotate.models import Comparison, Study, StudyMembership
-from annotate.services import add_study_member
+from annotate.services.members import add_study_member
 from datasets.demo import PAIRWISE_STUDY, load_demo
 from tests.analysis.reports import open_computed
 from tests.factories import UserFactory

@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from analysis import services
 from annotate.models import Source, StudyMembership
-from annotate.services import add_study_member
+from annotate.services.members import add_study_member
 from literature.models import Question, Retrieval, RetrievedArticle
 from literature.services import record_relevance
 from tests.analysis.reports import open_computed

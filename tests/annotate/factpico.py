@@ -1,7 +1,7 @@
 """A FactPICO-rubric assignment with one finding, for tests."""
 
 from annotate.models import Finding
-from annotate.services import load_builtin_rubric
+from annotate.services.rubrics import load_builtin_rubric
 from tests.factories import AssignmentFactory, SourceFactory, StudyFactory, SummaryFactory
 
 SOURCE_TEXT = "Adults with asthma got drug A or placebo. Drug A reduced attacks (p < .01). Café visits were ≥ 3."

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.urls import reverse
 
 from annotate.models import StudyMembership
-from annotate.services import add_study_member
+from annotate.services.members import add_study_member
 from tests.factories import AssignmentFactory, StudyFactory, SummaryFactory, UserFactory
 
 STATIC = Path(settings.BASE_DIR) / "static" / "css"

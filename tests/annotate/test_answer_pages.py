@@ -14,9 +14,10 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from annotate.batches import create_batch, withdraw_assignment
 from annotate.selectors.batches import batch_answers
-from annotate.services import reopen_rating, submit_rating
+from annotate.services.assignments import withdraw_assignment
+from annotate.services.batches import create_batch
+from annotate.services.ratings import reopen_rating, submit_rating
 from tests.conftest import api_client_for
 from tests.factories import SourceFactory, SummaryFactory, UserFactory
 

@@ -125,7 +125,7 @@ def test_skip_through_the_api_requires_a_reason(assignment_a, rater_a):
 def test_token_authentication_works(assignment_a, rater_a):
     from rest_framework.test import APIClient
 
-    from annotate.accounts import create_token
+    from annotate.services.accounts import create_token
 
     secret = create_token(user=rater_a).secret
     client = APIClient()

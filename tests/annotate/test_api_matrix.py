@@ -15,9 +15,11 @@ from django.core.files.base import ContentFile
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
-from annotate.batches import create_batch
 from annotate.models import Assignment, StudyMembership
-from annotate.services import add_study_member, record_claims, submit_rating
+from annotate.services.batches import create_batch
+from annotate.services.members import add_study_member
+from annotate.services.ratings import submit_rating
+from annotate.services.summaries import record_claims
 from datasets import export_runs, import_runs
 from datasets.models import ExportRun
 from datasets.tasks import run_api_export_task, run_api_import_task

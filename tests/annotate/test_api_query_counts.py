@@ -4,8 +4,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from annotate.batches import create_batch
-from annotate.services import submit_rating
+from annotate.services.batches import create_batch
+from annotate.services.ratings import submit_rating
 from tests.conftest import api_client_for
 from tests.factories import SourceFactory, SummaryFactory, UserFactory
 

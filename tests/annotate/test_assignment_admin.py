@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from annotate.batches import create_batch
+from annotate.services.batches import create_batch
 from tests.factories import AssignmentFactory, StudyFactory, SummaryFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -4,7 +4,8 @@ records that they did."""
 import pytest
 
 from annotate.models import Revision
-from annotate.services import record_claims, submit_rating
+from annotate.services.ratings import submit_rating
+from annotate.services.summaries import record_claims
 from tests.factories import AssignmentFactory, StudyFactory, SummaryFactory
 
 CLAIM = {

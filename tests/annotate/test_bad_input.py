@@ -5,8 +5,8 @@ uuid. (NUL bytes and surrogates: test_invalid_text.py; random posts: test_form_f
 
 import pytest
 
-from annotate.batches import create_batch
 from annotate.models import Batch, DiscussionNote, Revision
+from annotate.services.batches import create_batch
 from core.exceptions import ApplicationError
 from tests.annotate.factpico import make_factpico_assignment
 from tests.conftest import api_client_for

@@ -6,21 +6,16 @@ from collections import Counter
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotate.batches import (
-    create_batch,
-    move_assignment,
-    open_rerating,
-    plan_batch,
-    record_consensus,
-    withdraw_assignment,
-)
 from annotate.models import Assignment, Batch, ConsensusAnswer, Revision
 from annotate.rubrics import AnswerValidationError
 from annotate.selectors.batches import batch_disagreements, batch_progress
 from annotate.selectors.contents import filter_summaries
 from annotate.selectors.frames import ratings_frame
 from annotate.selectors.queue import assignments_for_rater, revision_answers
-from annotate.services import save_draft, submit_rating
+from annotate.services.adjudication import open_rerating, record_consensus
+from annotate.services.assignments import move_assignment, withdraw_assignment
+from annotate.services.batches import create_batch, plan_batch
+from annotate.services.ratings import save_draft, submit_rating
 from core.exceptions import ApplicationError, InvalidStateError
 from tests.factories import SourceFactory, SummaryFactory, UserFactory, revision_history
 

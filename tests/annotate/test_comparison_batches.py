@@ -6,9 +6,11 @@ from collections import Counter
 import pytest
 from django.urls import reverse
 
-from annotate import batches
 from annotate.models import Assignment, Comparison, ComparisonMember, StudyMembership, Summary
-from annotate.services import add_study_member, load_builtin_rubric, submit_rating
+from annotate.services import adjudication, batches
+from annotate.services.members import add_study_member
+from annotate.services.ratings import submit_rating
+from annotate.services.rubrics import load_builtin_rubric
 from tests.conftest import api_client_for
 from tests.factories import SourceFactory, StudyFactory, SummaryFactory, UserFactory
 
@@ -107,7 +109,7 @@ def test_gold_comparison_and_its_accuracy(pairwise_study, raters, admin_user):
     gold_item = warmup.assignments.first().summary
     comparison = gold_item.comparison
     better = comparison.member_rows.order_by("index").first().summary
-    batches.record_expected_answer(
+    adjudication.record_expected_answer(
         study=pairwise_study, summary=gold_item, purpose="gold", answers={"overall": {"preferred": str(better.uuid)}}
     )
     batch = batches.create_batch(
@@ -180,7 +182,7 @@ def test_rerating_keeps_each_raters_order(pairwise_study, raters):
             answers={k: {"preferred": left} for k in ("overall", "faithfulness", "completeness")},
             version=a.version,
         )
-    assert batches.open_rerating(batch=batch) == 8
+    assert adjudication.open_rerating(batch=batch) == 8
     for a in batch.assignments.all():
         latest = a.revisions.order_by("-number").first()
         assert latest.phase == "post_discussion" and latest.shown_order == a.shown_order
@@ -215,13 +217,13 @@ def test_disagreement_consensus_and_gold_on_comparisons(pairwise_study, raters, 
     flagged = {d.summary.pk for d in batch_disagreements(batch, question="overall")}
     assert flagged == {disagree_item}
     item = batch.assignments.filter(summary_id=disagree_item).first().summary
-    consensus = batches.record_consensus(
+    consensus = adjudication.record_consensus(
         batch=batch, summary=item, question="overall", value={"preferred": "tie"}, rationale="", decided_by=admin_user
     )
     assert consensus.value == {"preferred": "tie"}
     # Gold: an expected preference, matched whatever the side and strength.
     winner = min(batch.assignments.filter(summary_id=agree_item).first().shown_order)
-    batches.record_expected_answer(
+    adjudication.record_expected_answer(
         study=pairwise_study,
         summary=batch.assignments.filter(summary_id=agree_item).first().summary,
         purpose="gold",
@@ -237,7 +239,7 @@ def test_attention_checks_that_are_comparisons_get_an_order(pairwise_study, rate
     )
     check = warmup.assignments.first().summary
     left = check.comparison.member_rows.order_by("index").first().summary
-    batches.record_expected_answer(
+    adjudication.record_expected_answer(
         study=pairwise_study, summary=check, purpose="attention", answers={"overall": {"preferred": str(left.uuid)}}
     )
     batch = batches.create_batch(

@@ -6,9 +6,9 @@ import re
 import pytest
 from django.urls import reverse
 
-from annotate import batches
 from annotate.models import Revision
-from annotate.services import load_builtin_rubric
+from annotate.services import batches
+from annotate.services.rubrics import load_builtin_rubric
 from tests.conftest import api_client_for
 from tests.factories import SourceFactory, StudyFactory, SummaryFactory, UserFactory
 
@@ -122,8 +122,8 @@ def test_a_rater_flags_a_comparison_item_and_sees_the_answer(client, batch):
     """The comparison page carries the same flag widget as the rating page (the shared
     templates/annotate/_rating_form.html partial)."""
     from annotate.models import ItemFlag, StudyMembership
-    from annotate.monitoring import answer_flag
-    from annotate.services import add_study_member
+    from annotate.services.members import add_study_member
+    from annotate.services.monitoring import answer_flag
 
     assignment = batch.assignments.select_related("rater").first()
     client.force_login(assignment.rater)

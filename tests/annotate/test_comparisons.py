@@ -7,7 +7,9 @@ from annotate.models import Comparison, Revision, Span, Summary
 from annotate.rubrics import AnswerValidationError, RubricDefinition, RubricDefinitionError
 from annotate.selectors.contents import rubric_definition
 from annotate.selectors.queue import latest_revision, revision_answers
-from annotate.services import create_comparison, load_builtin_rubric, reopen_rating, submit_rating
+from annotate.services.ratings import reopen_rating, submit_rating
+from annotate.services.rubrics import load_builtin_rubric
+from annotate.services.summaries import create_comparison
 from core.exceptions import ApplicationError
 from tests.factories import AssignmentFactory, SourceFactory, StudyFactory, SummaryFactory
 

@@ -8,7 +8,7 @@ from django.db import connection
 
 from annotate.models import Assignment
 from annotate.selectors.queue import revision_answers
-from annotate.services import save_draft
+from annotate.services.ratings import save_draft
 from core.exceptions import StaleWriteError
 from tests.factories import revision_history
 

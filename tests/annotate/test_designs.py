@@ -505,3 +505,106 @@ def test_per_source_spreads_the_pairs_of_systems_evenly():
     rows = comparison_design(sources, ["r1"], k=1, per_source=2, seed=1)
     uses = Counter(frozenset((left.split("-")[1], right.split("-")[1])) for _, left, right, _ in rows)
     assert len(uses) == 6 and set(uses.values()) == {4}  # 24 comparisons, each pair 4 times
+
+
+# --- a batch's plan: which rater gets which item, where in their queue -----------------------
+
+
+def test_batch_work_gives_gold_to_every_rater_once_after_the_designs_items():
+    from annotate.designs import batch_work
+
+    work = batch_work([("s1", 1), ("g1", 1), ("s2", 2)], raters=[1, 2, 3], gold=["g1", "g2"])
+    assert work.queues == ((1, ("s1", "g1", "g2")), (2, ("s2", "g1", "g2")), (3, ("g1", "g2")))
+    assert work.skipped_pairs == 0
+
+
+def test_batch_work_skips_what_a_rater_already_has_and_drops_raters_left_with_nothing():
+    from annotate.designs import batch_work
+
+    live = {(1, "s1"), (2, "s2"), (2, "g1")}
+    work = batch_work([("s1", 1), ("s3", 1), ("s2", 2)], raters=[2, 1], gold=["g1"], live=live)
+    assert work.queues == ((1, ("s3", "g1")),)  # by rater id; rater 2 has all of its items
+    assert work.skipped_pairs == 3
+
+
+def test_held_items_are_those_every_chosen_rater_has_and_none_without_raters():
+    from annotate.designs import held_items
+
+    live = {(1, "a"), (2, "a"), (1, "b")}
+    assert held_items(["a", "b", "c"], [1, 2], live) == {"a"}
+    assert held_items(["a", "b"], [1], live) == {"a", "b"}
+    assert held_items(["a"], [], live) == set()
+
+
+@st.composite
+def batch_plans(draw):
+    raters = list(range(1, draw(st.integers(1, 4)) + 1))
+    items = [f"s{i}" for i in range(draw(st.integers(1, 30)))]
+    groups = {item: f"src{draw(st.integers(0, 5))}" for item in items}
+    pairs = [(item, rater) for item in items for rater in raters if draw(st.booleans())]
+    live = {(rater, item) for item, rater in pairs if draw(st.integers(0, 4)) == 0}
+    starts = {rater: draw(st.integers(0, 50)) for rater in raters}
+    seeds = {rater: draw(st.integers(0, 2**31)) for rater in raters}
+    return raters, pairs, groups, live, starts, seeds, draw(st.integers(0, 2**32))
+
+
+@given(batch_plans())
+@settings(max_examples=60)
+def test_each_raters_queue_holds_its_new_items_from_its_next_position_one_source_at_a_time(plan_inputs):
+    from annotate.designs import batch_work, plan_queues
+
+    raters, pairs, groups, live, starts, seeds, seed = plan_inputs
+    work = batch_work(pairs, raters=raters, live=live)
+    plan = plan_queues(work, groups=groups, seed=seed, order_seeds=seeds, starts=starts, live=live)
+    assert plan.skipped_pairs == len([p for p in pairs if (p[1], p[0]) in live])
+    for rater in raters:
+        rows = sorted((row for row in plan.assignments if row.rater_id == rater), key=lambda row: row.position)
+        wanted = {item for item, r in pairs if r == rater and (rater, item) not in live}
+        assert {row.item_id for row in rows} == wanted and len(rows) == len(wanted)
+        assert [row.position for row in rows] == list(range(starts[rater], starts[rater] + len(rows)))
+        sources = [groups[row.item_id] for row in rows]
+        # A source's summaries are rated in one sitting: its run is never interrupted.
+        runs = [source for i, source in enumerate(sources) if i == 0 or sources[i - 1] != source]
+        assert len(runs) == len(set(runs))
+    again = plan_queues(work, groups=groups, seed=seed, order_seeds=seeds, starts=starts, live=live)
+    assert again == plan
+
+
+def test_attention_checks_join_each_queue_once_and_never_one_the_rater_already_has():
+    from annotate.designs import batch_work, plan_queues
+
+    items = [f"s{i}" for i in range(12)]
+    pairs = [(item, rater) for item in items for rater in (1, 2)]
+    live = {(2, "c1")}  # rater 2 saw check c1 in an earlier batch
+    work = batch_work(pairs, raters=[1, 2], live=live)
+    plan = plan_queues(
+        work,
+        groups={item: item for item in items},
+        seed=3,
+        order_seeds={1: 11, 2: 22},
+        starts={1: 0, 2: 0},
+        checks=["c1", "c2"],
+        attention_every=4,
+        live=live,
+    )
+    queues = {
+        rater: [row.item_id for row in sorted(plan.assignments, key=lambda row: row.position) if row.rater_id == rater]
+        for rater in (1, 2)
+    }
+    assert sorted(c for c in queues[1] if c.startswith("c")) == ["c1", "c2"]  # 3 slots, 2 distinct checks
+    assert [c for c in queues[2] if c.startswith("c")] == ["c2"]
+    for queue in queues.values():
+        assert not queue[0].startswith("c") and len(set(queue)) == len(queue)
+        assert sorted(item for item in queue if item.startswith("s")) == sorted(items)
+
+
+def test_comparison_orders_show_both_sides_and_repeat_for_the_same_seed():
+    from annotate.designs import comparison_orders
+
+    members = {item: ["left", "right"] for item in range(200)}
+    orders = comparison_orders(members, [1, 2], seed=9)
+    assert set(orders) == {(rater, item) for rater in (1, 2) for item in range(200)}
+    flipped = Counter(order == ["right", "left"] for order in orders.values())
+    assert set(flipped) == {True, False}  # both sides shown
+    assert all(order in (["left", "right"], ["right", "left"]) for order in orders.values())
+    assert comparison_orders(members, [1, 2], seed=9) == orders

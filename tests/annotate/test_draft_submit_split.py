@@ -5,7 +5,7 @@ import pytest
 from annotate.models import Rating
 from annotate.rubrics import AnswerValidationError
 from annotate.selectors.queue import latest_revision, revision_answers
-from annotate.services import draft_hints, save_draft, submit_rating
+from annotate.services.ratings import draft_hints, save_draft, submit_rating
 from tests.annotate.factpico import complete_answers, make_factpico_assignment
 
 

@@ -19,7 +19,7 @@ from django.test import Client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from annotate.batches import create_batch
+from annotate.services.batches import create_batch
 from tests.annotate.factpico import make_factpico_assignment
 from tests.factories import PASSWORD, AssignmentFactory, SummaryFactory, UserFactory
 

@@ -8,10 +8,10 @@ The bodies are written as raw JSON: `\\ud83d` is how a client sends a lone surro
 
 import pytest
 
-from annotate.batches import create_batch
 from annotate.models import Assignment, ConsensusAnswer, DiscussionNote, ExpectedAnswer, Revision
 from annotate.rubrics import AnswerValidationError
-from annotate.services import save_draft
+from annotate.services.batches import create_batch
+from annotate.services.ratings import save_draft
 from tests.annotate.factpico import make_factpico_assignment
 from tests.conftest import api_client_for
 from tests.factories import SummaryFactory

@@ -1,5 +1,5 @@
 """A set-password link works only while its account would still get a new one from the
-study admin who made it (annotate.members.set_password_link_refusal, checked when the link
+study admin who made it (annotate.services.members.set_password_link_refusal, checked when the link
 is made and at every use): an account that became more than a newcomer to that study since
 keeps its password, and the link's page says why and what to do."""
 
@@ -12,7 +12,7 @@ from django.test import Client
 from django.utils import timezone
 
 from annotate.models import StudyMembership
-from annotate.services import add_study_member
+from annotate.services.members import add_study_member
 from tests.factories import StudyFactory, UserFactory
 
 User = get_user_model()

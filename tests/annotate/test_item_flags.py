@@ -6,10 +6,11 @@ import json
 
 import pytest
 
-from annotate.batches import create_batch
 from annotate.models import ItemFlag, StudyMembership
-from annotate.monitoring import answer_flag, exclude_rater, raise_flag
-from annotate.services import add_study_member, submit_rating
+from annotate.services.batches import create_batch
+from annotate.services.members import add_study_member
+from annotate.services.monitoring import answer_flag, exclude_rater, raise_flag
+from annotate.services.ratings import submit_rating
 from datasets.exporting import export_dataset
 from tests.factories import SummaryFactory, UserFactory
 

@@ -4,9 +4,10 @@ and per rater pair, and the answers API's summary key filter, unknown rater and 
 import pytest
 from django.test import Client
 
-from annotate.batches import create_batch, preview_tables
 from annotate.models import StudyMembership
-from annotate.services import add_study_member, skip_assignment, submit_rating
+from annotate.services.batches import create_batch, preview_tables
+from annotate.services.members import add_study_member
+from annotate.services.ratings import skip_assignment, submit_rating
 from tests.conftest import api_client_for
 from tests.factories import SummaryFactory, UserFactory
 

@@ -4,7 +4,7 @@ each page explains itself when there is nothing in it."""
 import pytest
 
 from annotate.models import StudyMembership
-from annotate.services import add_study_member
+from annotate.services.members import add_study_member
 from tests.factories import UserFactory
 
 

@@ -10,9 +10,10 @@ from django.contrib.auth import SESSION_KEY, get_user_model
 from django.core import mail
 from django.test import Client
 
-from annotate.batches import create_batch
 from annotate.models import Assignment, Rating, Revision, StudyMembership
-from annotate.services import add_study_member, submit_rating
+from annotate.services.batches import create_batch
+from annotate.services.members import add_study_member
+from annotate.services.ratings import submit_rating
 from tests.factories import PASSWORD, StudyFactory, SummaryFactory, UserFactory
 
 User = get_user_model()

@@ -5,11 +5,13 @@ import re
 
 import pytest
 
-from annotate.batches import create_batch, move_assignment
 from annotate.models import Assignment, ExpectedAnswer, RaterExclusion, RaterPause, StudyMembership
-from annotate.monitoring import exclude_rater, pause_rater, reassign_open_items, resume_rater
 from annotate.selectors.monitor import batch_monitor
-from annotate.services import PausedError, add_study_member, save_draft, submit_rating
+from annotate.services.assignments import move_assignment
+from annotate.services.batches import create_batch
+from annotate.services.members import add_study_member
+from annotate.services.monitoring import exclude_rater, pause_rater, reassign_open_items, resume_rater
+from annotate.services.ratings import PausedError, save_draft, submit_rating
 from core.exceptions import ApplicationError
 from tests.factories import SummaryFactory, UserFactory
 

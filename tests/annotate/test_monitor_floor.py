@@ -6,9 +6,9 @@ import re
 
 import pytest
 
-from annotate.batches import create_batch
 from annotate.models import Assignment, StudyMembership
-from annotate.services import add_study_member
+from annotate.services.batches import create_batch
+from annotate.services.members import add_study_member
 from tests.factories import SummaryFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -5,9 +5,12 @@ passes the quality-control options through, and batch actions ask before they ac
 import pytest
 from django.db import IntegrityError, transaction
 
-from annotate.batches import create_batch, move_assignment, preview_batch, record_expected_answer, withdraw_assignment
 from annotate.models import Assignment, Batch, StudyMembership
-from annotate.services import add_study_member, submit_rating
+from annotate.services.adjudication import record_expected_answer
+from annotate.services.assignments import move_assignment, withdraw_assignment
+from annotate.services.batches import create_batch, preview_batch
+from annotate.services.members import add_study_member
+from annotate.services.ratings import submit_rating
 from core.exceptions import ApplicationError
 from tests.factories import AssignmentFactory, SummaryFactory, UserFactory
 

@@ -5,9 +5,7 @@ import dataclasses
 
 import pytest
 
-from annotate.batches import create_batch
 from annotate.models import Claim, StudyMembership
-from annotate.monitoring import answer_flag, pause_rater, raise_flag
 from annotate.pages.batches import batch_page
 from annotate.pages.monitor import flag_inbox_page, monitor_page
 from annotate.pages.queue import queue_page
@@ -15,7 +13,11 @@ from annotate.pages.rating import RefusedPost, flag_page, rating_page
 from annotate.selectors.access import get_study_for_viewer
 from annotate.selectors.batches import get_batch
 from annotate.selectors.queue import get_assignment_for_rater
-from annotate.services import add_study_member, load_builtin_rubric, save_draft, submit_rating
+from annotate.services.batches import create_batch
+from annotate.services.members import add_study_member
+from annotate.services.monitoring import answer_flag, pause_rater, raise_flag
+from annotate.services.ratings import save_draft, submit_rating
+from annotate.services.rubrics import load_builtin_rubric
 from tests.factories import AssignmentFactory, SourceFactory, StudyFactory, SummaryFactory, UserFactory
 
 ANSWERS = {"overall": 4, "failure_modes": ["misattribution"], "feedback": "Cite the second trial."}

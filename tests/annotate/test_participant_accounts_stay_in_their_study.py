@@ -4,9 +4,9 @@ any account (docs/recruitment.md)."""
 
 import pytest
 
-from annotate.batches import create_batch
 from annotate.models import Assignment, StudyMembership
-from annotate.services import add_study_member
+from annotate.services.batches import create_batch
+from annotate.services.members import add_study_member
 from core.exceptions import ApplicationError
 from recruit import services
 from tests.conftest import api_client_for

@@ -11,7 +11,8 @@ from annotate.rubrics import AnswerContext, RubricDefinition, RubricDefinitionEr
 from annotate.selectors.batches import batch_disagreements
 from annotate.selectors.claims import claim_units
 from annotate.selectors.queue import revision_answers
-from annotate.services import load_builtin_rubric, save_draft, submit_rating
+from annotate.services.ratings import save_draft, submit_rating
+from annotate.services.rubrics import load_builtin_rubric
 from tests.conftest import api_client_for
 from tests.factories import AssignmentFactory, SourceFactory, StudyFactory, SummaryFactory, revision_history
 
@@ -244,7 +245,7 @@ def test_disagreements_count_the_claims_raters_answered_differently(rater_a, rat
     } in list(rows[0].values.values())
     # The study admin's disagreements page lists them claim by claim.
     from annotate.models import StudyMembership
-    from annotate.services import add_study_member
+    from annotate.services.members import add_study_member
     from tests.factories import UserFactory
 
     admin = UserFactory(username="claims-admin")

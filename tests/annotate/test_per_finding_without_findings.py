@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 
 from annotate.models import Assignment, Rating, Revision
-from annotate.services import load_builtin_rubric
+from annotate.services.rubrics import load_builtin_rubric
 from tests.annotate.factpico import SOURCE_TEXT, complete_answers, make_factpico_assignment
 from tests.conftest import api_client_for
 from tests.factories import AssignmentFactory, SourceFactory, StudyFactory, SummaryFactory

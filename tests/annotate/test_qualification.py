@@ -1,17 +1,10 @@
-"""The qualification gate (annotate/qualification.py, docs/qualification.md): the pass
+"""The qualification gate (annotate/services/qualification.py, docs/qualification.md): the pass
 rule, attempts, retries, and main items kept from raters until they pass."""
 
 import pytest
 from django.http import Http404
 
-from annotate.batches import create_batch, record_expected_answer
 from annotate.models import Assignment, QualificationAttempt, QualificationRetry, Revision
-from annotate.qualification import (
-    agreement_with_gold,
-    allow_qualification_retry,
-    qualification_state,
-    set_qualification_rule,
-)
 from annotate.selectors.queue import (
     assignments_for_rater,
     get_assignment_for_rater,
@@ -19,7 +12,15 @@ from annotate.selectors.queue import (
     queue_progress,
     training_feedback,
 )
-from annotate.services import reopen_rating, skip_assignment, submit_rating
+from annotate.services.adjudication import record_expected_answer
+from annotate.services.batches import create_batch
+from annotate.services.qualification import (
+    agreement_with_gold,
+    allow_qualification_retry,
+    qualification_state,
+    set_qualification_rule,
+)
+from annotate.services.ratings import reopen_rating, skip_assignment, submit_rating
 from core.exceptions import ApplicationError, InvalidStateError
 from tests.factories import SummaryFactory, UserFactory
 

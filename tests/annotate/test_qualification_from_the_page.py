@@ -6,11 +6,12 @@ import re
 
 import pytest
 
-from annotate.batches import create_batch, record_expected_answer
 from annotate.models import Assignment, Batch, StudyMembership
-from annotate.qualification import set_qualification_rule
 from annotate.selectors.batches import batch_progress
-from annotate.services import add_study_member
+from annotate.services.adjudication import record_expected_answer
+from annotate.services.batches import create_batch
+from annotate.services.members import add_study_member
+from annotate.services.qualification import set_qualification_rule
 from recruit import services
 from tests.conftest import api_client_for
 from tests.factories import SummaryFactory, UserFactory

@@ -3,10 +3,12 @@ widgets, the pass-rule page and its retry button, and who reaches them."""
 
 import pytest
 
-from annotate.batches import create_batch, record_expected_answer
 from annotate.models import ExpectedAnswer, QualificationRetry, QualificationRule, StudyMembership
-from annotate.qualification import qualification_state, set_qualification_rule
-from annotate.services import add_study_member, submit_rating
+from annotate.services.adjudication import record_expected_answer
+from annotate.services.batches import create_batch
+from annotate.services.members import add_study_member
+from annotate.services.qualification import qualification_state, set_qualification_rule
+from annotate.services.ratings import submit_rating
 from tests.factories import StudyFactory, SummaryFactory, UserFactory
 
 

@@ -5,12 +5,13 @@ from collections import Counter
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotate.batches import create_batch, record_expected_answer
 from annotate.models import ExpectedAnswer
 from annotate.rubrics import AnswerValidationError
 from annotate.selectors.batches import quality_report
 from annotate.selectors.queue import assignments_for_rater
-from annotate.services import reopen_rating, submit_rating
+from annotate.services.adjudication import record_expected_answer
+from annotate.services.batches import create_batch
+from annotate.services.ratings import reopen_rating, submit_rating
 from core.exceptions import ApplicationError
 from tests.factories import SummaryFactory
 

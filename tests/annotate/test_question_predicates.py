@@ -4,11 +4,12 @@ kind, and the page and the API agree on which questions take a consensus answer.
 import pytest
 from rest_framework.test import APIClient
 
-from annotate.batches import create_batch, record_consensus
 from annotate.models import ConsensusAnswer, StudyMembership
 from annotate.rubrics import RubricDefinition
 from annotate.selectors.contents import rubric_definition
-from annotate.services import add_study_member
+from annotate.services.adjudication import record_consensus
+from annotate.services.batches import create_batch
+from annotate.services.members import add_study_member
 from core.exceptions import ApplicationError
 from tests.annotate.factpico import make_factpico_assignment
 from tests.factories import UserFactory

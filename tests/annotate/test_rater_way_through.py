@@ -3,10 +3,11 @@ Continue button, the time-left estimate and the completion page."""
 
 import pytest
 
-from annotate.batches import create_batch, record_expected_answer
 from annotate.models import Assignment
 from annotate.pages.queue import time_left_text
-from annotate.qualification import set_qualification_rule
+from annotate.services.adjudication import record_expected_answer
+from annotate.services.batches import create_batch
+from annotate.services.qualification import set_qualification_rule
 from tests.conftest import GOOD_ANSWERS
 from tests.factories import StudyFactory, SummaryFactory, UserFactory
 

@@ -212,7 +212,7 @@ def test_a_malformed_post_is_refused_with_the_field_named_and_nothing_saved(
 
 @pytest.mark.django_db
 def test_a_submitted_item_states_each_answer_plainly(client, assignment_a, rater_a):
-    from annotate.services import submit_rating
+    from annotate.services.ratings import submit_rating
     from tests.conftest import GOOD_ANSWERS
 
     submit_rating(assignment=assignment_a, rater=rater_a, answers=GOOD_ANSWERS, version=1)
@@ -232,9 +232,9 @@ def test_an_editable_item_shows_no_answer_lines(client, assignment_a, rater_a):
 
 @pytest.mark.django_db
 def test_an_item_reopened_for_the_rerating_round_says_so(client, assignment_a, rater_a):
-    from annotate.batches import open_rerating
     from annotate.models import Batch
-    from annotate.services import submit_rating
+    from annotate.services.adjudication import open_rerating
+    from annotate.services.ratings import submit_rating
     from tests.conftest import GOOD_ANSWERS
 
     batch = Batch.objects.create(study=assignment_a.study, name="pilot", seed=1)
@@ -249,9 +249,10 @@ def test_an_item_reopened_for_the_rerating_round_says_so(client, assignment_a, r
 
 @pytest.mark.django_db
 def test_a_reopened_item_shows_the_notes_the_admin_shared_and_no_others(client, assignment_a, rater_a):
-    from annotate.batches import open_rerating
     from annotate.models import Batch, DiscussionNote, StudyMembership
-    from annotate.services import add_study_member, submit_rating
+    from annotate.services.adjudication import open_rerating
+    from annotate.services.members import add_study_member
+    from annotate.services.ratings import submit_rating
     from tests.conftest import GOOD_ANSWERS
     from tests.factories import UserFactory
 

@@ -7,7 +7,7 @@ from django.db.models import ProtectedError
 from annotate.models import Assignment, Rating, Rationale, Revision
 from annotate.rubrics import AnswerValidationError
 from annotate.selectors.queue import revision_answers
-from annotate.services import reopen_rating, save_draft, skip_assignment, submit_rating
+from annotate.services.ratings import reopen_rating, save_draft, skip_assignment, submit_rating
 from core.exceptions import ApplicationError, InvalidStateError, StaleWriteError
 from tests.conftest import GOOD_ANSWERS
 from tests.factories import let_time_pass, revision_history
@@ -131,7 +131,7 @@ def test_active_seconds_per_write_are_bounded(assignment_a, rater_a):
 
 @pytest.mark.django_db
 def test_rationales_are_stored_with_their_rating(assignment_a, rater_a, settings):
-    from annotate.services import load_rubric
+    from annotate.services.rubrics import load_rubric
 
     rubric = load_rubric(
         definition={

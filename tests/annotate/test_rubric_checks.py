@@ -12,7 +12,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from annotate.models import Rubric
 from annotate.rubrics import RubricDefinition
-from annotate.services import read_rubric_file
+from annotate.services.rubrics import read_rubric_file
 from tests.factories import StudyFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

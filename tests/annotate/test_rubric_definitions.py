@@ -5,7 +5,7 @@ from django.core.management import CommandError, call_command
 
 from annotate.models import Rubric
 from annotate.rubrics import RubricDefinition, RubricDefinitionError
-from annotate.services import builtin_rubric_path, load_builtin_rubric, load_rubric, read_rubric_file
+from annotate.services.rubrics import builtin_rubric_path, load_builtin_rubric, load_rubric, read_rubric_file
 
 BASE = {
     "key": "mini",

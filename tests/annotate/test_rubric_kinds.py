@@ -7,7 +7,8 @@ import pytest
 from annotate.models import Rating, Rationale, Revision, Span
 from annotate.rubrics import AnswerContext, AnswerValidationError, RubricDefinition, RubricDefinitionError
 from annotate.selectors.queue import revision_answers
-from annotate.services import builtin_rubric_path, load_rubric, read_rubric_file, submit_rating
+from annotate.services.ratings import submit_rating
+from annotate.services.rubrics import builtin_rubric_path, load_rubric, read_rubric_file
 from tests.annotate.factpico import complete_answers, make_factpico_assignment
 from tests.conftest import api_client_for
 from tests.factories import revision_history

@@ -16,7 +16,7 @@ from django.db.models import ProtectedError
 from django.test import Client
 
 from annotate.models import Rubric
-from annotate.services import RubricOwnershipError, upload_rubric
+from annotate.services.rubrics import RubricOwnershipError, upload_rubric
 from tests.factories import UserFactory
 
 LITSUMM = Path(django_settings.BASE_DIR) / "fixtures" / "rubrics" / "litsumm.yaml"

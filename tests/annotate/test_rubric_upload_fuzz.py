@@ -17,7 +17,7 @@ from django.test import Client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from annotate.services import upload_rubric
+from annotate.services.rubrics import upload_rubric
 from core.exceptions import ApplicationError
 from tests.conftest import api_client_for
 from tests.factories import UserFactory

@@ -18,7 +18,7 @@ from django.test import Client
 from annotate.models import Rubric
 from annotate.rubric_yaml import MAX_RUBRIC_BYTES, MAX_RUBRIC_DEPTH
 from annotate.rubrics import RubricDefinitionError
-from annotate.services import upload_rubric
+from annotate.services.rubrics import upload_rubric
 from tests.factories import UserFactory
 
 LITSUMM = Path(django_settings.BASE_DIR) / "fixtures" / "rubrics" / "litsumm.yaml"

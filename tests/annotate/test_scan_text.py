@@ -10,7 +10,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 
 from annotate.models import Rating, Rationale
-from annotate.services import submit_rating
+from annotate.services.ratings import submit_rating
 from tests.conftest import GOOD_ANSWERS
 
 

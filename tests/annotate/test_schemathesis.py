@@ -9,9 +9,10 @@ from django.core.wsgi import get_wsgi_application
 from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
 
-from annotate.accounts import create_token
-from annotate.batches import create_batch
-from annotate.services import record_claims, submit_rating
+from annotate.services.accounts import create_token
+from annotate.services.batches import create_batch
+from annotate.services.ratings import submit_rating
+from annotate.services.summaries import record_claims
 from datasets import export_runs
 from datasets.tasks import run_api_export_task
 from tests.conftest import GOOD_ANSWERS

@@ -10,7 +10,8 @@ import pytest
 from django.contrib.auth.models import Permission
 
 from annotate.models import Batch, StudyMembership
-from annotate.services import add_study_member, submit_rating
+from annotate.services.members import add_study_member
+from annotate.services.ratings import submit_rating
 from datasets import export_runs
 from tests.conftest import GOOD_ANSWERS, api_client_for
 from tests.factories import AssignmentFactory, SourceFactory, SummaryFactory, UserFactory

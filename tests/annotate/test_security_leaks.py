@@ -6,9 +6,9 @@ superuser or staff with annotate.change_study (docs/security.md)."""
 import pytest
 from django.contrib.auth.models import Permission
 
-from annotate.batches import create_batch
 from annotate.models import Assignment, Batch, StudyMembership
-from annotate.services import add_study_member
+from annotate.services.batches import create_batch
+from annotate.services.members import add_study_member
 from tests.conftest import api_client_for
 from tests.factories import SummaryFactory, UserFactory
 

@@ -4,7 +4,8 @@ import pytest
 
 from annotate.models import Claim
 from annotate.selectors.frames import ratings_frame, summaries_frame
-from annotate.services import create_summary, record_claims, reopen_rating, save_draft, submit_rating
+from annotate.services.ratings import reopen_rating, save_draft, submit_rating
+from annotate.services.summaries import create_summary, record_claims
 from core.exceptions import ApplicationError
 from tests.factories import SourceFactory
 

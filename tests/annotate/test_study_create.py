@@ -275,7 +275,7 @@ def test_a_rubric_key_is_never_a_path(key):
 @pytest.mark.django_db
 def test_rubric_by_key_refuses_a_path():
     from annotate.rubrics import RubricDefinitionError
-    from annotate.services import rubric_by_key
+    from annotate.services.rubrics import rubric_by_key
 
     with pytest.raises(RubricDefinitionError, match="a rubric key is"):
         rubric_by_key(key="../rubrics/litsumm")

@@ -4,9 +4,10 @@ disagreements and consensus in HTML; raters never see other raters' answers."""
 import pytest
 from django.contrib.auth.models import Permission
 
-from annotate.batches import create_batch
 from annotate.models import Assignment, Batch, ConsensusAnswer, DiscussionNote, StudyMembership
-from annotate.services import add_study_member, submit_rating
+from annotate.services.batches import create_batch
+from annotate.services.members import add_study_member
+from annotate.services.ratings import submit_rating
 from tests.factories import SummaryFactory, UserFactory
 
 
@@ -333,7 +334,7 @@ def test_metadata_filter_accepts_plain_field_names_only(client, setup, rater_a, 
 @pytest.mark.parametrize("who", ["viewer", "rater_a", "outsider", "staff_viewer"])
 def test_only_study_admins_act_on_the_monitor_and_the_inbox(client, setup, outsider, who):
     from annotate.models import ItemFlag, RaterExclusion, RaterPause
-    from annotate.monitoring import raise_flag
+    from annotate.services.monitoring import raise_flag
 
     study, batch, *_ = setup
     a = batch.assignments.first()

@@ -8,7 +8,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from annotate.models import StudyMembership, StudySettingChange
-from annotate.services import add_study_member
+from annotate.services.members import add_study_member
 from datasets.exporting import export_dataset
 from tests.factories import StudyFactory, UserFactory
 

@@ -5,8 +5,8 @@ without a word, a note had no limit at all). Scale answers are numbers (F8)."""
 
 import pytest
 
-from annotate.batches import create_batch
 from annotate.models import Assignment, ConsensusAnswer, DiscussionNote, ExpectedAnswer, Revision
+from annotate.services.batches import create_batch
 from tests.conftest import GOOD_ANSWERS, api_client_for
 from tests.factories import SummaryFactory
 

@@ -83,7 +83,7 @@ def floor(slug: str, n: int) -> float:
     from django.db import transaction
 
     from annotate.models import Source, Study, Summary
-    from annotate.services import load_builtin_rubric
+    from annotate.services.rubrics import load_builtin_rubric
     from core.sentences import split_spans
 
     started = time.perf_counter()
@@ -171,7 +171,7 @@ def answered_batch(n_answers: int):
     from django.utils import timezone
 
     from annotate.models import Assignment, Batch, Rating, Revision, Study, StudyMembership, Summary
-    from annotate.services import add_study_member
+    from annotate.services.members import add_study_member
 
     user_model = get_user_model()
     admin = user_model.objects.create(username="bench-admin")

@@ -44,7 +44,7 @@ def abstracts(n: int) -> list[str]:
 
 def build(n_summaries: int):
     from annotate.models import Source, Study, Summary
-    from annotate.services import load_builtin_rubric
+    from annotate.services.rubrics import load_builtin_rubric
 
     study = Study.objects.create(slug="bench-evaluators", title="bench", rubric=load_builtin_rubric(key="litsumm"))
     sources = Source.objects.bulk_create(

@@ -71,7 +71,7 @@ def build(n_summaries: int) -> float:
     from django.db import transaction
 
     from annotate.models import Assignment, Rating, Rationale, Revision, Source, Study, Summary
-    from annotate.services import load_rubric
+    from annotate.services.rubrics import load_rubric
 
     start = time.perf_counter()
     call_command("migrate", verbosity=0)

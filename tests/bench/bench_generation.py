@@ -199,7 +199,7 @@ def run_all(args) -> None:
     call_command("migrate", verbosity=0)
 
     from annotate.models import Study
-    from annotate.services import load_builtin_rubric
+    from annotate.services.rubrics import load_builtin_rubric
     from generation.llm import count_tokens
     from generation.selectors import run_progress
     from tests.generation.conftest import TRIAL, make_source

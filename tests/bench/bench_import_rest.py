@@ -62,7 +62,7 @@ def main() -> None:
     import ours_jsonl
 
     from annotate.models import Summary
-    from annotate.services import create_study
+    from annotate.services.studies import create_study
 
     admin = get_user_model().objects.create(username="bench-import-admin")
     client = APIClient()

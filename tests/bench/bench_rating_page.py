@@ -64,7 +64,7 @@ def build() -> dict[str, str]:
     from django.core.management import call_command
 
     from annotate.models import Study, Summary
-    from annotate.services import assign_summaries
+    from annotate.services.assignments import assign_summaries
     from core.text_validation import MAX_SOURCE_CHARS, MAX_SUMMARY_CHARS
 
     call_command("migrate", verbosity=0)

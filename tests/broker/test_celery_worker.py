@@ -21,7 +21,7 @@ from analysis.models import AnalysisResult
 from analysis.selectors import report_inputs
 from analysis.tasks import run_study_report_task
 from annotate.models import Assignment, Study
-from annotate.services import submit_rating
+from annotate.services.ratings import submit_rating
 
 pytestmark = [pytest.mark.broker, pytest.mark.django_db(transaction=True)]
 

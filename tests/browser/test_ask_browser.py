@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import expect
 
 from annotate.models import StudyMembership, Summary
-from annotate.services import add_study_member
+from annotate.services.members import add_study_member
 from core.background import wait_for_pool
 from generation.models import AnswerJob
 from generation.tasks import ASK_POOL
@@ -30,7 +30,7 @@ HOSTILE_SYNTHESIS = "Aspirin reduced recurrence [1]. <b>Bold</b><img src=x onerr
 
 
 def test_an_admin_asks_watches_the_steps_and_adds_the_answer(page, serve, monkeypatch, settings, request):
-    from annotate.services import ensure_study
+    from annotate.services.studies import ensure_study
 
     settings.DEBUG = True
     study, _ = ensure_study(slug="asking", title="Asking", rubric_key="clinfo")

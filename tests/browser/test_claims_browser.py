@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 from annotate.models import Claim
 from annotate.selectors.queue import latest_revision, revision_answers
-from annotate.services import load_builtin_rubric
+from annotate.services.rubrics import load_builtin_rubric
 from tests.browser.conftest import log_in, open_item
 from tests.factories import PASSWORD, AssignmentFactory, SourceFactory, StudyFactory, SummaryFactory, UserFactory
 

@@ -6,10 +6,10 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from annotate import batches
 from annotate.models import Assignment, Span
 from annotate.selectors.queue import latest_revision, revision_answers
-from annotate.services import load_builtin_rubric
+from annotate.services import batches
+from annotate.services.rubrics import load_builtin_rubric
 from tests.browser.conftest import log_in
 from tests.factories import PASSWORD, SourceFactory, StudyFactory, SummaryFactory, UserFactory
 

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from annotate.models import StudyMembership
-from annotate.services import add_study_member
+from annotate.services.members import add_study_member
 from tests.browser.conftest import log_in
 from tests.factories import PASSWORD, AssignmentFactory, StudyFactory, SummaryFactory, UserFactory
 

@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from annotate.models import Assignment, Claim
-from annotate.services import load_builtin_rubric
+from annotate.services.rubrics import load_builtin_rubric
 from tests.annotate.factpico import add_finding, make_factpico_assignment
 from tests.browser.conftest import log_in, open_item
 from tests.factories import PASSWORD, AssignmentFactory, SourceFactory, StudyFactory, SummaryFactory, UserFactory

@@ -6,9 +6,10 @@ admin's focus or losing what they are typing."""
 import pytest
 from playwright.sync_api import expect
 
-from annotate.batches import create_batch
 from annotate.models import ItemFlag, StudyMembership
-from annotate.services import add_study_member, submit_rating
+from annotate.services.batches import create_batch
+from annotate.services.members import add_study_member
+from annotate.services.ratings import submit_rating
 from tests.browser.conftest import log_in, open_item
 from tests.factories import PASSWORD, StudyFactory, SummaryFactory, UserFactory
 

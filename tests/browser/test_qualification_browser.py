@@ -6,9 +6,9 @@ passes and then sees the main items."""
 import pytest
 from playwright.sync_api import expect
 
-from annotate.batches import create_batch
 from annotate.models import Assignment, QualificationAttempt, QualificationRetry, StudyMembership
-from annotate.services import add_study_member
+from annotate.services.batches import create_batch
+from annotate.services.members import add_study_member
 from tests.browser.conftest import log_in
 from tests.factories import PASSWORD, StudyFactory, SummaryFactory, UserFactory
 

@@ -12,7 +12,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from annotate.models import Assignment, StudyMembership
-from annotate.services import add_study_member
+from annotate.services.members import add_study_member
 from recruit import services
 from recruit.models import ConsentDecision, OnboardingRecord, Participant
 from tests.browser.conftest import log_in

@@ -4,7 +4,7 @@ stable URL per link, its copy button (static script, CSP on), a link edited on t
 import pytest
 
 from annotate.models import StudyMembership
-from annotate.services import add_study_member
+from annotate.services.members import add_study_member
 from recruit import services
 from recruit.models import LinkChange
 from tests.browser.conftest import log_in

@@ -9,10 +9,11 @@ screen-out code: tests/browser/test_recruit_browser.py.)"""
 import pytest
 from playwright.sync_api import expect
 
-from annotate.batches import create_batch, record_expected_answer
 from annotate.models import Assignment, ItemFlag, QualificationAttempt, QualificationRetry, StudyMembership
-from annotate.qualification import set_qualification_rule
-from annotate.services import add_study_member
+from annotate.services.adjudication import record_expected_answer
+from annotate.services.batches import create_batch
+from annotate.services.members import add_study_member
+from annotate.services.qualification import set_qualification_rule
 from recruit import services
 from recruit.models import Participant
 from tests.browser.conftest import log_in
@@ -186,7 +187,7 @@ def test_a_prolific_study_end_to_end_with_five_arrivals(page, browser, live_serv
     and holds the last item, then returns the study on Prolific's side: matching Prolific's
     submissions frees D's item and E, who arrives next, gets it and completes. The admin
     approves the completed submissions and pays B a bonus once, from the participants page."""
-    from annotate.services import add_study_member as add_member
+    from annotate.services.members import add_study_member as add_member
     from tests.recruit.helpers import CONSENT, SCREENOUT
     from tests.recruit.prolific_server import TOKEN, ProlificServer
 

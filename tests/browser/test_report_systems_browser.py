@@ -5,7 +5,7 @@ and the consensus answers after adjudication beside the raters'."""
 import pytest
 
 from analysis import services
-from annotate.batches import record_consensus
+from annotate.services.adjudication import record_consensus
 from tests.analysis.test_report_compare_systems import study_with_systems  # noqa: F401 (a fixture)
 from tests.browser.conftest import log_in
 from tests.factories import PASSWORD

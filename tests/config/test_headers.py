@@ -16,7 +16,7 @@ import pytest
 from django.conf import settings as django_settings
 from django.test import Client
 
-from annotate.accounts import create_token
+from annotate.services.accounts import create_token
 from tests.factories import AssignmentFactory, StudyFactory, SummaryFactory, UserFactory
 
 TEMPLATES = Path(django_settings.BASE_DIR) / "templates"

@@ -10,7 +10,8 @@ import pytest
 from analysis.services import compute_study_report
 from annotate.models import Assignment, Batch, Revision, Study
 from annotate.selectors.frames import ratings_frame
-from annotate.services import load_rubric, read_rubric_file, submit_rating
+from annotate.services.ratings import submit_rating
+from annotate.services.rubrics import load_rubric, read_rubric_file
 from datasets.exporting import export_dataset
 from tests.datasets.test_export import rate_demo
 from tests.factories import AssignmentFactory, StudyFactory, SummaryFactory, UserFactory
@@ -141,6 +142,6 @@ def test_card_agreement_equals_the_report_for_every_scale_question_of_the_rated_
 
 
 def read_rubric_file_of(study: Study) -> dict:
-    from annotate.services import builtin_rubric_path
+    from annotate.services.rubrics import builtin_rubric_path
 
     return read_rubric_file(builtin_rubric_path(study.rubric.key))

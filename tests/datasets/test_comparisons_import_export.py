@@ -6,9 +6,9 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotate import batches
 from annotate.models import Assignment, Comparison, Span, Study
-from annotate.services import submit_rating
+from annotate.services import batches
+from annotate.services.ratings import submit_rating
 from datasets.importing import import_records
 from tests.datasets.test_export import all_files, export, jsonl_rows
 from tests.datasets.test_import_dataset import normalised_answers

@@ -12,9 +12,10 @@ import yaml
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
-from annotate.batches import create_batch, open_rerating, record_consensus
 from annotate.models import Assignment, Batch, Rating, Revision, Source, Span, Study
-from annotate.services import reopen_rating, submit_rating
+from annotate.services.adjudication import open_rerating, record_consensus
+from annotate.services.batches import create_batch
+from annotate.services.ratings import reopen_rating, submit_rating
 from datasets.demo import (
     DEMO_STUDY,
     EVIDENCE_RATIONALES,
@@ -312,7 +313,7 @@ def test_export_command_writes_only_the_requested_formats(rated_demo, tmp_path, 
 
 
 def test_claim_explanations_of_a_withheld_source_are_blanked_like_its_quotes(db, tmp_path):
-    from annotate.services import record_claims
+    from annotate.services.summaries import record_claims
     from tests.factories import SourceFactory, StudyFactory, SummaryFactory
 
     study = StudyFactory()

@@ -10,9 +10,9 @@ import pyarrow.parquet as pq
 import pytest
 from django.core.management import call_command
 
-from annotate.batches import create_batch
 from annotate.models import Claim
-from annotate.services import submit_rating
+from annotate.services.batches import create_batch
+from annotate.services.ratings import submit_rating
 from core.csv_cells import csv_text, original_text
 from datasets.exporting import TABLES, DatasetImportError, export_dataset, import_dataset
 from datasets.exporting.folder import TableWriter

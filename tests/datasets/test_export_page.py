@@ -9,7 +9,8 @@ import pytest
 from django.test import Client
 
 from annotate.models import StudyMembership
-from annotate.services import add_study_member, submit_rating
+from annotate.services.members import add_study_member
+from annotate.services.ratings import submit_rating
 from datasets import export_runs
 from datasets.models import ExportRun
 from tests.conftest import GOOD_ANSWERS

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 import datasets.exporting
 from annotate.models import Study
-from annotate.services import submit_rating
+from annotate.services.ratings import submit_rating
 from core.background import run_lease
 from datasets import export_runs
 from datasets.exporting import verify_checksums

@@ -8,7 +8,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from annotate.models import Source, StudyMembership, Summary
-from annotate.services import add_study_member
+from annotate.services.members import add_study_member
 from tests.conftest import api_client_for
 from tests.factories import StudyFactory, UserFactory
 

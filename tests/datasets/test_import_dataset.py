@@ -152,7 +152,7 @@ def test_claims_judged_by_people_survive_the_round_trip(transactional_db, tmp_pa
     from pathlib import Path
 
     from annotate.selectors.claims import claim_units
-    from annotate.services import submit_rating
+    from annotate.services.ratings import submit_rating
     from tests.factories import AssignmentFactory, UserFactory
 
     call_command("import_jsonl", str(Path(__file__).resolve().parents[2] / "fixtures" / "claims-example.jsonl"))

@@ -6,7 +6,7 @@ from django.conf import settings
 from django.core.management import CommandError, call_command
 
 from annotate.models import Finding, Source
-from annotate.services import load_builtin_rubric
+from annotate.services.rubrics import load_builtin_rubric
 from tests.factories import StudyFactory, sentence_count
 
 DATA = Path(settings.BASE_DIR) / "fixtures" / "evidence_inference" / "abstracts.jsonl"

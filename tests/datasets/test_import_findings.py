@@ -9,7 +9,7 @@ import pytest
 from analysis.services import compute_study_report
 from annotate.models import Finding, Source, Summary
 from annotate.rubrics import RubricDefinition
-from annotate.services import builtin_rubric_path, read_rubric_file
+from annotate.services.rubrics import builtin_rubric_path, read_rubric_file
 from datasets.importing import ImportLineError, import_records
 from tests.annotate.test_per_finding_without_findings import form_post
 from tests.factories import AssignmentFactory

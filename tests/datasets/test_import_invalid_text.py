@@ -12,7 +12,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
 from annotate.models import Source, Span, Study, Summary
-from annotate.services import load_builtin_rubric
+from annotate.services.rubrics import load_builtin_rubric
 from datasets.demo import DEMO_STUDY
 from datasets.exporting import sha256sums
 from datasets.thresh import ThreshImportError, import_thresh

@@ -6,7 +6,7 @@ from django.conf import settings
 from django.core.management import CommandError, call_command
 
 from annotate.models import Claim, Rubric, Source, Study, Summary
-from annotate.services import submit_rating
+from annotate.services.ratings import submit_rating
 from tests.conftest import GOOD_ANSWERS
 from tests.factories import AssignmentFactory, UserFactory, sentence_count
 

@@ -9,7 +9,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from annotate.models import StudyMembership, Summary
-from annotate.services import add_study_member
+from annotate.services.members import add_study_member
 from datasets import import_runs
 from tests.factories import StudyFactory, UserFactory
 

@@ -14,7 +14,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from annotate.models import StudyMembership, Summary
-from annotate.services import add_study_member
+from annotate.services.members import add_study_member
 from datasets.pipeline import batch_size
 from tests.conftest import api_client_for
 from tests.factories import StudyFactory, UserFactory, sentence_count

@@ -11,7 +11,7 @@ import pytest
 from django.core.management import call_command
 
 from annotate.models import Source
-from annotate.services import load_builtin_rubric
+from annotate.services.rubrics import load_builtin_rubric
 from datasets.exporting import licence_allows_text
 from tests.datasets.test_import_evidence_inference import DATA, write
 from tests.factories import StudyFactory

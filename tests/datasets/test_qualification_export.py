@@ -4,9 +4,10 @@ count, as calibration answers do."""
 
 import pytest
 
-from annotate.batches import create_batch, record_expected_answer
-from annotate.qualification import allow_qualification_retry, set_qualification_rule
-from annotate.services import submit_rating
+from annotate.services.adjudication import record_expected_answer
+from annotate.services.batches import create_batch
+from annotate.services.qualification import allow_qualification_retry, set_qualification_rule
+from annotate.services.ratings import submit_rating
 from tests.datasets.test_export import export, jsonl_rows
 from tests.factories import SummaryFactory
 

@@ -19,7 +19,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
 from annotate.models import StudyMembership
-from annotate.services import add_study_member
+from annotate.services.members import add_study_member
 from datasets.models import ExportRun, ImportRun
 from datasets.retention import remove_expired_files
 from tests.conftest import api_client_for

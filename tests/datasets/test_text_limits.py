@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 
 from annotate.models import Source, Summary
-from annotate.services import create_summary
+from annotate.services.summaries import create_summary
 from core.exceptions import ApplicationError
 from core.text_validation import MAX_SOURCE_CHARS, MAX_SUMMARY_CHARS
 from tests.factories import SourceFactory, StudyFactory, SummaryFactory

@@ -9,7 +9,7 @@ import pytest
 from django.urls import reverse
 
 from annotate.models import Source, StudyMembership, Summary
-from annotate.services import add_study_member
+from annotate.services.members import add_study_member
 from core.background import QUEUE_UNAVAILABLE, wait_for_pool
 from generation.models import AnswerJob
 from generation.tasks import ASK_POOL

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotate.services import submit_rating
+from annotate.services.ratings import submit_rating
 from generation.calibration import calibrate, hallucination_labels
 from tests.factories import AssignmentFactory, StudyFactory, SummaryFactory, UserFactory
 

@@ -178,7 +178,7 @@ def test_the_self_correction_pipeline_revises_from_its_own_feedback(serve, trial
 
 
 def test_the_evaluator_with_decomposed_claims_is_a_run_of_its_own(serve, trial_source):
-    from annotate.services import create_summary
+    from annotate.services.summaries import create_summary
 
     text = "Drug A was compared with placebo and INVENTED it cured everyone [PMC100]. An uncited sentence."
     create_summary(study=trial_source.study, source=trial_source, key="s1", text=text, generator="hand")

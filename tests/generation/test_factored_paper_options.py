@@ -8,7 +8,7 @@ import json
 import pytest
 from django.core.management import call_command
 
-from annotate.services import create_summary
+from annotate.services.summaries import create_summary
 from generation.evaluators import FactoredVerification
 from generation.llm import Gateway
 from generation.models import EvaluationRun, EvaluationScore

@@ -9,9 +9,10 @@ from django.core.management import call_command
 from sklearn.metrics import cohen_kappa_score
 
 from analysis.services import compute_study_report
-from annotate import batches
 from annotate.models import Comparison
-from annotate.services import load_builtin_rubric, submit_rating
+from annotate.services import batches
+from annotate.services.ratings import submit_rating
+from annotate.services.rubrics import load_builtin_rubric
 from generation.models import JudgeAnswer
 from tests.factories import SourceFactory, StudyFactory, SummaryFactory, UserFactory
 from tests.generation.scripted_server import Reply

@@ -170,7 +170,7 @@ def test_every_declared_schema_keeps_openais_strict_rules():
 @pytest.mark.parametrize("key", ["litsumm", "factpico", "claims", "clinfo"])
 def test_the_judges_schema_keeps_them_for_every_builtin_rubric(rater_a, key):
     from annotate.rubrics import RubricDefinition
-    from annotate.services import load_builtin_rubric
+    from annotate.services.rubrics import load_builtin_rubric
     from tests.annotate.factpico import make_factpico_assignment
 
     assignment, _ = make_factpico_assignment(rater_a)
@@ -208,7 +208,7 @@ def instance_of(schema: dict):
 # something a schema can say; the rubric checks them.
 @pytest.mark.parametrize("key", ["litsumm", "factpico", "claims"])
 def test_an_answer_that_keeps_to_the_judges_schema_is_one_the_rubric_takes(serve, rater_a, key):
-    from annotate.services import load_builtin_rubric
+    from annotate.services.rubrics import load_builtin_rubric
     from generation.judging import run_judge
     from tests.annotate.factpico import make_factpico_assignment
 

@@ -84,7 +84,7 @@ def test_every_article_is_judged_and_above_35_relevant_bm25_keeps_the_best_35(se
     assert job.config["relevance"] == "all" and job.config["rerank_above"] == 35
     # The questions page says so.
     from annotate.models import Study, StudyMembership
-    from annotate.services import add_study_member
+    from annotate.services.members import add_study_member
     from tests.factories import UserFactory
 
     admin = UserFactory(username="pi")

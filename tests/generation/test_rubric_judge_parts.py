@@ -16,7 +16,7 @@ from analysis.services import compute_study_report
 from annotate.models import Finding, Study, Summary
 from annotate.selectors.claims import claim_units
 from annotate.selectors.frames import ratings_frame
-from annotate.services import submit_rating
+from annotate.services.ratings import submit_rating
 from generation.models import JudgeAnswer
 from tests.factories import AssignmentFactory
 from tests.generation.scripted_server import Reply

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.core.management import call_command
 
 from annotate.models import Source
-from annotate.services import load_builtin_rubric
+from annotate.services.rubrics import load_builtin_rubric
 from datasets.importing import import_evidence_inference
 from literature.engines import Hit, LocalEngine
 from literature.models import Question, Retrieval

@@ -8,10 +8,13 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from annotate.batches import create_batch, record_expected_answer, withdraw_assignment
 from annotate.models import Assignment, Revision, StudyMembership
-from annotate.qualification import set_qualification_rule
-from annotate.services import add_study_member, submit_rating
+from annotate.services.adjudication import record_expected_answer
+from annotate.services.assignments import withdraw_assignment
+from annotate.services.batches import create_batch
+from annotate.services.members import add_study_member
+from annotate.services.qualification import set_qualification_rule
+from annotate.services.ratings import submit_rating
 from recruit import services
 from recruit.models import Participant
 from tests.conftest import GOOD_ANSWERS

@@ -3,7 +3,7 @@
 import pytest
 
 from annotate.models import StudyMembership
-from annotate.services import add_study_member
+from annotate.services.members import add_study_member
 from recruit.models import ConsentDecision, ConsentVersion, Onboarding, OnboardingRecord
 from tests.recruit.helpers import set_up_onboarding
 

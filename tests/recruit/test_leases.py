@@ -7,7 +7,7 @@ import pytest
 from django.utils import timezone
 
 from annotate.models import Assignment
-from annotate.services import submit_rating
+from annotate.services.ratings import submit_rating
 from recruit import services
 from recruit.models import Participant
 from tests.conftest import GOOD_ANSWERS

@@ -4,9 +4,9 @@ link's pool and its k are untouched, and the monitor's gold accuracy reads them.
 
 import pytest
 
-from annotate.batches import record_expected_answer
 from annotate.models import Assignment, StudyMembership
-from annotate.services import add_study_member
+from annotate.services.adjudication import record_expected_answer
+from annotate.services.members import add_study_member
 from recruit import services
 from recruit.models import RecruitmentLink
 from tests.factories import SummaryFactory, UserFactory

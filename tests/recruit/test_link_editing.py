@@ -8,7 +8,7 @@ import pytest
 from django.core import signing
 
 from annotate.models import StudyMembership
-from annotate.services import add_study_member
+from annotate.services.members import add_study_member
 from recruit import services
 from recruit.models import LinkChange, Participant
 from tests.factories import UserFactory

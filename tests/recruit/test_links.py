@@ -127,7 +127,7 @@ def test_account_creation_is_rate_limited_per_address(client, study, settings):
 
 
 def test_finishing_all_items_shows_and_redirects_with_the_completion_code(client, study):
-    from annotate.services import submit_rating
+    from annotate.services.ratings import submit_rating
     from tests.conftest import GOOD_ANSWERS
 
     link = make_link(study, items=2)
@@ -178,7 +178,7 @@ def test_finish_participation_keeps_the_first_outcome(study):
 
 def test_the_admin_creates_and_disables_a_link_on_the_page(client, study, rater_a, outsider):
     from annotate.models import StudyMembership
-    from annotate.services import add_study_member
+    from annotate.services.members import add_study_member
     from recruit.models import RecruitmentLink
     from tests.factories import SummaryFactory
 

@@ -7,7 +7,8 @@ import json
 import pytest
 
 from annotate.models import StudyMembership
-from annotate.services import add_study_member, submit_rating
+from annotate.services.members import add_study_member
+from annotate.services.ratings import submit_rating
 from datasets.exporting import export_dataset
 from recruit import services
 from recruit.models import ConsentDecision, ConsentVersion, Onboarding, OnboardingRecord, Participant
@@ -185,8 +186,8 @@ def test_the_api_refuses_a_member_before_the_onboarding_with_a_token_or_a_sessio
     Once through the onboarding, the same calls work."""
     from rest_framework.test import APIClient
 
-    from annotate.accounts import create_token
     from annotate.models import Revision
+    from annotate.services.accounts import create_token
     from tests.conftest import api_client_for
 
     set_up_onboarding(study)

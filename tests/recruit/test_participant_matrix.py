@@ -9,7 +9,7 @@ import pytest
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from annotate.models import Assignment, StudyMembership
-from annotate.services import add_study_member
+from annotate.services.members import add_study_member
 from recruit.models import Participant
 from tests.factories import AssignmentFactory, StudyFactory, SummaryFactory
 from tests.recruit.helpers import arrival_url, make_link

@@ -10,7 +10,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from annotate.models import Assignment, QualificationRetry, RaterExclusion, StudyMembership
-from annotate.services import add_study_member, submit_rating
+from annotate.services.members import add_study_member
+from annotate.services.ratings import submit_rating
 from recruit import services
 from recruit.models import BonusPayment, PanelCall, Participant
 from tests.conftest import GOOD_ANSWERS

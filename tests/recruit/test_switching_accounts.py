@@ -9,7 +9,7 @@ from django.contrib.auth import SESSION_KEY as AUTH_SESSION_KEY
 from django.test import Client
 
 from annotate.models import StudyMembership
-from annotate.services import add_study_member
+from annotate.services.members import add_study_member
 from recruit import services
 from recruit.middleware import SESSION_KEY
 from recruit.models import Participant

@@ -2,7 +2,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from annotate.management.common import study_named
-from annotate.services import assign_summaries
+from annotate.services.assignments import assign_summaries
 from core.exceptions import ApplicationError
 
 

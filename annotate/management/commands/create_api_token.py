@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate import accounts
+from annotate.services import accounts
 from core.exceptions import ApplicationError
 
 

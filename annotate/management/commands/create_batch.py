@@ -1,9 +1,9 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.batches import COMPARISONS, DESIGNS, create_batch
 from annotate.management.common import study_named
 from annotate.models import Batch
+from annotate.services.batches import COMPARISONS, DESIGNS, create_batch
 from core.exceptions import ApplicationError
 
 

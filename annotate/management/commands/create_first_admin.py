@@ -4,7 +4,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.members import create_first_admin
+from annotate.services.members import create_first_admin
 from core.env import env_str
 from core.exceptions import ApplicationError
 

@@ -2,7 +2,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.services import load_rubric, read_rubric_file
+from annotate.services.rubrics import load_rubric, read_rubric_file
 from core.exceptions import ApplicationError
 
 

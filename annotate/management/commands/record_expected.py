@@ -2,10 +2,10 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.batches import record_expected_answer
 from annotate.management.common import study_named
 from annotate.models import ExpectedAnswer
 from annotate.rubrics import AnswerValidationError
+from annotate.services.adjudication import record_expected_answer
 from core.exceptions import ApplicationError
 from core.text_validation import InvalidTextError, loads
 

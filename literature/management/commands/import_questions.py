@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from annotate.models import Study
-from annotate.services import ensure_study
+from annotate.services.studies import ensure_study
 from datasets.messages import importing, read_text
 from literature.importing import date_layouts, import_questions, read_rows, summary_line
 

@@ -227,9 +227,9 @@ SQL_ASSIGN_SUBMITTED = ("select count(*) from annotate_assignment a join annotat
 
 USERS_PY = r"""
 import json
-from annotate.accounts import create_token
 from annotate.models import Study, StudyMembership
-from annotate.services import add_study_member, ensure_user
+from annotate.services.accounts import create_token
+from annotate.services.members import add_study_member, ensure_user
 from datasets.importing import import_records
 names = %r
 out = {}
@@ -353,7 +353,7 @@ def main():
     cmd_slugs = [f"bench-cmd-{k}" for k in range(IMPORT_RUNS)]
     tokens = create_users([ours_jsonl.study_record(slug) for slug in rest_slugs + cmd_slugs])
     res["users"] = {"raters": N_RATERS, "admin": ADMIN, "setup_s": r3(time.perf_counter() - t0, 2),
-                    "how": "annotate.services.ensure_user + annotate.accounts.create_token (= create_api_token) "
+                    "how": "annotate.services.members.ensure_user + annotate.services.accounts.create_token (= create_api_token) "
                            "in one `manage.py shell -c`, which also makes the REST imports' studies"}
     rater_tokens = [tokens[u] for u in RATERS]
     admin_tok = tokens[ADMIN]

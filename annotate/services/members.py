@@ -1,4 +1,5 @@
-"""Accounts and study members, managed by study admins on the study's pages.
+"""Accounts and study members, managed by study admins on the study's pages; a role
+in a study (`add_study_member`), the one write every other service gives a role through.
 
 A study admin (anyone who administers the study: annotate.selectors.access) may:
 
@@ -24,6 +25,7 @@ permission `annotate.add_study` (given in the Django admin, to a user or a group
 from __future__ import annotations
 
 import re
+import secrets
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -42,7 +44,6 @@ from django.utils.http import base36_to_int, int_to_base36, urlsafe_base64_encod
 
 from annotate.models import Assignment, Study, StudyMembership
 from annotate.selectors.access import is_study_admin, may_take_part_in
-from annotate.services import add_study_member
 from core.exceptions import ApplicationError
 from core.text_validation import check_text
 
@@ -372,6 +373,39 @@ def study_members(study: Study) -> list[dict]:
         row = rows.setdefault(m.user_id, {"user": m.user, "roles": [], "invited": not m.user.has_usable_password()})
         row["roles"].append(m.role)
     return list(rows.values())
+
+
+# --- memberships and accounts made by commands ------------------------------------------
+
+
+@transaction.atomic
+def add_study_member(*, study: Study, user, role: str, seed: int | None = None) -> StudyMembership:
+    """Give `user` `role` in the study (kept if they have it). Another study's participant
+    account is refused (annotate.selectors.access.may_take_part_in): it belongs to its study."""
+    if not get_user_model().objects.filter(pk=user.pk).filter(may_take_part_in(study)).exists():
+        raise ApplicationError(
+            f"{user.get_username()} is a participant account of another study and cannot take part in this one.",
+            extra={"fields": {"raters": "a participant account of another study"}},
+        )
+    membership, _ = StudyMembership.objects.get_or_create(
+        study=study,
+        user=user,
+        role=role,
+        defaults={"order_seed": seed if seed is not None else secrets.randbelow(2**31)},
+    )
+    return membership
+
+
+def ensure_user(*, username: str, password: str, is_staff: bool = False, is_superuser: bool = False):
+    """Create the account if it does not exist; an existing account is left as it is."""
+    user_model = get_user_model()
+    user, created = user_model.objects.get_or_create(
+        username=username, defaults={"is_staff": is_staff, "is_superuser": is_superuser}
+    )
+    if created:
+        user.set_password(password)
+        user.save(update_fields=["password"])
+    return user, created
 
 
 # --- the first admin of an empty install ----------------------------------------------------

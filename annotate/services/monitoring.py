@@ -11,9 +11,9 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count
 from django.utils import timezone
 
-from annotate.batches import move_assignment
 from annotate.models import Assignment, Batch, ItemFlag, RaterExclusion, RaterPause, Study, StudyMembership
 from annotate.selectors.monitor import open_pauses
+from annotate.services.assignments import move_assignment
 from core.exceptions import ApplicationError
 from core.text_validation import check_limit, check_text
 
