@@ -11,7 +11,7 @@ from annotate.models import Assignment, Batch, StudyMembership
 from annotate.qualification import set_qualification_rule
 from annotate.selectors.batches import batch_progress
 from annotate.services import add_study_member
-from recruit import services
+from recruit.services import participation
 from tests.conftest import api_client_for
 from tests.factories import SummaryFactory, UserFactory
 from tests.recruit.helpers import make_link
@@ -114,7 +114,7 @@ def test_participants_get_the_gold_items_of_a_batch_made_without_raters(study, a
     )
     set_qualification_rule(study=study, threshold=1.0, questions=["overall"], tolerances={}, attempts_allowed=1)
     link = make_link(study, items=1)
-    participant, _ = services.arrive(link=link, panel="prolific", external_id="QUAL1")
+    participant, _ = participation.arrive(link=link, panel="prolific", external_id="QUAL1")
     mine = Assignment.objects.filter(rater=participant.user, batch=batch).order_by("position")
     assert sorted(mine.values_list("summary__key", flat=True)) == ["gold-0", "gold-1"]
     # Their open qualification items are never counted as missing ratings.
