@@ -21,7 +21,7 @@ The package: `folder` (the format, writers, readers), `licences` (the licence ga
 `export` (the export service), `reading` (what it reads: pseudonyms, the revisions
 that count, answers by revision), `tables` (the tables of the study's content and
 people), `card` (README.md, LICENSE, study.json) and
-`dataset_import` (the re-import).
+`dataset_import` (the re-import; `answer_import` its ratings and spans).
 """
 
 from datasets.exporting.dataset_import import DatasetImportResult, import_dataset
