@@ -131,7 +131,7 @@ def question_from_form(
 @transaction.atomic
 def add_questionnaire_questions(*, study: Study, questions: list[dict[str, Any]]) -> Onboarding:
     """Append questions to the background questionnaire, checked as rubric questions
-    (annotate/rubrics.py). A key already asked gets a numbered suffix."""
+    (annotate/rubrics/). A key already asked gets a numbered suffix."""
     onboarding, _ = Onboarding.objects.select_for_update().get_or_create(study=study)
     current = list(onboarding.questionnaire or [])
     keys = {q["key"] for q in current}
@@ -216,7 +216,7 @@ def acknowledge_instructions(*, study: Study, rater) -> OnboardingRecord:
 
 @transaction.atomic
 def submit_questionnaire(*, study: Study, rater, answers: dict[str, Any]) -> OnboardingRecord:
-    """Check the answers with the rubric's own validation (annotate/rubrics.py) and store
+    """Check the answers with the rubric's own validation (annotate/rubrics/) and store
     them; answered again, the newest answers replace the stored ones."""
     onboarding = Onboarding.objects.filter(study=study).first()
     definition = questionnaire_definition(onboarding)
