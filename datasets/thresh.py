@@ -283,6 +283,18 @@ def import_thresh(*, study: Study, entries: Any, rubric_map: dict | None = None,
     mapping = parse_map(rubric_map, definition)
     if Batch.objects.filter(study=study, name=batch_name).exists():
         raise ThreshImportError(f"study {study.slug!r} already has a batch {batch_name!r}; choose another --batch")
+    planned, entry_of, skipped = _plan(study, entries, mapping, definition)
+    names = _refuse_imported_twice(study, planned, entry_of)
+    users = _rater_accounts(study, names)
+    batch, spans = _write_batch(study, batch_name, planned, users)
+    return ThreshImportResult(
+        batch=batch, raters=len(users), revisions=len(planned), spans=len(spans), skipped_edits=skipped
+    )
+
+
+def _plan(study: Study, entries: list, mapping, definition: RubricDefinition):
+    """Each entry's checked answers by (annotator, summary id), with its place in the file
+    (for messages) and the number of edits the map skips."""
     summaries = list(Summary.objects.filter(study=study).select_related("source"))
     by_text: dict[str, list[Summary]] = {}
     for s in summaries:
@@ -295,22 +307,8 @@ def import_thresh(*, study: Study, entries: Any, rubric_map: dict | None = None,
         where = f"entry {number}"
         if not isinstance(entry, dict) or not isinstance(entry.get("target"), str):
             raise ThreshImportError(f"{where}: must be an object with a target text")
-        annotator = _annotator(entry)
-        if isinstance(annotator, int) and not isinstance(annotator, bool):
-            annotator = str(annotator)  # some exports number their annotators
-        if not isinstance(annotator, str) or not annotator:
-            raise ThreshImportError(f"{where}: no annotator (annotator, user or metadata.annotator)")
-        if mapping.match_field is None:
-            found = by_text.get(entry["target"], [])
-            if len(found) != 1:
-                raise ThreshImportError(f"{where}: {len(found)} summaries of the study have this target text")
-            summary = found[0]
-        else:
-            summary = by_key.get(str(entry.get(mapping.match_field)))
-            if summary is None:
-                raise ThreshImportError(f"{where}: no summary {entry.get(mapping.match_field)!r} in the study")
-            if summary.text != entry["target"]:
-                raise ThreshImportError(f"{where}: the target text differs from summary {summary.key!r}")
+        annotator = _entry_annotator(entry, where)
+        summary = _entry_summary(entry, mapping, by_text, by_key, where)
         source = summary.source.text if entry.get("source") == summary.source.text else None
         answers, n_skipped = _entry_spans(entry, summary.text, source, mapping, where)
         skipped += n_skipped
@@ -325,7 +323,36 @@ def import_thresh(*, study: Study, entries: Any, rubric_map: dict | None = None,
             raise ThreshImportError(f"{where}: " + "; ".join(f"{k}: {v}" for k, v in sorted(fields.items()))) from None
         planned[key] = (summary, clean.values)
         entry_of[key] = where
+    return planned, entry_of, skipped
 
+
+def _entry_annotator(entry: dict, where: str) -> str:
+    annotator = _annotator(entry)
+    if isinstance(annotator, int) and not isinstance(annotator, bool):
+        annotator = str(annotator)  # some exports number their annotators
+    if not isinstance(annotator, str) or not annotator:
+        raise ThreshImportError(f"{where}: no annotator (annotator, user or metadata.annotator)")
+    return annotator
+
+
+def _entry_summary(entry: dict, mapping, by_text: dict, by_key: dict, where: str) -> Summary:
+    """The summary an entry annotates: by its target text, or by the map's match field."""
+    if mapping.match_field is None:
+        found = by_text.get(entry["target"], [])
+        if len(found) != 1:
+            raise ThreshImportError(f"{where}: {len(found)} summaries of the study have this target text")
+        summary = found[0]
+    else:
+        summary = by_key.get(str(entry.get(mapping.match_field)))
+        if summary is None:
+            raise ThreshImportError(f"{where}: no summary {entry.get(mapping.match_field)!r} in the study")
+        if summary.text != entry["target"]:
+            raise ThreshImportError(f"{where}: the target text differs from summary {summary.key!r}")
+    return summary
+
+
+def _refuse_imported_twice(study: Study, planned: dict, entry_of: dict) -> dict[str, str]:
+    """The annotators' usernames; ThreshImportError for an annotation already imported."""
     # One live assignment per (summary, rater): an annotator whose annotation of a summary
     # is already here (an earlier import, under another batch name) is not imported twice.
     names = {annotator: rater_username(study=study, annotator=annotator) for annotator, _ in planned}
@@ -342,8 +369,12 @@ def import_thresh(*, study: Study, entries: Any, rubric_map: dict | None = None,
                 f"{entry_of[key]}: this annotator's annotation of summary {summary.key!r} is already imported "
                 f"(batch {found!r}); withdraw it there first to import it again"
             )
+    return names
 
-    annotators = sorted({annotator for annotator, _ in planned})
+
+def _rater_accounts(study: Study, names: dict[str, str]) -> dict:
+    """Each annotator's account (made without a usable password) and rater membership."""
+    annotators = sorted(names)
     user_model = get_user_model()
     users = {}
     for annotator in annotators:
@@ -355,6 +386,12 @@ def import_thresh(*, study: Study, entries: Any, rubric_map: dict | None = None,
             study=study, user=user, role=StudyMembership.Role.RATER, defaults={"order_seed": 0}
         )
         users[annotator] = user
+    return users
+
+
+def _write_batch(study: Study, batch_name: str, planned: dict, users: dict):
+    """The batch, and its submitted assignments, revisions and spans; returns the batch and
+    the spans."""
     per_item: dict[int, int] = {}
     for _, summary_id in planned:
         per_item[summary_id] = per_item.get(summary_id, 0) + 1
@@ -404,6 +441,4 @@ def import_thresh(*, study: Study, entries: Any, rubric_map: dict | None = None,
         for index, span in enumerate(items)
     ]
     writer.create(spans)
-    return ThreshImportResult(
-        batch=batch, raters=len(users), revisions=len(planned), spans=len(spans), skipped_edits=skipped
-    )
+    return batch, spans

@@ -38,9 +38,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from core.exceptions import ApplicationError
+from generation.answer_text import excerpt, parse_json_object
+from generation.claims import meaningful_claims, read_claims, sentence_claims
 from generation.conf import claim_mode, factored_models, pipeline_settings
-from generation.llm import Gateway, LLMError, excerpt, parse_json_object
-from generation.pipelines import meaningful_claims, read_claims, sentence_claims
+from generation.llm import Gateway, LLMError
 from generation.verdicts import UNVERIFIED, parse_claim_verdict, yes_probability
 
 DETECTORS = ("factored", "judge", "few_shot", "cot", "self_correction")

@@ -33,9 +33,10 @@ from django.utils import timezone
 
 from annotate.models import Study, Summary
 from core.exceptions import ApplicationError
+from generation.answer_text import as_text, excerpt, parse_json_object
 from generation.conf import pipeline_settings
 from generation.evaluator_versions import REFERENCE_EVALUATOR, config_version, reference_config
-from generation.llm import Gateway, LLMError, as_text, excerpt, parse_json_object
+from generation.llm import Gateway, LLMError
 from generation.meaning import placeholder_problem
 from generation.models import EvaluationRun, EvaluationScore, JudgeRun
 from generation.prompting import prompt_versions
@@ -284,7 +285,8 @@ class FactoredVerification:
         }
 
     def evaluate(self, summary: Summary, done: set[str]) -> list[Score]:
-        from generation.pipelines import Runner, pipeline_spec, summary_probability
+        from generation.claims import summary_probability
+        from generation.pipelines import Runner, pipeline_spec
         from generation.verdicts import NOT_SUPPORTED, SUPPORTED
 
         if {"p_summary", "unsupported", "supported_share"} <= done:

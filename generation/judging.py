@@ -33,9 +33,10 @@ from annotate.rubrics import TIE, AnswerContext, AnswerValidationError, RubricDe
 from annotate.selectors.contents import rubric_definition
 from annotate.services.ratings import compared_texts
 from core.exceptions import ApplicationError
+from generation.answer_text import excerpt, parse_json_object
 from generation.conf import pipeline_settings
 from generation.evaluator_versions import JUDGE_NAME  # noqa: F401  (named there, for the report)
-from generation.llm import Gateway, LLMError, excerpt, parse_json_object
+from generation.llm import Gateway, LLMError
 from generation.models import JudgeAnswer, JudgeRun
 from generation.prompting import prompt_versions
 from generation.run_records import recording

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from functools import cache
 
-from generation.llm import excerpt
+from generation.answer_text import excerpt
 from generation.prompting import get_prompt
 
 # Function words, and the words of an answer that says nothing about the world ("yes",

@@ -19,24 +19,29 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
-import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from annotate.models import Source
-from core.sentences import split_spans
-from core.text_validation import MAX_SUMMARY_CHARS
+from generation.answer_text import as_text, excerpt, parse_json_object
+from generation.claims import (
+    clean_summary,
+    hallucinations,
+    meaningful_claims,
+    read_claims,
+    sentence_claims,
+    summary_probability,
+    summary_problem,
+)
 from generation.conf import PipelineSettings, factored_models, pipeline_settings
 from generation.context import Context, build_context, context_line, embedding_method
-from generation.llm import Gateway, ModelAnswerError, as_text, count_tokens, excerpt, parse_json_object
+from generation.llm import Gateway, ModelAnswerError, count_tokens
 from generation.meaning import meaning_problem, placeholder_problem
 from generation.models import GenerationJob
 from generation.prompting import get_prompt, prompt_versions
 from generation.reference_checks import ReferenceReport, check_references, cited_refs
 from generation.verdicts import (
     NOT_SUPPORTED,
-    SUPPORTED,
     UNVERIFIED,
     parse_claim_verdict,
     parse_statement_verdicts,
@@ -52,9 +57,6 @@ PROMPTS = {
     # critiques its whole draft itself and revises from that; the judge counts hallucinations.
     "selfcorrect": ["system", "generate", "self_correction_feedback", "self_correction_revise", "factored_verify"],
 }
-
-_LABEL = re.compile(r"^\s*(?:\*\*)?(?:revised |corrected )?summary(?:\*\*)?\s*:\s*", re.IGNORECASE)
-_FENCE = re.compile(r"^\s*```[a-z]*\s*|\s*```\s*$")
 
 
 @dataclass(frozen=True)
@@ -138,43 +140,6 @@ class Outcome:
     claims: list[dict] = field(default_factory=list)
     trace: dict = field(default_factory=dict)
     skip_reason: str = ""
-
-
-def summary_problem(text: str, prompt_id: str | None = None) -> str | None:
-    """Why a model's answer cannot be a summary, or None: empty, too long, or meaningless
-    (a placeholder, a copy of the prompt's example, no content words)."""
-    if not text.strip():
-        return "the model's answer was empty"
-    if len(text) > MAX_SUMMARY_CHARS:
-        return f"the model's answer is {len(text):,} characters long; a summary may have at most {MAX_SUMMARY_CHARS:,}"
-    return meaning_problem(text, prompt_id=prompt_id, what="model's answer") or None
-
-
-def clean_summary(text: str) -> str:
-    """The summary out of a generation answer (no code fence, no "Summary:" label)."""
-    return _LABEL.sub("", _FENCE.sub("", text.strip())).strip()
-
-
-def sentence_claims(text: str, known: Collection[str] = ()) -> list[dict]:
-    """The text's sentences as (not yet verified) claims, with their spans and the
-    references they cite (`known`: the context's ids, which count whatever they look
-    like, e.g. a source key used as the reference)."""
-    claims = []
-    for index, (start, end) in enumerate(split_spans(text)):
-        sentence = text[start:end]
-        claims.append(
-            {
-                "index": index,
-                "text": sentence,
-                "start": start,
-                "end": end,
-                "refs": list(dict.fromkeys(cited_refs(sentence, known))),
-                "verdict": UNVERIFIED,
-                "explanation": "",
-                "probability": None,
-            }
-        )
-    return claims
 
 
 class Runner:
@@ -539,54 +504,8 @@ class Runner:
         verify_prompt = "factored_verify_few_shot" if check == "few_shot" else "factored_verify"
         known = {ref for _, ref in self.sentences}
         for claim in claims:
-            refs = claim["refs"]
-            if not refs:
-                # The paper checks only cited claims; an uncited one is left unverified.
-                claim.update(
-                    verdict=UNVERIFIED, explanation="No citation: not checked.", probability=None, unchecked="uncited"
-                )
-                continue
-            missing = [r for r in refs if r not in known]
-            if missing:
-                claim.update(
-                    verdict=NOT_SUPPORTED,
-                    explanation=f"Cites {', '.join(missing)}, which the context does not contain.",
-                    probability=0.0,
-                )
-                continue
-            empty = meaning_problem(claim["text"], what="claim")
-            if empty:
-                # A "claim" that is only a reference or a number and unit states nothing a
-                # source could support: checking it would count a vacuous "yes".
-                claim.update(
-                    verdict=UNVERIFIED, explanation=f"Not checked: {empty}.", probability=None, unchecked="no_content"
-                )
-                continue
-            result = self.call(
-                step,
-                verify_prompt,
-                {"sources": self.sources_for(refs), "claim": claim["text"]},
-                model,
-                _verify_params(s),
-                logprobs=True,
-            )
-            verdict, critique = parse_claim_verdict(result.text)
-            parsed = parse_json_object(result.text)
-            reasoning = as_text(parsed.get("critique")) if isinstance(parsed, dict) else ""
-            copied = reasoning and placeholder_problem(reasoning, prompt_id="factored_verify", what="critique")
-            if copied:
-                # The prompt's example sent back ("critique": "...", "supported": "yes") is no verdict.
-                verdict = UNVERIFIED
-            no_verdict = f"the answer had no yes/no verdict ({excerpt(result.text)})" if verdict == UNVERIFIED else ""
-            problem = result.record(
-                copied or no_verdict,
-                well_formed=isinstance(parsed, dict) and parsed.get("supported") in ("yes", "no") and not copied,
-            )
-            if verdict == UNVERIFIED:
-                critique = "The checker's answer had no yes/no verdict."
-                claim.update(unchecked="no_verdict", problem=problem)
-            probability = yes_probability(result.logprobs, verdict) if verdict != UNVERIFIED else None
-            claim.update(verdict=verdict, explanation=critique, probability=probability)
+            if not self._unverifiable(claim, known):
+                self._verify_claim(step, verify_prompt, claim, model, s)
         self.note(
             step,
             text=text,
@@ -596,6 +515,63 @@ class Runner:
             ],
         )
         return claims
+
+    def _unverifiable(self, claim: dict, known: set[str]) -> bool:
+        """Marks a claim that is not checked (uncited, citing what the context lacks, or
+        stating nothing) with its verdict and reason; True for such a claim."""
+        refs = claim["refs"]
+        if not refs:
+            # The paper checks only cited claims; an uncited one is left unverified.
+            claim.update(
+                verdict=UNVERIFIED, explanation="No citation: not checked.", probability=None, unchecked="uncited"
+            )
+            return True
+        missing = [r for r in refs if r not in known]
+        if missing:
+            claim.update(
+                verdict=NOT_SUPPORTED,
+                explanation=f"Cites {', '.join(missing)}, which the context does not contain.",
+                probability=0.0,
+            )
+            return True
+        empty = meaning_problem(claim["text"], what="claim")
+        if empty:
+            # A "claim" that is only a reference or a number and unit states nothing a
+            # source could support: checking it would count a vacuous "yes".
+            claim.update(
+                verdict=UNVERIFIED, explanation=f"Not checked: {empty}.", probability=None, unchecked="no_content"
+            )
+            return True
+        return False
+
+    def _verify_claim(self, step: str, verify_prompt: str, claim: dict, model: str, s: PipelineSettings) -> None:
+        """Asks the checker about one claim against the sources it cites; the claim gets
+        the verdict, the critique and P(supported) from the answer's logprobs."""
+        result = self.call(
+            step,
+            verify_prompt,
+            {"sources": self.sources_for(claim["refs"]), "claim": claim["text"]},
+            model,
+            _verify_params(s),
+            logprobs=True,
+        )
+        verdict, critique = parse_claim_verdict(result.text)
+        parsed = parse_json_object(result.text)
+        reasoning = as_text(parsed.get("critique")) if isinstance(parsed, dict) else ""
+        copied = reasoning and placeholder_problem(reasoning, prompt_id="factored_verify", what="critique")
+        if copied:
+            # The prompt's example sent back ("critique": "...", "supported": "yes") is no verdict.
+            verdict = UNVERIFIED
+        no_verdict = f"the answer had no yes/no verdict ({excerpt(result.text)})" if verdict == UNVERIFIED else ""
+        problem = result.record(
+            copied or no_verdict,
+            well_formed=isinstance(parsed, dict) and parsed.get("supported") in ("yes", "no") and not copied,
+        )
+        if verdict == UNVERIFIED:
+            critique = "The checker's answer had no yes/no verdict."
+            claim.update(unchecked="no_verdict", problem=problem)
+        probability = yes_probability(result.logprobs, verdict) if verdict != UNVERIFIED else None
+        claim.update(verdict=verdict, explanation=critique, probability=probability)
 
     # --- the whole run --------------------------------------------------------------
 
@@ -622,44 +598,3 @@ class Runner:
             outcome.status = "flagged"
         outcome.trace = self.trace
         return outcome
-
-
-_CLAIM_LINE = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+(.+?)\s*$")
-
-
-def read_claims(text: str) -> tuple[list[str], bool]:
-    """(the claims of a decomposition answer, whether it had the JSON shape asked for).
-    Tolerant: the paper's own layout ("The claims are:" then "- claim" lines) is read too."""
-    parsed = parse_json_object(text)
-    raw = parsed.get("claims") if isinstance(parsed, dict) else None
-    well_formed = isinstance(raw, list) and all(isinstance(c, str) for c in raw)
-    if isinstance(raw, list):
-        found = [" ".join(str(c).split()) for c in raw if isinstance(c, str)]
-    elif parsed is None:
-        found = [m.group(1) for m in map(_CLAIM_LINE.match, text.splitlines()) if m]
-    else:
-        found = []
-    return [c for c in found if c], well_formed
-
-
-def hallucinations(claims: list[dict]) -> int | None:
-    """The claims judged not supported; None ("not checked") when no claim was judged at
-    all, which is not the same as none found."""
-    if not any(c["verdict"] in (SUPPORTED, NOT_SUPPORTED) for c in claims):
-        return None
-    return sum(c["verdict"] == NOT_SUPPORTED for c in claims)
-
-
-def meaningful_claims(found: list[str]) -> tuple[list[str], dict[str, str]]:
-    """(the decomposed claims that state something, {claim left out: why}): the prompt's
-    placeholder, a copy of its example, or a claim without content words ("PMC1087853",
-    "10 dB") is never verified, so it never adds a vacuous "supported" to P(summary)."""
-    problems = {c: meaning_problem(c, prompt_id="factored_decompose", what="claim") for c in found}
-    return [c for c in found if not problems[c]], {c: p for c, p in problems.items() if p}
-
-
-def summary_probability(claims: list[dict]) -> float | None:
-    """P(summary) = product of the verified claims' probabilities (independence, as
-    in the paper); None when no claim was verified."""
-    probabilities = [c["probability"] for c in claims if c.get("probability") is not None]
-    return math.prod(probabilities) if probabilities else None

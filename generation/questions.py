@@ -26,8 +26,9 @@ from dataclasses import asdict, dataclass, field
 
 from core.env import env_bool, env_float, env_int, env_str
 from core.text_validation import MAX_SUMMARY_CHARS
+from generation.answer_text import as_text, excerpt, parse_json_object
 from generation.conf import DEFAULT_MODEL
-from generation.llm import Gateway, LLMError, LLMResult, as_text, excerpt, parse_json_object
+from generation.llm import Gateway, LLMError, LLMResult
 from generation.meaning import meaning_problem, placeholder_problem
 from generation.models import AnswerJob
 from generation.prompting import prompt_versions

@@ -509,8 +509,9 @@ def verify_stored_answer(*, job: AnswerJob) -> None:
     """Factored Verification of the job's answer, after it is stored (no LLM call inside a
     transaction): its claims with verdicts, P(answer) and the unsupported count in its
     metadata. A verification that fails is recorded on the job; the answer stays."""
-    from generation.pipelines import NOT_SUPPORTED, summary_probability
+    from generation.claims import summary_probability
     from generation.questions import verify_answer
+    from generation.verdicts import NOT_SUPPORTED
 
     summary = job.summary
     try:

@@ -11,7 +11,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from generation.llm import as_text, parse_json_object
+from generation.answer_text import as_text, parse_json_object
 
 SUPPORTED = "supported"
 NOT_SUPPORTED = "not_supported"

@@ -13,8 +13,9 @@ from django.shortcuts import redirect
 from django.urls import reverse
 
 from annotate.services.qualification import qualification_state
-from recruit import selectors, services
+from recruit import selectors
 from recruit.models import Participant
+from recruit.services import participation
 
 NOT_REQUIRED, PENDING, PASSED, FAILED = "not_required", "pending", "passed", "failed"
 
@@ -38,8 +39,8 @@ def next_page(request, study, participant: Participant | None):
     user = request.user
     if participant is not None and participant.outcome:
         return redirect("recruit:done")
-    if participant is not None and services.time_is_up(participant):
-        services.finish_participation(participant=participant, outcome=Participant.Outcome.TIMED_OUT)
+    if participant is not None and participation.time_is_up(participant):
+        participation.finish_participation(participant=participant, outcome=Participant.Outcome.TIMED_OUT)
         return redirect("recruit:done")
     step = selectors.onboarding_step(study=study, rater=user)
     if step is not None:
@@ -55,15 +56,15 @@ def next_page(request, study, participant: Participant | None):
         if following is None and participant.released_at is not None:
             # Away longer than the lease, their open items went to others: back now, they
             # get work again if the pool has room (as following the link again would).
-            services.arrive(link=participant.link, panel=participant.panel, external_id=participant.external_id)
+            participation.arrive(link=participant.link, panel=participant.panel, external_id=participant.external_id)
             following = selectors.next_open_assignment(study=study, rater=user)
         if following is None:
             # Done; or no item was left for them (every item had its k raters): the
             # screen-out code, since they did no work to be paid for as completed (their
             # qualification answers are screening, not study work).
-            submitted = services.has_done_study_work(participant)
+            submitted = participation.has_done_study_work(participant)
             outcome = Participant.Outcome.COMPLETED if submitted else Participant.Outcome.SCREENED_OUT
-            services.finish_participation(participant=participant, outcome=outcome)
+            participation.finish_participation(participant=participant, outcome=outcome)
             return redirect("recruit:done")
         return redirect("annotate:rate", assignment_uuid=following.uuid)
     wanted = request.GET.get("next", "")

@@ -3,7 +3,7 @@ from decimal import Decimal
 from django import forms
 
 from recruit.prolific import REJECTION_CATEGORIES
-from recruit.services import QUESTION_KINDS
+from recruit.services.onboarding import QUESTION_KINDS
 
 
 class OnboardingForm(forms.Form):
@@ -91,7 +91,7 @@ class LinkForm(forms.Form):
 
 
 class LinkEditForm(LinkForm):
-    """A running link's limits, codes, completion URL and messages (recruit.services.update_link)."""
+    """A running link's limits, codes, completion URL and messages (recruit.services.links.update_link)."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

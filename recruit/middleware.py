@@ -18,7 +18,8 @@ from django.urls import reverse
 from django.utils.http import urlencode
 
 from core.exceptions import error_body
-from recruit import selectors, services
+from recruit import selectors
+from recruit.services import participation
 
 SESSION_KEY = "recruit_participant"
 
@@ -82,11 +83,11 @@ class RecruitGateMiddleware:
         participant = selectors.participant_of(request.user)
         if participant is None or participant.pk != request.session.get(SESSION_KEY):
             raise Http404("No such page.")
-        services.touch(participant=participant)
-        if not participant.outcome and services.time_is_up(participant):
+        participation.touch(participant=participant)
+        if not participant.outcome and participation.time_is_up(participant):
             # The time budget holds on every request, writes above all: an answer sent after
             # it ran out is not stored.
-            participant = services.finish_participation(participant=participant, outcome="timed_out")
+            participant = participation.finish_participation(participant=participant, outcome="timed_out")
         if participant.outcome and request.method not in SAFE_METHODS and name not in ALWAYS_WRITABLE:
             return _refuse_write(request, participant)
         if name in TO_NEXT_STEP:
@@ -108,7 +109,7 @@ def _refuse_write(request, participant):
     """A finished participant's write (an answer after the time budget, a second tab after
     leaving) is refused and stores nothing: the API answers in its error shape, a page in
     the site's layout ends with the participant's code."""
-    code, url = services.completion(participant)
+    code, url = participation.completion(participant)
     message = (
         "Your time for this study ran out: this answer was not stored."
         if participant.outcome == "timed_out"

@@ -20,7 +20,7 @@ from core.models import TimeStamped
 class Onboarding(TimeStamped):
     """What a study asks of a rater before the first item. Consent texts are versions of
     their own (ConsentVersion); `questionnaire` is a list of rubric question mappings
-    (annotate/rubrics.py), built on the onboarding page, never typed as JSON."""
+    (annotate/rubrics/), built on the onboarding page, never typed as JSON."""
 
     study = models.OneToOneField(Study, on_delete=models.CASCADE, related_name="onboarding")
     instructions = models.TextField(blank=True, help_text="Opened and acknowledged before the first item.")

@@ -28,7 +28,7 @@ from recruit.prolific import (
     PanelError,
     ProlificClient,
 )
-from recruit.services import finish_participation
+from recruit.services.participation import finish_participation
 
 MAX_BONUS_CENTS = 100_00  # a bonus above 100 (in the study's currency) is surely a typo
 # A claim older than this whose call never reported back (a worker that died mid-call) is

@@ -36,7 +36,7 @@ def current_consent(*, study: Study, include_withdrawn: bool = False) -> Consent
 
 
 def questionnaire_definition(onboarding: Onboarding | None) -> RubricDefinition | None:
-    """The background questionnaire as rubric questions (annotate/rubrics.py), or None."""
+    """The background questionnaire as rubric questions (annotate/rubrics/), or None."""
     if onboarding is None or not onboarding.questionnaire:
         return None
     return RubricDefinition.from_dict(

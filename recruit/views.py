@@ -22,11 +22,13 @@ from annotate.services.monitoring import exclude_rater
 from annotate.services.qualification import allow_qualification_retry, qualification_status
 from annotate.throttling import recorded_address
 from core.exceptions import ApplicationError
-from recruit import flow, panel, selectors, services
+from recruit import flow, panel, selectors
 from recruit.forms import LinkEditForm, LinkForm, OnboardingForm, ParticipantActionForm, QuestionForm
 from recruit.middleware import SESSION_KEY
 from recruit.models import BonusPayment, Onboarding, Participant, RecruitmentLink
 from recruit.prolific import REJECTION_CATEGORIES
+from recruit.services import links, participation
+from recruit.services import onboarding as onboarding_services
 
 
 def _problem(request, message: str, status: int):
@@ -44,12 +46,12 @@ def arrive(request, token):
     Someone signed in as anyone but this link's participant for these ids is asked first
     (a page with a POST form): a link opened from another site never switches accounts on
     a GET. The POST carries the panel's ids as form fields, not in its URL."""
-    link = services.link_from_token(token)
+    link = links.link_from_token(token)
     if link is None:
         raise Http404("No such link.")
     params = request.POST if request.method == "POST" else request.GET
     try:
-        panel, external_id, panel_study, panel_session = services.check_panel_ids(params)
+        panel, external_id, panel_study, panel_session = participation.check_panel_ids(params)
     except ApplicationError as exc:
         return _problem(request, exc.message, exc.http_status)
     if (
@@ -63,11 +65,11 @@ def arrive(request, token):
             "recruit/switch_account.html",
             {
                 "token": token,
-                "panel_fields": [(f, v) for f, v in zip(services.PANEL_FIELDS[panel], values, strict=True) if v],
+                "panel_fields": [(f, v) for f, v in zip(participation.PANEL_FIELDS[panel], values, strict=True) if v],
             },
         )
     try:
-        participant, _ = services.arrive(
+        participant, _ = participation.arrive(
             link=link,
             panel=panel,
             external_id=external_id,
@@ -75,7 +77,7 @@ def arrive(request, token):
             panel_session_id=panel_session,
             address=recorded_address(request),
         )
-    except services.ArrivalRefused as exc:
+    except participation.ArrivalRefused as exc:
         if exc.link is None:
             return _problem(request, exc.message, exc.http_status)
         return _turned_away(request, exc.link, exc.message)
@@ -98,7 +100,12 @@ def _turned_away(request, link: RecruitmentLink, reason: str):
     return render(
         request,
         "recruit/turned_away.html",
-        {"reason": reason, "code": code, "return_url": services.return_url(link, code), "message": link.full_message},
+        {
+            "reason": reason,
+            "code": code,
+            "return_url": participation.return_url(link, code),
+            "message": link.full_message,
+        },
         status=403,
     )
 
@@ -137,7 +144,7 @@ def consent(request, slug):
             error, status = "decision: choose to accept or decline", 400
         else:
             try:
-                services.record_consent(
+                onboarding_services.record_consent(
                     study=study,
                     rater=request.user,
                     version_uuid=request.POST.get("version"),
@@ -184,13 +191,13 @@ def instructions(request, slug):
         return flow.next_page(request, study, participant)
     error, status = "", 200
     # Shown on this page is opened: the acknowledgement below needs it first.
-    services.open_instructions(study=study, rater=request.user)
+    onboarding_services.open_instructions(study=study, rater=request.user)
     if request.method == "POST":
         if request.POST.get("acknowledge") != "yes":
             error, status = "acknowledge: tick the box to confirm you have read the instructions", 400
         else:
             try:
-                services.acknowledge_instructions(study=study, rater=request.user)
+                onboarding_services.acknowledge_instructions(study=study, rater=request.user)
             except ApplicationError as exc:
                 error, status = exc.message, exc.http_status
             else:
@@ -218,7 +225,7 @@ def questionnaire(request, slug):
     if request.method == "POST":
         try:
             answers, _ = answers_from_post(definition, request.POST)
-            services.submit_questionnaire(study=study, rater=request.user, answers=answers)
+            onboarding_services.submit_questionnaire(study=study, rater=request.user, answers=answers)
         except AnswerValidationError as exc:
             errors, status = exc.errors, 400
         except ApplicationError as exc:
@@ -260,7 +267,7 @@ def done(request):
         raise Http404("No such page.")
     if not participant.outcome:
         return redirect("recruit:next", slug=participant.study.slug)
-    code, url = services.completion(participant)
+    code, url = participation.completion(participant)
     return render(request, "recruit/done.html", {"participant": participant, "code": code, "return_url": url})
 
 
@@ -276,7 +283,7 @@ def leave(request):
     if participant.outcome:
         return redirect("recruit:done")
     if request.method == "POST":
-        services.finish_participation(participant=participant, outcome=Participant.Outcome.LEFT)
+        participation.finish_participation(participant=participant, outcome=Participant.Outcome.LEFT)
         return redirect("recruit:done")
     code = participant.link.left_code or participant.link.screenout_code
     return render(request, "recruit/leave.html", {"participant": participant, "code": code})
@@ -297,7 +304,7 @@ def not_passed(request, slug):
     if participant.outcome or gate.state != "failed":
         return flow.next_page(request, study, participant)
     if request.method == "POST":
-        services.finish_participation(participant=participant, outcome=Participant.Outcome.SCREENED_OUT)
+        participation.finish_participation(participant=participant, outcome=Participant.Outcome.SCREENED_OUT)
         return redirect("recruit:done")
     return render(request, "recruit/not_passed.html", {"study": study, "gate": gate})
 
@@ -327,23 +334,24 @@ def onboarding_admin(request, slug):
                 form = OnboardingForm(request.POST)
                 if not form.is_valid():
                     raise ApplicationError("; ".join(f"{f}: {' '.join(e)}" for f, e in form.errors.items()))
-                services.save_onboarding(study=study, by=request.user, **form.cleaned_data)
+                onboarding_services.save_onboarding(study=study, by=request.user, **form.cleaned_data)
                 messages.success(request, "Onboarding saved.")
             elif action == "add_question":
                 question_form = QuestionForm(request.POST)
                 if not question_form.is_valid():
                     raise ApplicationError("; ".join(f"{f}: {' '.join(e)}" for f, e in question_form.errors.items()))
                 d = question_form.cleaned_data
-                question = services.question_from_form(
+                question = onboarding_services.question_from_form(
                     prompt=d["prompt"], kind=d["kind"], options_text=d["options"], required=d["required"]
                 )
-                services.add_questionnaire_questions(study=study, questions=[question])
+                onboarding_services.add_questionnaire_questions(study=study, questions=[question])
                 messages.success(request, "Question added.")
             elif action == "suggested":
-                services.add_questionnaire_questions(study=study, questions=list(services.SUGGESTED_QUESTIONS))
+                suggested = list(onboarding_services.SUGGESTED_QUESTIONS)
+                onboarding_services.add_questionnaire_questions(study=study, questions=suggested)
                 messages.success(request, "The suggested questions were added.")
             elif action == "remove":
-                services.remove_questionnaire_question(study=study, key=request.POST.get("key", ""))
+                onboarding_services.remove_questionnaire_question(study=study, key=request.POST.get("key", ""))
                 messages.success(request, "Question removed.")
             else:
                 raise ApplicationError("action: unknown button")
@@ -369,7 +377,7 @@ def onboarding_admin(request, slug):
 
 
 def _prolific_url(request, link: RecruitmentLink) -> str:
-    path = reverse("recruit:arrive", kwargs={"token": services.link_token(link)})
+    path = reverse("recruit:arrive", kwargs={"token": links.link_token(link)})
     return (
         request.build_absolute_uri(path)
         + "?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
@@ -386,7 +394,7 @@ def recruitment_admin(request, slug):
     if request.method == "POST":
         if form.is_valid():
             try:
-                services.create_link(study=study, by=request.user, **form.cleaned_data)
+                links.create_link(study=study, by=request.user, **form.cleaned_data)
             except ApplicationError as exc:
                 error, status = exc.message, exc.http_status
             else:
@@ -398,9 +406,7 @@ def recruitment_admin(request, slug):
         {
             "row": row,
             "url": _prolific_url(request, row.link),
-            "edit": LinkEditForm(
-                initial={f: getattr(row.link, f) for f in services.EDITABLE}, prefix=str(row.link.uuid)
-            ),
+            "edit": LinkEditForm(initial={f: getattr(row.link, f) for f in links.EDITABLE}, prefix=str(row.link.uuid)),
         }
         for row in selectors.links_of(study=study)
     ]
@@ -424,7 +430,7 @@ def link_edit(request, slug, link_uuid):
         messages.error(request, f"{link.name}: {form.error_message()}")
     else:
         try:
-            change = services.update_link(link=link, by=request.user, **form.cleaned_data)
+            change = links.update_link(link=link, by=request.user, **form.cleaned_data)
         except ApplicationError as exc:
             messages.error(request, f"{link.name}: {exc.message}")
         else:
@@ -441,7 +447,7 @@ def link_toggle(request, slug, link_uuid):
     study = get_study_for_admin(request.user, slug)
     link = get_object_or_404(RecruitmentLink, study=study, uuid=link_uuid)
     enable = request.POST.get("enabled") == "1"
-    services.set_link_enabled(link=link, enabled=enable)
+    links.set_link_enabled(link=link, enabled=enable)
     messages.success(request, "Link enabled." if enable else "Link disabled: it lets nobody in now.")
     return redirect("recruit:recruitment-admin", slug=study.slug)
 

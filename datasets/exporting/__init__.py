@@ -18,17 +18,14 @@ app sits above both annotate and analysis): the card must carry the same numbers
 the analysis app's report.
 
 The package: `folder` (the format, writers, readers), `licences` (the licence gate),
-`export` (the export service), `card` (README.md, LICENSE, study.json) and
-`dataset_import` (the re-import).
+`export` (the export service), `reading` (what it reads: pseudonyms, the revisions
+that count, answers by revision), `tables` (the tables of the study's content and
+people), `card` (README.md, LICENSE, study.json) and
+`dataset_import` (the re-import; `answer_import` its ratings and spans).
 """
 
 from datasets.exporting.dataset_import import DatasetImportResult, import_dataset
-from datasets.exporting.export import (
-    ExportResult,
-    counting_revisions,
-    export_dataset,
-    rater_pseudonyms,
-)
+from datasets.exporting.export import ExportResult, export_dataset
 from datasets.exporting.folder import (
     FORMAT_VERSION,
     FORMATS,
@@ -41,6 +38,7 @@ from datasets.exporting.folder import (
     verify_checksums,
 )
 from datasets.exporting.licences import licence_allows_text
+from datasets.exporting.reading import counting_revisions, rater_pseudonyms
 
 __all__ = [
     "FORMAT_VERSION",

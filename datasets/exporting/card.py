@@ -52,11 +52,27 @@ def _fmt(value: float | None) -> str:
 
 
 def dataset_card(study: Study, context: dict, include_restricted: bool) -> str:
+    """README.md of the dataset folder: a Hugging Face card (YAML front matter), how the
+    data was made, the files, the rubric, the agreement figures, licence, attribution and
+    citation."""
+    restricted_inside = include_restricted and any(not licence_allows_text(s[3]) for s in context["sources"])
+    lines = [
+        *_card_title(study, context, restricted_inside),
+        *_card_how_made(study, context),
+        *_card_files(context),
+        *_card_rubric(context["definition"]),
+        *_card_agreement(context["agreement"]),
+        *_card_licence(context, restricted_inside),
+        *_card_attribution(study, context),
+    ]
+    return "\n".join(lines)
+
+
+def _card_title(study: Study, context: dict, restricted_inside: bool) -> list[str]:
+    """The YAML front matter, the title and what the dataset holds."""
     import yaml
 
     counts = context["counts"]
-    withheld = context["withheld"]
-    restricted_inside = include_restricted and any(not licence_allows_text(s[3]) for s in context["sources"])
     data_format = "parquet" if "parquet" in context["formats"] else context["formats"][0]
     header: dict[str, Any] = {"license": "other" if restricted_inside else "cc-by-4.0"}
     if restricted_inside:
@@ -77,12 +93,7 @@ def dataset_card(study: Study, context: dict, include_restricted: bool) -> str:
         }
     )
     front = yaml.safe_dump(header, sort_keys=False, allow_unicode=True, width=1000)
-    phase_text = {
-        "all": "both phases (initial and after discussion)",
-        "initial": "the initial phase only",
-        "post_discussion": "the post-discussion phase only",
-    }[context["phase"]]
-    lines = [
+    return [
         "---",
         front.rstrip("\n"),
         "---",
@@ -96,6 +107,16 @@ def dataset_card(study: Study, context: dict, include_restricted: bool) -> str:
         f"{context['raters_answered']} raters, with their rationales, under the rubric "
         f"`{study.rubric.key}` (version {study.rubric.version}).",
         "",
+    ]
+
+
+def _card_how_made(study: Study, context: dict) -> list[str]:
+    phase_text = {
+        "all": "both phases (initial and after discussion)",
+        "initial": "the initial phase only",
+        "post_discussion": "the post-discussion phase only",
+    }[context["phase"]]
+    lines = [
         "## How the data was made",
         "",
     ]
@@ -116,48 +137,57 @@ def dataset_card(study: Study, context: dict, include_restricted: bool) -> str:
         "answer; no names, usernames or e-mail addresses are included. Free-text answers and "
         "rationales are exported as the raters wrote them.",
         "",
+    ]
+    return lines
+
+
+TABLE_DESCRIPTIONS = {
+    "sources": "the contexts, with licence and attribution (text withheld where the licence forbids)",
+    "findings": "results of each source that per-finding questions ask about",
+    "summaries": "the rated summaries, with generator and pipeline metadata",
+    "claims": "statements of the summaries with their verification verdicts",
+    "batches": "the rating designs",
+    "ratings": "one row per answer (per finding for per-finding questions)",
+    "spans": "one row per highlighted span, with offsets, sub-answers and rationale",
+    "raters": "pseudonyms, roles and counts",
+    "rubric": "each rubric version that was answered, as a JSON definition",
+    "consensus": "adjudicated answers (the latest decision per item and question)",
+    "comparisons": "pairwise comparison items: one source, the summaries compared (their keys, in order)",
+    "comparison_answers": (
+        "one row per answer to a comparison question: the summaries on the left and right as the rater "
+        "saw them, the preferred one (or tie) and its side, strength, rationale, and highlights in either "
+        "summary (each naming its summary)"
+    ),
+    "qualification_attempts": (
+        "each scored qualification attempt of a rater (by pseudonym): agreement with gold, pass or fail, "
+        "the pass rule and its version, and the retries the study admin allowed"
+    ),
+    "exclusions": (
+        "raters whose answers in a batch a study admin excluded from the analysis (left out of the answer "
+        "tables above), with the reason, who decided and when"
+    ),
+    "flags": "raters' questions to the study admins about items (guidelines, broken sources), with the answers",
+    "settings_changes": (
+        "every change of a study setting (title, guidelines, licence, description, the too-fast floor) "
+        "after the study was made: before, after, who (pseudonym), how (settings page or import) and when"
+    ),
+    "onboarding": (
+        "per rater (pseudonym): consent decisions (version, accepted, time), instructions opened and "
+        "acknowledged, background questionnaire answers, and for panel participants the panel and outcome"
+    ),
+}
+
+
+def _card_files(context: dict) -> list[str]:
+    counts = context["counts"]
+    lines = [
         "## Files",
         "",
         "| table | rows | what |",
         "|---|---|---|",
     ]
-    what = {
-        "sources": "the contexts, with licence and attribution (text withheld where the licence forbids)",
-        "findings": "results of each source that per-finding questions ask about",
-        "summaries": "the rated summaries, with generator and pipeline metadata",
-        "claims": "statements of the summaries with their verification verdicts",
-        "batches": "the rating designs",
-        "ratings": "one row per answer (per finding for per-finding questions)",
-        "spans": "one row per highlighted span, with offsets, sub-answers and rationale",
-        "raters": "pseudonyms, roles and counts",
-        "rubric": "each rubric version that was answered, as a JSON definition",
-        "consensus": "adjudicated answers (the latest decision per item and question)",
-        "comparisons": "pairwise comparison items: one source, the summaries compared (their keys, in order)",
-        "comparison_answers": (
-            "one row per answer to a comparison question: the summaries on the left and right as the rater "
-            "saw them, the preferred one (or tie) and its side, strength, rationale, and highlights in either "
-            "summary (each naming its summary)"
-        ),
-        "qualification_attempts": (
-            "each scored qualification attempt of a rater (by pseudonym): agreement with gold, pass or fail, "
-            "the pass rule and its version, and the retries the study admin allowed"
-        ),
-        "exclusions": (
-            "raters whose answers in a batch a study admin excluded from the analysis (left out of the answer "
-            "tables above), with the reason, who decided and when"
-        ),
-        "flags": "raters' questions to the study admins about items (guidelines, broken sources), with the answers",
-        "settings_changes": (
-            "every change of a study setting (title, guidelines, licence, description, the too-fast floor) "
-            "after the study was made: before, after, who (pseudonym), how (settings page or import) and when"
-        ),
-        "onboarding": (
-            "per rater (pseudonym): consent decisions (version, accepted, time), instructions opened and "
-            "acknowledged, background questionnaire answers, and for panel participants the panel and outcome"
-        ),
-    }
     for name in TABLES:
-        lines.append(f"| `{name}` | {counts[name]} | {what[name]} |")
+        lines.append(f"| `{name}` | {counts[name]} | {TABLE_DESCRIPTIONS[name]} |")
     formats = ", ".join(f"`{f}/`" for f in context["formats"])
     lines += [
         "",
@@ -177,11 +207,15 @@ def dataset_card(study: Study, context: dict, include_restricted: bool) -> str:
             "hold every text exactly as written.",
             "",
         ]
-    lines += [
+    return lines
+
+
+def _card_rubric(definition) -> list[str]:
+    lines = [
         "## The rubric",
         "",
     ]
-    for q in context["definition"].questions:
+    for q in definition.questions:
         lines.append(f"- **`{q.key}`** ({q.kind}{', required' if q.required else ''}): {q.prompt}")
         if q.options:
             lines.append("  " + "; ".join(f"{o.value} = {o.label}" for o in q.options))
@@ -190,8 +224,11 @@ def dataset_card(study: Study, context: dict, include_restricted: bool) -> str:
         for sq in q.span_questions:
             values = f" ({', '.join(str(v) for v in sq.values)})" if sq.values else ""
             lines.append(f"  - span question `{sq.key}`: {sq.prompt}{values}")
-    lines += ["", "## Agreement", ""]
-    agreement = context["agreement"]
+    return lines
+
+
+def _card_agreement(agreement: list[dict[str, Any]]) -> list[str]:
+    lines = ["", "## Agreement", ""]
     if not agreement:
         lines += ["The rubric has no scale questions, so no agreement is reported.", ""]
     else:
@@ -220,7 +257,12 @@ def dataset_card(study: Study, context: dict, include_restricted: bool) -> str:
                 f"{_fmt(r.pabak)} | {_fmt(r.krippendorff_alpha.ordinal)} |"
             )
         lines.append("")
-    lines += ["## Licence", ""]
+    return lines
+
+
+def _card_licence(context: dict, restricted_inside: bool) -> list[str]:
+    withheld = context["withheld"]
+    lines = ["## Licence", ""]
     if restricted_inside:
         lines += [
             "This export was made with `--include-restricted`: it contains the text of sources whose "
@@ -254,7 +296,12 @@ def dataset_card(study: Study, context: dict, include_restricted: bool) -> str:
             + ".",
             "",
         ]
-    lines += ["## Attribution", ""]
+    return lines
+
+
+def _card_attribution(study: Study, context: dict) -> list[str]:
+    """Each source's attribution and licence, and a BibTeX entry for the dataset."""
+    lines = ["## Attribution", ""]
     for key, title, attribution, licence, url, allowed in context["sources"]:
         mark = "" if allowed else " — *text withheld*"
         credit = attribution or title or "(no attribution recorded)"
@@ -277,7 +324,7 @@ def dataset_card(study: Study, context: dict, include_restricted: bool) -> str:
         "Please also cite the source articles listed under Attribution.",
         "",
     ]
-    return "\n".join(lines)
+    return lines
 
 
 def licence_notice(withheld: list[str], include_restricted: bool) -> str:

@@ -3,45 +3,26 @@ through datasets.export_runs. See the package docstring for the choices it makes
 
 from __future__ import annotations
 
-import json
 import math
-import uuid
 from array import array
-from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from itertools import chain, groupby
-from operator import itemgetter
+from datetime import datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
-import orjson
-from django.db.models import F, Min
+from django.db.models import F
 
 from annotate.models import (
-    Assignment,
-    Batch,
-    Claim,
     Comparison,
-    ConsensusAnswer,
-    Finding,
-    ItemFlag,
-    QualificationAttempt,
-    QualificationRetry,
-    RaterExclusion,
     Rating,
     Revision,
     Rubric,
-    Source,
     Span,
     Study,
-    StudyMembership,
-    StudySettingChange,
     Summary,
 )
 from annotate.rubrics import NA, RubricDefinition
-from annotate.selectors.counting import AnswerCandidate, counting_only, newest_rater_answers, submitted_revisions
 from datasets.exporting.card import build_manifest, dataset_card, licence_notice
 from datasets.exporting.folder import (
     ANSWER_CHUNK,
@@ -53,207 +34,30 @@ from datasets.exporting.folder import (
     ExportError,
     TableWriter,
     canonical_json,
-    iso_timestamp,
     pretty_json,
     sha256sums,
 )
-from datasets.exporting.licences import licence_allows_text
-from datasets.exporting.raw_rows import raw_chunks
-from recruit.selectors import onboarding_rows
+from datasets.exporting.reading import (
+    CountingRevision,
+    by_revision,
+    counting_revisions,
+    json_column,
+    rater_pseudonyms,
+    uuid_text,
+)
+from datasets.exporting.tables import (
+    write_batches,
+    write_consensus,
+    write_onboarding,
+    write_qualification_attempts,
+    write_quality_tables,
+    write_raters,
+    write_rubrics,
+    write_sources_and_findings,
+    write_summaries_and_claims,
+)
 
 _NA_JSON = canonical_json(NA)  # how an N/A answer's value reads in the ratings table
-
-# --- reads ------------------------------------------------------------------------------------
-
-
-def rater_pseudonyms(*, study: Study) -> dict[int, str]:
-    """User id -> pseudonym for everyone whose answers or decisions an export of the
-    study can contain. Raters are `rater-NN`, numbered by their first submitted answer
-    in the study (any phase or batch; ties by account); adjudicators who never rated
-    are `adjudicator-NN` by their first consensus decision. The numbering depends only
-    on the data, so it is stable across exports and survives a re-import."""
-    firsts = (
-        Revision.objects.filter(assignment__study=study, status=Revision.Status.SUBMITTED)
-        .values("assignment__rater_id")
-        .annotate(first=Min("submitted_at"))
-        .order_by("first", "assignment__rater_id")
-        .values_list("assignment__rater_id", flat=True)
-    )
-    raters = list(firsts)
-    width = max(2, len(str(len(raters))))
-    names = {uid: f"rater-{i:0{width}d}" for i, uid in enumerate(raters, start=1)}
-    deciders = (
-        ConsensusAnswer.objects.filter(batch__study=study)
-        .exclude(decided_by_id__in=raters)
-        .values("decided_by_id")
-        .annotate(first=Min("created_at"))
-        .order_by("first", "decided_by_id")
-        .values_list("decided_by_id", flat=True)
-    )
-    others = list(deciders)
-    width = max(2, len(str(len(others))))
-    names.update({uid: f"adjudicator-{i:0{width}d}" for i, uid in enumerate(others, start=1)})
-    return names
-
-
-class _CountingRevision(NamedTuple):
-    """What every answer row of one counting revision repeats, computed once."""
-
-    rater_id: int
-    assignment_id: int
-    submitted_at: datetime
-    rubric: tuple[str, int]
-    columns: tuple  # the _REVISION_COLUMNS values, in order
-    summary_key: str
-    # As the driver returns it (hex text on SQLite, a UUID on PostgreSQL): it only
-    # breaks ties, and both order as the canonical text does.
-    assignment_uuid: Any
-    agreement: bool = False  # its scale answers go into the card's agreement figures
-
-
-def counting_revisions(
-    *, study: Study, phase: str, include_calibration: bool, pseudonyms: dict[int, str]
-) -> dict[int, _CountingRevision]:
-    """The answers that count, by revision id: per assignment and phase, the newest
-    submitted revision (annotate.selectors.counting's rule, read here as raw rows).
-    One small record per revision, so the answer rows (ten or more per revision) are
-    read without joining or converting the revision's columns again.
-
-    `agreement` marks the revisions the analysis app counts as a rater's answers:
-    calibration batches left out (the study report never includes them), and of one
-    rater's several assignments to a summary the one annotate.selectors.
-    newest_rater_answers chooses, so the card's figures are the report's."""
-    rows = submitted_revisions(study=study, phase=phase, include_calibration=include_calibration).values_list(
-        "id",
-        "assignment_id",
-        "phase",
-        "assignment__rater_id",
-        "rubric__key",
-        "rubric__version",
-        "assignment__batch__name",
-        "number",
-        "submitted_at",
-        "assisted",
-        "assignment__summary_id",
-        "assignment__uuid",
-        "assignment__batch__kind",
-        "assignment__summary__key",
-    )
-    chosen: dict[int, _CountingRevision] = {}
-    # Values that repeat across revisions (phase, rubric, batch) are kept once each,
-    # not once per revision: a study can have hundreds of thousands of revisions.
-    shared: dict[Any, Any] = {}
-
-    def once(value):
-        return shared.setdefault(value, value)
-
-    def candidates() -> Iterator[AnswerCandidate]:
-        """Fills `chosen` and yields what newest_rater_answers needs, row by row, so the
-        candidates are never all held at once."""
-        rows_that_count = counting_only((row for chunk in _raw_chunks(rows) for row in chunk), key=itemgetter(1, 2))
-        for (
-            revision_id,
-            assignment_id,
-            revision_phase,
-            uid,
-            rubric_key,
-            version,
-            batch,
-            number,
-            at,
-            assisted,
-            summary_id,
-            assignment_uuid,
-            batch_kind,
-            summary_key,
-        ) in rows_that_count:
-            at = _utc(at)
-            revision_phase, batch = once(revision_phase), once(batch)
-            rubric = once((once(rubric_key), version))
-            chosen[revision_id] = _CountingRevision(
-                rater_id=uid,
-                assignment_id=assignment_id,
-                submitted_at=at,
-                rubric=rubric,
-                columns=(
-                    revision_phase,
-                    rubric[0],
-                    version,
-                    pseudonyms[uid],
-                    batch,
-                    number,
-                    iso_timestamp(at),
-                    bool(assisted),  # SQLite returns 0/1
-                ),
-                summary_key=summary_key,
-                assignment_uuid=assignment_uuid,
-            )
-            if batch_kind not in Batch.OUTSIDE_ANALYSIS:
-                yield AnswerCandidate(
-                    revision_id=revision_id,
-                    summary_id=summary_id,
-                    rater_id=uid,
-                    phase=revision_phase,
-                    submitted_at=at,
-                    batch_name=batch or "",
-                    assignment_uuid=assignment_uuid,
-                )
-
-    for revision_id in newest_rater_answers(candidates()):
-        chosen[revision_id] = chosen[revision_id]._replace(agreement=True)
-    return chosen
-
-
-def _raw_chunks(queryset) -> Iterator[list[tuple]]:
-    return raw_chunks(queryset, chunk_size=ANSWER_CHUNK)
-
-
-REVISION_SLICE = 900  # revision ids per query (SQLite allows 999 parameters in old builds)
-
-
-def _by_revision(queryset, revision_order: list[int], every: bool = False) -> Iterator[tuple[int, list[tuple]]]:
-    """(revision id, its rows) for every revision of `revision_order` that has rows (with
-    `every`, for every revision, an empty list for one without), in that order.
-    `queryset` is a values_list whose first column is the revision id, ordered by it
-    first; it is read REVISION_SLICE revisions at a time, and the rows keep their first
-    column."""
-    first = itemgetter(0)
-    for start in range(0, len(revision_order), REVISION_SLICE):
-        part = revision_order[start : start + REVISION_SLICE]
-        rows = chain.from_iterable(_raw_chunks(queryset.filter(revision_id__in=part)))
-        found = {revision_id: list(group) for revision_id, group in groupby(rows, key=first)}
-        for revision_id in part:
-            if revision_id in found or every:
-                yield revision_id, found.get(revision_id, [])
-
-
-def _utc(value: datetime | str) -> datetime:
-    """A raw datetime column as an aware UTC datetime (SQLite returns the stored UTC text)."""
-    if isinstance(value, str):
-        value = datetime.fromisoformat(value)
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
-
-
-def _uuid_text(value) -> str | None:
-    """A uuid column as the export writes it, from SQLite's hex text or a driver's UUID."""
-    if value is None:
-        return None
-    if isinstance(value, str) and len(value) == 32:  # SQLite: the 32 hex digits; no parsing needed
-        v = value.lower()
-        return f"{v[:8]}-{v[8:12]}-{v[12:16]}-{v[16:20]}-{v[20:]}"
-    return str(value if isinstance(value, uuid.UUID) else uuid.UUID(value))
-
-
-def _json_column(text: str | None) -> str:
-    """A JSON column read raw (text on every backend) as canonical JSON text: sorted
-    keys, compact, UTF-8 as is (orjson; json for what orjson refuses, e.g. NaN)."""
-    if text is None:
-        return "null"
-    try:
-        return orjson.dumps(orjson.loads(text), option=orjson.OPT_SORT_KEYS).decode()
-    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
-        return canonical_json(json.loads(text))
-
 
 # --- the export ---------------------------------------------------------------------------------
 
@@ -350,132 +154,10 @@ def _write_tables(study, writers, phase, include_calibration, include_restricted
         study=study, phase=phase, include_calibration=include_calibration, pseudonyms=pseudonyms
     )
 
-    # sources and findings
-    withheld: list[str] = []
-    sources = []
-    text_ok: dict[int, bool] = {}
-    all_sources = Source.objects.filter(study=study).order_by("key")
-    for source in all_sources.iterator(chunk_size=ITERATOR_CHUNK):
-        allowed = include_restricted or licence_allows_text(source.licence)
-        text_ok[source.pk] = allowed
-        if not allowed:
-            withheld.append(source.key)
-        sources.append((source.key, source.title, source.attribution, source.licence, source.licence_url, allowed))
-        sentences = [
-            {"index": s.index, "start": s.start, "end": s.end, "text": s.text, "ref": s.ref} for s in source.sentences
-        ]
-        writers["sources"].write(
-            (
-                source.key,
-                str(source.uuid),
-                source.title,
-                source.text if allowed else None,
-                not allowed,
-                source.licence,
-                source.licence_url,
-                source.attribution,
-                source.copyright,
-                canonical_json(source.external_ids),
-                canonical_json(source.metadata),
-                canonical_json(sentences) if allowed else None,
-            )
-        )
-    for f in Finding.objects.filter(source__study=study).select_related("source").order_by("source__key", "index"):
-        allowed = text_ok[f.source_id]
-        writers["findings"].write(
-            (
-                f.source.key,
-                f.index,
-                str(f.uuid),
-                f.external_id,
-                f.intervention if allowed else None,
-                f.comparator if allowed else None,
-                f.outcome if allowed else None,
-                f.label,
-                f.start,
-                f.end,
-                f.evidence if allowed else None,
-            )
-        )
-
-    # summaries and claims
-    flagged: list[str] = []
-    summaries = (
-        # A comparison's item stands for the comparison (the comparisons table), not a summary.
-        Summary.objects.filter(study=study, comparison__isnull=True)
-        .order_by("key")
-        .values_list("key", "uuid", "source_id", "source__key", "text", "generator", "metadata", "flags", "parent__key")
-    )
-    for chunk in _raw_chunks(summaries):  # raw: JSON columns as text, made canonical by orjson
-        rows = []
-        for key, uid, source_id, source_key, text, generator, metadata, flags, parent_key in chunk:
-            from_withheld = not text_ok[source_id]
-            if from_withheld:
-                flagged.append(key)
-            rows.append(
-                (
-                    key,
-                    _uuid_text(uid),
-                    source_key,
-                    text,
-                    generator,
-                    _json_column(metadata),
-                    _json_column(flags),
-                    parent_key,
-                    from_withheld,
-                )
-            )
-        writers["summaries"].write_many(rows)
-    claims = Claim.objects.filter(summary__study=study).select_related("summary").order_by("summary__key", "index")
-    for c in claims.iterator(chunk_size=ITERATOR_CHUNK):
-        # An explanation is the checker's critique against the source and may quote it:
-        # blanked for a withheld source like a span's quote. The claim is the summary's.
-        source_ok = text_ok[c.summary.source_id]
-        writers["claims"].write(
-            (
-                c.summary.key,
-                c.index,
-                str(c.uuid),
-                c.text,
-                c.start,
-                c.end,
-                canonical_json(c.refs),
-                c.verdict,
-                c.explanation if source_ok else None,
-                c.probability,
-            )
-        )
-
-    _write_qualification_attempts(study, writers, pseudonyms)
-
-    batches = Batch.objects.filter(study=study)
-    if not include_calibration:
-        batches = batches.exclude(kind__in=Batch.OUTSIDE_ANALYSIS)
-    # A design records its parameters as given, raters by username (possibly renamed
-    # since): the list is rebuilt from the batch's assignments, as pseudonyms.
-    batch_raters: dict[int, set[str]] = {}
-    for batch_id, uid in Assignment.objects.filter(study=study, batch__isnull=False).values_list(
-        "batch_id", "rater_id"
-    ):
-        batch_raters.setdefault(batch_id, set()).add(pseudonyms.get(uid, "rater-not-in-export"))
-    for b in batches.order_by("name"):
-        design = dict(b.design)
-        if "raters" in design:
-            design["raters"] = sorted(batch_raters.get(b.pk, ()))
-        writers["batches"].write(
-            (
-                b.name,
-                str(b.uuid),
-                b.kind,
-                canonical_json(design),
-                b.seed,
-                b.raters_per_item,
-                b.blinded,
-                b.training,
-                b.attention_every,
-            )
-        )
-
+    sources, withheld, text_ok = write_sources_and_findings(study, writers, include_restricted)
+    flagged = write_summaries_and_claims(study, writers, text_ok)
+    write_qualification_attempts(study, writers, pseudonyms)
+    batches = write_batches(study, writers, pseudonyms, include_calibration)
     compared = set(Comparison.objects.filter(study=study).values_list("key", flat=True))
     scores, per_rater, rubric_versions, newest = _write_answer_tables(
         writers, definition, pseudonyms, counting, text_ok, compared
@@ -483,56 +165,11 @@ def _write_tables(study, writers, phase, include_calibration, include_restricted
     _write_comparison_tables(study, writers, definition, counting)
     del counting  # a record per revision: its memory goes to the card's statistics below
 
-    # raters
-    roles: dict[int, set[str]] = {}
-    for user_id, role in StudyMembership.objects.filter(study=study).values_list("user_id", "role"):
-        roles.setdefault(user_id, set()).add(role)
-    for uid, name in sorted(pseudonyms.items(), key=lambda kv: kv[1]):
-        counts = per_rater.get(uid, {"assignments": set(), "revisions": set(), "answers": 0, "spans": 0})
-        if not counts["revisions"] and name.startswith("rater-"):
-            continue  # a rater whose answers are all outside this export (e.g. calibration only)
-        default = "rater" if name.startswith("rater-") else "admin"
-        writers["raters"].write(
-            (
-                name,
-                ",".join(sorted(roles.get(uid) or {default})),
-                len(counts["assignments"]),
-                len(counts["revisions"]),
-                counts["answers"],
-                counts["spans"],
-            )
-        )
-
-    _write_onboarding(study, writers["onboarding"], pseudonyms)
-
-    # consensus: the latest decision per (batch, summary, question) is the answer
-    consensus = ConsensusAnswer.objects.filter(batch__in=batches).select_related("batch", "summary", "rubric")
-    latest: dict[tuple[str, str, str], ConsensusAnswer] = {}
-    for answer in consensus.order_by("created_at", "pk"):
-        latest[(answer.batch.name, answer.summary.key, answer.question)] = answer
-    for key in sorted(latest):
-        answer = latest[key]
-        rubric_versions.add((answer.rubric.key, answer.rubric.version))
-        writers["consensus"].write(
-            (
-                *key,
-                canonical_json(answer.value),
-                answer.rationale or None,
-                pseudonyms.get(answer.decided_by_id),
-                iso_timestamp(answer.created_at),
-                answer.rubric.key,
-                answer.rubric.version,
-            )
-        )
-
-    _write_quality_tables(study, writers, pseudonyms)
-
-    rubric_versions.add((study.rubric.key, study.rubric.version))
-    rubrics = []
-    for key, version in sorted(rubric_versions):
-        rubric = Rubric.objects.get(key=key, version=version)
-        rubrics.append(rubric)
-        writers["rubric"].write((key, version, rubric.title, rubric.content_hash, canonical_json(rubric.definition)))
+    write_raters(study, writers, pseudonyms, per_rater)
+    write_onboarding(study, writers["onboarding"], pseudonyms)
+    write_consensus(writers, batches, pseudonyms, rubric_versions)
+    write_quality_tables(study, writers, pseudonyms)
+    rubrics = write_rubrics(study, writers, rubric_versions)
 
     return {
         "definition": definition,
@@ -546,125 +183,6 @@ def _write_tables(study, writers, phase, include_calibration, include_restricted
         "rubrics": rubrics,
         "newest": newest,
     }
-
-
-def _write_qualification_attempts(study, writers, pseudonyms) -> None:
-    """Every scored qualification attempt, by pseudonym (a rater who skipped every item
-    has no answers, hence no pseudonym: `rater-not-in-export`)."""
-    retries = Counter(QualificationRetry.objects.filter(study=study).values_list("rater_id", flat=True))
-    attempts = QualificationAttempt.objects.filter(study=study).select_related("rule")
-    rows = [
-        (
-            pseudonyms.get(a.rater_id, "rater-not-in-export"),
-            a.number,
-            iso_timestamp(a.created_at),
-            a.matched,
-            a.compared,
-            a.score,
-            a.passed,
-            a.rule.version,
-            canonical_json(
-                {
-                    "threshold": a.rule.threshold,
-                    "questions": a.rule.questions,
-                    "tolerances": a.rule.tolerances,
-                    "attempts_allowed": a.rule.attempts_allowed,
-                }
-            ),
-            retries[a.rater_id],
-        )
-        for a in attempts
-    ]
-    writers["qualification_attempts"].write_many(sorted(rows, key=lambda row: (row[0], row[1])))
-
-
-def _write_quality_tables(study, writers, pseudonyms: dict[int, str]) -> None:
-    """The exclusions and the raters' questions (docs/monitoring.md), with pseudonymous
-    ids: a rater who flagged an item before answering anything has no `rater-NN` and is
-    `flagger-NN` by their first flag; an admin who never rated is `study-admin`."""
-    flaggers: dict[int, str] = {}
-    flags = list(
-        ItemFlag.objects.filter(study=study)
-        .select_related("assignment__summary", "assignment__batch")
-        .order_by("created_at", "pk")
-    )
-    for flag in flags:
-        if flag.raised_by_id not in pseudonyms and flag.raised_by_id not in flaggers:
-            flaggers[flag.raised_by_id] = f"flagger-{len(flaggers) + 1:02d}"
-
-    def name(user_id: int | None) -> str | None:
-        if user_id is None:
-            return None
-        return pseudonyms.get(user_id) or flaggers.get(user_id) or "study-admin"
-
-    exclusions = RaterExclusion.objects.filter(batch__study=study).select_related("batch").order_by("created_at", "pk")
-    for exclusion in exclusions:
-        left_out = Assignment.objects.filter(
-            batch=exclusion.batch_id, rater=exclusion.rater_id, state=Assignment.State.SUBMITTED
-        ).count()
-        writers["exclusions"].write(
-            (
-                exclusion.batch.name,
-                name(exclusion.rater_id),
-                exclusion.reason,
-                name(exclusion.excluded_by_id),
-                iso_timestamp(exclusion.created_at),
-                left_out,
-            )
-        )
-    for change in StudySettingChange.objects.filter(study=study).order_by("created_at", "pk"):
-        writers["settings_changes"].write(
-            (
-                change.field,
-                change.before,
-                change.after,
-                name(change.changed_by_id),
-                change.via,
-                iso_timestamp(change.created_at),
-            )
-        )
-    for flag in flags:
-        batch = flag.assignment.batch
-        writers["flags"].write(
-            (
-                flag.assignment.summary.key,
-                batch.name if batch is not None else None,
-                name(flag.raised_by_id),
-                flag.kind,
-                flag.note,
-                iso_timestamp(flag.created_at),
-                flag.answer or None,
-                name(flag.answered_by_id),
-                iso_timestamp(flag.answered_at),
-                flag.shared,
-            )
-        )
-
-
-def _write_onboarding(study, writer, pseudonyms: dict[int, str]) -> None:
-    """The onboarding table (recruit.selectors.onboarding_rows): raters by their export
-    pseudonym; someone with an onboarding trace and no answer in the study (a participant who
-    declined, say) is `onboarded-NN`, numbered in the order of their first trace."""
-    rows = onboarding_rows(study=study)
-    others = [r["user_id"] for r in rows if r["user_id"] not in pseudonyms]
-    width = max(2, len(str(len(others))))
-    names = dict(pseudonyms) | {uid: f"onboarded-{i:0{width}d}" for i, uid in enumerate(others, start=1)}
-    for r in sorted(rows, key=lambda r: names[r["user_id"]]):
-        consent = [
-            {"version": c["version"], "accepted": c["accepted"], "at": iso_timestamp(c["at"])} for c in r["consent"]
-        ]
-        writer.write(
-            (
-                names[r["user_id"]],
-                r["panel"],
-                r["outcome"],
-                canonical_json(consent),
-                iso_timestamp(r["instructions_opened_at"]),
-                iso_timestamp(r["instructions_acknowledged_at"]),
-                canonical_json(r["questionnaire"]) if r["questionnaire"] is not None else None,
-                iso_timestamp(r["answered_at"]),
-            )
-        )
 
 
 def _write_comparison_tables(study, writers, definition, counting) -> None:
@@ -752,38 +270,36 @@ def _unticked(rubric: tuple[str, int], compared: bool, cache: dict) -> tuple[str
     return cache[key]
 
 
-def _write_answer_tables(writers, definition, pseudonyms, counting, text_ok, compared_keys=frozenset()):
-    """Stream the ratings and spans of the counting revisions into their tables.
+@dataclass
+class _Tally:
+    """What the answer tables tell the raters table and the card, gathered as they stream:
+    per rater their assignments, revisions, answers and spans; the rubric versions used;
+    the newest submission."""
 
-    The hot path of a large export (one row per answer): rows come raw in chunks, the
-    revision's columns are looked up once per revision, and each table writer takes a
-    chunk at a time. A tickbox question the revision left unticked gets a row with an
-    empty list: in the ratings table, no row means not answered. `compared_keys`: the
-    keys of the comparisons (their answers are about a comparison, not a summary)."""
-    tickboxes: dict = {}
-    # The agreement figures take what the study report takes (analysis.services):
-    # every scale-valued question, each finding of a per-finding question as an item
-    # of its own, N/A as its code where the rubric counts it as a category.
-    scale_questions = [q for q in definition.questions if q.is_scale]
-    scale_index = {q.key: i for i, q in enumerate(scale_questions)}
-    na_codes = {q.key: float(q.na_code) for q in scale_questions if q.na_code is not None}
-    ranks = {uid: i for i, uid in enumerate(sorted(pseudonyms, key=lambda u: pseudonyms[u]))}
-    scores = _Scores()
-    per_rater: dict[int, dict[str, Any]] = {}
-    rubric_versions: set[tuple[str, int]] = set()
+    per_rater: dict[int, dict[str, Any]] = field(default_factory=dict)
+    rubric_versions: set[tuple[str, int]] = field(default_factory=set)
     newest: datetime | None = None
 
-    def tally(revision_id: int, info: _CountingRevision, kind: str, n: int) -> None:
-        nonlocal newest
-        counts = per_rater.setdefault(
+    def add(self, revision_id: int, info: CountingRevision, kind: str, n: int) -> None:
+        counts = self.per_rater.setdefault(
             info.rater_id, {"assignments": set(), "revisions": set(), "answers": 0, "spans": 0}
         )
         counts["assignments"].add(info.assignment_id)
         counts["revisions"].add(revision_id)
         counts[kind] += n
-        rubric_versions.add(info.rubric)
-        if newest is None or info.submitted_at > newest:
-            newest = info.submitted_at
+        self.rubric_versions.add(info.rubric)
+        if self.newest is None or info.submitted_at > self.newest:
+            self.newest = info.submitted_at
+
+
+def _write_answer_tables(writers, definition, pseudonyms, counting, text_ok, compared_keys=frozenset()):
+    """Stream the ratings and spans of the counting revisions into their tables.
+
+    The hot path of a large export (one row per answer): rows come raw in chunks, the
+    revision's columns are looked up once per revision, and each table writer takes a
+    chunk at a time. `compared_keys`: the keys of the comparisons (their answers are
+    about a comparison, not a summary)."""
+    ranks = {uid: i for i, uid in enumerate(sorted(pseudonyms, key=lambda u: pseudonyms[u]))}
 
     def table_order(revision_id: int) -> tuple:
         """By summary, batch (none first), rater pseudonym, phase, then the assignment's
@@ -799,6 +315,24 @@ def _write_answer_tables(writers, definition, pseudonyms, counting, text_ok, com
     # (faster for a million answers on SQLite), and the
     # answers of revisions that do not count are never read.
     revision_order = sorted(counting, key=table_order)
+    tally = _Tally()
+    scores = _write_ratings(writers["ratings"], definition, ranks, counting, revision_order, compared_keys, tally)
+    _write_spans(writers["spans"], counting, revision_order, text_ok, tally)
+    return scores, tally.per_rater, tally.rubric_versions, tally.newest
+
+
+def _write_ratings(writer, definition, ranks, counting, revision_order, compared_keys, tally: _Tally) -> _Scores:
+    """The ratings table, and the scale answers the card's agreement figures take. A
+    tickbox question the revision left unticked gets a row with an empty list: in the
+    ratings table, no row means not answered."""
+    tickboxes: dict = {}
+    # The agreement figures take what the study report takes (analysis.services):
+    # every scale-valued question, each finding of a per-finding question as an item
+    # of its own, N/A as its code where the rubric counts it as a category.
+    scale_questions = [q for q in definition.questions if q.is_scale]
+    scale_index = {q.key: i for i, q in enumerate(scale_questions)}
+    na_codes = {q.key: float(q.na_code) for q in scale_questions if q.na_code is not None}
+    scores = _Scores()
     ratings = Rating.objects.order_by("revision_id", "question", F("finding__index").asc(nulls_first=True)).values_list(
         "revision_id",
         "question",
@@ -807,25 +341,25 @@ def _write_answer_tables(writers, definition, pseudonyms, counting, text_ok, com
         "value",
         "rationale__text",
     )
-    write = writers["ratings"].write_many
+    write = writer.write_many
     last_key = None
     item = 0
     add_item, add_rater, add_question = scores.item.append, scores.rater.append, scores.question.append
     add_phase, add_score = scores.phase.append, scores.score.append
-    for revision_id, answers in _by_revision(ratings, revision_order, every=True):
+    for revision_id, answers in by_revision(ratings, revision_order, every=True):
         rows = []
         info = counting[revision_id]
         summary_key, columns = info.summary_key, info.columns
         unticked = set(_unticked(info.rubric, summary_key in compared_keys, tickboxes)) - {a[1] for a in answers}
         if not answers and not unticked:
             continue
-        tally(revision_id, info, "answers", len(answers) + len(unticked))
+        tally.add(revision_id, info, "answers", len(answers) + len(unticked))
         rank, phase_code, agrees = ranks[info.rater_id], PHASE_ORDER.get(columns[0], 0), info.agreement
         for _, question, finding, score, value, rationale in answers:
             if finding is not None:
-                finding = _uuid_text(finding)
+                finding = uuid_text(finding)
             # A scale answer is its score; anything else its JSON value, made canonical.
-            text = str(score) if score is not None else _json_column(value)
+            text = str(score) if score is not None else json_column(value)
             rows.append((summary_key, question, finding, score, text, rationale) + columns)
             if agrees and question in scale_index:
                 if (summary_key, finding) != last_key:
@@ -843,7 +377,11 @@ def _write_answer_tables(writers, definition, pseudonyms, counting, text_ok, com
             rows += [(summary_key, key, None, None, "[]", None) + columns for key in unticked]
             rows.sort(key=lambda row: row[1])  # stable: a question's findings keep their order
         write(rows)
+    return scores
 
+
+def _write_spans(writer, counting, revision_order, text_ok, tally: _Tally) -> None:
+    """The spans table: a withheld source's quoted words left out, their offsets kept."""
     spans = Span.objects.order_by("revision_id", "question", "index").values_list(
         "revision_id",
         "revision__assignment__summary__source_id",
@@ -859,11 +397,11 @@ def _write_answer_tables(writers, definition, pseudonyms, counting, text_ok, com
         "answers",
         "rationale",
     )
-    write = writers["spans"].write_many
-    for revision_id, found in _by_revision(spans, revision_order):
+    write = writer.write_many
+    for revision_id, found in by_revision(spans, revision_order):
         rows = []
         info = counting[revision_id]
-        tally(revision_id, info, "spans", len(found))
+        tally.add(revision_id, info, "spans", len(found))
         for row in found:
             source_id, question, index, target, start, end, text = row[1:8]
             link_start, link_end, link_text, answers, rationale = row[8:]
@@ -881,13 +419,12 @@ def _write_answer_tables(writers, definition, pseudonyms, counting, text_ok, com
                     link_start,
                     link_end,
                     (link_text if source_ok else None) if link_start is not None else None,
-                    _json_column(answers),
+                    json_column(answers),
                     rationale or None,
                 )
                 + info.columns
             )
         write(rows)
-    return scores, per_rater, rubric_versions, newest
 
 
 def _agreement(scores: _Scores, definition: RubricDefinition) -> list[dict[str, Any]]:

@@ -8,7 +8,7 @@ from annotate.models import Assignment, StudyMembership
 from annotate.services.batches import create_batch
 from annotate.services.members import add_study_member
 from core.exceptions import ApplicationError
-from recruit import services
+from recruit.services import participation
 from tests.conftest import api_client_for
 from tests.factories import StudyFactory, SummaryFactory
 from tests.recruit.helpers import make_link
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.django_db
 def crowd(study):
     """A participant of `study`, and another study with summaries and a batch."""
     link = make_link(study, items=1)
-    participant, _ = services.arrive(link=link, panel="prolific", external_id="ELSEWHERE1")
+    participant, _ = participation.arrive(link=link, panel="prolific", external_id="ELSEWHERE1")
     other = StudyFactory(slug="other-study")
     for _ in range(3):
         SummaryFactory(source__study=other)

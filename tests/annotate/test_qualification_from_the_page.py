@@ -12,7 +12,7 @@ from annotate.services.adjudication import record_expected_answer
 from annotate.services.batches import create_batch
 from annotate.services.members import add_study_member
 from annotate.services.qualification import set_qualification_rule
-from recruit import services
+from recruit.services import participation
 from tests.conftest import api_client_for
 from tests.factories import SummaryFactory, UserFactory
 from tests.recruit.helpers import make_link
@@ -115,7 +115,7 @@ def test_participants_get_the_gold_items_of_a_batch_made_without_raters(study, a
     )
     set_qualification_rule(study=study, threshold=1.0, questions=["overall"], tolerances={}, attempts_allowed=1)
     link = make_link(study, items=1)
-    participant, _ = services.arrive(link=link, panel="prolific", external_id="QUAL1")
+    participant, _ = participation.arrive(link=link, panel="prolific", external_id="QUAL1")
     mine = Assignment.objects.filter(rater=participant.user, batch=batch).order_by("position")
     assert sorted(mine.values_list("summary__key", flat=True)) == ["gold-0", "gold-1"]
     # Their open qualification items are never counted as missing ratings.

@@ -13,8 +13,8 @@ import pytest
 
 from annotate.models import Assignment, StudyMembership
 from annotate.services.members import add_study_member
-from recruit import services
 from recruit.models import ConsentDecision, OnboardingRecord, Participant
+from recruit.services import links
 from tests.browser.conftest import log_in
 from tests.factories import PASSWORD, StudyFactory, UserFactory
 from tests.recruit.helpers import COMPLETE, SCREENOUT, make_link, prolific_query, set_up_onboarding
@@ -78,7 +78,7 @@ def _watch_csp(page) -> list[str]:
 def test_a_participant_goes_from_the_panel_link_to_the_completion_code(page, live_server, crowd_study, panel):
     study, link = crowd_study
     csp = _watch_csp(page)
-    page.goto(f"/r/{services.link_token(link)}/{prolific_query(pid='5f8a1b2c3d4e5f6a7b8c9d0e')}")
+    page.goto(f"/r/{links.link_token(link)}/{prolific_query(pid='5f8a1b2c3d4e5f6a7b8c9d0e')}")
 
     page.wait_for_url(f"**/r/s/{study.slug}/consent/")
     assert "stored with a pseudonym" in page.locator("#consent-text").inner_text()
@@ -124,7 +124,7 @@ def test_a_participant_goes_from_the_panel_link_to_the_completion_code(page, liv
 def test_a_participant_who_declines_is_sent_back_with_the_screenout_code(page, live_server, crowd_study, panel):
     study, link = crowd_study
     csp = _watch_csp(page)
-    page.goto(f"/r/{services.link_token(link)}/{prolific_query(pid='6a0000000000000000000001')}")
+    page.goto(f"/r/{links.link_token(link)}/{prolific_query(pid='6a0000000000000000000001')}")
     page.wait_for_url(f"**/r/s/{study.slug}/consent/")
     page.get_by_role("button", name="I do not agree").click()
     page.wait_for_url("**/r/done/")
@@ -145,7 +145,7 @@ def test_a_signed_in_rater_is_asked_before_becoming_a_participant(page, live_ser
     add_study_member(study=StudyFactory(), user=rater, role=StudyMembership.Role.RATER)
     csp = _watch_csp(page)
     log_in(page, "lab-rater", PASSWORD)
-    page.goto(f"/r/{services.link_token(link)}/{prolific_query(pid='7b0000000000000000000002')}")
+    page.goto(f"/r/{links.link_token(link)}/{prolific_query(pid='7b0000000000000000000002')}")
     assert "You are signed in as lab-rater" in page.locator("#signed-in-as").inner_text()
     assert Participant.objects.count() == 0
     page.get_by_role("button", name="Continue as a new participant").click()

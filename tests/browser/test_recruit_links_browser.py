@@ -5,8 +5,8 @@ import pytest
 
 from annotate.models import StudyMembership
 from annotate.services.members import add_study_member
-from recruit import services
 from recruit.models import LinkChange
+from recruit.services import links
 from tests.browser.conftest import log_in
 from tests.browser.test_recruit_browser import _watch_csp
 from tests.factories import PASSWORD, StudyFactory, UserFactory
@@ -32,7 +32,7 @@ def test_the_recruitment_page_fits_800_px_copies_and_edits_a_link(page, live_ser
 
     field = page.locator(f"#url-{link.uuid}")
     url = field.input_value()
-    assert f"/r/{services.link_token(link)}/?PROLIFIC_PID=" in url
+    assert f"/r/{links.link_token(link)}/?PROLIFIC_PID=" in url
     page.locator(f"#link-{link.uuid} .copy-button").click()
     page.wait_for_function("() => document.querySelector('.copy-status').textContent === 'Copied.'")
     assert page.evaluate("() => navigator.clipboard.readText()") == url

@@ -14,8 +14,8 @@ from annotate.services.adjudication import record_expected_answer
 from annotate.services.batches import create_batch
 from annotate.services.members import add_study_member
 from annotate.services.qualification import set_qualification_rule
-from recruit import services
 from recruit.models import Participant
+from recruit.services import links, onboarding
 from tests.browser.conftest import log_in
 from tests.browser.test_recruit_browser import Panel, _watch_csp
 from tests.factories import PASSWORD, StudyFactory, SummaryFactory, UserFactory
@@ -79,7 +79,7 @@ def test_a_participant_fails_is_let_retry_passes_asks_rates_and_gets_the_code(pa
     them.set_default_timeout(15_000)
     csp = _watch_csp(them)
     try:
-        them.goto(f"/r/{services.link_token(link)}/{prolific_query(pid='5f8a1b2c3d4e5f6a7b8c9d01')}")
+        them.goto(f"/r/{links.link_token(link)}/{prolific_query(pid='5f8a1b2c3d4e5f6a7b8c9d01')}")
         them.wait_for_url(f"**/r/s/{study.slug}/consent/")
         them.get_by_role("button", name="I agree to take part").click()
         them.wait_for_url(f"**/r/s/{study.slug}/instructions/")
@@ -161,7 +161,7 @@ PANEL_STUDY = "PSTUDYWHOLE"
 def _participant_page(browser, live_server, link, pid):
     them = browser.new_context(base_url=live_server.url, viewport={"width": 1200, "height": 900}).new_page()
     them.set_default_timeout(20_000)
-    them.goto(f"/r/{services.link_token(link)}/{prolific_query(pid=pid, study_id=PANEL_STUDY, session=f'SUB-{pid}')}")
+    them.goto(f"/r/{links.link_token(link)}/{prolific_query(pid=pid, study_id=PANEL_STUDY, session=f'SUB-{pid}')}")
     return them
 
 
@@ -201,7 +201,7 @@ def test_a_prolific_study_end_to_end_with_five_arrivals(page, browser, live_serv
     set_qualification_rule(
         study=study, threshold=1.0, questions=["overall"], tolerances={}, attempts_allowed=1, created_by=admin
     )
-    services.save_onboarding(study=study, consent_text=CONSENT, instructions="")
+    onboarding.save_onboarding(study=study, consent_text=CONSENT, instructions="")
     link = make_link(study, items=1, k=1, summaries=3)
     link.completion_url = panel.url
     link.save()

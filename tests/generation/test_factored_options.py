@@ -9,10 +9,11 @@ import pytest
 from django.core.management import call_command
 
 from annotate.models import Summary
+from generation.claims import read_claims
 from generation.detectors import Detector, Pair
 from generation.llm import Gateway
 from generation.models import EvaluationRun
-from generation.pipelines import pipeline_spec, read_claims
+from generation.pipelines import pipeline_spec
 from tests.generation.conftest import claim_answer, honest_model
 from tests.generation.scripted_server import Reply
 from tests.generation.test_factored_verification import FALSE, TWO_SOURCES, judge_cured

@@ -8,8 +8,9 @@ from decimal import Decimal
 
 import pytest
 
+from generation.answer_text import parse_json_object
 from generation.conf import llm_settings
-from generation.llm import Gateway, LLMError, backoff_delay, parse_json_object
+from generation.llm import Gateway, LLMError, backoff_delay
 from generation.models import LLMCall
 from generation.prompting import get_prompt
 from tests.generation.scripted_server import Reply

@@ -6,7 +6,7 @@ import math
 import pytest
 
 from generation.calibration import calibrate_threshold
-from generation.pipelines import summary_probability
+from generation.claims import summary_probability
 from generation.verdicts import parse_claim_verdict, parse_statement_verdicts, yes_probability
 
 

@@ -1,6 +1,6 @@
 """Shared set-up of the recruit tests: a study with summaries, an onboarding and a link."""
 
-from recruit import services
+from recruit.services import links, onboarding
 from tests.factories import SummaryFactory
 
 CONSENT = "You are asked to rate summaries. Your answers are stored with a pseudonym."
@@ -11,7 +11,7 @@ COMPLETE, SCREENOUT = "C1A2B3", "SCREEN9"
 def make_link(study, *, items=3, k=2, participants=30, summaries=6, minutes=60, lease=30, name="wave 1"):
     for _ in range(summaries):
         SummaryFactory(source__study=study)
-    return services.create_link(
+    return links.create_link(
         study=study,
         name=name,
         raters_per_item=k,
@@ -26,9 +26,9 @@ def make_link(study, *, items=3, k=2, participants=30, summaries=6, minutes=60, 
 
 
 def set_up_onboarding(study, *, questionnaire=True):
-    services.save_onboarding(study=study, consent_text=CONSENT, instructions=INSTRUCTIONS)
+    onboarding.save_onboarding(study=study, consent_text=CONSENT, instructions=INSTRUCTIONS)
     if questionnaire:
-        services.add_questionnaire_questions(study=study, questions=list(services.SUGGESTED_QUESTIONS))
+        onboarding.add_questionnaire_questions(study=study, questions=list(onboarding.SUGGESTED_QUESTIONS))
 
 
 def prolific_query(pid="5f8a1b2c3d4e5f6a7b8c9d0e", study_id="STUDY1", session="SESSION1") -> str:
@@ -36,4 +36,4 @@ def prolific_query(pid="5f8a1b2c3d4e5f6a7b8c9d0e", study_id="STUDY1", session="S
 
 
 def arrival_url(link, **ids) -> str:
-    return f"/r/{services.link_token(link)}/{prolific_query(**ids)}"
+    return f"/r/{links.link_token(link)}/{prolific_query(**ids)}"

@@ -15,8 +15,8 @@ from annotate.services.batches import create_batch
 from annotate.services.members import add_study_member
 from annotate.services.qualification import set_qualification_rule
 from annotate.services.ratings import submit_rating
-from recruit import services
 from recruit.models import Participant
+from recruit.services import participation
 from tests.conftest import GOOD_ANSWERS
 from tests.factories import SummaryFactory, UserFactory
 from tests.recruit.helpers import COMPLETE, SCREENOUT, arrival_url, make_link, set_up_onboarding
@@ -50,7 +50,7 @@ def test_a_full_pool_is_told_at_arrival_before_consent_with_the_screenout_code(c
     set_up_onboarding(study)
     _gate(study)
     link = make_link(study, items=2, k=1, summaries=2)
-    services.arrive(link=link, panel="prolific", external_id="FIRST")  # takes both items
+    participation.arrive(link=link, panel="prolific", external_id="FIRST")  # takes both items
     response = client.get(arrival_url(link, pid="SECOND"), follow=True)
     page = response.content.decode()
     assert response.status_code == 403
@@ -65,7 +65,7 @@ def test_a_link_without_a_screenout_code_shows_its_full_message(client, study):
     link.screenout_code = ""
     link.full_message = "We have enough raters for now, thank you!"
     link.save()
-    services.arrive(link=link, panel="prolific", external_id="FIRST")
+    participation.arrive(link=link, panel="prolific", external_id="FIRST")
     response = client.get(arrival_url(link, pid="SECOND"))
     page = response.content.decode()
     assert response.status_code == 403

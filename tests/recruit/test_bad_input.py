@@ -56,13 +56,13 @@ def test_bad_onboarding_answers_are_a_400_naming_the_field(client, study, rater_
     add_study_member(study=study, user=rater_a, role=StudyMembership.Role.RATER)
     client.force_login(rater_a)
     if step == "questionnaire":  # reach the step first
-        from recruit import services
+        from recruit.services import onboarding
 
-        services.record_consent(
+        onboarding.record_consent(
             study=study, rater=rater_a, version_uuid=ConsentVersion.objects.get().uuid, accepted=True
         )
-        services.open_instructions(study=study, rater=rater_a)
-        services.acknowledge_instructions(study=study, rater=rater_a)
+        onboarding.open_instructions(study=study, rater=rater_a)
+        onboarding.acknowledge_instructions(study=study, rater=rater_a)
     response = client.post(f"/r/s/{study.slug}/{step}/", data)
     assert response.status_code == 400
     assert field in response.content.decode()

@@ -9,8 +9,8 @@ import pytest
 from django.db import connection
 
 from annotate.models import Assignment
-from recruit import services
 from recruit.models import Participant, RecruitmentLink
+from recruit.services import participation
 from tests.recruit.helpers import make_link
 
 ARRIVALS = 30
@@ -24,9 +24,10 @@ def _arrive_all(link_pk: int, ids: list[str]) -> dict[str, str]:
         try:
             link = RecruitmentLink.objects.get(pk=link_pk)
             barrier.wait(timeout=300)
-            services.arrive(link=link, panel="prolific", external_id=external_id, address=f"10.0.0.{external_id[-3:]}")
+            address = f"10.0.0.{external_id[-3:]}"
+            participation.arrive(link=link, panel="prolific", external_id=external_id, address=address)
             outcomes[external_id] = "in"
-        except services.ArrivalRefused as exc:
+        except participation.ArrivalRefused as exc:
             outcomes[external_id] = exc.code
         finally:
             connection.close()

@@ -8,8 +8,8 @@ from django.utils import timezone
 
 from annotate.models import Assignment
 from annotate.services.ratings import submit_rating
-from recruit import services
 from recruit.models import Participant
+from recruit.services import participation
 from tests.conftest import GOOD_ANSWERS
 from tests.recruit.helpers import arrival_url, make_link
 
@@ -24,7 +24,7 @@ def test_an_absent_participants_items_go_back_after_the_lease(study):
     """2 summaries, k = 1, 2 items each: the first participant takes both; the second gets
     nothing until the first has been away longer than the 30-minute lease."""
     link = make_link(study, items=2, k=1, summaries=2, lease=30)
-    first, _ = services.arrive(link=link, panel="prolific", external_id="P1")
+    first, _ = participation.arrive(link=link, panel="prolific", external_id="P1")
     submit_rating(
         assignment=(done := Assignment.objects.filter(rater=first.user).first()),
         rater=first.user,
@@ -32,16 +32,16 @@ def test_an_absent_participants_items_go_back_after_the_lease(study):
         version=done.version,
     )
     # No item is free: the second is turned away at arrival, and no account is made.
-    with pytest.raises(services.ArrivalRefused):
-        services.arrive(link=link, panel="prolific", external_id="P2")
+    with pytest.raises(participation.ArrivalRefused):
+        participation.arrive(link=link, panel="prolific", external_id="P2")
 
     Participant.objects.filter(pk=first.pk).update(last_seen_at=timezone.now() - timedelta(minutes=29))
-    with pytest.raises(services.ArrivalRefused):
-        services.arrive(link=link, panel="prolific", external_id="P2")
+    with pytest.raises(participation.ArrivalRefused):
+        participation.arrive(link=link, panel="prolific", external_id="P2")
     assert not Participant.objects.filter(external_id="P2").exists()
 
     Participant.objects.filter(pk=first.pk).update(last_seen_at=timezone.now() - timedelta(minutes=31))
-    second, _ = services.arrive(link=link, panel="prolific", external_id="P2")
+    second, _ = participation.arrive(link=link, panel="prolific", external_id="P2")
     # The open item moved; the submitted one stays the first participant's.
     assert list(_live(link).filter(rater=second.user).values_list("summary_id", flat=True)) == [
         Assignment.objects.exclude(pk=done.pk).get(rater=first.user).summary_id
@@ -63,7 +63,8 @@ def test_a_participant_past_the_time_budget_is_finished(client, study):
     participant.refresh_from_db()
     assert participant.outcome == "timed_out"
     # One item submitted in time: their work counts, so the code is the completion code.
-    assert services.completion(participant)[0] == services.outcome_code(participant) == participant.link.completion_code
+    code = participant.link.completion_code
+    assert participation.completion(participant)[0] == participation.outcome_code(participant) == code
     assert _live(link).filter(rater=participant.user).count() == 1
 
 
@@ -74,7 +75,7 @@ def test_a_released_participant_coming_back_in_their_session_gets_work_again(cli
     client.get(arrival_url(link, pid="P1"))
     first = Participant.objects.get()
     Participant.objects.filter(pk=first.pk).update(last_seen_at=timezone.now() - timedelta(minutes=31))
-    services.arrive(link=link, panel="prolific", external_id="P2")  # releases P1's items; P2 takes two
+    participation.arrive(link=link, panel="prolific", external_id="P2")  # releases P1's items; P2 takes two
     assert not _live(link).filter(rater=first.user).exists()
     response = client.get(f"/r/s/{study.slug}/next/")
     assert response.status_code == 302 and response["Location"].startswith("/rate/")
@@ -87,7 +88,7 @@ def test_a_participant_for_whom_no_item_is_left_gets_the_screenout_code(client, 
     from tests.recruit.helpers import SCREENOUT
 
     link = make_link(study, items=2, k=1, summaries=2)
-    services.arrive(link=link, panel="prolific", external_id="P1")  # takes both items
+    participation.arrive(link=link, panel="prolific", external_id="P1")  # takes both items
     response = client.get(arrival_url(link, pid="P2"), follow=True)
     assert response.status_code == 403
     assert f'id="completion-code">{SCREENOUT}<' in response.content.decode()

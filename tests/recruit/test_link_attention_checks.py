@@ -7,8 +7,8 @@ import pytest
 from annotate.models import Assignment, StudyMembership
 from annotate.services.adjudication import record_expected_answer
 from annotate.services.members import add_study_member
-from recruit import services
 from recruit.models import RecruitmentLink
+from recruit.services import participation
 from tests.factories import SummaryFactory, UserFactory
 from tests.recruit.helpers import make_link
 
@@ -27,7 +27,7 @@ def test_a_participants_items_carry_attention_checks_every_n_items(study):
     link = make_link(study, items=4, k=2, summaries=6)
     link.batch.attention_every = 2
     link.batch.save()
-    participant, _ = services.arrive(link=link, panel="prolific", external_id="P1")
+    participant, _ = participation.arrive(link=link, panel="prolific", external_id="P1")
     order = list(
         Assignment.objects.filter(rater=participant.user).order_by("position").values_list("summary_id", flat=True)
     )

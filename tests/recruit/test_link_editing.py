@@ -9,8 +9,8 @@ from django.core import signing
 
 from annotate.models import StudyMembership
 from annotate.services.members import add_study_member
-from recruit import services
 from recruit.models import LinkChange, Participant
+from recruit.services import links, participation
 from tests.factories import UserFactory
 from tests.recruit.helpers import COMPLETE, SCREENOUT, make_link, prolific_query
 
@@ -25,14 +25,14 @@ def boss(study):
 
 
 def _edit(link, **values):
-    form = {f: getattr(link, f) for f in services.EDITABLE} | values
+    form = {f: getattr(link, f) for f in links.EDITABLE} | values
     return {f"{link.uuid}-{k}": v for k, v in form.items()}
 
 
 def test_a_link_has_one_stable_url_that_carries_no_timestamp(client, study, boss):
     link = make_link(study)
-    token = services.link_token(link)
-    assert signing.Signer(salt=services.LINK_SALT).unsign(token) == str(link.uuid)
+    token = links.link_token(link)
+    assert signing.Signer(salt=links.LINK_SALT).unsign(token) == str(link.uuid)
     client.force_login(boss)
     pages = [client.get(f"/studies/{study.slug}/recruitment/").content.decode() for _ in range(2)]
     urls = [re.findall(r'class="link-url" id="[^"]+" value="([^"]+)"', page) for page in pages]
@@ -41,7 +41,7 @@ def test_a_link_has_one_stable_url_that_carries_no_timestamp(client, study, boss
 
 def test_a_url_handed_out_before_still_works(client, study):
     link = make_link(study)
-    old = signing.dumps(str(link.uuid), salt=services.LINK_SALT, compress=False)
+    old = signing.dumps(str(link.uuid), salt=links.LINK_SALT, compress=False)
     assert client.get(f"/r/{old}/{prolific_query()}").status_code == 302
     assert Participant.objects.count() == 1
 
@@ -60,7 +60,7 @@ def test_the_page_shows_codes_completion_url_and_a_copy_button_without_inline_sc
 
 def test_limits_codes_and_url_are_changed_on_the_page_and_recorded(client, study, boss):
     link = make_link(study, participants=1)
-    services.arrive(link=link, panel="prolific", external_id="FIRST")
+    participation.arrive(link=link, panel="prolific", external_id="FIRST")
     client.force_login(boss)
     url = f"/studies/{study.slug}/recruitment/{link.uuid}/edit/"
     response = client.post(
@@ -88,7 +88,7 @@ def test_limits_codes_and_url_are_changed_on_the_page_and_recorded(client, study
     page = client.get(f"/studies/{study.slug}/recruitment/").content.decode()
     assert "max_participants 1 → 5" in page and "boss" in page
     # The new limit lets the next participant in.
-    services.arrive(link=link, panel="prolific", external_id="SECOND")
+    participation.arrive(link=link, panel="prolific", external_id="SECOND")
     assert Participant.objects.count() == 2
 
 

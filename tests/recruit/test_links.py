@@ -5,8 +5,9 @@ import pytest
 from django.core import signing
 
 from annotate.models import Assignment
-from recruit import services
+from core.exceptions import ApplicationError
 from recruit.models import ConsentDecision, Participant
+from recruit.services import links, participation
 from tests.recruit.helpers import COMPLETE, SCREENOUT, arrival_url, make_link, prolific_query, set_up_onboarding
 
 pytestmark = pytest.mark.django_db
@@ -43,14 +44,14 @@ def test_the_same_participant_coming_back_resumes_their_account(client, study):
     "mangle",
     [
         lambda t: t[:-1] + ("A" if t[-1] != "A" else "B"),  # the signature changed
-        lambda t: signing.dumps("00000000-0000-0000-0000-000000000000", salt=services.LINK_SALT)[:-2] + t[-2:],
+        lambda t: signing.dumps("00000000-0000-0000-0000-000000000000", salt=links.LINK_SALT)[:-2] + t[-2:],
         lambda t: t.split(":")[0] + ":forged",
         lambda t: signing.dumps("x", salt="another-salt"),
     ],
 )
 def test_a_tampered_link_is_refused_and_creates_nothing(client, study, mangle):
     link = make_link(study)
-    token = mangle(services.link_token(link))
+    token = mangle(links.link_token(link))
     response = client.get(f"/r/{token}/{prolific_query()}")
     assert response.status_code == 404
     assert Participant.objects.count() == 0
@@ -66,7 +67,7 @@ def test_a_link_naming_another_link_by_guessing_is_refused(client, study):
 
 def test_a_disabled_link_lets_nobody_new_in_and_gives_the_screenout_code(client, study):
     link = make_link(study)
-    services.set_link_enabled(link=link, enabled=False)
+    links.set_link_enabled(link=link, enabled=False)
     response = client.get(arrival_url(link))
     assert response.status_code == 403
     assert f'id="completion-code">{SCREENOUT}<' in response.content.decode()
@@ -86,7 +87,7 @@ def test_a_disabled_link_lets_nobody_new_in_and_gives_the_screenout_code(client,
 )
 def test_bad_panel_ids_are_a_400_naming_the_parameter(client, study, query, field):
     link = make_link(study)
-    response = client.get(f"/r/{services.link_token(link)}/{query}")
+    response = client.get(f"/r/{links.link_token(link)}/{query}")
     assert response.status_code == 400
     assert field in response.content.decode()
     assert Participant.objects.count() == 0
@@ -94,7 +95,7 @@ def test_bad_panel_ids_are_a_400_naming_the_parameter(client, study, query, fiel
 
 def test_a_generic_panel_participant(client, study):
     link = make_link(study)
-    assert client.get(f"/r/{services.link_token(link)}/?participant=worker-17").status_code == 302
+    assert client.get(f"/r/{links.link_token(link)}/?participant=worker-17").status_code == 302
     assert Participant.objects.get().panel == "generic"
 
 
@@ -166,14 +167,14 @@ def test_declining_consent_ends_with_the_screenout_code_and_releases_the_items(c
 
 def test_finish_participation_keeps_the_first_outcome(study):
     link = make_link(study)
-    participant, _ = services.arrive(link=link, panel="prolific", external_id="P1")
-    services.finish_participation(participant=participant, outcome="screened_out")
-    again = services.finish_participation(participant=participant, outcome="completed")
+    participant, _ = participation.arrive(link=link, panel="prolific", external_id="P1")
+    participation.finish_participation(participant=participant, outcome="screened_out")
+    again = participation.finish_participation(participant=participant, outcome="completed")
     assert again.outcome == "screened_out"
-    with pytest.raises(services.ApplicationError):
-        services.finish_participation(participant=participant, outcome="bored")
-    with pytest.raises(services.ApplicationError):
-        services.finish_participation(participant=participant, outcome="")
+    with pytest.raises(ApplicationError):
+        participation.finish_participation(participant=participant, outcome="bored")
+    with pytest.raises(ApplicationError):
+        participation.finish_participation(participant=participant, outcome="")
 
 
 def test_the_admin_creates_and_disables_a_link_on_the_page(client, study, rater_a, outsider):
@@ -207,7 +208,7 @@ def test_the_admin_creates_and_disables_a_link_on_the_page(client, study, rater_
     link = RecruitmentLink.objects.get()
     assert (link.batch.raters_per_item, link.batch.name, len(link.batch.design["pool"])) == (2, "crowd: wave 1", 3)
     page = client.get(url).content.decode()
-    token = services.link_token(link)
+    token = links.link_token(link)
     assert f"/r/{token}/?PROLIFIC_PID={{{{%PROLIFIC_PID%}}}}&amp;STUDY_ID=" in page
 
     client.force_login(outsider)

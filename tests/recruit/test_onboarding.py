@@ -10,8 +10,8 @@ from annotate.models import StudyMembership
 from annotate.services.members import add_study_member
 from annotate.services.ratings import submit_rating
 from datasets.exporting import export_dataset
-from recruit import services
 from recruit.models import ConsentDecision, ConsentVersion, Onboarding, OnboardingRecord, Participant
+from recruit.services import onboarding
 from tests.conftest import GOOD_ANSWERS
 from tests.factories import AssignmentFactory, SummaryFactory
 from tests.recruit.helpers import CONSENT, INSTRUCTIONS, arrival_url, make_link, set_up_onboarding
@@ -73,14 +73,14 @@ def test_a_study_without_onboarding_opens_the_item_directly(client, rater_a, mem
 
 
 def test_editing_the_consent_makes_a_new_version_that_raters_accept_again(client, study, rater_a, member_item):
-    services.save_onboarding(study=study, consent_text=CONSENT, instructions="")
+    onboarding.save_onboarding(study=study, consent_text=CONSENT, instructions="")
     v1 = ConsentVersion.objects.get()
-    services.record_consent(study=study, rater=rater_a, version_uuid=v1.uuid, accepted=True)
+    onboarding.record_consent(study=study, rater=rater_a, version_uuid=v1.uuid, accepted=True)
     client.force_login(rater_a)
     assert client.get(f"/rate/{member_item.uuid}/").status_code == 200
-    services.save_onboarding(study=study, consent_text=CONSENT, instructions="")  # unchanged: no new version
+    onboarding.save_onboarding(study=study, consent_text=CONSENT, instructions="")  # unchanged: no new version
     assert ConsentVersion.objects.count() == 1
-    services.save_onboarding(study=study, consent_text=CONSENT + " Amended.", instructions="")
+    onboarding.save_onboarding(study=study, consent_text=CONSENT + " Amended.", instructions="")
     assert list(ConsentVersion.objects.values_list("number", flat=True)) == [1, 2]
     assert client.get(f"/rate/{member_item.uuid}/", follow=True).request["PATH_INFO"] == f"/r/s/{study.slug}/consent/"
     # A decision on the old version (a page opened before the edit) is refused.
@@ -90,7 +90,7 @@ def test_editing_the_consent_makes_a_new_version_that_raters_accept_again(client
 
 
 def test_a_member_who_declines_gets_no_items_and_can_reconsider(client, study, rater_a, member_item):
-    services.save_onboarding(study=study, consent_text=CONSENT, instructions="")
+    onboarding.save_onboarding(study=study, consent_text=CONSENT, instructions="")
     version = ConsentVersion.objects.get()
     client.force_login(rater_a)
     response = client.post(
@@ -147,18 +147,18 @@ def test_the_onboarding_and_recruitment_pages_are_for_study_admins_only(client, 
 def test_the_export_has_consent_and_questionnaire_by_pseudonym_only(client, study, rater_a, member_item, tmp_path):
     set_up_onboarding(study)
     version = ConsentVersion.objects.get()
-    services.record_consent(study=study, rater=rater_a, version_uuid=version.uuid, accepted=True)
-    services.open_instructions(study=study, rater=rater_a)
-    services.open_instructions(study=study, rater=rater_a)
-    services.acknowledge_instructions(study=study, rater=rater_a)
-    services.submit_questionnaire(
+    onboarding.record_consent(study=study, rater=rater_a, version_uuid=version.uuid, accepted=True)
+    onboarding.open_instructions(study=study, rater=rater_a)
+    onboarding.open_instructions(study=study, rater=rater_a)
+    onboarding.acknowledge_instructions(study=study, rater=rater_a)
+    onboarding.submit_questionnaire(
         study=study, rater=rater_a, answers={"expertise": "lay", "years_of_practice": 1, "language": "Basque"}
     )
     submit_rating(assignment=member_item, rater=rater_a, answers=GOOD_ANSWERS, version=member_item.version)
     link = make_link(study)
     client.get(arrival_url(link, pid="5f8a1b2c3d4e5f6a7b8c9d0e", study_id="PROLIFICSTUDY9", session="SESS77"))
     participant = Participant.objects.get()
-    services.record_consent(study=study, rater=participant.user, version_uuid=version.uuid, accepted=False)
+    onboarding.record_consent(study=study, rater=participant.user, version_uuid=version.uuid, accepted=False)
 
     export_dataset(study=study, out_dir=tmp_path / "out", formats=["jsonl"])
     text = (tmp_path / "out" / "jsonl" / "onboarding.jsonl").read_text()
@@ -214,11 +214,11 @@ def test_the_api_refuses_a_member_before_the_onboarding_with_a_token_or_a_sessio
     assert member_item.state == "pending"
 
     version = ConsentVersion.objects.get(study=study)
-    services.record_consent(study=study, rater=rater_a, version_uuid=version.uuid, accepted=True)
+    onboarding.record_consent(study=study, rater=rater_a, version_uuid=version.uuid, accepted=True)
     assert token.post(item + "submit/", body, format="json").status_code == 403  # instructions still to read
-    services.open_instructions(study=study, rater=rater_a)
-    services.acknowledge_instructions(study=study, rater=rater_a)
-    services.submit_questionnaire(
+    onboarding.open_instructions(study=study, rater=rater_a)
+    onboarding.acknowledge_instructions(study=study, rater=rater_a)
+    onboarding.submit_questionnaire(
         study=study, rater=rater_a, answers={"expertise": "practitioner", "years_of_practice": 3, "language": "Welsh"}
     )
     submitted = token.post(item + "submit/", body, format="json")

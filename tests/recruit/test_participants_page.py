@@ -12,8 +12,8 @@ from django.test.utils import CaptureQueriesContext
 from annotate.models import Assignment, QualificationRetry, RaterExclusion, StudyMembership
 from annotate.services.members import add_study_member
 from annotate.services.ratings import submit_rating
-from recruit import services
 from recruit.models import BonusPayment, PanelCall, Participant
+from recruit.services import links, participation
 from tests.conftest import GOOD_ANSWERS
 from tests.factories import UserFactory
 from tests.recruit.helpers import make_link
@@ -36,7 +36,7 @@ def _url(study):
 
 def _people(link, n, prefix="PID"):
     return [
-        services.arrive(
+        participation.arrive(
             link=link, panel="prolific", external_id=f"{prefix}{i}", panel_study_id=STUDY_ID, panel_session_id=f"S{i}"
         )[0]
         for i in range(n)
@@ -58,7 +58,7 @@ def test_one_row_per_participant_with_panel_id_outcome_and_items(client, study, 
     first, second = _people(link, 2)
     item = Assignment.objects.filter(rater=first.user).first()
     submit_rating(assignment=item, rater=first.user, answers=GOOD_ANSWERS, version=item.version)
-    services.finish_participation(participant=second, outcome="left")
+    participation.finish_participation(participant=second, outcome="left")
     client.force_login(boss)
     page = client.get(_url(study)).content.decode()
     rows = re.findall(r'<tr data-participant="([^"]+)">(.*?)</tr>', page, flags=re.S)
@@ -175,7 +175,7 @@ def test_the_page_costs_the_same_queries_for_two_or_ten_participants(client, stu
     with CaptureQueriesContext(connection) as two:
         assert client.get(_url(study)).status_code == 200
     _submit_first(_people(link, 8, prefix="MORE")[:5])
-    services.finish_participation(participant=Participant.objects.get(external_id="MORE7"), outcome="left")
+    participation.finish_participation(participant=Participant.objects.get(external_id="MORE7"), outcome="left")
     with django_assert_num_queries(len(two.captured_queries)):
         page = client.get(_url(study)).content.decode()
     assert page.count("<tr data-participant=") == 10
@@ -185,9 +185,9 @@ def test_panel_ids_reach_no_log_line(client, study, boss, caplog):
     """An arrival, a turned-away arrival and a search by panel id log paths only."""
     caplog.set_level("DEBUG")
     link = make_link(study, participants=1)
-    client.get(f"/r/{services.link_token(link)}/?PROLIFIC_PID=SECRETPID1&STUDY_ID=S&SESSION_ID=X")
+    client.get(f"/r/{links.link_token(link)}/?PROLIFIC_PID=SECRETPID1&STUDY_ID=S&SESSION_ID=X")
     client.logout()
-    client.get(f"/r/{services.link_token(link)}/?PROLIFIC_PID=SECRETPID2&STUDY_ID=S&SESSION_ID=Y")
+    client.get(f"/r/{links.link_token(link)}/?PROLIFIC_PID=SECRETPID2&STUDY_ID=S&SESSION_ID=Y")
     client.force_login(boss)
     client.post(_url(study), {"action": "search", "panel_id": "SECRETPID1"})
     client.post(_url(study), {"action": "retry", "participant": "not-a-uuid", "panel_id": "SECRETPID1"})

@@ -10,9 +10,11 @@ import pytest
 from django.db import connection
 
 from annotate.models import Assignment
-from recruit import panel, services
+from core.exceptions import ApplicationError
+from recruit import panel
 from recruit.models import BonusPayment, PanelCall, Participant
 from recruit.prolific import PanelError, PanelNotConfigured, ProlificClient
+from recruit.services import participation
 from tests.recruit.helpers import make_link
 from tests.recruit.prolific_server import TOKEN, ProlificServer, act
 
@@ -29,7 +31,7 @@ def prolific(settings):
 
 
 def _arrive(link, pid, server, status="AWAITING REVIEW"):
-    participant, _ = services.arrive(
+    participant, _ = participation.arrive(
         link=link, panel="prolific", external_id=pid, panel_study_id=STUDY_ID, panel_session_id=f"SUB-{pid}"
     )
     server.add_submission(submission_id=f"SUB-{pid}", participant_id=pid, study_id=STUDY_ID, status=status)
@@ -64,15 +66,15 @@ def test_returned_and_timed_out_submissions_free_their_items_at_once(study, prol
     link = make_link(study, items=2, k=1, summaries=4)
     gone = _arrive(link, "RETURNER", prolific, status="RETURNED")
     late = _arrive(link, "SLEEPER", prolific, status="TIMED-OUT")
-    with pytest.raises(services.ArrivalRefused):  # every item has its one rater
-        services.arrive(link=link, panel="prolific", external_id="NEXT")
+    with pytest.raises(participation.ArrivalRefused):  # every item has its one rater
+        participation.arrive(link=link, panel="prolific", external_id="NEXT")
     result = panel.sync_submissions(study=study)
     assert result.freed == 2
     gone.refresh_from_db()
     late.refresh_from_db()
     assert (gone.outcome, late.outcome) == ("left", "timed_out")
     assert not Assignment.objects.filter(rater__in=[gone.user, late.user]).exclude(state="withdrawn").exists()
-    newcomer, _ = services.arrive(link=link, panel="prolific", external_id="NEXT")
+    newcomer, _ = participation.arrive(link=link, panel="prolific", external_id="NEXT")
     assert Assignment.objects.filter(rater=newcomer.user).exclude(state="withdrawn").count() == 2
 
 
@@ -93,9 +95,9 @@ def test_approve_one_and_in_bulk(study, prolific):
 def test_a_rejection_needs_a_category_and_prolifics_long_message(study, prolific):
     link = make_link(study, items=1, k=3)
     a, b = _arrive(link, "PID0", prolific), _arrive(link, "PID1", prolific)
-    with pytest.raises(services.ApplicationError, match="category"):
+    with pytest.raises(ApplicationError, match="category"):
         panel.reject(participants=[a], category="BORING", message=MESSAGE)
-    with pytest.raises(services.ApplicationError, match="100 characters"):
+    with pytest.raises(ApplicationError, match="100 characters"):
         panel.reject(participants=[a], category="TOO_QUICKLY", message="too fast")
     assert prolific.requests == []  # refused before any call
     assert panel.reject(participants=[a, b], category="TOO_QUICKLY", message=MESSAGE) == 2
@@ -132,7 +134,7 @@ def test_no_token_means_no_call(study, prolific, settings):
 @pytest.mark.django_db
 def test_an_unknown_submission_is_a_404(study, prolific):
     link = make_link(study, items=1)
-    a, _ = services.arrive(
+    a, _ = participation.arrive(
         link=link, panel="prolific", external_id="GHOST", panel_study_id=STUDY_ID, panel_session_id="SUB-NONE"
     )
     with pytest.raises(PanelError, match="404"):
@@ -167,7 +169,9 @@ def test_a_5xx_is_reported_as_possibly_carried_out(study, prolific):
 def test_a_connection_dropped_after_the_request_is_reported(study, prolific):
     link = make_link(study, items=1)
     prolific.add_submission(submission_id="SUB-A", participant_id="A", study_id=STUDY_ID)
-    services.arrive(link=link, panel="prolific", external_id="A", panel_study_id=STUDY_ID, panel_session_id="SUB-A")
+    participation.arrive(
+        link=link, panel="prolific", external_id="A", panel_study_id=STUDY_ID, panel_session_id="SUB-A"
+    )
     prolific.script("list", act(200, process=True, drop=True))
     with pytest.raises(PanelError, match="lost") as caught:
         panel.sync_submissions(study=study)
@@ -202,7 +206,7 @@ def test_a_bonus_is_set_up_then_paid_once(bonus, prolific):
 def test_recording_the_same_bonus_twice_keeps_one_intent(bonus):
     again = panel.record_bonus(participant=bonus.participant, amount_cents=150, reason="careful work")
     assert again.pk == bonus.pk and BonusPayment.objects.count() == 1
-    with pytest.raises(services.ApplicationError, match="another amount"):
+    with pytest.raises(ApplicationError, match="another amount"):
         panel.record_bonus(participant=bonus.participant, amount_cents=200, reason="careful work")
 
 

@@ -10,9 +10,9 @@ from django.test import Client
 
 from annotate.models import StudyMembership
 from annotate.services.members import add_study_member
-from recruit import services
 from recruit.middleware import SESSION_KEY
 from recruit.models import Participant
+from recruit.services import links
 from tests.recruit.helpers import arrival_url, make_link
 
 pytestmark = pytest.mark.django_db
@@ -83,7 +83,7 @@ def test_the_post_continues_as_a_new_participant_with_the_panel_ids(study, signe
 def test_a_generic_panels_ids_survive_the_question_too(study, signed_in_rater):
     client, rater = signed_in_rater
     link = make_link(study)
-    page = client.get(f"/r/{services.link_token(link)}/?participant=worker-17&study=wave2").content.decode()
+    page = client.get(f"/r/{links.link_token(link)}/?participant=worker-17&study=wave2").content.decode()
     fields = form_fields(page)
     assert fields["participant"] == "worker-17" and fields["study"] == "wave2" and "session" not in fields
     client.post(form_action(page), fields)
@@ -95,7 +95,7 @@ def test_a_post_without_the_csrf_token_is_refused(study, signed_in_rater):
     client, rater = signed_in_rater
     link = make_link(study)
     response = client.post(
-        f"/r/{services.link_token(link)}/", {"PROLIFIC_PID": PID, "STUDY_ID": STUDY_ID, "SESSION_ID": SESSION_ID}
+        f"/r/{links.link_token(link)}/", {"PROLIFIC_PID": PID, "STUDY_ID": STUDY_ID, "SESSION_ID": SESSION_ID}
     )
     assert response.status_code == 403
     assert session_user_pk(client) == rater.pk and SESSION_KEY not in client.session

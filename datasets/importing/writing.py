@@ -1,21 +1,9 @@
-"""Import of studies, sources, summaries, claims and findings from JSON Lines (a service).
-
-Format: docs/import-format.md. The file goes through the import pipeline
-(datasets/pipeline.py): `parse_lines` reads it, the cleaners and `_RecordWriter` check each
-record and build its rows, and the pipeline's one writer stores them in batches. The file
-is read, checked and written one chunk of records at a time, all inside one transaction:
-a bad line, however late in the file, rolls back everything written before it, so a bad
-line changes nothing (and memory holds a chunk, not the file).
-Records are matched by their keys, so importing the same file twice changes nothing.
-Every error names the line and the field: `line 7: field "text": must be a non-empty string`;
-text that cannot be stored (a lone surrogate, a NUL: core/text_validation.py) is one.
-"""
+"""Building the rows of cleaned records and writing them through the import pipeline's
+writer, matched by their keys; `import_records`, the import of a JSON Lines file."""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from django.db import transaction
@@ -33,260 +21,19 @@ from annotate.models import (
 )
 from annotate.rubrics import RubricDefinitionError
 from annotate.services.rubrics import rubric_by_key
-from annotate.services.studies import RESERVED_SLUGS
 from annotate.services.summaries import create_comparison
 from annotate.study_settings import update_study_settings
 from core.collection import fewer_collections
 from core.exceptions import ApplicationError
-from core.sentences import split_spans
-from core.text_validation import MAX_ADMIN_TEXT_CHARS, length_problem
-from datasets.exporting.licences import licence_allows_text
+from datasets.importing.records import CLEANERS, Record, parse_lines
 from datasets.pipeline import (
     Fields,
     ImportLineError,
     ImportResult,
     RowWriter,
     batch_size,
-    batches,
-    json_objects,
     set_changed,
 )
-
-__all__ = ["ImportLineError", "ImportResult", "import_evidence_inference", "import_records", "parse_lines"]
-
-# A summary's pipeline flags (docs/import-format.md, docs/security.md "Limits").
-MAX_FLAGS = 100
-MAX_FLAG_CHARS = 100
-
-RECORD_TYPES = ("study", "source", "summary", "claim", "finding", "comparison")
-SLUG_RE = re.compile(r"^[-a-zA-Z0-9_]+$")
-VERDICTS = {choice.value for choice in Claim.Verdict}
-NON_COMMERCIAL = re.compile(r"non-?commercial|not permit commercial|no commercial", re.IGNORECASE)
-
-
-@dataclass
-class Record:
-    line: int
-    type: str
-    data: dict[str, Any]
-
-
-def parse_lines(lines: Iterable[str]) -> Iterator[Record]:
-    """Parse and shape-check each line as it comes (no database access)."""
-    for number, data in json_objects(lines):
-        kind = data.get("type")
-        if kind not in RECORD_TYPES:
-            raise ImportLineError(number, "type", f"must be one of {', '.join(RECORD_TYPES)}, got {kind!r}")
-        yield Record(number, kind, data)
-
-
-# --- per-type cleaning (no database) ---------------------------------------------------
-
-
-def _clean_study(f: Fields) -> dict:
-    f.unknown_fields({"slug", "title", "rubric", "guidelines", "description", "licence", "assisted"})
-    assisted = f.data.get("assisted", False)
-    if not isinstance(assisted, bool):
-        f.fail("assisted", "must be true or false")
-    # Whether the rubric exists is the writer's question (annotate.services.rubrics.rubric_by_key):
-    # a built-in file or any rubric stored under that key.
-    rubric = f.string("rubric", max_length=64, pattern=SLUG_RE)
-    slug = f.string("slug", max_length=100, pattern=SLUG_RE)
-    if slug in RESERVED_SLUGS:
-        f.fail("slug", f"{slug!r} is the name of a page (/studies/{slug}/); choose another")
-    cleaned = {
-        "slug": slug,
-        "title": f.string("title", max_length=300),
-        "rubric": rubric,
-        "guidelines": f.string("guidelines", required=False),
-        "description": f.string("description", required=False),
-        "licence": f.string("licence", required=False, max_length=100),
-        "assisted": assisted,
-    }
-    # The settings the line gives: an existing study keeps every one it leaves out.
-    cleaned["given"] = tuple(k for k in ("title", "guidelines", "description", "licence", "assisted") if k in f.data)
-    return cleaned
-
-
-def _clean_source(f: Fields) -> dict:
-    f.unknown_fields(
-        {
-            "study",
-            "key",
-            "title",
-            "licence",
-            "licence_url",
-            "attribution",
-            "copyright",
-            "external_ids",
-            "metadata",
-            "sentences",
-            "text",
-            "ref",
-        }
-    )
-    has_sentences, has_text = "sentences" in f.data, "text" in f.data
-    if has_sentences == has_text:
-        f.fail("sentences", 'give either "sentences" (a list) or "text" (a plain abstract), not both or neither')
-    if has_sentences:
-        raw = f.data["sentences"]
-        if not isinstance(raw, list) or not raw:
-            f.fail("sentences", "must be a non-empty list of {text, ref} objects")
-        pieces = []
-        for i, item in enumerate(raw):
-            if not isinstance(item, dict) or not isinstance(item.get("text"), str) or not item["text"].strip():
-                f.fail(f"sentences[{i}].text", "must be a non-empty string")
-            ref = item.get("ref", "")
-            if not isinstance(ref, str) or len(ref) > 100:
-                f.fail(f"sentences[{i}].ref", "must be a string of at most 100 characters")
-            extra = sorted(set(item) - {"text", "ref"})
-            if extra:
-                f.fail(f"sentences[{i}].{extra[0]}", "is not a known field of a sentence")
-            pieces.append((item["text"].strip(), ref))
-        text, sentences, offset = "", [], 0
-        for i, (sentence, ref) in enumerate(pieces):
-            if i:
-                text += " "
-                offset += 1
-            sentences.append([offset, offset + len(sentence), ref])
-            text += sentence
-            offset += len(sentence)
-        if length_problem(text, "source"):
-            f.fail("sentences", length_problem(text, "source"))
-    else:
-        text = f.string("text")
-        if length_problem(text, "source"):  # before splitting it into sentences
-            f.fail("text", length_problem(text, "source"))
-        ref = f.string("ref", required=False, max_length=100)
-        sentences = [[s, e, ref] for s, e in split_spans(text)]
-        if not sentences:
-            f.fail("text", "has no sentences")
-    external_ids = f.mapping("external_ids")
-    for k, v in external_ids.items():
-        if not isinstance(v, str | int) or isinstance(v, bool):
-            f.fail(f"external_ids.{k}", "must be a string or number")
-    licence_url = f.string("licence_url", required=False, max_length=500)
-    if licence_url and not licence_url.startswith(("http://", "https://")):
-        f.fail("licence_url", "must be an http(s) URL")
-    return {
-        "study": f.string("study", pattern=SLUG_RE),
-        "key": f.string("key", max_length=200),
-        "title": f.string("title", required=False, max_length=1000),
-        "licence": f.string("licence", required=False, max_length=200),
-        "licence_url": licence_url,
-        "attribution": f.string("attribution", required=False, max_length=MAX_ADMIN_TEXT_CHARS),
-        "copyright": f.string("copyright", required=False, max_length=MAX_ADMIN_TEXT_CHARS),
-        "external_ids": {k: str(v) for k, v in external_ids.items()},
-        "metadata": f.mapping("metadata"),
-        "text": text,
-        "sentence_spans": sentences,
-    }
-
-
-def _clean_summary(f: Fields) -> dict:
-    f.unknown_fields({"study", "source", "key", "text", "generator", "metadata", "flags", "parent"})
-    text = f.string("text")
-    if length_problem(text, "summary"):
-        f.fail("text", length_problem(text, "summary"))
-    return {
-        "study": f.string("study", pattern=SLUG_RE),
-        "source": f.string("source", max_length=200),
-        "key": f.string("key", max_length=200),
-        "text": text,
-        "generator": f.string("generator", max_length=200),
-        "metadata": f.mapping("metadata"),
-        "flags": f.string_list("flags", max_items=MAX_FLAGS, max_length=MAX_FLAG_CHARS),
-        "parent": f.string("parent", required=False, max_length=200),
-    }
-
-
-def _clean_claim(f: Fields) -> dict:
-    f.unknown_fields(
-        {"study", "summary", "index", "text", "start", "end", "refs", "verdict", "explanation", "probability"}
-    )
-    start, end = f.integer("start", required=False), f.integer("end", required=False)
-    if (start is None) != (end is None):
-        f.fail("end" if end is None else "start", "start and end go together")
-    if start is not None and start >= end:
-        f.fail("end", "must be greater than start")
-    verdict = f.data.get("verdict", Claim.Verdict.UNVERIFIED)
-    if verdict not in VERDICTS:
-        f.fail("verdict", f"must be one of {', '.join(sorted(VERDICTS))}")
-    probability = f.data.get("probability")
-    if probability is not None and (
-        not isinstance(probability, int | float) or isinstance(probability, bool) or not 0 <= probability <= 1
-    ):
-        f.fail("probability", "must be a number between 0 and 1")
-    return {
-        "study": f.string("study", pattern=SLUG_RE),
-        "summary": f.string("summary", max_length=200),
-        "index": f.integer("index"),
-        "text": f.string("text"),
-        "start": start,
-        "end": end,
-        "refs": f.string_list("refs"),
-        "verdict": verdict,
-        "explanation": f.string("explanation", required=False),
-        "probability": probability,
-    }
-
-
-def _clean_comparison(f: Fields) -> dict:
-    f.unknown_fields({"study", "key", "source", "summaries"})
-    summaries = f.string_list("summaries")
-    if len(summaries) < 2:
-        f.fail("summaries", "must list at least two summary keys to compare")
-    if len(set(summaries)) != len(summaries):
-        f.fail("summaries", "names a summary twice")
-    return {
-        "study": f.string("study", pattern=SLUG_RE),
-        "key": f.string("key", max_length=200),
-        "source": f.string("source", max_length=200),
-        "summaries": summaries,
-    }
-
-
-def _clean_finding(f: Fields) -> dict:
-    """A result the source reports (what a per-finding question asks about, as the Evidence
-    Inference importer makes them): its intervention, comparator, outcome, the reported
-    result (`label`) and the evidence span of the source's text. `start` and `end` may be
-    left out when the evidence occurs exactly once in the text (found when written)."""
-    f.unknown_fields(
-        {"study", "source", "index", "external_id", "intervention", "comparator", "outcome", "label", "evidence"}
-        | {"start", "end"}
-    )
-    start, end = f.integer("start", required=False), f.integer("end", required=False)
-    if (start is None) != (end is None):
-        f.fail("end" if end is None else "start", "start and end go together")
-    if start is not None and start >= end:
-        f.fail("end", "must be greater than start")
-    return {
-        "study": f.string("study", pattern=SLUG_RE),
-        "source": f.string("source", max_length=200),
-        "index": f.integer("index"),
-        "external_id": f.string("external_id", required=False, max_length=100),
-        "intervention": f.string("intervention"),
-        "comparator": f.string("comparator", required=False),
-        "outcome": f.string("outcome"),
-        "label": f.string("label", required=False, max_length=100),
-        "evidence": f.string("evidence"),
-        "start": start,
-        "end": end,
-    }
-
-
-CLEANERS = {
-    "study": _clean_study,
-    "source": _clean_source,
-    "summary": _clean_summary,
-    "claim": _clean_claim,
-    "finding": _clean_finding,
-    "comparison": _clean_comparison,
-}
-
-
-# --- building and writing rows -----------------------------------------------------------
-
 
 # A cleaned record's values that are stored as they are (a source's sentences in its row).
 _SOURCE_FIELDS = tuple(
@@ -308,7 +55,7 @@ def _identity(kind: str, d: dict) -> tuple:
     return (kind, d["study"], d["key"])
 
 
-class _RecordWriter:
+class RecordWriter:
     """import_records' builder: checks each cleaned record against the database and the
     file so far, and hands the rows it makes to the pipeline's RowWriter.
 
@@ -613,7 +360,7 @@ class _RecordWriter:
             if is_changed:
                 changed.append((line, "index", finding))
             self.count("finding", False, is_changed)
-        _refuse_rated_findings(changed)
+        refuse_rated_findings(changed)
         self.rows.update([f for _, _, f in changed], FINDING_FIELDS)
         self.rows.create(created, kind="finding")
 
@@ -652,7 +399,7 @@ def _rated(changed: list[tuple[int, Any]], path: str) -> list[tuple[int, Any]]:
     return [(line, row) for line, row in changed if row.pk in rated]
 
 
-def _refuse_rated_findings(changed: list[tuple[int, str, Finding]]) -> None:
+def refuse_rated_findings(changed: list[tuple[int, str, Finding]]) -> None:
     """A finding that was rated cannot change; `changed` holds (line, field, finding)."""
     if not changed:
         return
@@ -713,7 +460,7 @@ def import_records(
     A finding's identity is its source and index (as the Evidence Inference importer's);
     one that was rated cannot change."""
     seen: dict[tuple, int] = {}
-    writer = _RecordWriter(progress=progress)
+    writer = RecordWriter(progress=progress)
     with transaction.atomic(), fewer_collections():
         for record in parse_lines(lines):
             d = CLEANERS[record.type](Fields(record.line, record.data))
@@ -737,107 +484,3 @@ def import_records(
             raise ApplicationError("The file holds no records.")
         writer.flush()
     return writer.result
-
-
-# --- Evidence Inference abstracts ------------------------------------------------------
-def _clean_findings(line: int, record: dict, text: str) -> list[dict]:
-    prompts = record.get("prompts")
-    if not isinstance(prompts, list):
-        raise ImportLineError(line, "prompts", "must be a list")
-    findings = []
-    for i, prompt in enumerate(prompts):
-        f = Fields(line, prompt if isinstance(prompt, dict) else {})
-        where = f"prompts[{i}]"
-        try:
-            start, end = f.integer("evidence_start"), f.integer("evidence_end")
-            evidence = f.string("evidence")
-            values = {
-                "external_id": str(prompt.get("prompt_id", "")),
-                "intervention": f.string("intervention"),
-                "comparator": f.string("comparator", required=False),
-                "outcome": f.string("outcome"),
-                "label": f.string("label", required=False, max_length=100),
-            }
-        except ImportLineError as exc:
-            raise ImportLineError(line, f"{where}.{exc.field}", exc.message.split(": ", 2)[-1]) from None
-        if not start < end <= len(text) or text[start:end] != evidence:
-            raise ImportLineError(line, f"{where}.evidence_start", "evidence offsets do not match the abstract text")
-        findings.append({"start": start, "end": end, "evidence": evidence, **values})
-    return findings
-
-
-def _evidence_inference_source(study: Study, record: dict) -> dict:
-    """The source record an Evidence Inference abstract makes (before cleaning)."""
-    citation = record.get("citation") if isinstance(record.get("citation"), dict) else {}
-    licence = record.get("license")
-    statement = record.get("license_statement") or ""
-    if isinstance(licence, str) and NON_COMMERCIAL.search(statement) and licence_allows_text(licence):
-        # The corpus's filter missed articles whose own statement forbids commercial
-        # use (e.g. PMC3664406); the stored licence says so, and exports withhold them.
-        # Whatever the recorded form ("Public Domain", a URL, ...), the appended note
-        # alone takes it out of the gate's allow-list, which matches whole statements.
-        licence = licence.replace("CC BY", "CC BY-NC", 1) + " (the article's statement forbids commercial use)"
-    ids = (("pmcid", record.get("pmcid")), ("pmid", citation.get("pmid")), ("doi", citation.get("doi")))
-    return {
-        "study": study.slug,
-        "key": record.get("pmcid"),
-        "title": record.get("title"),
-        "licence": licence,
-        "licence_url": record.get("license_url"),
-        "attribution": record.get("attribution"),
-        "copyright": record.get("copyright_statement"),
-        "external_ids": {k: v for k, v in ids if v},
-        "metadata": {
-            "journal": citation.get("journal"),
-            "year": citation.get("year"),
-            "origin": record.get("source") or "Evidence Inference 2.0",
-        },
-        "text": record.get("abstract"),
-        "ref": record.get("pmcid"),
-    }
-
-
-def import_evidence_inference(*, study: Study, lines: Iterable[str], only: set[str] | None = None) -> ImportResult:
-    """Import Evidence Inference 2.0 records (fixtures/evidence_inference/README.md):
-    each abstract becomes a Source of `study` (sentences split from the abstract, each
-    with the PMCID as reference) and each prompt a Finding with its evidence span.
-    All or nothing; idempotent by PMCID and prompt order."""
-    writer = _RecordWriter()
-    writer.studies[study.slug] = study
-    cleaned = []
-    for number, record in json_objects(lines):
-        if only is not None and record.get("pmcid") not in only:
-            continue
-        d = _clean_source(Fields(number, _evidence_inference_source(study, record)))
-        cleaned.append((number, d, _clean_findings(number, record, d["text"])))
-    if only is not None:
-        missing = sorted(only - {d["key"] for _, d, _ in cleaned})
-        if missing:
-            raise ApplicationError(f"not in the file: {', '.join(missing)}")
-    with transaction.atomic():
-        for chunk in batches(cleaned):
-            for number, d, _ in chunk:
-                writer.add("source", number, d)
-            writer.flush()
-            _write_prompt_findings(writer.rows, study, chunk)
-    return writer.result
-
-
-def _write_prompt_findings(rows: RowWriter, study: Study, chunk: list[tuple[int, dict, list[dict]]]) -> None:
-    """The findings of a chunk of sources, in a fixed number of queries: existing ones
-    looked up at once, new ones created, changed ones updated unless rated."""
-    keys = [d["key"] for _, d, _ in chunk]
-    source_ids = dict(Source.objects.filter(study=study, key__in=keys).values_list("key", "pk"))
-    existing = {(f.source_id, f.index): f for f in Finding.objects.filter(source__in=source_ids.values())}
-    created, changed = [], []
-    for number, d, findings in chunk:
-        source_id = source_ids[d["key"]]
-        for index, values in enumerate(findings):
-            finding = existing.get((source_id, index))
-            if finding is None:
-                created.append(Finding(source_id=source_id, index=index, **values))
-            elif set_changed(finding, values):
-                changed.append((number, f"prompts[{index}]", finding))
-    _refuse_rated_findings(changed)
-    rows.update([f for _, _, f in changed], FINDING_FIELDS)
-    rows.create(created)

@@ -1,0 +1,335 @@
+"""Participants arriving through a link (with their work assigned), and leaving."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import timedelta
+from typing import Any
+from urllib.parse import quote
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import IntegrityError, transaction
+from django.db.models import Count, Max, Q
+from django.utils import timezone
+
+from annotate import designs
+from annotate.models import Assignment, Batch, StudyMembership
+from annotate.services.assignments import withdraw_assignment
+from annotate.services.members import add_study_member
+from annotate.services.qualification import enrol_in_qualification
+from core.exceptions import ApplicationError
+from recruit.models import (
+    ArrivalCount,
+    Participant,
+    RecruitmentLink,
+)
+from recruit.services.checks import PANEL_ID, invalid_field
+from recruit.services.links import attention_checks
+
+OPEN_STATES = (Assignment.State.PENDING, Assignment.State.IN_PROGRESS)
+
+
+class ArrivalRefused(ApplicationError):
+    """The link cannot take this participant (closed, full, no item left): decided before
+    any step, so nobody consents or qualifies for work they cannot get. `link` is set when
+    the participant should leave with the link's screen-out code (or its "full" message)."""
+
+    code = "refused"
+    http_status = 403
+
+    def __init__(self, message: str, extra: dict[str, Any] | None = None, *, link: RecruitmentLink | None = None):
+        super().__init__(message, extra)
+        self.link = link
+
+
+class TooManyArrivals(ArrivalRefused):
+    code = "throttled"
+    http_status = 429
+
+
+def _free_items(link: RecruitmentLink) -> int:
+    """Summaries of the link's pool with fewer than k live raters (a newcomer has none of
+    them yet). The caller holds the batch's row lock."""
+    batch = link.batch
+    pool = set(batch.design.get("pool") or [])
+    full = set(
+        Assignment.objects.filter(batch=batch, summary_id__in=pool)
+        .exclude(state=Assignment.State.WITHDRAWN)
+        .values("summary_id")
+        .annotate(n=Count("pk"))
+        .filter(n__gte=batch.raters_per_item)
+        .values_list("summary_id", flat=True)
+    )
+    return len(pool - full)
+
+
+def _count_arrival(address: str) -> None:
+    """Count one new account from `address`; refuse past the limit in the window."""
+    if not address:
+        return
+    limit = settings.RECRUIT_ARRIVALS_PER_ADDRESS
+    window = timedelta(minutes=settings.RECRUIT_ARRIVAL_WINDOW_MINUTES)
+    now = timezone.now()
+    row, _ = ArrivalCount.objects.select_for_update().get_or_create(address=address, defaults={"window_start": now})
+    if row.window_start < now - window:
+        row.window_start, row.count = now, 0
+    if row.count >= limit:
+        raise TooManyArrivals("Too many new participants from your network: please try again later.")
+    row.count += 1
+    row.save()
+
+
+# The parameters each panel passes: (participant id, study id, session id).
+PANEL_FIELDS = {
+    Participant.Panel.PROLIFIC: ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID"),
+    Participant.Panel.GENERIC: ("participant", "study", "session"),
+}
+
+
+def check_panel_ids(params) -> tuple[str, str, str, str]:
+    """(panel, participant id, study id, session id) from the link's query string (or the
+    arrival form's fields): Prolific's PROLIFIC_PID, STUDY_ID and SESSION_ID, or a generic
+    `participant`."""
+    if params.get("PROLIFIC_PID") is not None:
+        panel = Participant.Panel.PROLIFIC
+    elif params.get("participant") is not None:
+        panel = Participant.Panel.GENERIC
+    else:
+        raise invalid_field("PROLIFIC_PID", "the link needs the panel's participant id (PROLIFIC_PID or participant)")
+    values = []
+    for i, field in enumerate(PANEL_FIELDS[panel]):
+        value = params.get(field, "")
+        if (i == 0 or value) and not PANEL_ID.fullmatch(value):
+            raise invalid_field(field, "1 to 64 letters, digits or _.:@-")
+        values.append(value)
+    return panel, *values
+
+
+def withdraw_open(assignments) -> int:
+    """Withdraw the open (pending or started) assignments among these; how many."""
+    n = 0
+    for assignment in assignments.filter(state__in=OPEN_STATES):
+        withdraw_assignment(assignment=assignment)
+        n += 1
+    return n
+
+
+def release_absent(*, link: RecruitmentLink, now=None) -> int:
+    """Give back the open items of the link's participants who have been away longer
+    than the lease (or past their time budget): withdrawn, their answers kept. Returns
+    the number of participants released. Called inside arrive()'s lock."""
+    now = now or timezone.now()
+    gone = Participant.objects.filter(link=link, outcome="", released_at__isnull=True).filter(
+        Q(last_seen_at__lt=now - timedelta(minutes=link.lease_minutes))
+        | Q(created_at__lt=now - timedelta(minutes=link.time_budget_minutes))
+    )
+    released = 0
+    for participant in gone:
+        withdraw_open(Assignment.objects.filter(batch=link.batch, rater=participant.user))
+        Participant.objects.filter(pk=participant.pk).update(released_at=now)
+        released += 1
+    return released
+
+
+def _tie_break(participant_id: int, summary_id: int, seed: int) -> bytes:
+    return hashlib.sha256(f"{seed}:{participant_id}:{summary_id}".encode()).digest()
+
+
+def assign_work(*, participant: Participant) -> list[Assignment]:
+    """Hand the participant items of the link's pool, fewest live ratings first (ties in
+    an order of the participant's own), never more than k live raters on an item, up to
+    `items_per_participant` items in all (withdrawn ones not counted again).
+
+    The caller holds the batch's row lock (arrive()), so concurrent arrivals count live
+    ratings one after the other and k holds."""
+    link = participant.link
+    batch = link.batch
+    pool = list(batch.design.get("pool") or [])
+    mine = Assignment.objects.filter(batch=batch, rater=participant.user, summary_id__in=pool)
+    kept = mine.exclude(state=Assignment.State.WITHDRAWN).count()
+    wanted = link.items_per_participant - kept
+    if wanted <= 0:
+        return []
+    live = dict(
+        Assignment.objects.filter(batch=batch)
+        .exclude(state=Assignment.State.WITHDRAWN)
+        .values_list("summary_id")
+        .annotate(n=Count("pk"))
+        .values_list("summary_id", "n")
+    )
+    had = set(
+        Assignment.objects.filter(study=participant.study, rater=participant.user).values_list("summary_id", flat=True)
+    )
+    open_items = [s for s in pool if live.get(s, 0) < batch.raters_per_item and s not in had]
+    open_items.sort(key=lambda s: (live.get(s, 0), _tie_break(participant.pk, s, batch.seed)))
+    chosen = open_items[:wanted]
+    checks = [c for c in attention_checks(participant.study) if c not in had] if batch.attention_every else []
+    if chosen and checks:
+        # About one check after every N items, at a place the participant cannot predict
+        # (annotate.designs, as in a batch's queues); each check at most once.
+        mixed = designs.insert_attention_checks(
+            chosen, [("check", c) for c in checks], every=batch.attention_every, seed=f"{batch.seed}:{participant.pk}"
+        )
+        seen: set[int] = set()
+        chosen = []
+        for entry in mixed:
+            summary_id = entry[1] if isinstance(entry, tuple) else entry
+            if summary_id not in seen:
+                seen.add(summary_id)
+                chosen.append(summary_id)
+    last = Assignment.objects.filter(study=participant.study, rater=participant.user).aggregate(m=Max("position"))["m"]
+    start = 0 if last is None else last + 1
+    return Assignment.objects.bulk_create(
+        [
+            Assignment(study=participant.study, batch=batch, summary_id=s, rater=participant.user, position=start + i)
+            for i, s in enumerate(chosen)
+        ]
+    )
+
+
+def arrive(
+    *,
+    link: RecruitmentLink,
+    panel: str,
+    external_id: str,
+    panel_study_id: str = "",
+    panel_session_id: str = "",
+    address: str = "",
+) -> tuple[Participant, bool]:
+    """A participant arrives through the link: their account is made (first visit) or
+    found (a return), and work is handed out. Returns (participant, created).
+
+    The batch row is locked first (select_for_update; SQLite's writers queue on the
+    database lock, settings' IMMEDIATE transactions), so arrivals on one link are counted
+    one at a time: the participant limit and k per item hold under concurrency."""
+    with transaction.atomic():
+        Batch.objects.select_for_update().filter(pk=link.batch_id).update(updated_at=timezone.now())
+        link = RecruitmentLink.objects.select_related("study", "batch").get(pk=link.pk)
+        now = timezone.now()
+        release_absent(link=link, now=now)
+        participant = (
+            Participant.objects.select_related("user", "link__batch", "study")
+            .filter(link=link, external_id=external_id)
+            .first()
+        )
+        created = participant is None
+        if created:
+            # Decided before any step (consent, instructions, qualification): someone who
+            # cannot get an item leaves at once with the screen-out code.
+            if not link.enabled:
+                raise ArrivalRefused("This study is closed to new participants.", link=link)
+            if Participant.objects.filter(link=link).count() >= link.max_participants:
+                raise ArrivalRefused("This study has all the participants it needs.", link=link)
+            if not _free_items(link):
+                raise ArrivalRefused("Every item of this study has all the raters it needs.", link=link)
+            _count_arrival(address)
+            user = get_user_model().objects.create_user(username=f"participant-{secrets.token_hex(8)}", password=None)
+            add_study_member(study=link.study, user=user, role=StudyMembership.Role.RATER)
+            try:
+                with transaction.atomic():
+                    participant = Participant.objects.create(
+                        user=user,
+                        link=link,
+                        study=link.study,
+                        panel=panel,
+                        external_id=external_id,
+                        panel_study_id=panel_study_id,
+                        panel_session_id=panel_session_id,
+                        address=address,
+                        last_seen_at=now,
+                    )
+            except IntegrityError:
+                raise ArrivalRefused("This participant arrived twice at once: please reload the page.") from None
+        else:
+            Participant.objects.filter(pk=participant.pk).update(last_seen_at=now, released_at=None)
+            participant.refresh_from_db()
+        if participant.outcome == "" and not time_is_up(participant, now=now):
+            # Behind a qualification gate the study's qualification items come first; the
+            # link's items stay hidden until the participant passes (visible_to_rater).
+            enrol_in_qualification(study=link.study, rater=participant.user)
+            assign_work(participant=participant)
+        return participant, created
+
+
+def time_is_up(participant: Participant, *, now=None) -> bool:
+    now = now or timezone.now()
+    return participant.created_at + timedelta(minutes=participant.link.time_budget_minutes) <= now
+
+
+# How stale `last_seen_at` may get before a request writes it again: half the shortest
+# lease (1 minute), so a participant who is here never loses their items, while their draft
+# saves and API calls do not each add a write.
+TOUCH_EVERY = timedelta(seconds=30)
+
+
+def touch(*, participant: Participant) -> None:
+    """The participant is here: the lease on their items starts again (written at most
+    every TOUCH_EVERY)."""
+    now = timezone.now()
+    if now - participant.last_seen_at >= TOUCH_EVERY:
+        Participant.objects.filter(pk=participant.pk).update(last_seen_at=now)
+
+
+FINAL_OUTCOMES = tuple(o for o in Participant.Outcome.values if o)
+
+
+@transaction.atomic
+def finish_participation(*, participant: Participant, outcome: str) -> Participant:
+    """End a participant's part: `completed`, `declined` (consent), `screened_out` (failed
+    qualification, no item left), `left` (the participant's own "Leave") or `timed_out`
+    (past the link's time budget). Their open items go back to the pool (answers kept). The
+    first outcome stands: finishing again changes nothing and returns the participant as
+    stored."""
+    if outcome not in FINAL_OUTCOMES:
+        raise invalid_field("outcome", f"must be one of {', '.join(FINAL_OUTCOMES)}")
+    updated = Participant.objects.filter(pk=participant.pk, outcome="").update(
+        outcome=outcome, finished_at=timezone.now(), updated_at=timezone.now()
+    )
+    if updated:
+        withdraw_open(Assignment.objects.filter(study=participant.study, rater=participant.user))
+    participant.refresh_from_db()
+    return participant
+
+
+def outcome_code(participant: Participant) -> str:
+    """The code a finished participant takes back to the panel ("" for none):
+
+    - completed: the completion code;
+    - timed out: the completion code if they submitted any of the link's items in time
+      (their work counts and is paid), else the screen-out code;
+    - left: the link's code for leaving, else the screen-out code;
+    - declined, screened out: the screen-out code."""
+    link = participant.link
+    outcome = participant.outcome
+    if outcome == Participant.Outcome.COMPLETED:
+        return link.completion_code
+    if outcome == Participant.Outcome.TIMED_OUT and has_done_study_work(participant):
+        return link.completion_code
+    if outcome == Participant.Outcome.LEFT and link.left_code:
+        return link.left_code
+    return link.screenout_code
+
+
+def return_url(link: RecruitmentLink, code: str) -> str:
+    """The panel's completion URL with `?cc=<code>` added; "" without a code (the page then
+    asks the participant to return the study on the panel)."""
+    if not code:
+        return ""
+    joiner = "&" if "?" in link.completion_url else "?"
+    return f"{link.completion_url}{joiner}cc={quote(code, safe='')}"
+
+
+def completion(participant: Participant) -> tuple[str, str]:
+    """(code, URL to send the participant to) for a finished participant."""
+    code = outcome_code(participant)
+    return code, return_url(participant.link, code)
+
+
+def has_done_study_work(participant: Participant) -> bool:
+    """Whether the participant submitted any of the link's items: qualification (and
+    training) items are screening in batches of their own and never count."""
+    return Assignment.objects.filter(
+        batch_id=participant.link.batch_id, rater=participant.user, state=Assignment.State.SUBMITTED
+    ).exists()
