@@ -19,7 +19,14 @@ from analysis.models import AnalysisResult
 from analysis.plots import plot_names
 from analysis.report_files import FILE_NAMES, agreement_rows, cohen_rows, correlation_rows, system_rows
 from analysis.report_json import report_from_payload
-from analysis.sections import AgreementSection, CompareTable, OptionInfo, StudyReport
+from analysis.sections import (
+    AfterAdjudication,
+    AgreementSection,
+    CompareTable,
+    Histogram,
+    OptionInfo,
+    StudyReport,
+)
 from analysis.statistic_labels import statistic_label, statistic_note
 from annotate.models import Study
 from annotate.selectors.access import is_study_admin
@@ -152,7 +159,7 @@ class ReportBody:
     agreement_csv: str
     errors: tuple[AgreementSection, ...]
     cohen: tuple[Mapping[str, Any], ...]
-    histograms: tuple[Any, ...]
+    histograms: tuple[Histogram, ...]
     options: tuple[OptionTable, ...]
     groups: tuple[GroupView, ...]
     correlations: tuple[Mapping[str, Any], ...]
@@ -162,7 +169,7 @@ class ReportBody:
     systems: SystemsTable
     compare_groups: tuple[CompareTable, ...]
     compare_pairs: tuple[CompareTable, ...]
-    adjudication: Any
+    adjudication: AfterAdjudication
     retrieval: tuple[Mapping[str, Any], ...]
     plots: tuple[Plot, ...]
     plots_pending: int
