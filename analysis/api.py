@@ -7,18 +7,28 @@ thread), and cached for the ratings as they are. Access follows annotate.permiss
 
 from __future__ import annotations
 
+import json
+
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
-from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from analysis import services, tasks
 from analysis.models import AnalysisResult
+from analysis.report_json import report_from_payload, report_json
 from annotate import permissions
+from core.run_views import RunKind, RunViews
+
+
+class ReportField(serializers.JSONField):
+    """The stored report as ``report.json`` holds it: written by analysis.report_json alone."""
+
+    def to_representation(self, value):
+        return None if value is None else json.loads(report_json(report_from_payload(value)))
 
 
 class AnalysisResultSerializer(serializers.ModelSerializer):
-    result = serializers.JSONField(allow_null=True, help_text="The report (docs/analysis.md) once status is done.")
+    result = ReportField(allow_null=True, help_text="The report (docs/analysis.md) once status is done.")
 
     class Meta:
         model = AnalysisResult
@@ -41,7 +51,13 @@ class AnalysisQuery(serializers.Serializer):
     phase = serializers.ChoiceField(services.PHASES, default="all")
 
 
-class StudyAnalysis(APIView):
+def _waiting(result: AnalysisResult) -> bool:
+    return result.status in (AnalysisResult.Status.PENDING, AnalysisResult.Status.RUNNING)
+
+
+class StudyAnalysis(RunViews, APIView):
+    run_kind = RunKind(serializer=AnalysisResultSerializer, waiting=_waiting)
+
     @extend_schema(
         parameters=[AnalysisQuery],
         responses={200: AnalysisResultSerializer, 202: AnalysisResultSerializer},
@@ -59,7 +75,7 @@ class StudyAnalysis(APIView):
         result = services.request_study_report(
             study=study, phase=query.validated_data["phase"], enqueue=tasks.enqueue_study_report
         )
-        return _answer(result)
+        return self.run_status(request, result)
 
     @extend_schema(
         request=AnalysisQuery,
@@ -75,9 +91,4 @@ class StudyAnalysis(APIView):
         result = services.recompute_study_report(
             study=study, phase=query.validated_data["phase"], enqueue=tasks.enqueue_study_report
         )
-        return _answer(result)
-
-
-def _answer(result: AnalysisResult) -> Response:
-    waiting = result.status in (AnalysisResult.Status.PENDING, AnalysisResult.Status.RUNNING)
-    return Response(AnalysisResultSerializer(result).data, status=202 if waiting else 200)
+        return self.run_status(request, result)

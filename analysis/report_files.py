@@ -1,4 +1,5 @@
-"""The study report as files: CSV tables and JSON, derived from the report dict alone.
+"""The study report as files: CSV tables and JSON, derived from the report alone
+(analysis.sections; the JSON files through analysis.report_json).
 CSV text cells are made safe to open in a spreadsheet (core/csv_cells.py); the JSON
 files keep the exact text.
 
@@ -11,9 +12,11 @@ from __future__ import annotations
 
 import csv
 import io
-import json
+from collections.abc import Mapping
 from typing import Any
 
+from analysis.report_json import json_text, report_from_payload, report_json, to_payload
+from analysis.sections import AgreementSection, StudyReport
 from core.csv_cells import csv_document, csv_text
 
 __all__ = ["FILE_NAMES", "report_files"]
@@ -79,10 +82,6 @@ _AGREEMENT_STATISTICS = (
 )
 
 
-def _json(value: Any) -> str:
-    return json.dumps(value, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
-
-
 def _csv(rows: list[dict[str, Any]], columns: list[str]) -> str:
     """CSV text of the rows. Text cells (rater names, item keys, labels, error messages)
     go through core.csv_cells' rule so a spreadsheet never runs them as formulas;
@@ -105,7 +104,7 @@ def _csv(rows: list[dict[str, Any]], columns: list[str]) -> str:
     return text
 
 
-def statistic_value(report: dict[str, Any], name: str) -> Any:
+def statistic_value(report: Mapping[str, Any], name: str) -> Any:
     """A statistic of an agreement report by its flat name (``krippendorff_alpha.ordinal``)."""
     head, _, level = name.partition(".")
     value = report[head]
@@ -116,69 +115,78 @@ def statistic_value(report: dict[str, Any], name: str) -> Any:
 # they would read the options' listing order as ranks or distances.
 _ORDERED_ONLY = ("krippendorff_alpha.ordinal", "krippendorff_alpha.interval")
 
+AGREEMENT_COLUMNS = ["question", "option", "statistic", "value", "ci_low", "ci_high", "n_undefined_resamples"]
+AGREEMENT_COLUMNS += ["n_resamples", "n_items_shared", "n_items", "n_raters", "error"]
+_WEIGHTED = [f"{w}{suffix}" for w in ("unweighted", "linear", "quadratic") for suffix in ("", "_ci_low", "_ci_high")]
+COHEN_COLUMNS = ["question", "option", "rater_a", "rater_b", "n", *_WEIGHTED]
+CORRELATION_COLUMNS = ["scope", "human_question", "metric", "n", "dropped", "spearman_rho", "spearman_p"]
+CORRELATION_COLUMNS += ["spearman_p_holm", "kendall_tau_b", "kendall_p", "kendall_p_holm", "acc_eq_at_zero", "acc_eq"]
+CORRELATION_COLUMNS += ["acc_eq_epsilon", "kl_divergence"]
+WIN_COLUMNS = ["question", "a", "b", "n", "wins_a", "ties", "wins_b", "win_rate_a", "ci_low", "ci_high"]
+RANKING_COLUMNS = ["question", "system", "strength", "probability", "ci_low", "ci_high", "place", "place_kept"]
+RANKING_COLUMNS += ["n_resamples"]
+POSITION_COLUMNS = ["question", "rater", "n", "left", "left_share", "ci_low", "ci_high", "p_value"]
 
-def _nominal(section: dict[str, Any]) -> bool:
-    return section.get("level") == "nominal"
+
+def _agreement_row(section: AgreementSection, name: str) -> dict[str, Any]:
+    result = section.report
+    ci = section.ci.get(name)
+    return {
+        "question": section.question,
+        "option": section.option,
+        "statistic": name,
+        "value": statistic_value(result, name) if result else None,
+        "ci_low": ci.low if ci else None,
+        "ci_high": ci.high if ci else None,
+        "n_undefined_resamples": ci.n_undefined if ci else None,
+        "n_resamples": section.n_resamples,
+        "n_items_shared": result.get("n_items_shared") if result else None,
+        "n_items": result["n_items"] if result else None,
+        "n_raters": result["n_raters"] if result else None,
+        "error": section.error,
+    }
 
 
-def agreement_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
+def agreement_rows(report: StudyReport) -> list[dict[str, Any]]:
     """One row per (question, option of a tickbox question, statistic) with its value and
     bootstrap interval; a nominal question (a choice, a tickbox option) has no ordinal or
     interval figure."""
-    rows = []
-    for section in report["agreement"]:
-        result = section["report"]
-        for name in _AGREEMENT_STATISTICS:
-            if _nominal(section) and name in _ORDERED_ONLY:
-                continue
-            ci = section["ci"].get(name, {})
-            rows.append(
-                {
-                    "question": section["question"],
-                    "option": section.get("option"),
-                    "statistic": name,
-                    "value": statistic_value(result, name) if result else None,
-                    "ci_low": ci.get("low"),
-                    "ci_high": ci.get("high"),
-                    "n_undefined_resamples": ci.get("n_undefined"),
-                    "n_resamples": section["n_resamples"],
-                    "n_items_shared": result.get("n_items_shared") if result else None,
-                    "n_items": result["n_items"] if result else None,
-                    "n_raters": result["n_raters"] if result else None,
-                    "error": section["error"],
-                }
-            )
-    return rows
+    return [
+        _agreement_row(section, name)
+        for section in report.agreement
+        for name in _AGREEMENT_STATISTICS
+        if not (section.nominal and name in _ORDERED_ONLY)
+    ]
 
 
-def cohen_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
+def cohen_rows(report: StudyReport) -> list[dict[str, Any]]:
     rows = []
-    for section in report["agreement"]:
-        for pair in (section["report"] or {}).get("cohen_kappa", []):
-            row = {"question": section["question"], "option": section.get("option"), **pair}
+    for section in report.agreement:
+        for pair in (section.report or {}).get("cohen_kappa", []):
+            row = {"question": section.question, "option": section.option, **pair}
             for weighting in ("unweighted", "linear", "quadratic"):
-                ci = section["ci"].get(f"cohen_kappa.{pair['rater_a']}|{pair['rater_b']}.{weighting}", {})
-                row[f"{weighting}_ci_low"] = ci.get("low")
-                row[f"{weighting}_ci_high"] = ci.get("high")
-                if _nominal(section) and weighting != "unweighted":
+                ci = section.ci.get(f"cohen_kappa.{pair['rater_a']}|{pair['rater_b']}.{weighting}")
+                row[f"{weighting}_ci_low"] = ci.low if ci else None
+                row[f"{weighting}_ci_high"] = ci.high if ci else None
+                if section.nominal and weighting != "unweighted":
                     # Weights need ordered answers; options have none.
                     row[weighting] = row[f"{weighting}_ci_low"] = row[f"{weighting}_ci_high"] = None
             rows.append(row)
     return rows
 
 
-def correlation_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
+def correlation_rows(report: StudyReport) -> list[dict[str, Any]]:
     """One row per (scope, metric): scope "mean" (mean human score) or "rater:<name>"."""
-    correlation = report["correlation"]
-    scopes = [("mean", correlation.get("mean", {}))]
-    scopes += [(f"rater:{r}", m) for r, m in correlation.get("per_rater", {}).items()]
+    correlation = report.correlation
+    scopes = [("mean", correlation.mean or {})]
+    scopes += [(f"rater:{r}", m) for r, m in (correlation.per_rater or {}).items()]
     rows = []
     for scope, metrics in scopes:
         for metric, m in metrics.items():
             rows.append(
                 {
                     "scope": scope,
-                    "human_question": correlation["human_question"],
+                    "human_question": correlation.human_question,
                     "metric": metric,
                     "n": m["n"],
                     "dropped": m["dropped"],
@@ -201,29 +209,32 @@ META_COLUMNS = ["level", "metric", "question", "n", "kendall_tau_b", "kendall_p"
 META_COLUMNS += ["acc_eq", "acc_eq_epsilon", "kl_divergence", "ci_low", "ci_high", "n_undefined_resamples"]
 
 
-def meta_evaluation_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
+def meta_evaluation_rows(report: StudyReport) -> list[dict[str, Any]]:
     """One row per (level, metric, human question or "avg"): stats.metaeval_questions."""
-    section = report.get("meta_evaluation") or {}
+    section = report.meta_evaluation
     return [
         {"level": level.removesuffix("_level"), "metric": metric, "question": question, **values}
-        for level in ("summary_level", "system_level")
-        for metric, by_question in section.get(level, {}).items()
+        for level, table in (("summary_level", section.summary_level), ("system_level", section.system_level))
+        for metric, by_question in table.items()
         for question, values in by_question.items()
     ]
 
 
-def system_rows(report: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
+_SYSTEM_FIELDS = ("generator", "n_summaries", "n_rated", "average", "n_words", "delta_fk", "rougeL")
+
+
+def system_rows(report: StudyReport) -> tuple[list[dict[str, Any]], list[str]]:
     """One row per generator (FactPICO Table 3/12 shape, stats.systems) and the columns:
     each question's mean, the average, the text metrics, and per span question its count
     and share of summaries (and of those not factual, where asked)."""
-    section = report.get("by_system") or {}
-    questions = section.get("questions", [])
+    section = report.by_system
+    questions = list(section.questions) if section else []
     columns = ["generator", "n_summaries", "n_rated", *questions, "average", "n_words", "delta_fk", "rougeL"]
     rows = []
-    for row in section.get("rows", []):
-        flat = {k: row[k] for k in ("generator", "n_summaries", "n_rated", "average", "n_words", "delta_fk", "rougeL")}
-        flat.update(row["scores"])
-        for question, counts in row["spans"].items():
+    for row in section.rows if section else ():
+        flat = {name: getattr(row, name) for name in _SYSTEM_FIELDS}
+        flat.update(row.scores)
+        for question, counts in row.spans.items():
             for name, value in counts.items():
                 column = f"{question}.{name}"
                 flat[column] = value
@@ -233,153 +244,101 @@ def system_rows(report: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]
     return rows, columns
 
 
-def comparison_rows(report: dict[str, Any], part: str) -> list[dict[str, Any]]:
+def comparison_rows(report: StudyReport, part: str) -> list[dict[str, Any]]:
     """One table of the comparisons section, every preference question's rows with it."""
     rows = []
-    for section in report.get("comparisons") or []:
+    for section in report.comparisons:
         if part == "ranking":
-            ranking = section.get("ranking") or {}
+            ranking = section.ranking or {}
             rows += [
-                {"question": section["question"], "n_resamples": ranking.get("n_resamples"), **row}
+                {"question": section.question, "n_resamples": ranking.get("n_resamples"), **row}
                 for row in ranking.get("systems") or []
             ]
         else:
-            rows += [{"question": section["question"], **row} for row in section.get(part) or []]
+            rows += [{"question": section.question, **row} for row in getattr(section, part) or []]
     return rows
 
 
-def compare_group_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
+def compare_group_rows(report: StudyReport) -> list[dict[str, Any]]:
     """One row per (field, question, group): stats.compare.describe of its summaries' scores."""
-    section = report.get("compare") or {}
-    return [
-        {"field": g["field"], "question": g["question"], **row} for g in section.get("groups", []) for row in g["rows"]
-    ]
+    return [{"field": g.field, "question": g.question, **row} for g in report.compare.groups for row in g.rows]
 
 
-def compare_pair_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
+def compare_pair_rows(report: StudyReport) -> list[dict[str, Any]]:
     """One row per (field, question, pair of systems): stats.compare.paired_comparisons."""
-    section = report.get("compare") or {}
+    return [{"field": p.field, "question": p.question, **row} for p in report.compare.pairs for row in p.rows]
+
+
+def to_row(value: Any) -> dict[str, Any]:
+    """A dataclass row as the dict a CSV writer takes."""
+    return to_payload(value)
+
+
+def _histogram_rows(report: StudyReport) -> list[dict[str, Any]]:
     return [
-        {"field": p["field"], "question": p["question"], **row} for p in section.get("pairs", []) for row in p["rows"]
+        {"question": h.question, "rater": r.rater, "value": value, "count": count}
+        for h in report.histograms
+        for r in h.raters
+        for value, count in zip(h.scale, r.counts, strict=True)
     ]
 
 
-def report_files(report: dict[str, Any]) -> dict[str, str]:
-    """Every downloadable file of the report, name -> text (CSV or JSON)."""
-    histograms = [
-        {"question": h["question"], "rater": r["rater"], "value": value, "count": count}
-        for h in report["histograms"]
-        for r in h["raters"]
-        for value, count in zip(h["scale"], r["counts"], strict=True)
-    ]
-    means = [{"question": m["question"], **row} for m in report["item_means"] for row in m["rows"]]
-    groups = [{"field": g["field"], "question": g["question"], **row} for g in report["by_group"] for row in g["rows"]]
-    options = [
-        {"question": o["question"], "rater": row["rater"], "n_rated": row["n_rated"], "option": option["value"],
-         "label": option["label"], "count": row[option["value"]]}
-        for o in report["option_counts"]
-        for row in o["rows"]
-        for option in o["options"]
+def _option_rows(report: StudyReport) -> list[dict[str, Any]]:
+    return [
+        {"question": o.question, "rater": row["rater"], "n_rated": row["n_rated"], "option": option.value,
+         "label": option.label, "count": row[option.value]}
+        for o in report.option_counts
+        for row in o.rows
+        for option in o.options
     ]  # fmt: skip
-    metric_columns = ["item", "key", "source", "human_mean"]
-    metric_columns += [c for c in (report["metrics"][0] if report["metrics"] else {}) if c not in metric_columns]
+
+
+def _table_files(report: StudyReport) -> dict[str, str]:
+    """The CSV files of the ratings: agreement, histograms, means, groups, options."""
+    means = [{"question": m.question, **to_row(row)} for m in report.item_means for row in m.rows]
+    groups = [{"field": g.field, "question": g.question, **row} for g in report.by_group for row in g.rows]
     group_columns = ["field", "question"] + ([k for k in groups[0] if k not in ("field", "question")] if groups else [])
     return {
-        "report.json": _json(report),
-        "agreement.json": _json(report["agreement"]),
-        "agreement.csv": _csv(
-            agreement_rows(report),
-            [
-                "question",
-                "option",
-                "statistic",
-                "value",
-                "ci_low",
-                "ci_high",
-                "n_undefined_resamples",
-                "n_resamples",
-                "n_items_shared",
-                "n_items",
-                "n_raters",
-                "error",
-            ],
-        ),  # fmt: skip
-        "cohen_kappa.csv": _csv(
-            cohen_rows(report),
-            [
-                "question",
-                "option",
-                "rater_a",
-                "rater_b",
-                "n",
-                "unweighted",
-                "unweighted_ci_low",
-                "unweighted_ci_high",
-                "linear",
-                "linear_ci_low",
-                "linear_ci_high",
-                "quadratic",
-                "quadratic_ci_low",
-                "quadratic_ci_high",
-            ],
-        ),  # fmt: skip
-        "histograms.csv": _csv(histograms, ["question", "rater", "value", "count"]),
+        "agreement.csv": _csv(agreement_rows(report), AGREEMENT_COLUMNS),
+        "cohen_kappa.csv": _csv(cohen_rows(report), COHEN_COLUMNS),
+        "histograms.csv": _csv(_histogram_rows(report), ["question", "rater", "value", "count"]),
         "item_means.csv": _csv(means, ["question", "item", "key", "n_ratings", "mean", "min", "max"]),
         "by_group.csv": _csv(groups, group_columns),
-        "option_counts.csv": _csv(options, ["question", "rater", "n_rated", "option", "label", "count"]),
-        "metrics.csv": _csv(report["metrics"], metric_columns),
-        "correlation.json": _json(report["correlation"]),
-        "correlation.csv": _csv(
-            correlation_rows(report),
-            [
-                "scope",
-                "human_question",
-                "metric",
-                "n",
-                "dropped",
-                "spearman_rho",
-                "spearman_p",
-                "spearman_p_holm",
-                "kendall_tau_b",
-                "kendall_p",
-                "kendall_p_holm",
-                "acc_eq_at_zero",
-                "acc_eq",
-                "acc_eq_epsilon",
-                "kl_divergence",
-            ],
-        ),  # fmt: skip
+        "option_counts.csv": _csv(_option_rows(report), ["question", "rater", "n_rated", "option", "label", "count"]),
+    }
+
+
+def _metric_files(report: StudyReport) -> dict[str, str]:
+    """The CSV files of the automatic metrics against people, and of the systems."""
+    metric_columns = ["item", "key", "source", "human_mean"]
+    metric_columns += [c for c in (report.metrics[0] if report.metrics else {}) if c not in metric_columns]
+    adjudication = report.after_adjudication
+    return {
+        "metrics.csv": _csv(list(report.metrics), metric_columns),
+        "correlation.csv": _csv(correlation_rows(report), CORRELATION_COLUMNS),
         "meta_evaluation.csv": _csv(meta_evaluation_rows(report), META_COLUMNS),
         "by_system.csv": _csv(*system_rows(report)),
-        "comparisons_wins.csv": _csv(
-            comparison_rows(report, "win_tie_loss"),
-            ["question", "a", "b", "n", "wins_a", "ties", "wins_b", "win_rate_a", "ci_low", "ci_high"],
-        ),
-        "comparisons_ranking.csv": _csv(
-            comparison_rows(report, "ranking"),
-            [
-                "question",
-                "system",
-                "strength",
-                "probability",
-                "ci_low",
-                "ci_high",
-                "place",
-                "place_kept",
-                "n_resamples",
-            ],
-        ),
-        "comparisons_position_bias.csv": _csv(
-            comparison_rows(report, "position_bias"),
-            ["question", "rater", "n", "left", "left_share", "ci_low", "ci_high", "p_value"],
-        ),
+        "comparisons_wins.csv": _csv(comparison_rows(report, "win_tie_loss"), WIN_COLUMNS),
+        "comparisons_ranking.csv": _csv(comparison_rows(report, "ranking"), RANKING_COLUMNS),
+        "comparisons_position_bias.csv": _csv(comparison_rows(report, "position_bias"), POSITION_COLUMNS),
         "system_scores.csv": _csv(compare_group_rows(report), GROUP_COLUMNS),
         "system_pairs.csv": _csv(compare_pair_rows(report), PAIR_COLUMNS),
-        "after_adjudication.csv": _csv(
-            (report.get("after_adjudication") or {}).get("by_system", []), ADJUDICATED_COLUMNS
-        ),
-        "after_adjudication_items.csv": _csv(
-            (report.get("after_adjudication") or {}).get("items", []), ADJUDICATED_ITEM_COLUMNS
-        ),
-        "retrieval.csv": _csv(report.get("retrieval") or [], RETRIEVAL_COLUMNS),
+        "after_adjudication.csv": _csv([to_row(r) for r in adjudication.by_system], ADJUDICATED_COLUMNS),
+        "after_adjudication_items.csv": _csv([to_row(r) for r in adjudication.items], ADJUDICATED_ITEM_COLUMNS),
+        "retrieval.csv": _csv(list(report.retrieval), RETRIEVAL_COLUMNS),
     }
+
+
+def report_files(report: StudyReport | Mapping[str, Any]) -> dict[str, str]:
+    """Every downloadable file of the report, name -> text (CSV or JSON); a stored payload
+    is read into the dataclasses first (analysis.report_json.report_from_payload)."""
+    if isinstance(report, Mapping):
+        report = report_from_payload(report)
+    files = {
+        "report.json": report_json(report),
+        "agreement.json": json_text(report.agreement),
+        "correlation.json": json_text(report.correlation),
+        **_table_files(report),
+        **_metric_files(report),
+    }
+    return {name: files[name] for name in FILE_NAMES}

@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,7 +25,6 @@ from analysis.report_files import report_files
 from annotate.models import Study
 from annotate.selectors.contents import rubric_definition
 from annotate.selectors.frames import (
-    comparisons_frame,
     consensus_frame,
     raters_by_item,
     ratings_frame,
@@ -110,18 +108,21 @@ def compute_study_report(
     n_resamples: int | None = None,
     progress: Callable[[float], None] | None = None,
 ) -> dict[str, Any]:
-    """The JSON-ready study report (analysis.report.build_study_report) for one phase.
+    """The study report of one phase as its stored JSON payload (analysis.report_json;
+    analysis.report.build_study_report and analysis.study_sections build its sections).
     Calibration (pilot) batches are left out, as annotate.selectors.frames.ratings_frame does
     by default. ``progress(fraction)`` is called as the bootstrap advances, and with 0 between
     the stages before it as a sign of life (run_study_report renews its lease there)."""
     if phase not in PHASES:
         raise AnalysisError(f"Unknown phase {phase!r}; use one of {', '.join(PHASES)}.")
     from analysis.report import build_study_report
+    from analysis.report_json import report_payload
+    from analysis.sections import ReferenceMetrics
     from stats.frames import prepare_ratings
     from stats.metrics import metrics_frame
-    from stats.pipeline_checks import check_pass_rates
 
     alive = progress or (lambda fraction: None)
+    resamples = BOOTSTRAP_RESAMPLES if n_resamples is None else n_resamples
     specs = question_specs(study)
     ratings = prepare_ratings(ratings_frame(study=study, phase=phase), rubric_definition(study.rubric).na_codes)
     summaries = summaries_frame(study=study)
@@ -144,223 +145,63 @@ def compute_study_report(
             group_fields=group_fields,
             consensus=consensus_frame(study=study),
             raters=raters,
-            n_resamples=BOOTSTRAP_RESAMPLES if n_resamples is None else n_resamples,
+            n_resamples=resamples,
             seed=BOOTSTRAP_SEED,
             progress=progress,
         )
     except ValueError as exc:
         raise AnalysisError(str(exc)) from None
-    spans = spans_frame(study=study, phase=phase)
-    report["span_agreement"] = span_agreement_sections(study=study, spans=spans, raters=raters)
-    report["by_system"] = system_section(
-        study=study, ratings=ratings, spans=spans, summaries=summaries, metrics=metrics
-    )
-    named = ratings.assign(rater=[names.get(str(r), str(r)) for r in ratings["rater"]])
-    judges = selectors.judge_scores(study=study)
-    report["claim_judgements"] = claim_judgement_sections(study=study, ratings=named, judges=judges)
-    report["judges"] = judge_sections(named_ratings=named, specs=specs, judges=judges)
-    n_stored = int(texts["item"].isin(stored["item"]).sum()) if stored is not None else 0
+    stored_rows = int(texts["item"].isin(stored["item"]).sum()) if stored is not None else 0
     # Where the reference metrics came from: the `reference` evaluator's stored run, or computed now.
-    report["reference_metrics"] = {"stored": n_stored, "computed": int(len(texts)) - n_stored}
-    report["pipeline_checks"] = check_pass_rates(summaries)
-    report["retrieval"] = selectors.retrieval_figures(study=study)
-    report["comparisons"] = comparison_sections(
-        study=study,
-        phase=phase,
-        ratings=ratings,
-        specs=specs,
-        names=names,
-        n_resamples=BOOTSTRAP_RESAMPLES if n_resamples is None else n_resamples,
-    )
-    report["study"] = study.slug
-    report["phase"] = phase
-    report["rubric"] = {"key": study.rubric.key, "version": study.rubric.version, "title": study.rubric.title}
-    return report
+    reference = ReferenceMetrics(stored=stored_rows, computed=int(len(texts)) - stored_rows)
+    sections = _database_sections(
+        study=study, phase=phase, ratings=ratings, summaries=summaries, metrics=metrics, specs=specs, names=names,
+        raters=raters, n_resamples=resamples,
+    )  # fmt: skip
+    report = dataclasses.replace(report, **sections, reference_metrics=reference, study=study.slug, phase=phase)
+    return report_payload(report)
 
 
-def comparison_sections(
+def _database_sections(
     *,
     study: Study,
     phase: str,
     ratings: pd.DataFrame,
+    summaries: pd.DataFrame,
+    metrics: pd.DataFrame,
     specs: Sequence[QuestionSpec],
     names: dict[str, str],
+    raters: dict[str, list[str]],
     n_resamples: int,
-) -> list[dict[str, Any]]:
-    """The report's comparisons (analysis.report.comparisons_section) from the answers
-    that count on comparison items, with the summaries' mean pointwise score on the
-    report's human question where the same summaries were also rated one at a time."""
-    from analysis.report import comparisons_section, human_question, latest_answers
-
-    definition = rubric_definition(study.rubric)
-    questions = [(q.key, q.prompt) for q in definition.questions if q.preference]
-    if not questions:
-        return []
-    frame = comparisons_frame(study=study, phase=phase)
-    if not len(frame):
-        return []
-    pointwise: dict[str, float] = {}
-    human = human_question(specs)
-    answers = latest_answers(ratings) if len(ratings) else ratings
-    if human is not None and len(answers):
-        scored = answers[(answers["question"] == human.key) & answers["score"].notna()]
-        pointwise = {str(k): float(v) for k, v in scored.groupby("item")["score"].mean().items()}
-    return comparisons_section(
-        frame,
-        questions=questions,
-        pointwise=pointwise or None,
-        pointwise_question=human.key if human is not None and pointwise else "",
-        rater_names=names,
-        judges=selectors.judge_preferences(study=study),
-        n_resamples=n_resamples,
-        seed=BOOTSTRAP_SEED,
-    )
-
-
-def system_section(
-    *, study: Study, ratings: pd.DataFrame, spans: pd.DataFrame, summaries: pd.DataFrame, metrics: pd.DataFrame
 ) -> dict[str, Any]:
-    """People's scores per generator (FactPICO Tables 3 and 12: stats.systems): each scale
-    question (per-finding ones over their findings), their average, words, ΔFK, ROUGE-L, and
-    every span question's highlights (and those not factual). N/A answers are left out even
-    where the rubric counts N/A as a category for agreement: a mean has no place for them.
-    `ratings`: the prepared ratings of the phase."""
-    from analysis.report import latest_answers
-    from stats.systems import system_table
+    """The report's sections that read more of the database (analysis.study_sections), by field."""
+    from analysis import study_sections
+    from analysis.sections import RubricInfo
+    from stats.pipeline_checks import check_pass_rates
 
-    definition = rubric_definition(study.rubric)
-    scales = {q.key: (float(min(q.values)), float(max(q.values))) for q in definition.questions if q.is_scale}
-    answers = latest_answers(ratings)
-    answers = answers[answers["answer"] != "na"] if len(answers) else answers
-    items = set(summaries["item"]) if len(summaries) else set()
-    rated = answers["item"].astype(str).str.split(":", n=1).str[0].isin(items).any() if len(answers) else False
-    if not items or not (rated or spans["item"].isin(items).any()):
-        # No summary rated one at a time (a study of comparisons only): no row would say
-        # anything but "rated 0".
-        return {"questions": list(scales), "average_scale": "question scale", "span_questions": [], "rows": []}
-    return system_table(
-        answers=answers,
-        spans=spans,
-        generators=summaries.set_index("item")["generator"],
-        metrics=metrics,
-        scales=scales,
-        span_questions=[q.key for q in definition.questions if q.highlights],
-    )
-
-
-def span_agreement_sections(*, study: Study, spans: pd.DataFrame, raters: dict[str, list[str]]) -> list[dict[str, Any]]:
-    """Span agreement (stats.spans) for every span question on the summary: marking per
-    summary sentence, and each of its choice sub-questions on the spans two raters both
-    marked. `spans`: spans_frame; `raters`: raters_by_item."""
-    from core.sentences import split_spans
-    from stats.spans import span_agreement
-
-    definition = rubric_definition(study.rubric)
-    questions = [q for q in definition.questions if q.highlights and q.target == "summary"]
-    if not questions:
-        return []
-    texts = dict(study.summaries.values_list("uuid", "text"))
-    sentences = {item: split_spans(texts[uuid.UUID(item)]) for item in raters}
-    sections = []
-    for q in questions:
-        sub_questions = {sq.key: sq.values for sq in q.span_questions if sq.choice}
-        result = span_agreement(
-            spans[spans["question"] == q.key],
-            sentences,
-            {i: r for i, r in raters.items() if i in sentences},
-            sub_questions,
-        )
-        prompts = {sq.key: sq.prompt for sq in q.span_questions}
-        section = {"question": q.key, "prompt": q.prompt, **dataclasses.asdict(result)}
-        for sub in section["sub_questions"]:
-            sub["prompt"] = prompts[sub["key"]]
-        sections.append(section)
-    return sections
-
-
-def claim_judgements_frame(ratings: pd.DataFrame, question: str) -> pd.DataFrame:
-    """item, claim, rater, label, rationale of one per-claim question, from the answers
-    that count (ratings_frame: one rating holds every claim's answer)."""
-    import pandas as pd
-
-    rows = []
-    for item, rater, answer in ratings.loc[ratings["question"] == question, ["item", "rater", "answer"]].itertuples(
-        index=False
-    ):
-        for claim, part in (answer or {}).items():
-            if part.get("answer") is not None:
-                rows.append((item, claim, rater, part["answer"], part.get("rationale", "")))
-    return pd.DataFrame(rows, columns=["item", "claim", "rater", "label", "rationale"])
-
-
-def claim_judgement_sections(
-    *, study: Study, ratings: pd.DataFrame, judges: Sequence[tuple[str, pd.DataFrame]] = ()
-) -> list[dict[str, Any]]:
-    """For every per-claim question: claim-level agreement between raters, Factored
-    Verification's unsupported calls against people (on the recorded claims it verified),
-    each automatic judge's calls against people (`judges`: analysis.selectors.judge_scores)
-    and, where drafts before revision were rated too, people's count of unsupported
-    claims before and after revision (stats.claims). `ratings`: the answers that count,
-    raters by name."""
-    from stats.claims import (
-        before_after_revision,
-        claim_agreement,
-        detector_against_each_rater,
-        detector_against_people,
-        judge_on_claims,
-    )
-
-    questions = [q for q in rubric_definition(study.rubric).questions if q.per_claim]
-    if not questions:
-        return []
-    verdicts = selectors.claim_verdicts_frame(study=study)
-    pairs = selectors.revision_pairs_frame(study=study)
-    sections = []
-    for q in questions:
-        judgements = claim_judgements_frame(ratings, q.key)
-        section: dict[str, Any] = {
-            "question": q.key,
-            "prompt": q.prompt,
-            "n_judgements": int(len(judgements)),
-            "labels": {str(k): int(v) for k, v in judgements["label"].value_counts().items()},
-            "agreement": claim_agreement(judgements, q.values),
-            "detector": None,
-            "judges": [],
-            "before_after_revision": None,
-        }
-        for name, answers in judges:
-            labels = answers[(answers["question"] == q.key) & (answers["label"] != "")]
-            if len(labels) and len(judgements):
-                labels = labels.rename(columns={"part": "claim"})[["item", "claim", "label"]]
-                section["judges"].append(judge_on_claims(name, labels, judgements, q.values))
-        if len(judgements) and len(verdicts):
-            section["detector"] = detector_against_people(verdicts, judgements)
-            section["detector"]["per_rater"] = detector_against_each_rater(verdicts, judgements)
-        if len(judgements) and len(pairs):
-            section["before_after_revision"] = before_after_revision(judgements, pairs)
-        sections.append(section)
-    return sections
-
-
-def judge_sections(
-    *, named_ratings: pd.DataFrame, specs: Sequence[QuestionSpec], judges: Sequence[tuple[str, pd.DataFrame]]
-) -> list[dict[str, Any]]:
-    """For every automatic judge that answered the rubric (`judges`:
-    analysis.selectors.judge_scores) and every scale question (per-finding ones finding by
-    finding): Cohen's kappa of the judge with each rater beside the raters' with each other
-    (stats.judges). The human-only agreement above never includes it.
-    `named_ratings`: the answers that count, raters by name."""
-    from stats.judges import judge_agreement_on
-
-    sections = []
-    for name, scores in judges:
-        for spec in specs:
-            if spec.kind != "scale":
-                continue
-            result = judge_agreement_on(named_ratings, scores, spec.key, [float(v) for v in spec.values], name)
-            if result is not None:
-                sections.append({"question": spec.key, **dataclasses.asdict(result)})
-    return sections
+    spans = spans_frame(study=study, phase=phase)
+    named = ratings.assign(rater=[names.get(str(r), str(r)) for r in ratings["rater"]])
+    judges = selectors.judge_scores(study=study)
+    return {
+        "span_agreement": study_sections.span_agreement_sections(study=study, spans=spans, raters=raters),
+        "by_system": study_sections.system_section(
+            study=study, ratings=ratings, spans=spans, summaries=summaries, metrics=metrics
+        ),
+        "claim_judgements": study_sections.claim_judgement_sections(study=study, ratings=named, judges=judges),
+        "judges": study_sections.judge_sections(named_ratings=named, specs=specs, judges=judges),
+        "pipeline_checks": check_pass_rates(summaries),
+        "retrieval": tuple(selectors.retrieval_figures(study=study)),
+        "comparisons": study_sections.comparison_sections(
+            study=study,
+            phase=phase,
+            ratings=ratings,
+            specs=specs,
+            names=names,
+            n_resamples=n_resamples,
+            seed=BOOTSTRAP_SEED,
+        ),  # fmt: skip
+        "rubric": RubricInfo(key=study.rubric.key, version=study.rubric.version, title=study.rubric.title),
+    }
 
 
 # The page shows the SVGs, so the worker draws every plot's SVG before any PNG (the

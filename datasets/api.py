@@ -1,5 +1,6 @@
 """Dataset exports and JSON Lines imports over the API (study admins): start, poll,
-download. The runs are kept by datasets.export_runs and datasets.import_runs.
+download. The runs are kept by datasets.export_runs and datasets.import_runs; their
+status is answered as every run's is (core.run_views).
 """
 
 from __future__ import annotations
@@ -12,13 +13,13 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import generics, serializers
 from rest_framework.renderers import BaseRenderer, JSONRenderer
-from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotate import permissions
 from annotate.api.common import (
     FakeViewMixin,
 )
+from core.run_views import RunKind, RunViews
 from datasets import export_runs, import_runs
 from datasets.tasks import run_api_export_task, run_api_import_task
 
@@ -60,10 +61,14 @@ class ExportCreateSerializer(serializers.Serializer):
     )
 
 
-class ExportList(FakeViewMixin, generics.GenericAPIView):
+EXPORT_RUNS = RunKind(serializer=ExportSerializer, location="api:export-detail", id_kwarg="export_id")
+
+
+class ExportList(RunViews, FakeViewMixin, generics.GenericAPIView):
     """Study admins: the study's dataset exports (newest first), and starting one."""
 
     serializer_class = ExportSerializer
+    run_kind = EXPORT_RUNS
 
     @extend_schema(responses=ExportSerializer(many=True))
     def get(self, request, slug):
@@ -84,20 +89,21 @@ class ExportList(FakeViewMixin, generics.GenericAPIView):
         status = export_runs.start_export(
             study=study, requested_by=request.user, enqueue=run_api_export_task.delay, **body.validated_data
         )
-        location = reverse("api:export-detail", kwargs={"slug": study.slug, "export_id": status.id})
-        data = ExportSerializer(status, context={"request": request}).data
-        return Response(data, status=202, headers={"Location": request.build_absolute_uri(location)})
+        return self.run_started(request, status, slug=study.slug)
 
 
-class ExportDetail(APIView):
+class ExportDetail(RunViews, APIView):
+    run_kind = EXPORT_RUNS
+
     @extend_schema(responses=ExportSerializer, description="Study admins: poll an export.")
     def get(self, request, slug, export_id):
         study = permissions.study_for_admin(request, slug)
-        status = export_runs.get_export(study=study, export_id=export_id)
-        return Response(ExportSerializer(status, context={"request": request}).data)
+        return self.run_status(request, export_runs.get_export(study=study, export_id=export_id))
 
 
-class ExportRetry(APIView):
+class ExportRetry(RunViews, APIView):
+    run_kind = EXPORT_RUNS
+
     @extend_schema(
         request=None,
         responses={202: ExportSerializer},
@@ -109,9 +115,7 @@ class ExportRetry(APIView):
         status = export_runs.retry_export(
             study=study, export_id=export_id, requested_by=request.user, enqueue=run_api_export_task.delay
         )
-        location = reverse("api:export-detail", kwargs={"slug": study.slug, "export_id": status.id})
-        data = ExportSerializer(status, context={"request": request}).data
-        return Response(data, status=202, headers={"Location": request.build_absolute_uri(location)})
+        return self.run_started(request, status, slug=study.slug)
 
 
 class ZipRenderer(BaseRenderer):
@@ -171,10 +175,14 @@ class ImportUploadSerializer(serializers.Serializer):
     )
 
 
-class ImportList(FakeViewMixin, generics.GenericAPIView):
+IMPORT_RUNS = RunKind(serializer=ImportSerializer, location="api:import-detail", id_kwarg="import_id")
+
+
+class ImportList(RunViews, FakeViewMixin, generics.GenericAPIView):
     """Study admins: the study's imports (newest first), and uploading one."""
 
     serializer_class = ImportSerializer
+    run_kind = IMPORT_RUNS
 
     @extend_schema(responses=ImportSerializer(many=True))
     def get(self, request, slug):
@@ -207,20 +215,21 @@ class ImportList(FakeViewMixin, generics.GenericAPIView):
             file_name=upload.name,
             enqueue=run_api_import_task.delay,
         )
-        location = reverse("api:import-detail", kwargs={"slug": study.slug, "import_id": status.id})
-        return Response(
-            ImportSerializer(status).data, status=202, headers={"Location": request.build_absolute_uri(location)}
-        )
+        return self.run_started(request, status, slug=study.slug)
 
 
-class ImportDetail(APIView):
+class ImportDetail(RunViews, APIView):
+    run_kind = IMPORT_RUNS
+
     @extend_schema(responses=ImportSerializer, description="Study admins: poll an import.")
     def get(self, request, slug, import_id):
         study = permissions.study_for_admin(request, slug)
-        return Response(ImportSerializer(import_runs.get_import(study=study, import_id=import_id)).data)
+        return self.run_status(request, import_runs.get_import(study=study, import_id=import_id))
 
 
-class ImportRetry(APIView):
+class ImportRetry(RunViews, APIView):
+    run_kind = IMPORT_RUNS
+
     @extend_schema(
         request=None,
         responses={202: ImportSerializer},
@@ -230,7 +239,4 @@ class ImportRetry(APIView):
     def post(self, request, slug, import_id):
         study = permissions.study_for_admin(request, slug)
         status = import_runs.retry_import(study=study, import_id=import_id, enqueue=run_api_import_task.delay)
-        location = reverse("api:import-detail", kwargs={"slug": study.slug, "import_id": status.id})
-        return Response(
-            ImportSerializer(status).data, status=202, headers={"Location": request.build_absolute_uri(location)}
-        )
+        return self.run_started(request, status, slug=study.slug)

@@ -173,3 +173,38 @@ def test_stats_imports_neither_django_nor_the_orm():
             outside = {"django", "rest_framework", *APPS} - {"stats"}
             found += [(path.name, n) for n in names if n.split(".")[0] in outside]
     assert found == []
+
+
+def private_names_imported(source: str, provider: str) -> list[str]:
+    """The names a module's source imports from `provider`'s modules that are private to
+    them: a name, or a module on the way to it, that starts with an underscore."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == provider:
+            parts = node.module.split(".")
+            found += [f"{node.module}.{alias.name}" for alias in node.names if alias.name.startswith("_")]
+            found += [node.module] if any(p.startswith("_") for p in parts) else []
+        elif isinstance(node, ast.Import):
+            found += [
+                alias.name
+                for alias in node.names
+                if alias.name.split(".")[0] == provider and any(p.startswith("_") for p in alias.name.split("."))
+            ]
+    return found
+
+
+def test_the_private_name_finder_finds_one():
+    source = "from datasets.importing import ImportResult, _RecordWriter\nimport datasets._cache\n"
+    assert private_names_imported(source, "datasets") == ["datasets.importing._RecordWriter", "datasets._cache"]
+    assert private_names_imported("from annotate.x import _y\n", "datasets") == []
+
+
+def test_literature_imports_only_public_names_of_datasets():
+    """literature builds on datasets' import pipeline through its public names only, so
+    datasets may change what is private to it without breaking literature's importers."""
+    found = {
+        path.name: names
+        for path in sorted((ROOT / "literature").rglob("*.py"))
+        if (names := private_names_imported(path.read_text(), "datasets"))
+    }
+    assert found == {}
