@@ -300,7 +300,20 @@ def balanced_by_group(
     if all(max(seen[r][g] for r in raters) - min(seen[r][g] for r in raters) <= 1 for g in generators):
         return _sorted_pairs(pairs)
 
-    # Fallback: fixed per-generator quotas, filled source by source.
+    return _balanced_by_quota(raters, generators, generator_of, sources, source_order, k=k, rng=rng)
+
+
+def _balanced_by_quota(
+    raters: list[Hashable],
+    generators: list[Hashable],
+    generator_of: dict[Hashable, Hashable],
+    sources: dict[Hashable, list[Hashable]],
+    source_order: list[Hashable],
+    *,
+    k: int,
+    rng: random.Random,
+) -> list[Pair]:
+    """balanced_by_group's fallback: fixed per-generator quotas, filled source by source."""
     quota: dict[Hashable, dict[Hashable, int]] = {}
     planned = dict.fromkeys(raters, 0)
     remaining = Counter(generator_of.values())

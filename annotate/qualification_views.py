@@ -40,6 +40,43 @@ def _rater_rows(study) -> list[dict]:
     return rows
 
 
+def _page_context(request, study, form, rule) -> dict:
+    """The qualification page: the pass rule and its form, the qualification batches and
+    their gold items, the raters' standing, and the study's summaries to record gold for."""
+    qualification_batches = list(study.batches.filter(kind=Batch.Kind.QUALIFICATION).order_by("created_at"))
+    in_batches = {pk for b in qualification_batches for pk in (b.design or {}).get("gold") or []}
+    gold_items = (
+        Summary.objects.filter(Q(assignments__batch__in=qualification_batches) | Q(pk__in=in_batches))
+        .distinct()
+        .order_by("key")
+        .prefetch_related("expected_answers")
+    )
+    search = request.GET.get("q", "").strip()[:200]
+    candidates = Summary.objects.filter(study=study)
+    if search:
+        candidates = candidates.filter(key__icontains=search)
+    purposes = dict(ExpectedAnswer.objects.filter(study=study).values_list("summary_id", "purpose"))
+    summaries = list(candidates.select_related("source").order_by("key")[: MAX_LISTED + 1])
+    return {
+        "study": study,
+        "form": form,
+        "rule": rule,
+        "rules": study.qualification_rules.order_by("-version"),
+        "qualification_batches": qualification_batches,
+        "gold_items": [{"summary": s, "expected": next(iter(s.expected_answers.all()), None)} for s in gold_items],
+        "raters": _rater_rows(study),
+        # Every summary of the study, with a link to record its gold answers: the first
+        # step of a qualification, reachable from here without typing a URL.
+        "summaries": [
+            {"summary": m, "purpose": ExpectedAnswer.Purpose(purposes[m.pk]).label if m.pk in purposes else ""}
+            for m in summaries[:MAX_LISTED]
+        ],
+        "more_summaries": len(summaries) > MAX_LISTED,
+        "search": search,
+        "attempt_count": QualificationAttempt.objects.filter(study=study).count(),
+    }
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def qualification_page(request, slug):
@@ -90,42 +127,8 @@ def qualification_page(request, slug):
         status = 400
     else:
         form = QualificationRuleForm(definition=definition, initial=_initial(rule))
-    qualification_batches = list(study.batches.filter(kind=Batch.Kind.QUALIFICATION).order_by("created_at"))
-    in_batches = {pk for b in qualification_batches for pk in (b.design or {}).get("gold") or []}
-    gold_items = (
-        Summary.objects.filter(Q(assignments__batch__in=qualification_batches) | Q(pk__in=in_batches))
-        .distinct()
-        .order_by("key")
-        .prefetch_related("expected_answers")
-    )
-    search = request.GET.get("q", "").strip()[:200]
-    candidates = Summary.objects.filter(study=study)
-    if search:
-        candidates = candidates.filter(key__icontains=search)
-    purposes = dict(ExpectedAnswer.objects.filter(study=study).values_list("summary_id", "purpose"))
-    summaries = list(candidates.select_related("source").order_by("key")[: MAX_LISTED + 1])
     return render(
-        request,
-        "annotate/studies/qualification.html",
-        {
-            "study": study,
-            "form": form,
-            "rule": rule,
-            "rules": study.qualification_rules.order_by("-version"),
-            "qualification_batches": qualification_batches,
-            "gold_items": [{"summary": s, "expected": next(iter(s.expected_answers.all()), None)} for s in gold_items],
-            "raters": _rater_rows(study),
-            # Every summary of the study, with a link to record its gold answers: the first
-            # step of a qualification, reachable from here without typing a URL.
-            "summaries": [
-                {"summary": m, "purpose": ExpectedAnswer.Purpose(purposes[m.pk]).label if m.pk in purposes else ""}
-                for m in summaries[:MAX_LISTED]
-            ],
-            "more_summaries": len(summaries) > MAX_LISTED,
-            "search": search,
-            "attempt_count": QualificationAttempt.objects.filter(study=study).count(),
-        },
-        status=status,
+        request, "annotate/studies/qualification.html", _page_context(request, study, form, rule), status=status
     )
 
 

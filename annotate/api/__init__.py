@@ -6,6 +6,7 @@ as the HTML pages; anyone else gets 404). Reads come from annotate.selectors and
 its selectors; writes go through annotate.services.
 """
 
+from annotate.api.adjudication import BatchConsensusList, BatchDisagreementList, BatchNoteList
 from annotate.api.raters import (
     AssignmentDetail,
     AssignmentFlagList,
@@ -30,11 +31,8 @@ from annotate.api.study_batches import (
     BatchAnswerList,
     BatchAnswerStream,
     BatchAssignmentList,
-    BatchConsensusList,
     BatchDetail,
-    BatchDisagreementList,
     BatchList,
-    BatchNoteList,
     BatchRerating,
 )
 from annotate.api.tokens import AuthToken
