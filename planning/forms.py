@@ -28,7 +28,9 @@ class PowerForm(forms.Form):
 
     def clean_grid(self) -> list[int]:
         try:
-            sizes = sorted({int(part) for part in self.cleaned_data["grid"].replace(";", ",").split(",") if part.strip()})
+            sizes = sorted(
+                {int(part) for part in self.cleaned_data["grid"].replace(";", ",").split(",") if part.strip()}
+            )
         except ValueError:
             raise forms.ValidationError("Whole numbers of items, separated by commas.") from None
         if not sizes or sizes[0] < 2 or sizes[-1] > MAX_ITEMS or len(sizes) > MAX_GRID_POINTS:

@@ -37,9 +37,13 @@ def freeze(request, slug: str):
                 form.add_error("power", "The power curve's record is not JSON.")
         if form.is_valid():
             try:
-                protocol = freeze_protocol(study=study, by=request.user, plan=plan_values, note=form.cleaned_data["note"])
+                protocol = freeze_protocol(
+                    study=study, by=request.user, plan=plan_values, note=form.cleaned_data["note"]
+                )
             except InvalidPlan as error:
-                form.add_error(error.extra.get("field") if error.extra.get("field") in form.fields else None, error.message)
+                form.add_error(
+                    error.extra.get("field") if error.extra.get("field") in form.fields else None, error.message
+                )
             else:
                 return redirect("planning:protocol", slug=study.slug, version=protocol.version)
     page = plan_page(request.user, study, request.GET, freeze_form=form)

@@ -21,9 +21,7 @@ def test_plan_power_prints_the_curve_and_the_smallest_n():
 def test_plan_power_reads_a_pilot_and_answers_json(db):
     study, _admin = rated_study(n_summaries=8, raters=("ra", "rb"))
     out = StringIO()
-    call_command(
-        "plan_power", "--pilot", study.slug, "--grid", "5,10", "--simulations", "30", "--json", stdout=out
-    )
+    call_command("plan_power", "--pilot", study.slug, "--grid", "5,10", "--simulations", "30", "--json", stdout=out)
     lines = out.getvalue().splitlines()
     assert lines[0].startswith(f"From pilot {study.slug}:")
     curve = json.loads(lines[1])

@@ -16,7 +16,10 @@ from planning.models import Protocol
 from planning.pages import plan_page
 from tests.factories import AssignmentFactory, SourceFactory, StudyFactory, SummaryFactory, UserFactory
 
-POWER = "run=1&kind=pointwise&effect=1.0&item_sd=0.5&rater_sd=0.2&residual_sd=0.6&raters_per_item=2&n_systems=2&tie_rate=0&grid=4,8,16&target=0.8&alpha=0.05&simulations=60&seed=3"
+POWER = (
+    "run=1&kind=pointwise&effect=1.0&item_sd=0.5&rater_sd=0.2&residual_sd=0.6&raters_per_item=2"
+    "&n_systems=2&tie_rate=0&grid=4,8,16&target=0.8&alpha=0.05&simulations=60&seed=3"
+)
 
 
 @pytest.fixture

@@ -54,7 +54,9 @@ class Command(BaseCommand):
         if options["json"]:
             self.stdout.write(json.dumps(asdict(curve)))
             return
-        self.stdout.write(f"{'items':>8} {'power':>7} {'MC SE':>7}" + ("  width" if curve.kind == "side_by_side" else ""))
+        self.stdout.write(
+            f"{'items':>8} {'power':>7} {'MC SE':>7}" + ("  width" if curve.kind == "side_by_side" else "")
+        )
         for p in curve.points:
             width = f"  {p.interval_width:.2f}" if p.interval_width is not None else ""
             self.stdout.write(f"{p.n_items:>8} {p.power:>7.3f} {p.mc_error:>7.3f}{width}")

@@ -29,7 +29,9 @@ class Command(BaseCommand):
         strengths = np.linspace(0.0, options["spread"], options["systems"])
         budgets = range(options["step"], options["max_budget"] + 1, options["step"])
         found = compare_designs(strengths, budgets, runs=options["runs"], seed=options["seed"])
-        self.stdout.write(f"{'judgements':>10} {'adaptive':>9} {'uniform':>8}   (share of runs with Kendall's tau >= 0.9)")
+        self.stdout.write(
+            f"{'judgements':>10} {'adaptive':>9} {'uniform':>8}   (share of runs with Kendall's tau >= 0.9)"
+        )
         for budget, a, u in zip(found.budgets, found.adaptive_share, found.uniform_share, strict=True):
             self.stdout.write(f"{budget:>10} {a:>9.2f} {u:>8.2f}")
         self.stdout.write(
