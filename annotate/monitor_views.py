@@ -6,19 +6,19 @@ from __future__ import annotations
 import math
 
 from django.contrib import messages
-from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from annotate import monitoring
+from annotate.pages import page_context
+from annotate.pages.monitor import FLAG_STATUSES, flag_inbox_page, monitor_page
 from annotate.selectors.access import get_study_for_admin
 from annotate.selectors.batches import get_batch
-from annotate.selectors.monitor import DEFAULT_FAST_FRACTION, batch_monitor, get_study_flag, study_flags
+from annotate.selectors.monitor import DEFAULT_FAST_FRACTION, batch_rater, get_study_flag
 from core.exceptions import ApplicationError
 
 MONITOR_ACTIONS = ("pause", "resume", "reassign", "exclude")
-FLAG_STATUSES = ("all", "open", "answered")
 
 
 def _field_error(field: str, message: str) -> ApplicationError:
@@ -43,7 +43,7 @@ def _batch_rater(batch, username: str):
     """A rater with items in the batch, by username, else a 400 naming `rater`."""
     if not isinstance(username, str) or not username:
         raise _field_error("rater", "choose a rater of this batch")
-    user = get_user_model().objects.filter(username=username, assignments__batch=batch).distinct().first()
+    user = batch_rater(batch, username)
     if user is None:
         raise _field_error("rater", "no such rater in this batch")
     return user
@@ -90,13 +90,8 @@ def batch_monitor_page(request, slug, batch_uuid):
         fast = _fast_fraction(request.GET.get("fast"))
     except ApplicationError as exc:
         status, error, fast = 400, exc.message, DEFAULT_FAST_FRACTION
-    monitor = batch_monitor(batch, fast_fraction=fast)
-    return render(
-        request,
-        "annotate/studies/monitor.html",
-        {"study": study, "batch": batch, "monitor": monitor, "error": error, "fast": fast},
-        status=status,
-    )
+    page = monitor_page(request.user, study, batch, fast=fast, error=error)
+    return render(request, "annotate/studies/monitor.html", page_context(page), status=status)
 
 
 @login_required
@@ -124,16 +119,5 @@ def flag_inbox(request, slug):
         else:
             messages.success(request, "Answer saved: the rater sees it on the item.")
             return redirect("studies:flags", slug=study.slug)
-    return render(
-        request,
-        "annotate/studies/flags.html",
-        {
-            "study": study,
-            "flags": study_flags(study, status=shown),
-            "shown": shown,
-            "statuses": FLAG_STATUSES,
-            "error": error,
-            "error_flag": error_flag,
-        },
-        status=status,
-    )
+    page = flag_inbox_page(request.user, study, shown=shown, error=error, error_flag=error_flag)
+    return render(request, "annotate/studies/flags.html", page_context(page), status=status)

@@ -14,11 +14,11 @@ from django.views.decorators.http import require_http_methods
 from annotate import batches, qualification
 from annotate.forms import GoldAnswerForm, QualificationRuleForm, answers_from_post
 from annotate.models import Assignment, Batch, ComparisonMember, ExpectedAnswer, QualificationAttempt, Summary
+from annotate.pages.questions import question_views
 from annotate.rubrics import AnswerValidationError
 from annotate.selectors.access import get_study_for_admin
 from annotate.selectors.contents import rubric_definition
 from annotate.selectors.queue import ShownSummary
-from annotate.views import _question_views
 from core.exceptions import ApplicationError
 
 # Summaries listed for recording gold answers; a search by key finds the others.
@@ -157,7 +157,7 @@ def _gold_questions(definition, expected_values, errors, findings, compared):
     """The rubric's own widgets for the questions a gold answer can be given to here:
     every question but highlights and per-claim answers (which need the rating page's
     script or the claims of one summary; docs/qualification.md)."""
-    views = _question_views(definition, expected_values, {}, errors, findings, (), compared=compared)
+    views = question_views(definition, expected_values, {}, errors, findings, (), compared=compared)
     return [v for v in views if not v["q"].highlights and not v["q"].per_claim]
 
 

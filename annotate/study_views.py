@@ -25,9 +25,9 @@ from django.views.decorators.http import require_http_methods
 from annotate import members, services, study_settings
 from annotate.forms import MemberForm, RubricUploadForm, StudyCreateForm, StudySettingsForm
 from annotate.models import Rubric, StudySettingChange
+from annotate.pages.questions import question_views
 from annotate.rubric_yaml import MAX_RUBRIC_BYTES
 from annotate.selectors.access import get_study_for_admin
-from annotate.views import _question_views
 from core.exceptions import ApplicationError
 
 
@@ -201,8 +201,8 @@ _PREVIEW_COMPARED = (SimpleNamespace(label="A", uuid="preview-a"), SimpleNamespa
 def _rubric_preview(definition, text: str) -> dict:
     """What the preview shows: the rating form's questions for a made-up item (a finding,
     a claim and, for comparison questions, two summaries), and the file to save."""
-    single = _question_views(definition, {}, {}, {}, _PREVIEW_FINDINGS, _PREVIEW_CLAIMS)
-    compared = _question_views(definition, {}, {}, {}, _PREVIEW_FINDINGS, _PREVIEW_CLAIMS, compared=_PREVIEW_COMPARED)
+    single = question_views(definition, {}, {}, {}, _PREVIEW_FINDINGS, _PREVIEW_CLAIMS)
+    compared = question_views(definition, {}, {}, {}, _PREVIEW_FINDINGS, _PREVIEW_CLAIMS, compared=_PREVIEW_COMPARED)
     order = {q.key: i for i, q in enumerate(definition.questions)}
     questions = sorted(single + compared, key=lambda view: order[view["q"].key])
     return {"definition": definition, "questions": questions, "text": text}

@@ -1,4 +1,5 @@
-"""HTML pages for raters. Thin: look up through a selector, call a service, render."""
+"""HTML pages for raters and study admins. Thin: check access through a selector, parse
+the input, call a service or a page model (annotate/pages/), render."""
 
 from __future__ import annotations
 
@@ -9,25 +10,18 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.utils.html import escape
-from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_http_methods
 
 from annotate import batches, qualification, services
-from annotate.forms import (
-    BatchForm,
-    BatchItemActionForm,
-    RateActionForm,
-    answers_from_post,
-    finding_field,
-    rationale_field,
-    spans_field,
-    strength_field,
-)
+from annotate.forms import BatchForm, BatchItemActionForm, RateActionForm, answers_from_post
 from annotate.members import may_create_studies
-from annotate.models import Assignment, Batch, ItemFlag, Revision, Summary
+from annotate.models import Assignment, Summary
 from annotate.monitoring import raise_flag
-from annotate.rubrics import TIE, AnswerValidationError
+from annotate.pages import page_context
+from annotate.pages.batches import batch_page
+from annotate.pages.queue import queue_page
+from annotate.pages.rating import RefusedPost, flag_page, rating_page
+from annotate.rubrics import AnswerValidationError
 from annotate.selectors.access import (
     get_study_for_admin,
     get_study_for_viewer,
@@ -41,25 +35,17 @@ from annotate.selectors.batches import (
     batch_disagreements,
     batch_progress,
     get_batch,
-    quality_report,
     rerating_scope,
 )
+from annotate.selectors.claims import claims_asked
 from annotate.selectors.contents import pipeline_flags_in, rubric_definition, source_metadata_example
-from annotate.selectors.monitor import item_flags
 from annotate.selectors.queue import (
-    assignments_for_rater,
     get_assignment_for_rater,
     get_study_for_rater,
     latest_revision,
-    latest_revision_phase,
-    median_active_seconds,
     next_assignment_for_rater,
     next_open_assignment,
-    queue_place,
-    queue_progress,
     revision_answers,
-    shared_notes,
-    shown_summaries,
     training_feedback,
 )
 from core.exceptions import ApplicationError, StaleWriteError
@@ -76,55 +62,10 @@ def home(request):
     return redirect("annotate:queue")
 
 
-# The queue's short names of a batch's kind (the admin's choices say more).
-PHASE_LABELS = {
-    Batch.Kind.CALIBRATION: "Calibration",
-    Batch.Kind.MAIN: "Main",
-    Batch.Kind.ADJUDICATION: "Adjudication",
-    Batch.Kind.QUALIFICATION: "Qualification",
-}
-
-
-def time_left_text(seconds: float | None) -> str:
-    """An estimate of the time left, rounded as a person would say it."""
-    if seconds is None:
-        return ""
-    if seconds < 60:
-        return "under a minute"
-    minutes = round(seconds / 60)
-    if minutes < 90:
-        return f"about {minutes} minute{'s' if minutes != 1 else ''}"
-    return f"about {seconds / 3600:.1f} hours"
-
-
-def _study_way(user, p) -> dict:
-    """What the queue shows of one study beside its items: where Continue leads, the
-    time left (the study's median active time per item times the items left) and the
-    rater's standing at the qualification."""
-    left = p.total - p.done
-    median = median_active_seconds(p.study) if left else None
-    return {
-        "p": p,
-        "left": left,
-        "time_left": time_left_text(median * left) if median is not None else "",
-        "gate": qualification.qualification_status(study=p.study, rater=user) if p.gated else None,
-    }
-
-
 @login_required
 def queue(request):
-    assignments = list(assignments_for_rater(request.user))
-    for a in assignments:
-        a.phase_label = PHASE_LABELS.get(a.batch.kind, "") if a.batch_id else ""
-    return render(
-        request,
-        "annotate/queue.html",
-        {
-            "assignments": assignments,
-            "studies": [_study_way(request.user, p) for p in queue_progress(request.user)],
-            "paused_message": services.PAUSED_MESSAGE,
-        },
-    )
+    page = queue_page(request.user)
+    return render(request, "annotate/queue.html", page_context(page))
 
 
 @login_required
@@ -151,191 +92,6 @@ def done(request, slug):
             "gate": qualification.qualification_status(study=study, rater=request.user),
         },
     )
-
-
-def _question_views(
-    definition,
-    answers,
-    rationales,
-    errors,
-    findings,
-    claims=(),
-    *,
-    show_answers=False,
-    part_errors=None,
-    compared=None,
-):
-    """What the template needs per question, precomputed (templates stay logic-free).
-    `claims`: the summary's claim units (annotate.selectors.claims), for per-claim questions.
-    `part_errors`: the problems of per-part questions, one by one (AnswerValidationError.parts),
-    shown at their finding or claim. `compared`: a comparison's summaries as shown
-    (selectors.queue.shown_summaries), for its preference questions."""
-    views = []
-    part_errors = part_errors or {}
-    for q in definition.questions:
-        if not q.asked(has_findings=bool(findings), has_claims=bool(claims), comparison=compared is not None):
-            continue  # a per-finding question about a source without findings
-        value = answers.get(q.key)
-        by_part = dict(part_errors.get(q.key, ()))
-        view = {
-            "q": q,
-            "template": q.template,
-            "value": value,
-            # Compared as text: answers re-shown after a failed POST are strings.
-            "selected": {str(v) for v in value} if isinstance(value, list) else {str(value)},
-            "rationale": rationales.get(q.key, "") if not isinstance(rationales.get(q.key), dict) else "",
-            "rationale_field": rationale_field(q.key),
-            # Per-part problems are shown at their part; the question says how many there are.
-            "error": _parts_error(q, len(by_part)) if by_part else errors.get(q.key, ""),
-            # A finished item states each answer plainly, not only as greyed-out inputs.
-            "answer_text": q.answer_text(value) if show_answers else "",
-        }
-        if q.per_finding:
-            given = value if isinstance(value, dict) else {}
-            texts = rationales.get(q.key) if isinstance(rationales.get(q.key), dict) else {}
-            view["findings"] = [
-                {
-                    "finding": f,
-                    "number": number,
-                    "field": finding_field(q.key, str(f.uuid)),
-                    "selected": str(given.get(str(f.uuid), "")),
-                    "rationale": texts.get(str(f.uuid), ""),
-                    "rationale_field": rationale_field(finding_field(q.key, str(f.uuid))),
-                    "error": by_part.get(str(f.uuid), ""),
-                }
-                for number, f in enumerate(findings, start=1)
-            ]
-        if q.per_claim:
-            given = value if isinstance(value, dict) else {}
-            texts = rationales.get(q.key) if isinstance(rationales.get(q.key), dict) else {}
-            view["claims"] = [
-                {
-                    "claim": c,
-                    "field": finding_field(q.key, c.id),
-                    "selected": str(given.get(c.id, "")),
-                    "rationale": texts.get(c.id, ""),
-                    "rationale_field": rationale_field(finding_field(q.key, c.id)),
-                    "error": by_part.get(c.id, ""),
-                }
-                for c in claims
-            ]
-        if q.highlights:
-            view["spans_field"] = spans_field(q.key)
-        if q.preference:
-            given = value if isinstance(value, dict) else {}
-            sides = [(f"Summary {c.label}", c.uuid, c.label.lower()) for c in compared or ()]
-            view["choices"] = [
-                {"label": label, "value": uuid, "key": key, "id": f"q-{q.key}-{key}"}
-                for label, uuid, key in [*sides, ("Tie: about the same", TIE, "t")]
-            ]
-            view["selected"] = {str(given.get("preferred", ""))}
-            view["strength"] = str(given.get("strength", ""))
-            view["strength_field"] = strength_field(q.key)
-            if show_answers and given:
-                labels = {c.uuid: f"Summary {c.label}" for c in compared or ()}
-                preferred = given.get("preferred")
-                view["answer_text"] = (
-                    "Tie"
-                    if preferred == TIE
-                    else f"{labels.get(preferred, '?')}" + (f" ({given['strength']})" if given.get("strength") else "")
-                )
-        views.append(view)
-    return views
-
-
-def _keys_hint(definition, findings, claims) -> str:
-    """The keyboard hint under the buttons, true to this rubric: a scale's digits are its
-    own values (1–4 on the clinfo and claims rubrics, 1–5 on LitSumm's)."""
-    asked = [
-        q
-        for q in definition.questions
-        if q.asked(has_findings=bool(findings), has_claims=bool(claims), comparison=False)
-    ]
-    bounds = {q.scale_bounds for q in asked if q.is_scale}
-    scale = ""
-    if len(bounds) == 1:
-        low, high = bounds.pop()
-        if 0 <= low and high <= 9:
-            scale = f" ({low}–{high} on {'the scale' if sum(q.is_scale for q in asked) == 1 else 'a scale'})"
-    return (
-        f"Keys: digits answer the question you are on{scale}, n goes to the next, ? lists every shortcut, "
-        "Ctrl+Enter submits."
-    )
-
-
-def _parts_error(q, count: int) -> str:
-    """The line at the top of a per-part question whose parts have problems."""
-    label = (q.finding_label or "finding") if q.per_finding else (q.claim_label or "claim")
-    return f"{count} {label.lower()}{'s' if count != 1 else ''} below need{'s' if count == 1 else ''} attention"
-
-
-def _error_summary(definition, errors, part_errors) -> list[dict]:
-    """A refused submit's list at the top of the page: every problem once, in the page's
-    words (the question as the rater reads it), each linked to where it is fixed; the
-    problems of a question asked per finding or claim one by one, linked to their part."""
-    rows = []
-    for q in definition.questions:
-        if q.key not in errors:
-            continue
-        if part_errors.get(q.key):
-            rows += [
-                {"label": q.prompt, "anchor": part_anchor(q.key, part), "message": message}
-                for part, message in part_errors[q.key]
-            ]
-        else:
-            rows.append({"label": q.prompt, "anchor": f"question-{q.key}", "message": errors[q.key]})
-    return rows
-
-
-def part_anchor(question_key: str, part_id: str) -> str:
-    """The id of one finding's or claim's block on the rating page."""
-    return f"q-{question_key}-part-{part_id}"
-
-
-def _sentences_html(sentences) -> str:
-    """The source's sentences as list items. Every text is escaped (`escape`); offsets
-    are integers from the database. Plain string building: format_html per sentence
-    is slow on a source of thousands of sentences."""
-    items = []
-    for _, start, end, text, ref in sentences:
-        cite = f' <span class="ref">[{escape(ref)}]</span>' if ref else ""
-        items.append(
-            f'<li dir="auto" data-ref="{escape(ref)}"><span class="sent-text" data-start="{int(start)}" '
-            f'data-end="{int(end)}">{escape(text)}</span>{cite}</li>'
-        )
-    return mark_safe("".join(items))  # noqa: S308 - every piece above is escaped
-
-
-def _client_data(assignment, definition, answers, sentences, findings, compared=None) -> dict:
-    """The JSON the rating page's script works from (rendered with json_script). For a
-    comparison, its summaries' uuids and texts as shown (never their generators)."""
-    extra = {"compared": [{"uuid": c.uuid, "label": c.label, "text": c.text} for c in compared or ()]}
-    return extra | {
-        "summary_text": assignment.summary.text,
-        "source_text": assignment.summary.source.text,
-        "sentences": [{"start": start, "end": end, "ref": ref} for _, start, end, _, ref in sentences],
-        "findings": [{"id": str(f.uuid), "start": f.start, "end": f.end} for f in findings],
-        "span_questions": {
-            q.key: {
-                "target": q.target,
-                "prompt": q.prompt,
-                "rationale": q.rationale,
-                "sub": [
-                    {
-                        "key": sq.key,
-                        "kind": sq.kind,
-                        "prompt": sq.prompt,
-                        "required": sq.required,
-                        "options": [{"value": o.value, "label": o.label} for o in sq.options],
-                    }
-                    for sq in q.span_questions
-                ],
-            }
-            for q in definition.questions
-            if q.highlights
-        },
-        "spans": {q.key: answers.get(q.key) or [] for q in definition.questions if q.highlights},
-    }
 
 
 def _write_answers(write, request, assignment, data, answers, rationales) -> None:
@@ -398,108 +154,41 @@ _RATE_ACTIONS = {"save": _save, "submit": _submit, "skip": _skip, "reopen": _reo
 @login_required
 @require_http_methods(["GET", "POST"])
 def rate(request, assignment_uuid):
+    """The rating page, or for a comparison item the comparison page: GET opens the item,
+    a POST runs the button pressed (or shows what was sent again with the problems)."""
     assignment = get_assignment_for_rater(request.user, assignment_uuid)
-    definition = rubric_definition(assignment.study.rubric)
-    errors: dict[str, str] = {}
-    part_errors: dict[str, list[tuple[str, str]]] = {}
-    status = 200
+    refused = None
     if request.method == "GET":
         services.open_assignment(assignment=assignment)
-        revision = latest_revision(assignment)
-        answers, rationales = revision_answers(revision)
-        phase = revision.phase if revision is not None else None
     else:
-        form = RateActionForm(request.POST)
-        finding_ids = tuple(str(f.uuid) for f in assignment.summary.source.findings.all())
-        claim_ids = tuple(c.id for c in _claims_asked(definition, assignment.summary))
-        answers, rationales = {}, {}
-        try:
-            answers, rationales = answers_from_post(definition, request.POST, finding_ids, claim_ids)
-            if not form.is_valid():
-                raise ApplicationError(form.error_message())
-            action = _RATE_ACTIONS[form.cleaned_data["action"]]
-            return action(request, assignment, form.cleaned_data, answers, rationales)
-        except AnswerValidationError as exc:
-            errors, part_errors, status = exc.errors, exc.parts, 400
-        except StaleWriteError as exc:
-            errors, status = {"__all__": exc.message}, 409
-        except ApplicationError as exc:
-            errors, status = {"__all__": exc.message}, getattr(exc, "http_status", 400)
+        outcome = _post_rating(request, assignment)
+        if not isinstance(outcome, RefusedPost):
+            return outcome
+        refused = outcome
         assignment.refresh_from_db()
-        phase = latest_revision_phase(assignment)
-
-    paused = assignment.rater_paused
-    editable = assignment.state in (Assignment.State.PENDING, Assignment.State.IN_PROGRESS) and not paused
-    compared = shown_summaries(assignment)
-    source = assignment.summary.source
-    # Tuples (annotate.models.Sentence), and the list built here, not in a template loop:
-    # a source at the size limit can hold ~8,000 sentences (tests/bench/bench_rating_page.py).
-    sentences = source.sentences
-    findings = list(source.findings.all())
-    claims = _claims_asked(definition, assignment.summary)
-    context = {
-        "assignment": assignment,
-        "study": assignment.study,
-        "summary_text": assignment.summary.text,
-        "source": source,
-        "sentence_count": len(sentences),
-        "sentences_html": _sentences_html(sentences),
-        "findings": findings,
-        # Assisted condition only: the pipeline's verdict per claim (never the generator).
-        "claims": list(assignment.summary.claims.order_by("index")) if assignment.study.assisted else [],
-        "article_summaries": _article_summaries(assignment.summary, source),
-        "questions": _question_views(
-            definition,
-            answers,
-            rationales,
-            errors,
-            findings,
-            claims,
-            show_answers=not editable,
-            part_errors=part_errors,
-            compared=compared,
-        ),
-        "client_data": _client_data(assignment, definition, answers, sentences, findings, compared),
-        "place": queue_place(request.user, assignment=assignment),
-        # Reopened for the re-rating round after a discussion: with the notes the admin
-        # chose to share with the raters (never their author; docs/batches.md).
-        "rerating": editable and phase == Revision.Phase.POST_DISCUSSION,
-        "shared_notes": shared_notes(assignment) if editable and phase == Revision.Phase.POST_DISCUSSION else [],
-        "form_error": errors.get("__all__", ""),
-        "error_summary": _error_summary(definition, errors, part_errors),
-        "has_errors": bool(errors),
-        "editable": editable,
-        "locked": qualification.is_qualification_item(assignment),
-        "api_url": reverse("api:assignment-rating", kwargs={"assignment_uuid": assignment.uuid}),
-        "digit_question": next((q.key for q in definition.questions if q.shortcut_digits), ""),
-        "keys_hint": _keys_hint(definition, findings, claims),
-        **item_flag_context(assignment),
-        "paused": paused,
-        "paused_message": services.PAUSED_MESSAGE,
-    }
-    if compared is not None:
-        # A comparison item: its summaries side by side, in this rater's order (never their
-        # generators), with the preference keys (docs/pairwise.md).
-        context["compared"] = compared
-        context["keys_hint"] = (
-            "Keys: a, b or t answer the question you are on (a digit then says how much: 1 much, 2 slightly), "
-            "n goes to the next, ] and [ to the next and previous item, ? lists every shortcut, Ctrl+Enter submits."
-        )
-        return render(request, "annotate/compare.html", context, status=status)
-    return render(request, "annotate/rate.html", context, status=status)
+    page = rating_page(request.user, assignment, refused=refused)
+    return render(request, page.template_name, page.context(), status=refused.status if refused else 200)
 
 
-def item_flag_context(assignment, *, kind: str = "", note: str = "", error: str = "") -> dict:
-    """What the item pages and the flag page show of the rater's questions to the admin."""
-    own, shared = item_flags(assignment)
-    return {
-        "item_flags": own,
-        "guideline_notes": shared,
-        "flag_kinds": ItemFlag.Kind.choices,
-        "flag_kind": kind,
-        "flag_note": note,
-        "flag_error": error,
-    }
+def _post_rating(request, assignment):
+    """The rating page's buttons: the pressed button's response, else the refused post."""
+    definition = rubric_definition(assignment.study.rubric)
+    form = RateActionForm(request.POST)
+    finding_ids = tuple(str(f.uuid) for f in assignment.summary.source.findings.all())
+    claim_ids = tuple(c.id for c in claims_asked(definition, assignment.summary))
+    answers, rationales = {}, {}
+    try:
+        answers, rationales = answers_from_post(definition, request.POST, finding_ids, claim_ids)
+        if not form.is_valid():
+            raise ApplicationError(form.error_message())
+        action = _RATE_ACTIONS[form.cleaned_data["action"]]
+        return action(request, assignment, form.cleaned_data, answers, rationales)
+    except AnswerValidationError as exc:
+        return RefusedPost(answers, rationales, exc.errors, exc.parts)
+    except StaleWriteError as exc:
+        return RefusedPost(answers, rationales, {"__all__": exc.message}, status=409)
+    except ApplicationError as exc:
+        return RefusedPost(answers, rationales, {"__all__": exc.message}, status=getattr(exc, "http_status", 400))
 
 
 @login_required
@@ -509,41 +198,15 @@ def flag(request, assignment_uuid):
     flag form here; a bad post shows the form again with the field named (400)."""
     assignment = get_assignment_for_rater(request.user, assignment_uuid)
     if request.method == "GET":
-        context = item_flag_context(assignment)
-        return render(request, "annotate/flag.html", {"assignment": assignment, "study": assignment.study, **context})
+        return render(request, "annotate/flag.html", flag_page(request.user, assignment).context())
     kind, note = request.POST.get("kind", ""), request.POST.get("note", "")
     try:
         raise_flag(assignment=assignment, rater=request.user, kind=kind, note=note)
     except ApplicationError as exc:
-        context = item_flag_context(assignment, kind=kind, note=note, error=exc.message)
-        return render(
-            request, "annotate/flag.html", {"assignment": assignment, "study": assignment.study, **context}, status=400
-        )
+        page = flag_page(request.user, assignment, kind=kind, note=note, error=exc.message)
+        return render(request, "annotate/flag.html", page.context(), status=400)
     messages.success(request, "Your question was sent to the study admin; the answer will show on this item.")
     return redirect(reverse("annotate:rate", kwargs={"assignment_uuid": assignment.uuid}) + "#item-flags")
-
-
-def _claims_asked(definition, summary) -> list:
-    """The summary's claim units when the rubric asks per-claim questions (else none, and
-    no query): their text only, never a pipeline's verdict on them."""
-    if not definition.asks_claims:
-        return []
-    from annotate.selectors.claims import claim_units
-
-    return claim_units(summary)
-
-
-def _article_summaries(summary, source) -> list[tuple[str, str]]:
-    """An answer to a clinical question (its source is the evidence of literature.answers):
-    the pipeline's summary of each cited article, [(n, text)], and nothing else of the
-    answer's metadata (the model and pipeline never reach the rater)."""
-    if (source.metadata or {}).get("kind") != "evidence":
-        return []
-    raw = (summary.metadata or {}).get("article_summaries") or {}
-    if not isinstance(raw, dict):
-        return []
-    rows = [(str(n), str(text)) for n, text in raw.items() if str(n).isdigit() and isinstance(text, str)]
-    return sorted(rows, key=lambda row: int(row[0]))
 
 
 @login_required
@@ -735,61 +398,45 @@ def _uuid_or_none(value) -> uuid.UUID | None:
 def batch_detail(request, slug, batch_uuid):
     study = get_study_for_viewer(request.user, slug)
     batch = get_batch(study, batch_uuid)
-    is_admin = is_study_admin(request.user, study)
     if request.method == "POST":
-        if not is_admin:
+        if not is_study_admin(request.user, study):
             raise Http404("No such study.")
-        action = request.POST.get("action")
-        if action in ("rerate", "withdraw") and request.POST.get("confirmed") != "yes":
-            return _confirm_batch_action(request, study, batch, action)
-        try:
-            if action == "rerate":
-                opened = batches.open_rerating(batch=batch)
-                messages.success(request, f"Re-rating round opened for {opened} submitted assignments.")
+        return _batch_action(request, study, batch)
+    return render(request, "annotate/studies/batch.html", page_context(batch_page(request.user, study, batch)))
+
+
+def _batch_action(request, study, batch):
+    """An admin's action on the batch page: a re-rating round, or withdrawing or moving an
+    assignment (asked again first when it changes raters' queues)."""
+    action = request.POST.get("action")
+    if action in ("rerate", "withdraw") and request.POST.get("confirmed") != "yes":
+        return _confirm_batch_action(request, study, batch, action)
+    try:
+        if action == "rerate":
+            opened = batches.open_rerating(batch=batch)
+            messages.success(request, f"Re-rating round opened for {opened} submitted assignments.")
+        else:
+            assignment_uuid = _uuid_or_none(request.POST.get("assignment"))
+            assignment = batch.assignments.filter(uuid=assignment_uuid).first() if assignment_uuid else None
+            if assignment is None:
+                raise ApplicationError("No such assignment in this batch.")
+            if action == "withdraw":
+                batches.withdraw_assignment(assignment=assignment)
+                messages.success(request, "Assignment withdrawn; its answers are kept.")
+            elif action == "move":
+                username = request.POST.get("to", "")
+                check_text(username, "to")
+                enrollable = users_enrollable_by(request.user, study)
+                target = enrollable.filter(username=username).first()
+                if target is None:
+                    raise ApplicationError("No such user among the study's members.")
+                batches.move_assignment(assignment=assignment, to_rater=target)
+                messages.success(request, f"Moved to {target.get_username()}; earlier answers are kept.")
             else:
-                assignment_uuid = _uuid_or_none(request.POST.get("assignment"))
-                assignment = batch.assignments.filter(uuid=assignment_uuid).first() if assignment_uuid else None
-                if assignment is None:
-                    raise ApplicationError("No such assignment in this batch.")
-                if action == "withdraw":
-                    batches.withdraw_assignment(assignment=assignment)
-                    messages.success(request, "Assignment withdrawn; its answers are kept.")
-                elif action == "move":
-                    username = request.POST.get("to", "")
-                    check_text(username, "to")
-                    enrollable = users_enrollable_by(request.user, study)
-                    target = enrollable.filter(username=username).first()
-                    if target is None:
-                        raise ApplicationError("No such user among the study's members.")
-                    batches.move_assignment(assignment=assignment, to_rater=target)
-                    messages.success(request, f"Moved to {target.get_username()}; earlier answers are kept.")
-                else:
-                    raise ApplicationError("Unknown action.")
-        except ApplicationError as exc:
-            messages.error(request, exc.message)
-        return redirect("studies:batch", slug=study.slug, batch_uuid=batch.uuid)
-    assignments = batch.assignments.select_related("rater", "summary").order_by("summary__key", "rater__username")
-    definition = rubric_definition(study.rubric)
-    progress = batch_progress(batch)
-    # A skipped item says who skipped it and why, not only "0 of 2 submitted".
-    missing = [
-        {"summary": summary, "done": done, "planned": planned, "skips": progress.skips.get(summary.pk, [])}
-        for summary, done, planned in progress.items_missing
-    ]
-    return render(
-        request,
-        "annotate/studies/batch.html",
-        {
-            "study": study,
-            "batch": batch,
-            "progress": progress,
-            "missing": missing,
-            "quality": quality_report(batch),
-            "is_admin": is_admin,
-            "assignments": assignments if is_admin else [],
-            "questions": [q for q in definition.questions if q.comparable],
-        },
-    )
+                raise ApplicationError("Unknown action.")
+    except ApplicationError as exc:
+        messages.error(request, exc.message)
+    return redirect("studies:batch", slug=study.slug, batch_uuid=batch.uuid)
 
 
 @login_required

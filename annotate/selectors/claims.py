@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from annotate.models import Claim, Summary
+from annotate.rubrics import RubricDefinition
 from core.sentences import split_spans
 
 SENTENCE_PREFIX = "sentence-"
@@ -39,6 +40,12 @@ def claim_units(summary: Summary) -> list[ClaimUnit]:
         ClaimUnit(f"{SENTENCE_PREFIX}{number}", number, summary.text[start:end], start, end, False)
         for number, (start, end) in enumerate(split_spans(summary.text), start=1)
     ]
+
+
+def claims_asked(definition: RubricDefinition, summary: Summary) -> list[ClaimUnit]:
+    """The summary's claim units when the rubric asks per-claim questions (else none, and
+    no query): their text only, never a pipeline's verdict on them."""
+    return claim_units(summary) if definition.asks_claims else []
 
 
 def claim_ids(summary: Summary) -> tuple[str, ...]:

@@ -8,6 +8,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db.models import BooleanField, ExpressionWrapper, F, Q, QuerySet
 
@@ -126,6 +127,11 @@ def batch_monitor(batch: Batch, *, fast_fraction: float = DEFAULT_FAST_FRACTION)
         submitted=sum(a.state == Assignment.State.SUBMITTED for a in live),
         planned=len(live),
     )
+
+
+def batch_rater(batch: Batch, username: str):
+    """The account of that username with items in the batch, else None."""
+    return get_user_model().objects.filter(username=username, assignments__batch=batch).distinct().first()
 
 
 def open_pauses(study: Study) -> QuerySet[RaterPause]:

@@ -5,8 +5,8 @@ import pytest
 
 from annotate.batches import create_batch, record_expected_answer
 from annotate.models import Assignment
+from annotate.pages.queue import time_left_text
 from annotate.qualification import set_qualification_rule
-from annotate.views import time_left_text
 from tests.conftest import GOOD_ANSWERS
 from tests.factories import StudyFactory, SummaryFactory, UserFactory
 

@@ -1,0 +1,54 @@
+"""A batch's page for study admins and viewers: progress, the items still missing
+ratings, gold accuracy and, for admins, every assignment with its actions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from annotate.models import Assignment, Batch, Study
+from annotate.selectors.access import is_study_admin
+from annotate.selectors.batches import (
+    BatchProgress,
+    RaterAccuracy,
+    batch_assignments,
+    batch_progress,
+    quality_report,
+)
+from annotate.selectors.contents import rubric_definition
+
+
+@dataclass(frozen=True)
+class BatchPage:
+    study: Study
+    batch: Batch
+    progress: BatchProgress
+    # Per item missing ratings: the summary, submitted and planned ratings, and who
+    # skipped it and why ("0 of 2 submitted" alone would hide a skip).
+    missing: list[dict[str, Any]]
+    quality: list[RaterAccuracy]
+    is_admin: bool
+    assignments: list[Assignment]  # admins only; viewers see none
+    questions: list  # the rubric's comparable questions (the disagreements' choices)
+
+
+def batch_page(user, study: Study, batch: Batch) -> BatchPage:
+    """The page of a batch of `study`, which the view got through
+    annotate.selectors.access.get_study_for_viewer (a viewer or an admin)."""
+    is_admin = is_study_admin(user, study)
+    progress = batch_progress(batch)
+    missing = [
+        {"summary": summary, "done": done, "planned": planned, "skips": progress.skips.get(summary.pk, [])}
+        for summary, done, planned in progress.items_missing
+    ]
+    assignments = batch_assignments(batch).order_by("summary__key", "rater__username") if is_admin else []
+    return BatchPage(
+        study=study,
+        batch=batch,
+        progress=progress,
+        missing=missing,
+        quality=quality_report(batch),
+        is_admin=is_admin,
+        assignments=list(assignments),
+        questions=[q for q in rubric_definition(study.rubric).questions if q.comparable],
+    )
