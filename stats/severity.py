@@ -10,13 +10,12 @@ Statistical choices:
 - **Drift**: each rater's answers in the order given, cut into successive windows of
   `window` answers (the last window may be shorter). Per window: agreement with the
   other raters (over the window's answers on shared items, the mean share of the other
-  raters who gave the same value) and, where the study has gold answers, agreement with
-  gold (the share of the window's answers on gold items equal to the gold value).
+  raters who gave the same value) and, where answers were compared with gold (the
+  optional `gold_correct` column: True, False or missing), the share that matched.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,6 +26,7 @@ from stats.frames import ITEM, RATER, VALUE
 __all__ = ["DriftWindow", "RaterSeverity", "drift", "severity"]
 
 ORDER = "order"
+GOLD = "gold_correct"
 
 
 @dataclass(frozen=True)
@@ -76,14 +76,15 @@ def severity(frame: pd.DataFrame, *, n_resamples: int = 1000, seed: int = 0) -> 
     return rows
 
 
-def drift(frame: pd.DataFrame, *, window: int = 20, gold: Mapping | None = None) -> list[DriftWindow]:
+def drift(frame: pd.DataFrame, *, window: int = 20) -> list[DriftWindow]:
     """Per rater, successive windows of `window` answers in the rater's order (the `order`
-    column: a submission time or a position): agreement with the other raters and with
-    `gold` (item -> the gold value), where there is any."""
+    column: a submission time or a position): agreement with the other raters and, where
+    the `gold_correct` column says, with gold."""
     if window < 1:
         raise ValueError("A window holds at least one answer.")
     frame = frame.dropna(subset=[VALUE])
-    gold = dict(gold or {})
+    if GOLD not in frame.columns:
+        frame = frame.assign(**{GOLD: None})
     rows = []
     for rater, mine in frame.groupby(RATER, sort=True):
         mine = mine.sort_values(ORDER, kind="stable").reset_index(drop=True)
@@ -96,8 +97,7 @@ def drift(frame: pd.DataFrame, *, window: int = 20, gold: Mapping | None = None)
         for start in range(0, len(mine), window):
             part = mine.iloc[start : start + window]
             shared = part["_same"].dropna()
-            on_gold = part[part[ITEM].isin(gold)]
-            matches = [gold[item] == value for item, value in zip(on_gold[ITEM], on_gold[VALUE], strict=True)]
+            matches = [bool(v) for v in part[GOLD] if v is not None and not (isinstance(v, float) and np.isnan(v))]
             rows.append(
                 DriftWindow(
                     rater=str(rater),

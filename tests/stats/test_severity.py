@@ -17,6 +17,14 @@ ROWS = [
 FRAME = pd.DataFrame(ROWS, columns=["item", "rater", "value", "order"])
 
 
+def with_gold(frame):
+    """Gold answers: i1 is 2, i4 is 4; each answer compared with them."""
+    gold = {"i1": 2, "i4": 4}
+    return frame.assign(
+        gold_correct=[gold[i] == v if i in gold else None for i, v in zip(frame["item"], frame["value"], strict=True)]
+    )
+
+
 def test_severity_is_the_mean_signed_difference_from_the_other_raters():
     found = {row.rater: row for row in severity(FRAME, n_resamples=500, seed=3)}
     # a: i1 2 - (4+3)/2 = -1.5, i2 3 - 5 = -2, i3 4 - 4 = 0; i4 is shared with nobody.
@@ -35,7 +43,7 @@ def test_severity_needs_a_shared_item():
 
 
 def test_drift_windows_agreement_with_others_and_gold():
-    windows = [w for w in drift(FRAME, window=2, gold={"i1": 2, "i4": 4}) if w.rater == "a"]
+    windows = [w for w in drift(with_gold(FRAME), window=2) if w.rater == "a"]
     first, second = windows
     # Window 1 (i1, i2): nobody else agreed with a; a matched gold on i1.
     assert (first.first, first.last, first.n_shared) == (1, 2, 2)
@@ -49,7 +57,7 @@ def test_drift_windows_agreement_with_others_and_gold():
 
 def test_drift_follows_each_raters_own_order():
     shuffled = FRAME.assign(order=FRAME["order"].map({1: 4, 2: 3, 3: 2, 4: 1}))
-    first = next(w for w in drift(shuffled, window=2, gold={"i1": 2, "i4": 4}) if w.rater == "a")
+    first = next(w for w in drift(with_gold(shuffled), window=2) if w.rater == "a")
     # Now i4 and i3 come first.
     assert first.agreement_with_others == 1.0 and first.agreement_with_gold == 0.0
     with pytest.raises(ValueError):
