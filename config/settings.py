@@ -58,6 +58,7 @@ INSTALLED_APPS = [
     "datasets",
     "literature",
     "recruit",
+    "planning",
     # config's own management command (`prepare`, what `make run` runs before gunicorn).
     "config",
 ]

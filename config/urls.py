@@ -52,6 +52,7 @@ urlpatterns = [
     path("studies/", include("datasets.urls")),
     path("studies/", include("literature.urls")),
     path("studies/", include("generation.urls")),
+    path("studies/", include("planning.urls")),
     path("analysis/", include("analysis.urls")),
     path("api/", include((api_urlpatterns, "api"))),
     path("api/schema/", SchemaView.as_view(), name="schema"),

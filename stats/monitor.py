@@ -53,11 +53,14 @@ class AnswerRow(NamedTuple):
     question: str
     answer: Any  # hashable: a score, a choice, or canonical JSON text
     scale: bool  # a scale question (straight-lining is counted on these)
+    order: Any = None  # when the answer was submitted (drift's order)
 
 
 class GoldRow(NamedTuple):
     rater: str
     correct: bool
+    item: str = ""
+    question: str = ""
 
 
 @dataclass(frozen=True)

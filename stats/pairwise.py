@@ -239,10 +239,13 @@ def bradley_terry_ranking(
     # drawn (with repeats), so every resample is fitted without building a frame.
     index = {s: i for i, s in enumerate(systems)}
     found = outcomes(frame)
-    position = {item: i for i, item in enumerate(items)}
+    position = pd.Index(items).get_indexer(found[ITEM])
+    winners = found["winner"].map(index).to_numpy()
+    losers = found["loser"].map(index).to_numpy()
+    tie = found["tie"].to_numpy(dtype=bool)
     per_item = np.zeros((len(items), len(systems), len(systems)))
-    for item, part in found.groupby(ITEM, sort=False):
-        per_item[position[item]] = _win_counts(part, index)
+    np.add.at(per_item, (position, winners, losers), np.where(tie, 1.0, 2.0))
+    np.add.at(per_item, (position[tie], losers[tie], winners[tie]), 1.0)
     rng = np.random.default_rng(seed)
     drawn = np.zeros((n_resamples, len(items)))
     for r in range(n_resamples):

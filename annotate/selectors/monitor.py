@@ -16,6 +16,7 @@ from annotate.models import Assignment, Batch, ExpectedAnswer, ItemFlag, RaterEx
 from annotate.selectors.batches import answer_matches, batch_answers, first_answers
 from annotate.selectors.contents import rubric_definition
 from stats.monitor import AnswerRow, BatchFigures, GoldRow, ItemRow, RaterFigures, batch_figures
+from stats.severity import DriftWindow, RaterSeverity
 
 DEFAULT_FAST_FRACTION = 0.25
 
@@ -44,11 +45,14 @@ def monitor_rows(batch: Batch) -> tuple[list[ItemRow], list[AnswerRow], list[Gol
     questions = [q for q in rubric_definition(batch.study.rubric).questions if q.comparable and not q.highlights]
     answers = []
     for summary_id, by_rater in batch_answers(batch).items():
-        for rater, (given, _rationales, _revision) in by_rater.items():
+        for rater, (given, _rationales, revision) in by_rater.items():
             for q in questions:
                 if given.get(q.key) is not None:
+                    value = _hashable(given[q.key])
                     answers.append(
-                        AnswerRow(rater.get_username(), str(summary_id), q.key, _hashable(given[q.key]), q.plain_scale)
+                        AnswerRow(
+                            rater.get_username(), str(summary_id), q.key, value, q.plain_scale, revision.submitted_at
+                        )
                     )
     expected = {
         e.summary_id: e.answers
@@ -60,7 +64,8 @@ def monitor_rows(batch: Batch) -> tuple[list[ItemRow], list[AnswerRow], list[Gol
     for summary_id, by_rater in first_answers(batch).items():
         for rater, given in by_rater.items():
             for key, value in expected.get(summary_id, {}).items():
-                gold.append(GoldRow(rater.get_username(), answer_matches(value, given.get(key))))
+                correct = answer_matches(value, given.get(key))
+                gold.append(GoldRow(rater.get_username(), correct, str(summary_id), key))
     return items, answers, gold
 
 
@@ -74,6 +79,8 @@ class MonitorRow:
     open_items: int
     paused: RaterPause | None
     exclusion: RaterExclusion | None
+    severity: RaterSeverity | None = None  # on the scale questions (stats.severity)
+    drift: tuple[DriftWindow, ...] = ()  # agreement by window of the rater's work
 
 
 @dataclass(frozen=True)
@@ -83,6 +90,46 @@ class Monitor:
     fast_fraction: float
     submitted: int
     planned: int
+
+
+DRIFT_WINDOW = 10
+
+
+def severity_and_drift(
+    answers: list[AnswerRow], gold: list[GoldRow]
+) -> tuple[dict[str, RaterSeverity], dict[str, list[DriftWindow]]]:
+    """Severity on the plain scale questions, and drift over windows of DRIFT_WINDOW
+    answers in the order each rater submitted them (gold: each expected answer compared
+    with the rater's first answer, as the gold accuracy column): the pure figures of
+    stats.severity over the monitor's own rows."""
+    if not answers:
+        return {}, {}
+    import pandas as pd
+
+    from stats.severity import drift, severity
+
+    def numeric(value: Any) -> bool:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+
+    scale = [a for a in answers if a.scale and numeric(a.answer)]
+    frame = pd.DataFrame(
+        {"item": [a.item for a in scale], "rater": [a.rater for a in scale], "value": [a.answer for a in scale]}
+    )
+    by_rater = {row.rater: row for row in severity(frame)} if len(frame) else {}
+    correct = {(g.rater, g.item, g.question): g.correct for g in gold}
+    rows = pd.DataFrame(
+        {
+            "item": [f"{a.item}:{a.question}" for a in answers],
+            "rater": [a.rater for a in answers],
+            "value": [a.answer for a in answers],
+            "order": [a.order for a in answers],
+            "gold_correct": [correct.get((a.rater, a.item, a.question)) for a in answers],
+        }
+    )
+    windows: dict[str, list[DriftWindow]] = {}
+    for window in drift(rows, window=DRIFT_WINDOW):
+        windows.setdefault(window.rater, []).append(window)
+    return by_rater, windows
 
 
 def batch_monitor(batch: Batch, *, fast_fraction: float = DEFAULT_FAST_FRACTION) -> Monitor:
@@ -106,6 +153,7 @@ def batch_monitor(batch: Batch, *, fast_fraction: float = DEFAULT_FAST_FRACTION)
         fast_fraction=fast_fraction,
         floor_seconds=batch.study.min_seconds_per_item,
     )
+    severity, drift = severity_and_drift(answers, gold)
     pauses = {p.rater_id: p for p in open_pauses(batch.study).select_related("paused_by")}
     exclusions = {e.rater_id: e for e in batch.exclusions.select_related("excluded_by")}
     rows = tuple(
@@ -115,6 +163,8 @@ def batch_monitor(batch: Batch, *, fast_fraction: float = DEFAULT_FAST_FRACTION)
             open_items=open_items.get(users[f.rater].pk, 0),
             paused=pauses.get(users[f.rater].pk),
             exclusion=exclusions.get(users[f.rater].pk),
+            severity=severity.get(f.rater),
+            drift=tuple(drift.get(f.rater, ())),
         )
         for f in figures.raters
         if f.rater in users

@@ -12,7 +12,18 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-APPS = ("config", "core", "stats", "annotate", "recruit", "generation", "literature", "datasets", "analysis")
+APPS = (
+    "config",
+    "core",
+    "stats",
+    "annotate",
+    "recruit",
+    "planning",
+    "generation",
+    "literature",
+    "datasets",
+    "analysis",
+)
 
 # What each app may import of ours (docs/architecture.md). stats, the pure statistics, is
 # at the bottom with core, what every app shares; annotate is the rating domain above them;
@@ -25,12 +36,14 @@ ALLOWED = {
     "annotate": {"core", "stats"},
     # recruit: outside participants arriving and leaving; it hands out annotate's items.
     "recruit": {"core", "stats", "annotate"},
+    # planning: sizing a study and freezing its analysis plan, before anyone rates.
+    "planning": {"core", "stats", "annotate"},
     # literature: the study's own sources; its importers use datasets' line-numbered checks.
     "literature": {"core", "stats", "annotate", "datasets"},
     "generation": {"core", "stats", "annotate", "literature"},
-    "datasets": {"core", "stats", "annotate", "recruit"},
-    "analysis": {"core", "stats", "annotate", "generation", "literature", "datasets", "recruit"},
-    "config": {"core", "annotate", "generation", "literature", "datasets", "analysis", "recruit"},
+    "datasets": {"core", "stats", "annotate", "recruit", "planning"},
+    "analysis": {"core", "stats", "annotate", "generation", "literature", "datasets", "recruit", "planning"},
+    "config": {"core", "annotate", "generation", "literature", "datasets", "analysis", "recruit", "planning"},
 }
 # Only these modules may import analysis: the report is at the top, config mounts its pages
 # and API, and `make run`'s master queues the demo's reports (config/demo_reports.py).
