@@ -11,7 +11,7 @@ from analysis.report_files import FILE_NAMES
 from analysis.report_json import report_from_payload
 from analysis.sections import StudyReport
 from annotate.models import StudyMembership
-from annotate.services import add_study_member
+from annotate.services.members import add_study_member
 from tests.analysis.reports import compute_queued_reports, rated_study
 from tests.factories import UserFactory
 
