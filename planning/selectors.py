@@ -101,3 +101,18 @@ def study_state(
         exclusions=exclusions,
         looks=tuple(looks),
     )
+
+
+def protocol_records(study: Study) -> list[dict]:
+    """Every frozen protocol of the study for its dataset export: version, when, the
+    SHA-256, the note, and the document it was taken over (never who froze it)."""
+    return [
+        {
+            "version": p.version,
+            "frozen_at": p.frozen_at.isoformat(),
+            "sha256": p.sha256,
+            "note": p.note,
+            "document": p.document,
+        }
+        for p in Protocol.objects.filter(study=study).order_by("version")
+    ]
