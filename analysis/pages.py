@@ -46,6 +46,7 @@ _INPUT_NAMES = {
     "evaluator_runs": ("evaluator run", "evaluator runs"),
     "judge_runs": ("rubric-judge run", "rubric-judge runs"),
     "questions": ("question", "questions"),
+    "protocols": ("frozen protocol", "frozen protocols"),
 }
 
 # How the per-system table heads its columns (FactPICO Table 3's names where it has them).

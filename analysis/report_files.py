@@ -43,6 +43,9 @@ FILE_NAMES = (
     "after_adjudication.csv",
     "after_adjudication_items.csv",
     "retrieval.csv",
+    "severity.csv",
+    "drift.csv",
+    "protocol_deviations.csv",
 )
 
 GROUP_COLUMNS = ["field", "question", "group", "n", "mean", "ci_low", "ci_high", "sd", "median", "q1", "q3", "iqr"]
@@ -329,6 +332,32 @@ def _metric_files(report: StudyReport) -> dict[str, str]:
     }
 
 
+SEVERITY_COLUMNS = ["question", "rater", "n_shared", "severity", "ci_low", "ci_high"]
+DRIFT_COLUMNS = ["rater", "window", "first", "last", "n_shared", "agreement_with_others"]
+DRIFT_COLUMNS += ["n_gold", "agreement_with_gold"]
+DEVIATION_COLUMNS = ["protocol_version", "protocol_sha256", "code", "message"]
+
+
+def _rater_files(report: StudyReport) -> dict[str, str]:
+    """The raters' severity and drift, and the deviations from the frozen protocol."""
+    severity = [{"question": s.question, **to_row(r)} for s in report.severity for r in s.raters]
+    drift = [to_row(w) for w in report.drift.windows] if report.drift else []
+    protocol = report.protocol
+    deviations = (
+        [
+            {"protocol_version": protocol.version, "protocol_sha256": protocol.sha256, **to_row(d)}
+            for d in protocol.deviations
+        ]
+        if protocol
+        else []
+    )
+    return {
+        "severity.csv": _csv(severity, SEVERITY_COLUMNS),
+        "drift.csv": _csv(drift, DRIFT_COLUMNS),
+        "protocol_deviations.csv": _csv(deviations, DEVIATION_COLUMNS),
+    }
+
+
 def report_files(report: StudyReport | Mapping[str, Any]) -> dict[str, str]:
     """Every downloadable file of the report, name -> text (CSV or JSON); a stored payload
     is read into the dataclasses first (analysis.report_json.report_from_payload)."""
@@ -340,5 +369,6 @@ def report_files(report: StudyReport | Mapping[str, Any]) -> dict[str, str]:
         "correlation.json": json_text(report.correlation),
         **_table_files(report),
         **_metric_files(report),
+        **_rater_files(report),
     }
     return {name: files[name] for name in FILE_NAMES}

@@ -312,6 +312,62 @@ class RubricInfo:
 
 
 @dataclass(frozen=True)
+class RaterSeverity:
+    rater: str
+    n_shared: int
+    severity: float
+    ci_low: float | None
+    ci_high: float | None
+
+
+@dataclass(frozen=True)
+class SeveritySection:
+    """One scale question's rater severity (stats.severity)."""
+
+    question: str
+    raters: tuple[RaterSeverity, ...]
+
+
+@dataclass(frozen=True)
+class DriftWindow:
+    rater: str
+    window: int
+    first: int
+    last: int
+    n_shared: int
+    agreement_with_others: float | None
+    n_gold: int
+    agreement_with_gold: float | None
+
+
+@dataclass(frozen=True)
+class DriftSection:
+    """Each rater's answers in the order submitted, in windows of `window` (stats.severity)."""
+
+    window: int
+    windows: tuple[DriftWindow, ...]
+
+
+@dataclass(frozen=True)
+class Deviation:
+    code: str
+    message: str
+
+
+@dataclass(frozen=True)
+class ProtocolSection:
+    """The study's latest frozen protocol (planning) and every deviation from it."""
+
+    version: int
+    sha256: str
+    frozen_at: str
+    kind: str
+    planned_n: int
+    n_rated: int
+    deviations: tuple[Deviation, ...]
+
+
+@dataclass(frozen=True)
 class StudyReport:
     """Every statistic of one study and phase. analysis.report builds the fields up to
     ``meta_evaluation``; analysis.services adds the rest, which need the database."""
@@ -345,3 +401,6 @@ class StudyReport:
     study: str = ""
     phase: str = ""
     rubric: RubricInfo | None = None
+    severity: tuple[SeveritySection, ...] = ()
+    drift: DriftSection | None = None
+    protocol: ProtocolSection | None = None

@@ -21,6 +21,7 @@ from annotate.models import Batch, Claim, ConsensusAnswer, RaterExclusion, Revis
 from core.models import change_states
 from generation import selectors as generation_selectors
 from literature import selectors as literature_selectors
+from planning.models import Protocol
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -34,9 +35,9 @@ class ReportInputs:
     into calibration leaves the analysis), the raters' answers excluded by an admin (per
     batch, docs/monitoring.md), the evaluators' runs and scores, the rubric
     judge's runs and answers, the questions (and their gold answers), the retrievals (and
-    their relevance decisions); and the rubric version. Its fingerprint, with the report
-    version, is the cache key of the report: change any of them and the report is computed
-    anew."""
+    their relevance decisions), the frozen protocols (planning); and the rubric version.
+    Its fingerprint, with the report version, is the cache key of the report: change any
+    of them and the report is computed anew."""
 
     rubric: int
     ratings: tuple[int, str]
@@ -52,6 +53,7 @@ class ReportInputs:
     judge_answers: tuple[int, str]
     questions: tuple[int, str]
     retrievals: tuple[int, str]
+    protocols: tuple[int, str]
 
     @property
     def fingerprint(self) -> str:
@@ -82,6 +84,7 @@ def report_inputs(*, study: Study, phase: str) -> ReportInputs:
             "consensus": ConsensusAnswer.objects.filter(batch__study=study),
             "batches": Batch.objects.filter(study=study),
             "exclusions": RaterExclusion.objects.filter(batch__study=study),
+            "protocols": Protocol.objects.filter(study=study),
             **generation_selectors.evaluation_rows(study=study),
             "questions": literature_selectors.question_rows(study=study),
             "retrievals": literature_selectors.retrieval_rows(study=study),
@@ -203,3 +206,14 @@ def stored_plots(*, result: AnalysisResult) -> set[tuple[str, str]]:
 def report_plot(*, result: AnalysisResult, kind: str, subject: str, fmt: str) -> ReportPlot | None:
     """The stored image of one plot of a finished report (drawn by the worker with it)."""
     return ReportPlot.objects.filter(result=result, kind=kind, subject=subject, format=fmt).first()
+
+
+def gold_answers(*, study: Study) -> dict[str, dict]:
+    """{summary uuid: expected answers} of the study's gold items and attention checks
+    (training items are feedback, never a test)."""
+    from annotate.models import ExpectedAnswer
+
+    rows = ExpectedAnswer.objects.filter(
+        study=study, purpose__in=[ExpectedAnswer.Purpose.GOLD, ExpectedAnswer.Purpose.ATTENTION]
+    ).values_list("summary__uuid", "answers")
+    return {str(uuid): answers for uuid, answers in rows}

@@ -175,7 +175,7 @@ def _database_sections(
     n_resamples: int,
 ) -> dict[str, Any]:
     """The report's sections that read more of the database (analysis.study_sections), by field."""
-    from analysis import study_sections
+    from analysis import rater_sections, study_sections
     from analysis.sections import RubricInfo
     from stats.pipeline_checks import check_pass_rates
 
@@ -201,6 +201,9 @@ def _database_sections(
             seed=BOOTSTRAP_SEED,
         ),  # fmt: skip
         "rubric": RubricInfo(key=study.rubric.key, version=study.rubric.version, title=study.rubric.title),
+        "severity": rater_sections.severity_sections(named, specs, seed=BOOTSTRAP_SEED),
+        "drift": rater_sections.drift_section(named, specs, selectors.gold_answers(study=study)),
+        "protocol": rater_sections.protocol_section(study=study, names=names),
     }
 
 
@@ -510,6 +513,7 @@ def run_study_report(*, result_id: int) -> AnalysisResult | None:
         )
         if not done:
             raise _LeaseLost
+        _record_look(result.study, report)
     except _LeaseLost:
         logger.warning("study report %s: lost its claim while computing; stopped", result_id)
         return AnalysisResult.objects.filter(pk=result_id).first()
@@ -525,6 +529,15 @@ def run_study_report(*, result_id: int) -> AnalysisResult | None:
         )
         raise
     return AnalysisResult.objects.get(pk=result_id)
+
+
+def _record_look(study: Study, report: dict) -> None:
+    """A report computed under a frozen protocol is a look at the data (planning)."""
+    protocol = report.get("protocol")
+    if protocol:
+        from planning.services import record_look
+
+        record_look(study=study, version=protocol["version"], at=timezone.now(), n_rated=protocol["n_rated"])
 
 
 def fail_lost_report(*, result_id: int) -> bool:

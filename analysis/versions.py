@@ -6,7 +6,8 @@ A change in what a report holds or how a figure in it is computed raises the ver
 cached reports of an older version are then computed again.
 """
 
-REPORT_VERSION = 16  # 16: FactPICO Table 4's pairing (each attribute against the overall average)
+REPORT_VERSION = 17  # 17: rater severity and drift; the frozen protocol and its deviations
+# 16: FactPICO Table 4's pairing (each attribute against the overall average)
 # 15: agreement by question kind (choices, tickbox options, span sub-questions)
 # 14: a rater's answers excluded by an admin leave the report
 # 13: Bradley–Terry fitted by Newton to 1e-10 (was choix, 1e-5), all resamples at once

@@ -45,7 +45,7 @@ from annotate.selectors.queue import (
     revision_answers,
     training_feedback,
 )
-from annotate.services import adjudication, batches, qualification, ratings
+from annotate.services import adaptive, adjudication, batches, qualification, ratings
 from annotate.services.assignments import move_assignment, withdraw_assignment
 from annotate.services.members import may_create_studies
 from annotate.services.monitoring import raise_flag
@@ -74,7 +74,9 @@ def continue_study(request, slug):
     """The Continue button: the first unfinished item of the rater's queue for the
     study, else the completion page."""
     study = get_study_for_rater(request.user, slug)
-    following = next_open_assignment(request.user, study=study)
+    following = next_open_assignment(request.user, study=study) or adaptive.hand_out_next(
+        study=study, rater=request.user
+    )
     if following is not None:
         return redirect("annotate:rate", assignment_uuid=following.uuid)
     return redirect("annotate:done", slug=study.slug)
@@ -110,7 +112,9 @@ def _write_answers(write, request, assignment, data, answers, rationales) -> Non
 def _to_next_item(request, assignment):
     """Where a finished item (submitted or skipped) leads: the next unfinished item of the
     rater's queue for the study, else the completion page."""
-    following = next_assignment_for_rater(request.user, after=assignment)
+    following = next_assignment_for_rater(request.user, after=assignment) or adaptive.hand_out_next(
+        study=assignment.study, rater=request.user
+    )
     if following is not None:
         return redirect("annotate:rate", assignment_uuid=following.uuid)
     return redirect("annotate:done", slug=assignment.study.slug)

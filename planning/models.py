@@ -4,9 +4,10 @@ from django.db.models import Q
 from django.utils import timezone
 
 from annotate.models import Study
+from core.models import TimeStamped
 
 
-class Protocol(models.Model):
+class Protocol(TimeStamped):
     """A frozen analysis plan (planning.protocol): never edited; an amendment is a new
     version with a note saying why."""
 
@@ -28,3 +29,19 @@ class Protocol(models.Model):
 
     def __str__(self) -> str:
         return f"{self.study.slug} protocol v{self.version}"
+
+
+class ReportLook(models.Model):
+    """A study report computed while this protocol was the study's latest: when, and how
+    many items were rated then (a look at the data before a fixed-n stopping rule is a
+    deviation)."""
+
+    protocol = models.ForeignKey(Protocol, on_delete=models.PROTECT, related_name="looks")
+    at = models.DateTimeField()
+    n_rated = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["protocol", "at"]
+
+    def __str__(self) -> str:
+        return f"{self.protocol} looked at {self.at:%Y-%m-%d %H:%M} with {self.n_rated} rated"

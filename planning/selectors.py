@@ -23,6 +23,11 @@ def latest_protocol(study: Study) -> Protocol | None:
     return Protocol.objects.filter(study=study).order_by("-version").first()
 
 
+def recorded_looks(protocol: Protocol) -> list[Look]:
+    """The reports computed under this protocol so far (planning.services.record_look)."""
+    return [Look(at.isoformat(), n) for at, n in protocol.looks.order_by("at").values_list("at", "n_rated")]
+
+
 def scale_questions(study: Study) -> list[str]:
     """The keys of the rubric's questions answered on a scale (the pointwise tests' input)."""
     return [q["key"] for q in study.rubric.definition.get("questions", []) if q.get("kind") in SCALE_KINDS]
@@ -63,15 +68,23 @@ def pilot_frames(study: Study, question: str):
     return answers, system, source
 
 
-def n_rated(study: Study, plan: Mapping) -> int:
+def n_rated(study: Study, plan: Mapping, *, before=None) -> int:
     """Items rated in the plan's unit: sources with a counted score on the primary
-    question (pointwise), or comparison items judged (side by side)."""
+    question (pointwise), or comparison items judged (side by side); with `before`, only
+    from answers submitted by then."""
+    ratings = ratings_frame(study=study)
+    if before is not None:
+        ratings = ratings[ratings["submitted_at"] <= before]
     if plan["kind"] == "side_by_side":
         frame = comparisons_frame(study=study)
-        return int(frame["item"].nunique()) if len(frame) else 0
-    answers, _system, source = pilot_frames(study, plan["primary_question"])
-    scored = answers.dropna(subset=["score"])
-    return int(source.reindex(scored["item"].unique()).dropna().nunique())
+        judged = set(frame["item"]) if len(frame) else set()
+        return int(ratings.loc[ratings["item"].isin(judged), "item"].nunique())
+    scored = ratings[(ratings["question"] == plan["primary_question"]) & ratings["score"].notna()]
+    summaries = summaries_frame(study=study)
+    if not len(summaries) or not len(scored):
+        return 0
+    source = dict(zip(summaries["item"], summaries["source"], strict=True))
+    return len({source[item] for item in scored["item"].unique() if item in source})
 
 
 def study_state(
@@ -88,3 +101,18 @@ def study_state(
         exclusions=exclusions,
         looks=tuple(looks),
     )
+
+
+def protocol_records(study: Study) -> list[dict]:
+    """Every frozen protocol of the study for its dataset export: version, when, the
+    SHA-256, the note, and the document it was taken over (never who froze it)."""
+    return [
+        {
+            "version": p.version,
+            "frozen_at": p.frozen_at.isoformat(),
+            "sha256": p.sha256,
+            "note": p.note,
+            "document": p.document,
+        }
+        for p in Protocol.objects.filter(study=study).order_by("version")
+    ]

@@ -9,7 +9,7 @@ from django.db import transaction
 from annotate.models import Study
 from core.exceptions import ApplicationError
 from planning import selectors
-from planning.models import Protocol
+from planning.models import Protocol, ReportLook
 from planning.protocol import PlanError, check_plan, protocol_hash
 
 PLAN_FIELDS = (
@@ -39,6 +39,15 @@ def protocol_document(*, study: Study, plan: dict[str, Any]) -> dict[str, Any]:
         "rubric": selectors.rubric_record(study),
         "batches": selectors.batch_records(study),
     }
+
+
+def record_look(*, study: Study, version: int, at, n_rated: int) -> ReportLook | None:
+    """A report of the study was computed at `at` under protocol `version` with `n_rated`
+    items rated (analysis records it when a report is done)."""
+    protocol = Protocol.objects.filter(study=study, version=version).first()
+    if protocol is None:
+        return None
+    return ReportLook.objects.create(protocol=protocol, at=at, n_rated=n_rated)
 
 
 @transaction.atomic

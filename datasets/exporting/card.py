@@ -60,6 +60,7 @@ def dataset_card(study: Study, context: dict, include_restricted: bool) -> str:
         *_card_title(study, context, restricted_inside),
         *_card_how_made(study, context),
         *_card_files(context),
+        *_card_protocol(context.get("protocol")),
         *_card_rubric(context["definition"]),
         *_card_agreement(context["agreement"]),
         *_card_licence(context, restricted_inside),
@@ -208,6 +209,23 @@ def _card_files(context: dict) -> list[str]:
             "",
         ]
     return lines
+
+
+def _card_protocol(protocol: dict | None) -> list[str]:
+    """The analysis plan frozen before rating, when the study has one (protocol.json)."""
+    if not protocol:
+        return []
+    plan = protocol["document"]["plan"]
+    return [
+        "## Pre-registered analysis plan",
+        "",
+        f"The analysis plan was frozen on {protocol['frozen_at'][:10]} (protocol v{protocol['version']}, "
+        f"SHA-256 `{protocol['sha256']}`): {plan['kind'].replace('_', ' ')} study, primary test "
+        f"{plan['test'].replace('_', ' ')} with {plan['correction']} correction at α = {plan['alpha']}, "
+        f"{plan['planned_n']} items planned. `protocol.json` holds every version's document; its "
+        "SHA-256 is that of the document as canonical JSON (keys sorted, no spaces, UTF-8).",
+        "",
+    ]
 
 
 def _card_rubric(definition) -> list[str]:

@@ -56,6 +56,7 @@ from datasets.exporting.tables import (
     write_sources_and_findings,
     write_summaries_and_claims,
 )
+from planning.selectors import protocol_records
 
 _NA_JSON = canonical_json(NA)  # how an N/A answer's value reads in the ratings table
 
@@ -132,6 +133,11 @@ def export_dataset(
     counts = {name: w.count for name, w in writers.items()}
     files = [p for w in writers.values() for p in w.paths]
     context.update(counts=counts, formats=formats, phase=phase, include_calibration=include_calibration)
+    protocols = protocol_records(study)
+    context["protocol"] = protocols[-1] if protocols else None
+    if protocols:
+        (out_dir / "protocol.json").write_text(pretty_json({"protocols": protocols}), encoding="utf-8")
+        files.append(out_dir / "protocol.json")
     manifest = build_manifest(study, context, include_restricted)
     (out_dir / "study.json").write_text(pretty_json(manifest), encoding="utf-8")
     (out_dir / "README.md").write_text(dataset_card(study, context, include_restricted), encoding="utf-8")

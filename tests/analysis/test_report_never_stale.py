@@ -151,7 +151,26 @@ def a_rater_excluded(study, serve):
     return lambda before, after: after["n_answers"] * 2 == before["n_answers"]
 
 
+def a_protocol_frozen(study, serve):
+    from planning.services import freeze_protocol
+
+    admin = study.memberships.filter(role="admin").first().user
+    plan = {
+        "kind": "pointwise",
+        "primary_question": "overall",
+        "test": "wilcoxon_signed_rank",
+        "correction": "holm",
+        "alpha": 0.05,
+        "planned_n": 100,
+        "stopping_rule": "fixed_n",
+        "exclusion_rules": [],
+    }
+    protocol = freeze_protocol(study=study, by=admin, plan=plan)
+    return lambda before, after: before.get("protocol") is None and after["protocol"]["sha256"] == protocol.sha256
+
+
 CHANGES = [
+    a_protocol_frozen,
     a_rater_excluded,
     a_new_rating,
     a_consensus_answer,
