@@ -8,6 +8,7 @@ from typing import Any
 
 from annotate.models import Assignment, Batch, Study
 from annotate.selectors.access import is_study_admin
+from annotate.selectors.adaptive import DESIGN, AdaptiveState, adaptive_state
 from annotate.selectors.batches import (
     BatchProgress,
     RaterAccuracy,
@@ -30,6 +31,7 @@ class BatchPage:
     is_admin: bool
     assignments: list[Assignment]  # admins only; viewers see none
     questions: list  # the rubric's comparable questions (the disagreements' choices)
+    adaptive: AdaptiveState | None = None  # an adaptive side-by-side batch: where the rule stands
 
 
 def batch_page(user, study: Study, batch: Batch) -> BatchPage:
@@ -51,4 +53,5 @@ def batch_page(user, study: Study, batch: Batch) -> BatchPage:
         is_admin=is_admin,
         assignments=list(assignments),
         questions=[q for q in rubric_definition(study.rubric).questions if q.comparable],
+        adaptive=adaptive_state(batch) if batch.design.get("name") == DESIGN else None,
     )

@@ -13,40 +13,18 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 from itertools import combinations
 
 from django.db import transaction
 from django.db.models import Max
 
 from annotate.models import Assignment, Batch, Comparison, Study, StudyMembership
+from annotate.selectors.adaptive import DESIGN, adaptive_state, judgement_counts, pairs_of_items
 from annotate.selectors.contents import rubric_definition
-from annotate.selectors.frames import comparisons_frame
 from annotate.services.members import add_study_member
 from core.exceptions import ApplicationError
 
-DESIGN = "adaptive_pairs"
 OPEN = (Assignment.State.PENDING, Assignment.State.IN_PROGRESS)
-
-
-@dataclass(frozen=True)
-class AdaptiveState:
-    judgements: int  # submitted in the batch
-    handed_out: int  # every comparison handed out (open ones included)
-    budget: int
-    unresolved: tuple[tuple[str, str], ...]  # neighbouring systems not yet told apart
-    done: bool
-
-
-def _pairs_of_items(study: Study) -> dict[tuple[str, str], list[Comparison]]:
-    """Comparison items of two summaries, by their systems' pair (sorted generators)."""
-    found: dict[tuple[str, str], list[Comparison]] = {}
-    for comparison in Comparison.objects.filter(study=study).prefetch_related("members").order_by("key"):
-        members = list(comparison.members.all())
-        systems = sorted({m.generator for m in members})
-        if len(members) == 2 and len(systems) == 2:
-            found.setdefault((systems[0], systems[1]), []).append(comparison)
-    return found
 
 
 @transaction.atomic
@@ -58,7 +36,7 @@ def create_adaptive_batch(
     questions = [q.key for q in definition.questions if q.kind == "preference"]
     if not questions:
         raise ApplicationError("The study's rubric asks no preference question.", extra={"field": "design"})
-    items = _pairs_of_items(study)
+    items = pairs_of_items(study)
     systems = sorted({s for pair in items for s in pair})
     if len(systems) < 3 or len(items) < len(systems) * (len(systems) - 1) // 2:
         raise ApplicationError(
@@ -82,43 +60,6 @@ def create_adaptive_batch(
     return batch
 
 
-def _counts(batch: Batch):
-    """k × k half-win counts of the batch's judgements on its question (stats.adaptive)."""
-    import numpy as np
-
-    systems = batch.design["systems"]
-    index = {s: i for i, s in enumerate(systems)}
-    counts = np.zeros((len(systems), len(systems)))
-    frame = comparisons_frame(study=batch.study)
-    if len(frame):
-        frame = frame[(frame["batch"] == batch.name) & (frame["question"] == batch.design["question"])]
-    for left, right, choice in zip(frame.get("left", []), frame.get("right", []), frame.get("choice", []), strict=True):
-        if left not in index or right not in index:
-            continue
-        if choice == "tie":
-            counts[index[left], index[right]] += 1
-            counts[index[right], index[left]] += 1
-        else:
-            winner, loser = (left, right) if choice == "left" else (right, left)
-            counts[index[winner], index[loser]] += 2
-    return counts
-
-
-def adaptive_state(batch: Batch) -> AdaptiveState:
-    from stats.adaptive import state
-
-    systems = batch.design["systems"]
-    counts = _counts(batch)
-    judgements = int(counts.sum() // 2)
-    handed = Assignment.objects.filter(batch=batch).exclude(state=Assignment.State.WITHDRAWN).count()
-    shown = counts + counts.T
-    started = all(shown[i, j] > 0 for i, j in combinations(range(len(systems)), 2))
-    unresolved = state(counts, z=batch.design["z"]).unresolved if started else ()
-    names = tuple((systems[i], systems[j]) for i, j in unresolved)
-    done = handed >= batch.design["budget"] or (started and not unresolved)
-    return AdaptiveState(judgements, handed, batch.design["budget"], names, done)
-
-
 def _handed_pairs(batch: Batch, items: dict[tuple[str, str], list[Comparison]]) -> list[tuple[str, str]]:
     """The systems' pair of every comparison handed out in the batch (open ones included)."""
     pair_of = {c.item_id: pair for pair, comparisons in items.items() for c in comparisons}
@@ -133,7 +74,7 @@ def _choose_item(batch: Batch, rater, counts) -> tuple[Comparison, list[str]] | 
     from stats.adaptive import next_pair, shown_order
 
     systems = batch.design["systems"]
-    items = _pairs_of_items(batch.study)
+    items = pairs_of_items(batch.study)
     had = set(Assignment.objects.filter(batch=batch, rater=rater).values_list("summary_id", flat=True))
     shown = Counter(
         Assignment.objects.filter(batch=batch)
@@ -178,7 +119,7 @@ def hand_out(*, batch: Batch, rater) -> Assignment | None:
         return mine
     if adaptive_state(batch).done:
         return None
-    chosen = _choose_item(batch, rater, _counts(batch))
+    chosen = _choose_item(batch, rater, judgement_counts(batch))
     if chosen is None:
         return None
     comparison, order = chosen

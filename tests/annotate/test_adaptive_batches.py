@@ -136,3 +136,11 @@ def test_the_command_creates_the_batch(study, raters):
         call_command(
             "create_adaptive_batch", "--study", study.slug, "--name", "x", "--raters", "nobody", "--budget", "20"
         )
+
+
+def test_the_batch_page_says_where_the_rule_stands(study, raters, client, admin_user):
+    batch = adaptive.create_adaptive_batch(study=study, name="adaptive", raters=raters, budget=12, seed=2)
+    run(batch, raters)
+    client.force_login(admin_user)
+    page = client.get(f"/studies/{study.slug}/batches/{batch.uuid}/").content.decode()
+    assert 'id="adaptive-state"' in page and "12 of 12 handed out" in page and "Done" in page
