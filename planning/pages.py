@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +33,8 @@ class Chart:
     points: str  # the SVG polyline's points
     target_y: float
     ticks: tuple[tuple[float, int], ...]  # (x, n items)
+    zero_y: float
+    one_y: float
 
 
 @dataclass(frozen=True)
@@ -89,7 +92,7 @@ def chart(curve: PowerCurve) -> Chart:
         return round(10 + (CHART_HEIGHT - 40) * (1 - power), 1)
 
     points = " ".join(f"{x(p.n_items)},{y(p.power)}" for p in curve.points)
-    return Chart(points, y(curve.target), tuple((x(n), n) for n in sizes))
+    return Chart(points, y(curve.target), tuple((x(n), n) for n in sizes), y(0.0), y(1.0))
 
 
 def _pilot(user, query: QueryDict, initial: dict[str, Any]) -> tuple[PilotForm, PilotEstimate | None, str]:
@@ -141,7 +144,10 @@ def plan_page(user, study: Study, query: QueryDict, *, freeze_form: FreezeForm |
         )
     questions = selectors.scale_questions(study)
     if freeze_form is None:
-        freeze_initial = {"kind": power_form.data.get("kind", "pointwise") if running else "pointwise"}
+        freeze_initial = {
+            "kind": power_form.data.get("kind", "pointwise") if running else "pointwise",
+            "primary_question": questions[0] if questions else "",
+        }
         if curve is not None and curve.smallest_n:
             freeze_initial["planned_n"] = curve.smallest_n
         freeze_form = FreezeForm(initial=freeze_initial | {"power": power}, questions=questions)
@@ -163,11 +169,13 @@ def plan_page(user, study: Study, query: QueryDict, *, freeze_form: FreezeForm |
 class ProtocolPage:
     study: Study
     protocol: Protocol
-    text: str  # the canonical JSON the hash is taken over
+    text: str  # the canonical JSON the hash is taken over (the download)
+    pretty: str  # the same document indented, for reading on the page
 
 
 def protocol_page(study: Study, version: int) -> ProtocolPage:
     protocol = selectors.protocols_of(study).filter(version=version).first()
     if protocol is None:
         raise Http404("No such protocol version.")
-    return ProtocolPage(study, protocol, canonical_json(protocol.document))
+    pretty = json.dumps(protocol.document, indent=2, sort_keys=True, ensure_ascii=False)
+    return ProtocolPage(study, protocol, canonical_json(protocol.document), pretty)

@@ -38,14 +38,20 @@ def rubric_record(study: Study) -> dict:
     return {"key": rubric.key, "version": rubric.version, "content_hash": rubric.content_hash}
 
 
+# Keys of a batch's stored design that name people: a protocol (and the dataset it is
+# exported with) records the design, never who rates.
+PEOPLE_KEYS = ("raters",)
+
+
 def batch_records(study: Study) -> list[dict]:
-    """The study's main batches' designs and seeds (calibration batches are not analysed)."""
+    """The study's main batches' designs and seeds (calibration batches are not analysed),
+    without the raters' accounts."""
     batches = Batch.objects.filter(study=study).exclude(kind=Batch.Kind.CALIBRATION).order_by("name")
     return [
         {
             "name": b.name,
             "kind": b.kind,
-            "design": b.design,
+            "design": {k: v for k, v in (b.design or {}).items() if k not in PEOPLE_KEYS},
             "seed": b.seed,
             "raters_per_item": b.raters_per_item,
         }

@@ -52,3 +52,17 @@ def test_a_study_without_a_protocol_exports_no_protocol_file(tmp_path):
     out = export_dataset(study=study, out_dir=tmp_path / "out").out_dir
     assert not (out / "protocol.json").exists()
     assert "Pre-registered" not in (out / "README.md").read_text(encoding="utf-8")
+
+
+def test_the_protocol_records_batch_designs_without_raters_accounts(tmp_path):
+    from annotate.services.batches import create_batch
+    from tests.factories import UserFactory
+
+    study, admin = rated_study(n_summaries=4, raters=("ra",))
+    secret = UserFactory(username="secret-panel-id-5f3a")
+    create_batch(study=study, name="main", raters=[secret], design="k_raters", k=1, seed=4)
+    protocol = freeze_protocol(study=study, by=admin, plan=dict(PLAN, planned_n=4))
+    (batch,) = protocol.document["batches"]
+    assert batch["design"]["design"] == "k_raters" and "raters" not in batch["design"]
+    out = export_dataset(study=study, out_dir=tmp_path / "out").out_dir
+    assert "secret-panel-id-5f3a" not in (out / "protocol.json").read_text(encoding="utf-8")
