@@ -90,6 +90,7 @@ class StudySettingChange(models.Model):
         PAGE = "page", "Settings page"
         IMPORT = "import", "Import"
         ADMIN = "admin", "Django admin"
+        ONBOARDING = "onboarding", "Onboarding page"
 
     uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="setting_changes")

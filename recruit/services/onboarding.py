@@ -10,7 +10,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from annotate.models import Assignment, Study
+from annotate.models import Assignment, Study, StudySettingChange
 from annotate.rubrics import RubricDefinition, RubricDefinitionError
 from core.exceptions import InvalidStateError
 from core.text_validation import check_text
@@ -45,10 +45,26 @@ def save_onboarding(*, study: Study, consent_text: str, instructions: str, by=No
         if len(text) > limit:
             raise invalid_field(field, f"at most {limit} characters")
     onboarding, _ = Onboarding.objects.select_for_update().get_or_create(study=study)
+    before = {"instructions": onboarding.instructions}
     onboarding.instructions = instructions.strip()
     onboarding.save()
     text = consent_text.strip()
     current = current_consent(study=study, include_withdrawn=True)
+    before["consent_text"] = current.text if current is not None else ""
+    # Recorded beside the study's other settings (who, when, before, after), so the
+    # settings page lists them and the dataset exports them.
+    StudySettingChange.objects.bulk_create(
+        StudySettingChange(
+            study=study,
+            field=field,
+            before=before[field],
+            after=after,
+            changed_by=by,
+            via=StudySettingChange.Via.ONBOARDING,
+        )
+        for field, after in (("instructions", onboarding.instructions), ("consent_text", text))
+        if before[field] != after
+    )
     if text and (current is None or current.text != text):
         number = (ConsentVersion.objects.filter(study=study).aggregate(m=Max("number"))["m"] or 0) + 1
         ConsentVersion.objects.create(study=study, number=number, text=text, created_by=by)

@@ -135,3 +135,27 @@ def test_a_setting_changed_in_the_django_admin_is_recorded_too(client, study_adm
         root,
         "admin",
     )
+
+
+def test_onboarding_texts_are_recorded_listed_and_exported_beside_the_settings(client, study_admin, tmp_path):
+    from recruit.services import onboarding
+
+    study, admin = study_admin
+    onboarding.save_onboarding(study=study, consent_text="I agree.", instructions="Read the abstract first.", by=admin)
+    onboarding.save_onboarding(study=study, consent_text="I agree.", instructions="Read it twice.", by=admin)
+    onboarding.save_onboarding(study=study, consent_text="I agree.", instructions="Read it twice.", by=admin)
+    changes = [
+        (c.field, c.before, c.after, c.via) for c in StudySettingChange.objects.filter(study=study).order_by("pk")
+    ]
+    assert changes == [
+        ("instructions", "", "Read the abstract first.", "onboarding"),
+        ("consent_text", "", "I agree.", "onboarding"),
+        ("instructions", "Read the abstract first.", "Read it twice.", "onboarding"),
+    ]
+    client.force_login(admin)
+    page = client.get(f"/studies/{study.slug}/settings/").content.decode()
+    assert 'id="onboarding-texts"' in page and f"/studies/{study.slug}/onboarding/" in page
+    assert "Read it twice." in page and "(onboarding page)" in page
+    export_dataset(study=study, out_dir=tmp_path / "out")
+    rows = [json.loads(line) for line in (tmp_path / "out" / "jsonl" / "settings_changes.jsonl").open()]
+    assert [(r["field"], r["after"]) for r in rows][-1] == ("instructions", "Read it twice.")
