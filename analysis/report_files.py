@@ -46,6 +46,8 @@ FILE_NAMES = (
     "severity.csv",
     "drift.csv",
     "protocol_deviations.csv",
+    "methods.md",
+    "methods.tex",
 )
 
 GROUP_COLUMNS = ["field", "question", "group", "n", "mean", "ci_low", "ci_high", "sd", "median", "q1", "q3", "iqr"]
@@ -358,6 +360,14 @@ def _rater_files(report: StudyReport) -> dict[str, str]:
     }
 
 
+def _methods_files(report: StudyReport) -> dict[str, str]:
+    """The methods section a paper can start from (analysis.methods)."""
+    from analysis.methods import methods_section
+
+    section = methods_section(report)
+    return {"methods.md": section.markdown, "methods.tex": section.latex}
+
+
 def report_files(report: StudyReport | Mapping[str, Any]) -> dict[str, str]:
     """Every downloadable file of the report, name -> text (CSV or JSON); a stored payload
     is read into the dataclasses first (analysis.report_json.report_from_payload)."""
@@ -370,5 +380,6 @@ def report_files(report: StudyReport | Mapping[str, Any]) -> dict[str, str]:
         **_table_files(report),
         **_metric_files(report),
         **_rater_files(report),
+        **_methods_files(report),
     }
     return {name: files[name] for name in FILE_NAMES}
