@@ -74,3 +74,58 @@ class ImportRun(DatasetRun):
 
     def __str__(self) -> str:
         return f"import {self.uuid} of {self.study_id} ({self.status})"
+
+
+class Release(TimeStamped):
+    """A numbered release of a finished export, kept with the study: the export's
+    checksums, a changelog line and what changed since the release before; and where it
+    was deposited (Zenodo: the deposition, the DOI). Never deleted while its export lives."""
+
+    class Zenodo(models.TextChoices):
+        NONE = "", "Not deposited"
+        DRAFT = "draft", "Deposition started"
+        PUBLISHED = "published", "Published"
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="releases")
+    export = models.ForeignKey(ExportRun, on_delete=models.PROTECT, related_name="releases")
+    version = models.CharField(max_length=20)
+    changelog = models.TextField()
+    sha256sums = models.TextField(help_text="The export's SHA256SUMS, as released.")
+    changes = models.JSONField(default=dict, blank=True, help_text="What changed since the release before.")
+    created_by = models.CharField(max_length=150, help_text="The user name of who made it.")
+    zenodo_state = models.CharField(max_length=10, choices=Zenodo.choices, default=Zenodo.NONE, blank=True)
+    zenodo_deposition = models.PositiveBigIntegerField(null=True, blank=True)
+    zenodo_bucket = models.URLField(max_length=500, blank=True)
+    zenodo_concept = models.CharField(max_length=40, blank=True)
+    doi = models.CharField(max_length=200, blank=True)
+    zenodo_error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["study", "created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "version"], name="release_unique_study_version"),
+            models.CheckConstraint(condition=~models.Q(changelog=""), name="release_needs_changelog"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.study_id} release {self.version}"
+
+
+class RemoteCall(models.Model):
+    """One call to an outside service on a release's behalf, with its outcome."""
+
+    release = models.ForeignKey(Release, on_delete=models.PROTECT, related_name="calls")
+    service = models.CharField(max_length=20)
+    method = models.CharField(max_length=10)
+    path = models.CharField(max_length=500)
+    status = models.PositiveSmallIntegerField(null=True, blank=True)
+    outcome = models.TextField()
+    attempts = models.PositiveSmallIntegerField(default=1)
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["release", "at", "pk"]
+
+    def __str__(self) -> str:
+        return f"{self.service} {self.method} {self.path}: {self.status or '-'} {self.outcome}"

@@ -1,0 +1,193 @@
+"""Releases of a study's dataset (docs/publishing.md): a numbered, changelogged release of a
+finished export, kept with the study with the export's checksums and what changed since
+the release before; and its deposit on Zenodo, where it gets a DOI (a later release is a
+new version of the same Zenodo concept record).
+
+A deposit can be interrupted anywhere (a refused token, the service down, a dropped
+connection) and started again: the deposition's id and bucket are stored as soon as Zenodo
+gives them, a file already uploaded with the same MD5 is not sent again, and the release
+is published only once its file is there. Every call is kept (RemoteCall) with its outcome.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from django.db import transaction
+
+from annotate.models import Study
+from core import storage
+from core.exceptions import ApplicationError
+from datasets.export_runs import archive_name
+from datasets.models import ExportRun, Release, RemoteCall
+from datasets.zenodo import Call, ZenodoClient, ZenodoError, md5_of
+
+VERSION_RE = re.compile(r"^\d{1,4}(\.\d{1,4}){0,2}$")
+
+
+def _invalid(field: str, message: str) -> ApplicationError:
+    return ApplicationError(f"{field}: {message}", extra={"fields": {field: message}})
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    parts = [int(p) for p in version.split(".")]
+    return tuple(parts + [0] * (3 - len(parts)))
+
+
+def _stored(export: ExportRun, name: str) -> str:
+    files = storage.exports_storage()
+    with files.open(f"{export.study.slug}/{export.uuid}/dataset/{name}", "rb") as f:
+        return f.read().decode("utf-8")
+
+
+def _changes(previous: Release | None, export: ExportRun, manifest: dict) -> dict[str, Any]:
+    """What changed since the release before: each table's row count, and the rubric."""
+    if previous is None:
+        return {}
+    before = previous.export.counts or {}
+    after = export.counts or {}
+    tables = {t: [before.get(t, 0), after.get(t, 0)] for t in sorted(set(before) | set(after))}
+    changed = {t: v for t, v in tables.items() if v[0] != v[1]}
+    old = json.loads(_stored(previous.export, "study.json")).get("study", {}).get("rubric")
+    new = manifest.get("study", {}).get("rubric")
+    return {"tables": changed} | ({"rubric": [old, new]} if old != new else {})
+
+
+@transaction.atomic
+def create_release(*, study: Study, export: ExportRun, version: str, changelog: str, by: str) -> Release:
+    """Release a finished export of the study as `version` (1, 1.1 or 1.1.0; greater than
+    the study's releases before)."""
+    version, changelog = (version or "").strip(), (changelog or "").strip()
+    if not VERSION_RE.match(version):
+        raise _invalid("version", "a version number such as 1, 1.1 or 1.1.0")
+    if not changelog:
+        raise _invalid("changelog", "say in a line what this release is")
+    if export.study_id != study.pk or export.status != ExportRun.Status.DONE:
+        raise _invalid("export", "a finished export of this study")
+    if export.include_restricted:
+        # The licence gate: a release is public, so it holds only what the export may give away.
+        raise _invalid("export", "this export includes sources whose licence forbids redistribution")
+    Study.objects.select_for_update().filter(pk=study.pk).first()
+    previous = Release.objects.filter(study=study).order_by("-created_at").first()
+    if previous is not None and _version_key(version) <= _version_key(previous.version):
+        raise _invalid("version", f"must be greater than the last release's {previous.version}")
+    manifest = json.loads(_stored(export, "study.json"))
+    return Release.objects.create(
+        study=study,
+        export=export,
+        version=version,
+        changelog=changelog,
+        sha256sums=_stored(export, "SHA256SUMS"),
+        changes=_changes(previous, export, manifest),
+        created_by=by,
+    )
+
+
+def zenodo_metadata(release: Release, *, creators: Sequence[dict], keywords: Sequence[str], related: Sequence[dict]):
+    study = release.study
+    description = (study.description or study.title) + f"\n\nRelease {release.version}: {release.changelog}"
+    return {
+        "upload_type": "dataset",
+        "title": f"{study.title} (release {release.version})",
+        "creators": [{k: v for k, v in c.items() if k in ("name", "affiliation", "orcid") and v} for c in creators],
+        "description": description,
+        "access_right": "open",
+        "license": "cc-by-4.0",
+        "version": release.version,
+        "keywords": list(keywords),
+        "related_identifiers": list(related),
+    }
+
+
+def _check_creators(creators: Sequence[dict]) -> None:
+    if not creators:
+        raise _invalid("creators", "at least one creator, as 'Family, Given'")
+    for creator in creators:
+        name = str(creator.get("name", "")).strip()
+        if "," not in name or len(name) > 200:
+            raise _invalid("creators", f"{name!r}: write a creator as 'Family, Given'")
+
+
+def deposit_on_zenodo(
+    *,
+    release: Release,
+    creators: Sequence[dict],
+    keywords: Sequence[str] = (),
+    related: Sequence[dict] = (),
+    client: Callable[..., ZenodoClient] = ZenodoClient.from_environment,
+) -> Release:
+    """Deposit the release on Zenodo and publish it (or carry on an interrupted deposit);
+    returns the release with its DOI. A refusal is a ZenodoError, recorded on the release."""
+    _check_creators(creators)
+    if release.zenodo_state == Release.Zenodo.PUBLISHED:
+        return release
+
+    def record(call: Call) -> None:
+        RemoteCall.objects.create(
+            release=release,
+            service="zenodo",
+            method=call.method,
+            path=call.path,
+            status=call.status,
+            outcome=call.outcome,
+            attempts=call.attempts,
+        )
+
+    try:
+        with client(record=record) as zenodo:
+            _deposit(zenodo, release, zenodo_metadata(release, creators=creators, keywords=keywords, related=related))
+    except ZenodoError as error:
+        Release.objects.filter(pk=release.pk).update(zenodo_error=error.message)
+        release.zenodo_error = error.message
+        raise
+    return release
+
+
+def _draft(zenodo: ZenodoClient, release: Release) -> dict[str, Any]:
+    """The release's deposition: the one started before, or a new one (a new version of
+    the study's last published release, whose files it then drops)."""
+    if release.zenodo_deposition:
+        return zenodo.get(release.zenodo_deposition)
+    earlier = (
+        Release.objects.filter(study=release.study, zenodo_state=Release.Zenodo.PUBLISHED)
+        .exclude(pk=release.pk)
+        .order_by("-created_at")
+        .first()
+    )
+    draft = zenodo.new_version(earlier.zenodo_deposition) if earlier else zenodo.create()
+    release.zenodo_deposition = draft["id"]
+    release.zenodo_bucket = draft["links"]["bucket"]
+    release.zenodo_concept = str(draft.get("conceptrecid", ""))
+    release.zenodo_state = Release.Zenodo.DRAFT
+    release.save(update_fields=["zenodo_deposition", "zenodo_bucket", "zenodo_concept", "zenodo_state", "updated_at"])
+    return draft
+
+
+def _deposit(zenodo: ZenodoClient, release: Release, metadata: dict[str, Any]) -> None:
+    draft = _draft(zenodo, release)
+    if draft.get("submitted"):  # published before this side heard the answer
+        _published(release, draft)
+        return
+    filename = f"{release.study.slug}-{release.version}.zip"
+    archive = archive_name(study_slug=release.study.slug, export_id=release.export.uuid)
+    with storage.local_copy(storage.exports_storage(), archive) as path:
+        checksum = md5_of(path)
+        present = {f.get("filename"): f for f in draft.get("files", [])}
+        for name, found in present.items():
+            if name != filename:  # a new version starts with the files of the one before
+                zenodo.delete_file(release.zenodo_deposition, found["id"])
+        if present.get(filename, {}).get("checksum") != checksum:
+            zenodo.upload(release.zenodo_bucket, filename, path)
+    zenodo.set_metadata(release.zenodo_deposition, metadata)
+    _published(release, zenodo.publish(release.zenodo_deposition))
+
+
+def _published(release: Release, published: dict[str, Any]) -> None:
+    release.doi = published.get("doi", "")
+    release.zenodo_concept = str(published.get("conceptrecid", release.zenodo_concept))
+    release.zenodo_state = Release.Zenodo.PUBLISHED
+    release.zenodo_error = ""
+    release.save(update_fields=["doi", "zenodo_concept", "zenodo_state", "zenodo_error", "updated_at"])
