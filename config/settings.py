@@ -58,6 +58,7 @@ INSTALLED_APPS = [
     "datasets",
     "literature",
     "recruit",
+    "sso",
     # config's own management command (`prepare`, what `make run` runs before gunicorn).
     "config",
 ]
@@ -137,11 +138,43 @@ AUTH_PASSWORD_VALIDATORS = [
 
 # Every login (the login page, the admin's, POST /api/auth/token/) passes the throttle
 # before Django's password check (annotate/throttling.py, docs/security.md).
-AUTHENTICATION_BACKENDS = ["annotate.throttling.ThrottledModelBackend"]
+AUTHENTICATION_BACKENDS = ["annotate.throttling.ThrottledModelBackend", "sso.oidc.ProviderBackend"]
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"  # study admins and viewers: Studies; raters: their queue
 LOGOUT_REDIRECT_URL = "login"
+
+# Single sign-on (sso/, docs/accounts.md): OpenID Connect providers and a SAML 2.0 identity
+# provider, each shown as a button on the login page; none configured, no button. Secrets
+# come from the environment only. OIDC_PROVIDERS names the providers (keys, e.g. "uni,lab");
+# each has OIDC_<KEY>_ISSUER (its endpoints come from the issuer's discovery document),
+# OIDC_<KEY>_CLIENT_ID, OIDC_<KEY>_CLIENT_SECRET, and optionally OIDC_<KEY>_LABEL (the
+# button) and OIDC_<KEY>_GROUPS_CLAIM (a claim listing the person's groups).
+OIDC_PROVIDERS = {
+    key: {
+        "issuer": env_str(f"OIDC_{key.upper()}_ISSUER").rstrip("/"),
+        "client_id": env_str(f"OIDC_{key.upper()}_CLIENT_ID"),
+        "client_secret": env_str(f"OIDC_{key.upper()}_CLIENT_SECRET"),
+        "label": env_str(f"OIDC_{key.upper()}_LABEL", key),
+        "groups_claim": env_str(f"OIDC_{key.upper()}_GROUPS_CLAIM"),
+    }
+    for key in env_list("OIDC_PROVIDERS", [])
+}
+for _key, _provider in OIDC_PROVIDERS.items():
+    if not (_key.isidentifier() and _provider["issuer"] and _provider["client_id"] and _provider["client_secret"]):
+        raise ImproperlyConfigured(
+            f"OIDC provider {_key!r} needs OIDC_{_key.upper()}_ISSUER, _CLIENT_ID and _CLIENT_SECRET "
+            "(and a key of letters, digits and _)"
+        )
+# Seconds to wait for a provider's answer (discovery, token, keys, userinfo).
+OIDC_TIMEOUT = env_float("OIDC_TIMEOUT", 10.0, positive=True)
+# Sign-in by a provider (OIDC or SAML) for an e-mail address no account has: create an
+# account (on) or refuse and say to ask a study admin for an invitation (off).
+SSO_CREATE_ACCOUNTS = env_bool("SSO_CREATE_ACCOUNTS", False)
+# Groups the provider names mapped to study roles: "group=study-slug:role" items, comma
+# separated (e.g. "lab-raters=pilot:rater,lab-pis=pilot:admin"). Roles are added at each
+# sign-in, never taken away (docs/accounts.md).
+SSO_GROUP_ROLES = env_list("SSO_GROUP_ROLES", [])
 
 LANGUAGE_CODE = "en-gb"
 TIME_ZONE = "UTC"

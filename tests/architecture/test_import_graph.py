@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-APPS = ("config", "core", "stats", "annotate", "recruit", "generation", "literature", "datasets", "analysis")
+APPS = ("config", "core", "stats", "annotate", "recruit", "generation", "literature", "datasets", "analysis", "sso")
 
 # What each app may import of ours (docs/architecture.md). stats, the pure statistics, is
 # at the bottom with core, what every app shares; annotate is the rating domain above them;
@@ -30,7 +30,9 @@ ALLOWED = {
     "generation": {"core", "stats", "annotate", "literature"},
     "datasets": {"core", "stats", "annotate", "recruit"},
     "analysis": {"core", "stats", "annotate", "generation", "literature", "datasets", "recruit"},
-    "config": {"core", "annotate", "generation", "literature", "datasets", "analysis", "recruit"},
+    # sso: sign-in by an institution's provider; it gives accounts through annotate's members.
+    "sso": {"core", "annotate"},
+    "config": {"core", "annotate", "generation", "literature", "datasets", "analysis", "recruit", "sso"},
 }
 # Only these modules may import analysis: the report is at the top, config mounts its pages
 # and API, and `make run`'s master queues the demo's reports (config/demo_reports.py).
