@@ -171,6 +171,26 @@ OIDC_TIMEOUT = env_float("OIDC_TIMEOUT", 10.0, positive=True)
 # Sign-in by a provider (OIDC or SAML) for an e-mail address no account has: create an
 # account (on) or refuse and say to ask a study admin for an invitation (off).
 SSO_CREATE_ACCOUNTS = env_bool("SSO_CREATE_ACCOUNTS", False)
+# One SAML 2.0 identity provider (sso/saml.py): its metadata from a URL (fetched once per
+# process) or a file; SAML_LABEL names the button. This service provider's own metadata is
+# served at /accounts/sso/saml/metadata/, and its entity ID is that URL unless
+# SAML_SP_ENTITY_ID says otherwise. Assertions must be signed. SAML_SP_KEY_FILE and
+# SAML_SP_CERT_FILE (PEM) sign the requests too, when the provider wants that.
+SAML_IDP_METADATA_URL = env_str("SAML_IDP_METADATA_URL")
+SAML_IDP_METADATA_FILE = env_str("SAML_IDP_METADATA_FILE")
+SAML_LABEL = env_str("SAML_LABEL", "your institution")
+SAML_SP_ENTITY_ID = env_str("SAML_SP_ENTITY_ID")
+SAML_SP_KEY_FILE = env_str("SAML_SP_KEY_FILE")
+SAML_SP_CERT_FILE = env_str("SAML_SP_CERT_FILE")
+if bool(SAML_SP_KEY_FILE) != bool(SAML_SP_CERT_FILE):
+    raise ImproperlyConfigured("SAML_SP_KEY_FILE and SAML_SP_CERT_FILE go together")
+# The attributes that carry the person's e-mail address and (optional) groups.
+SAML_EMAIL_ATTRIBUTE = env_str("SAML_EMAIL_ATTRIBUTE", "mail")
+SAML_GROUPS_ATTRIBUTE = env_str("SAML_GROUPS_ATTRIBUTE")
+# Seconds the provider's clock may differ from ours when an assertion's validity is checked.
+SAML_CLOCK_SKEW_SECONDS = env_int("SAML_CLOCK_SKEW_SECONDS", 60, minimum=0)
+# Debian's xmlsec1 (make xmlsec1); found on the PATH when unset.
+SAML_XMLSEC_BINARY = env_str("SAML_XMLSEC_BINARY")
 # Groups the provider names mapped to study roles: "group=study-slug:role" items, comma
 # separated (e.g. "lab-raters=pilot:rater,lab-pis=pilot:admin"). Roles are added at each
 # sign-in, never taken away (docs/accounts.md).
@@ -461,5 +481,11 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     # Django's own console handler (DEBUG only) would write each of its lines a second
     # time beside the root's: its lines reach the console through the root alone.
-    "loggers": {"django": {"handlers": [], "level": "INFO", "propagate": True}},
+    "loggers": {
+        "django": {"handlers": [], "level": "INFO", "propagate": True},
+        # Their debug lines quote tokens and assertions: never below WARNING (sso/).
+        "saml2": {"level": "WARNING"},
+        "mozilla_django_oidc": {"level": "WARNING"},
+        "xmlschema": {"level": "WARNING"},  # pysaml2's schemas: one line per schema loaded
+    },
 }

@@ -45,6 +45,11 @@ class PendingInvitation:
     token: str
 
 
+def saml_configured() -> bool:
+    """Whether a SAML identity provider is configured (its metadata URL or file)."""
+    return bool(settings.SAML_IDP_METADATA_URL or settings.SAML_IDP_METADATA_FILE)
+
+
 def group_roles() -> dict[str, list[tuple[str, str]]]:
     """SSO_GROUP_ROLES as group -> [(study slug, role)]."""
     mapping: dict[str, list[tuple[str, str]]] = {}

@@ -6,15 +6,17 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib import auth
 from django.contrib.auth.views import INTERNAL_RESET_SESSION_TOKEN
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render, resolve_url
+from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.cache import never_cache
+from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
 from annotate.services import members
 from sso import oidc
-from sso.services import PendingInvitation, SignInRefused, uid_to_pk
+from sso.services import PendingInvitation, SignInRefused, saml_configured, uid_to_pk
 
 SESSION_SIGNED_IN = "sso_signed_in"
 
@@ -86,3 +88,68 @@ def sso_logout(request: HttpRequest) -> HttpResponse:
     if not provider_url:
         return redirect(settings.LOGOUT_REDIRECT_URL)
     return render(request, "registration/sso_logout.html", {"provider_url": provider_url})
+
+
+@never_cache
+@require_GET
+def saml_login(request: HttpRequest) -> HttpResponse:
+    if not saml_configured():
+        raise Http404("SAML sign-in is not configured.")
+    # pysaml2 (and its XML schemas) load on the first SAML request, not when the site starts.
+    from sso import saml
+
+    try:
+        invitation = pending_invitation(request)
+    except SignInRefused as exc:
+        return refused(request, exc.message)
+    location, cookie = saml.start(
+        request, next_url=safe_next(request, request.GET.get("next", "")), invitation=invitation
+    )
+    response = redirect(location)
+    # SameSite=None (with Secure) is what lets the provider's cross-site POST carry it; a
+    # browser refuses SameSite=None on a cookie that is not Secure, so plain HTTP (a
+    # development machine, with the provider on the same site) keeps Lax.
+    secure = settings.SESSION_COOKIE_SECURE
+    response.set_cookie(
+        saml.COOKIE,
+        cookie,
+        max_age=saml.REQUEST_MAX_AGE,
+        secure=secure,
+        httponly=True,
+        samesite="None" if secure else "Lax",
+        path=reverse("sso-saml-acs"),
+    )
+    return response
+
+
+@csrf_exempt  # the provider's POST: the signed assertion and this browser's cookie stand in for the token
+@never_cache
+@require_POST
+def saml_acs(request: HttpRequest) -> HttpResponse:
+    if not saml_configured():
+        raise Http404("SAML sign-in is not configured.")
+    # pysaml2 (and its XML schemas) load on the first SAML request, not when the site starts.
+    from sso import saml
+
+    try:
+        user, next_url = saml.finish(request)
+    except SignInRefused as exc:
+        response = refused(request, exc.message)
+    else:
+        auth.login(request, user, backend=settings.AUTHENTICATION_BACKENDS[0])
+        request.session.pop(INTERNAL_RESET_SESSION_TOKEN, None)
+        request.session[SESSION_SIGNED_IN] = {"protocol": "saml"}
+        response = redirect(next_url or resolve_url(settings.LOGIN_REDIRECT_URL))
+    # Used once, refused or not: a replayed answer finds no request to match.
+    response.delete_cookie(saml.COOKIE, path=reverse("sso-saml-acs"))
+    return response
+
+
+@require_GET
+def saml_metadata(request: HttpRequest) -> HttpResponse:
+    if not saml_configured():
+        raise Http404("SAML sign-in is not configured.")
+    # pysaml2 (and its XML schemas) load on the first SAML request, not when the site starts.
+    from sso import saml
+
+    return HttpResponse(saml.metadata(request), content_type="application/samlmetadata+xml")

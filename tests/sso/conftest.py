@@ -9,8 +9,10 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import threading
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -40,17 +42,21 @@ class RunningProvider:
     process: subprocess.Popen
 
 
-def start_node(script: str, port: int, env: dict[str, str], timeout_s: float = 30) -> subprocess.Popen:
-    """Start `node script port` and wait until it prints its "ready" line (or dies)."""
+def start_node(script: str, port: int, env: dict[str, str]) -> subprocess.Popen:
     node = shutil.which("node") or "/usr/bin/node"
     if not (IDP_DIR / "node_modules").is_dir():
         pytest.fail("tests/idp/node_modules is missing: run `make idp` (npm ci in tests/idp)")
+    return start_provider([node, script, str(port)], env)
+
+
+def start_provider(argv: list[str], env: dict[str, str], timeout_s: float = 30) -> subprocess.Popen:
+    """Start a provider in tests/idp and wait until it prints its "ready" line (or dies)."""
     process = subprocess.Popen(
-        [node, script, str(port)],
+        argv,
         cwd=IDP_DIR,
         env={**os.environ, **env},
         stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
+        stderr=open(os.environ.get("SSO_IDP_STDERR", os.devnull), "w"),
         text=True,
     )
     ready = threading.Event()
@@ -64,7 +70,7 @@ def start_node(script: str, port: int, env: dict[str, str], timeout_s: float = 3
     threading.Thread(target=watch, daemon=True).start()
     if not ready.wait(timeout_s) or process.poll() is not None:
         process.kill()
-        pytest.fail(f"{script} did not start on port {port}")
+        pytest.fail(f"{' '.join(argv)} did not start")
     return process
 
 
@@ -108,6 +114,63 @@ def provider_settings(issuer: str, client_id: str = "lab", **extra) -> dict:
 def oidc_settings(settings, oidc_idp):
     """The platform configured with the test provider as "uni"."""
     settings.OIDC_PROVIDERS = {"uni": provider_settings(oidc_idp.issuer)}
+    settings.SSO_CREATE_ACCOUNTS = False
+    settings.SSO_GROUP_ROLES = []
+    return settings
+
+
+def write_key_and_certificate(folder: Path) -> tuple[Path, Path]:
+    """A fresh RSA key and its self-signed certificate (PEM), as a provider's signing pair."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from cryptography.x509.oid import NameOID
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "test-idp")])
+    now = datetime.now(UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(days=1))
+        .not_valid_after(now + timedelta(days=30))
+        .sign(key, hashes.SHA256())
+    )
+    key_path, cert_path = folder / "idp.key", folder / "idp.crt"
+    key_path.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    return key_path, cert_path
+
+
+@pytest.fixture(scope="session")
+def saml_idp(live_server, tmp_path_factory):
+    if not shutil.which("xmlsec1"):
+        pytest.fail("xmlsec1 is missing: run `make xmlsec1` (apt-get install xmlsec1)")
+    key, cert = write_key_and_certificate(tmp_path_factory.mktemp("saml-idp"))
+    port = free_port()
+    acs = [f"{base}/accounts/sso/saml/acs/" for base in ("http://testserver", live_server.url)]
+    process = start_provider(
+        [sys.executable, str(IDP_DIR / "saml_idp.py"), str(port)],
+        {"IDP_KEY": str(key), "IDP_CERT": str(cert), "IDP_ACCOUNTS": json.dumps(ACCOUNTS), "IDP_ACS": json.dumps(acs)},
+    )
+    yield RunningProvider(issuer=f"http://localhost:{port}", process=process)
+    process.terminate()
+    process.wait(timeout=10)
+
+
+@pytest.fixture
+def saml_settings(settings, saml_idp):
+    """The platform configured with the test SAML provider."""
+    settings.SAML_IDP_METADATA_URL = f"{saml_idp.issuer}/metadata"
+    settings.SAML_IDP_METADATA_FILE = ""
+    settings.SAML_LABEL = "Test university"
+    settings.SAML_GROUPS_ATTRIBUTE = "groups"
+    settings.OIDC_PROVIDERS = {}
     settings.SSO_CREATE_ACCOUNTS = False
     settings.SSO_GROUP_ROLES = []
     return settings

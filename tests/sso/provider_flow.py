@@ -50,3 +50,21 @@ def code_for(issuer: str, *, client_id: str, redirect_uri: str, login: str, nonc
     )
     back = sign_in_at_provider(f"{issuer}/auth?{query}", login)
     return parse_qs(urlsplit(back).query)["code"][0]
+
+
+def saml_answer(redirect_url: str, login: str, *, variant: str = "") -> dict[str, str]:
+    """The SAML provider's answer for `login` to the request in `redirect_url`: the fields
+    of the form its page posts to the platform (SAMLResponse, RelayState), and its action."""
+    s = requests.Session()
+    url = redirect_url + (f"&variant={variant}" if variant else "")
+    form_page = s.get(url, timeout=10)
+    form_page.raise_for_status()
+    fields = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', form_page.text))
+    fields = {name: html.unescape(value) for name, value in fields.items()}
+    action = urljoin(url, re.search(r'<form[^>]*action="([^"]+)"', form_page.text).group(1))
+    answer = s.post(action, data={**fields, "login": login, "password": "any password"}, timeout=10)
+    answer.raise_for_status()
+    posted = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', answer.text))
+    posted = {name: html.unescape(value) for name, value in posted.items()}
+    posted["action"] = html.unescape(re.search(r'<form[^>]*action="([^"]+)"', answer.text).group(1))
+    return posted
