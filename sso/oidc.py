@@ -39,6 +39,7 @@ FLOW_MAX_AGE = 600
 # Flows kept per session (several tabs may sign in at once); the oldest go first.
 FLOWS_KEPT = 5
 SIGNING_ALGORITHMS = ["RS256", "ES256", "PS256"]
+BACKEND = "sso.oidc.ProviderBackend"
 
 
 @dataclass(frozen=True)
@@ -154,7 +155,7 @@ def finish(request) -> SignedIn:
     invitation = PendingInvitation(*flow["invitation"]) if flow["invitation"] else None
     try:
         user = auth.authenticate(
-            request, oidc_provider=prov, nonce=flow["nonce"], code_verifier=flow["verifier"], invitation=invitation
+            request, oidc_provider=prov.key, nonce=flow["nonce"], code_verifier=flow["verifier"], invitation=invitation
         )
     except (requests.RequestException, SuspiciousOperation, ValueError) as exc:
         # The exception's text may quote the provider's answer: only its kind is logged.
@@ -181,7 +182,8 @@ def logout_url(request, key: str) -> str:
 class ProviderBackend(OIDCAuthenticationBackend):
     """mozilla-django-oidc's backend for the provider a callback names. It answers only
     authenticate() calls that carry `oidc_provider` (a password login passes it by), and
-    grants no permission of its own (annotate.throttling's ModelBackend does)."""
+    grants no permission of its own (annotate.throttling's ModelBackend does). Sessions
+    signed in by a provider, OIDC or SAML, name it (BACKEND)."""
 
     def __init__(self, *args, **kwargs):
         # The library's __init__ reads one provider from settings; ours is per call.
@@ -205,10 +207,12 @@ class ProviderBackend(OIDCAuthenticationBackend):
             return per_provider[attr]
         return import_from_settings(attr, *args)
 
-    def authenticate(self, request, oidc_provider: Provider | None = None, invitation=None, **kwargs):
+    def authenticate(self, request, oidc_provider: str | None = None, invitation=None, **kwargs):
+        # The provider by its key: Django hands the credentials to user_login_failed's
+        # receivers, and the client secret is not theirs to see.
         if oidc_provider is None or request is None:
             return None
-        self.configure(oidc_provider)
+        self.configure(provider(oidc_provider))
         self.invitation = invitation
         return super().authenticate(request, **kwargs)
 
@@ -222,12 +226,6 @@ class ProviderBackend(OIDCAuthenticationBackend):
         self.OIDC_RP_CLIENT_SECRET = prov.client_secret
         self.OIDC_RP_SIGN_ALGO = "RS256"
         self.OIDC_RP_IDP_SIGN_KEY = None
-
-    def retrieve_matching_jwk(self, token):
-        # The library's lookup also wants the key's algorithm to be the one configured;
-        # the token names its own, checked against SIGNING_ALGORITHMS when decoded.
-        self.OIDC_RP_SIGN_ALGO = jwt.get_unverified_header(token).get("alg", "")
-        return super().retrieve_matching_jwk(token)
 
     def get_payload_data(self, token, key):
         """The ID token's claims, checked: signed by the provider's key with an asymmetric
@@ -273,3 +271,9 @@ class ProviderBackend(OIDCAuthenticationBackend):
 
     def get_all_permissions(self, user_obj, obj=None):
         return set()
+
+    def get_user(self, user_id):
+        # The library's get_user also returns a switched-off account: a session signed in
+        # by a provider ends when the account is switched off, as a password session does.
+        user = super().get_user(user_id)
+        return user if user is not None and self.user_can_authenticate(user) else None

@@ -101,7 +101,10 @@ def account_for(*, identity: Identity, invitation: PendingInvitation | None = No
         raise SignInRefused("This account is switched off: ask an administrator of this site.")
     if user.is_staff or user.is_superuser:
         raise SignInRefused("Staff and administrator accounts log in with their password.")
-    add_group_roles(user=user, groups=identity.groups)
+    try:
+        add_group_roles(user=user, groups=identity.groups)
+    except ApplicationError as exc:  # a participant account of another study
+        raise SignInRefused(exc.message) from None
     return user
 
 

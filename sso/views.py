@@ -3,6 +3,9 @@ and sign out here and at the provider (docs/accounts.md)."""
 
 from __future__ import annotations
 
+import logging
+
+import requests
 from django.conf import settings
 from django.contrib import auth
 from django.contrib.auth.views import INTERNAL_RESET_SESSION_TOKEN
@@ -17,6 +20,8 @@ from django.views.decorators.http import require_GET, require_POST
 from annotate.services import members
 from sso import oidc
 from sso.services import PendingInvitation, SignInRefused, saml_configured, uid_to_pk
+
+logger = logging.getLogger(__name__)
 
 SESSION_SIGNED_IN = "sso_signed_in"
 
@@ -50,7 +55,11 @@ def pending_invitation(request: HttpRequest) -> PendingInvitation | None:
 @never_cache
 @require_GET
 def oidc_login(request: HttpRequest, key: str) -> HttpResponse:
-    prov = oidc.provider(key)
+    try:
+        prov = oidc.provider(key)
+    except (requests.RequestException, ValueError, KeyError) as exc:
+        logger.warning("OIDC provider %s unreachable: %s", key, type(exc).__name__)
+        return refused(request, "The sign-in service cannot be reached now: try again later.", status=503)
     try:
         invitation = pending_invitation(request)
     except SignInRefused as exc:
@@ -83,7 +92,11 @@ def sso_logout(request: HttpRequest) -> HttpResponse:
     signed_in = request.session.get(SESSION_SIGNED_IN) or {}
     provider_url = ""
     if signed_in.get("protocol") == "oidc" and signed_in.get("provider") in settings.OIDC_PROVIDERS:
-        provider_url = oidc.logout_url(request, signed_in["provider"])
+        try:
+            provider_url = oidc.logout_url(request, signed_in["provider"])
+        except (requests.RequestException, ValueError, KeyError) as exc:
+            # Signed out here all the same; the provider's session ends on its own.
+            logger.warning("OIDC provider %s unreachable at sign-out: %s", signed_in["provider"], type(exc).__name__)
     auth.logout(request)
     if not provider_url:
         return redirect(settings.LOGOUT_REDIRECT_URL)
@@ -136,7 +149,7 @@ def saml_acs(request: HttpRequest) -> HttpResponse:
     except SignInRefused as exc:
         response = refused(request, exc.message)
     else:
-        auth.login(request, user, backend=settings.AUTHENTICATION_BACKENDS[0])
+        auth.login(request, user, backend=oidc.BACKEND)
         request.session.pop(INTERNAL_RESET_SESSION_TOKEN, None)
         request.session[SESSION_SIGNED_IN] = {"protocol": "saml"}
         response = redirect(next_url or resolve_url(settings.LOGIN_REDIRECT_URL))

@@ -56,7 +56,7 @@ def start_provider(argv: list[str], env: dict[str, str], timeout_s: float = 30) 
         cwd=IDP_DIR,
         env={**os.environ, **env},
         stdout=subprocess.PIPE,
-        stderr=open(os.environ.get("SSO_IDP_STDERR", os.devnull), "w"),
+        stderr=subprocess.DEVNULL,
         text=True,
     )
     ready = threading.Event()

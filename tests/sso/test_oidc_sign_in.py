@@ -17,7 +17,7 @@ from annotate.models import StudyMembership
 from annotate.services import members
 from sso import oidc
 from tests.factories import StudyFactory, UserFactory
-from tests.sso.conftest import CLIENT_SECRET, provider_settings
+from tests.sso.conftest import CLIENT_SECRET, free_port, provider_settings
 from tests.sso.provider_flow import code_for, sign_in_at_provider
 
 pytestmark = pytest.mark.django_db
@@ -54,6 +54,22 @@ def test_verified_address_signs_in_the_account_that_has_it(client, oidc_settings
     assert response.status_code == 302 and response["Location"] == "/"
     assert signed_in_user(client) == ana
     assert client.session["sso_signed_in"] == {"protocol": "oidc", "provider": "uni"}
+
+
+def test_switching_the_account_off_ends_its_provider_session(client, oidc_settings):
+    ana = UserFactory(username="ana", email="ana@uni.example")
+    sign_in(client, "ana")
+    assert client.get("/accounts/").status_code == 200
+    ana.is_active = False
+    ana.save(update_fields=["is_active"])
+    assert client.get("/accounts/").status_code == 302
+
+
+def test_an_unreachable_provider_is_a_page_not_an_error(client, oidc_settings):
+    oidc_settings.OIDC_PROVIDERS = {"down": provider_settings(f"http://127.0.0.1:{free_port()}")}
+    response = client.get(reverse("sso-oidc-login", args=["down"]))
+    assert response.status_code == 503
+    assert "cannot be reached" in response.content.decode()
 
 
 def test_replayed_state_is_refused(client, oidc_settings, django_user_model):
