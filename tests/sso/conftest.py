@@ -1,6 +1,7 @@
 """Real identity providers for the SSO tests, each started as its own process on a free
 port and stopped after the tests: the npm package oidc-provider under Node.js
-(tests/idp/oidc_idp.mjs). The browser fixtures are tests/browser's."""
+(tests/idp/oidc_idp.mjs) and pysaml2's IdP (tests/idp/saml_idp.py). The browser tests
+(tests/browser/test_sso_*_browser.py) import these fixtures."""
 
 from __future__ import annotations
 
@@ -16,8 +17,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-
-from tests.browser.conftest import browser, page, server_gate  # noqa: F401 (fixtures)
 
 IDP_DIR = Path(__file__).resolve().parents[1] / "idp"
 CLIENT_SECRET = "lab-client-secret-for-the-tests-only-0123456789"

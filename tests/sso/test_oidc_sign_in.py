@@ -1,5 +1,5 @@
 """OpenID Connect sign-in against a real provider (oidc-provider under Node.js): the
-account rules and the refused cases. The browser path is test_oidc_browser.py."""
+account rules and the refused cases. The browser path is tests/browser/test_sso_oidc_browser.py."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """SAML 2.0 sign-in against a real identity provider (pysaml2's IdP, signing with
 xmlsec1): the account rules and the refused answers. The browser path is
-test_saml_browser.py."""
+tests/browser/test_sso_saml_browser.py."""
 
 from __future__ import annotations
 

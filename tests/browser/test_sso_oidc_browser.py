@@ -6,11 +6,13 @@ import re
 import pytest
 
 from tests.factories import AssignmentFactory, StudyFactory, SummaryFactory, UserFactory
+from tests.sso.conftest import oidc_idp, oidc_settings  # noqa: F401 (the provider's fixtures)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def test_rater_signs_in_with_the_provider_and_reaches_the_queue(page, live_server, oidc_settings):
+@pytest.mark.usefixtures("oidc_settings")
+def test_rater_signs_in_with_the_provider_and_reaches_the_queue(page, live_server):
     rater = UserFactory(username="ana", email="ana@uni.example")
     study = StudyFactory(title="SSO study")
     AssignmentFactory(summary=SummaryFactory(source__study=study), rater=rater, position=0)

@@ -6,11 +6,13 @@ import re
 import pytest
 
 from tests.factories import AssignmentFactory, StudyFactory, SummaryFactory, UserFactory
+from tests.sso.conftest import saml_idp, saml_settings  # noqa: F401 (the provider's fixtures)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def test_rater_signs_in_with_saml_and_reaches_the_queue(page, live_server, saml_settings):
+@pytest.mark.usefixtures("saml_settings")
+def test_rater_signs_in_with_saml_and_reaches_the_queue(page, live_server):
     rater = UserFactory(username="ana", email="ana@uni.example")
     study = StudyFactory(title="SAML study")
     AssignmentFactory(summary=SummaryFactory(source__study=study), rater=rater, position=0)
