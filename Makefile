@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PORT ?= 8000
 
-.PHONY: static run dev test test-ml bench bench-peers install install-dev install-ml migrate demo serve lint chromium clean local-llm local-llm-install test-llm
+.PHONY: static run dev test idp xmlsec1 test-ml bench bench-peers install install-dev install-ml migrate demo serve lint chromium clean local-llm local-llm-install test-llm
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -84,7 +84,27 @@ chromium:
 	  fi; \
 	fi
 
-test: install-dev chromium
+# The SSO tests (tests/sso/) start real identity providers: the npm package oidc-provider
+# under Node.js, installed at the versions of tests/idp/package-lock.json (npm ci), and
+# pysaml2's, which signs and checks with Debian's xmlsec1 (as the platform's SAML does).
+IDP_DIR := tests/idp
+$(IDP_DIR)/node_modules/.package-lock.json: $(IDP_DIR)/package.json $(IDP_DIR)/package-lock.json
+	@command -v node >/dev/null 2>&1 || { echo "The SSO tests need Node.js 20 or later (apt-get install nodejs npm)." >&2; exit 1; }
+	cd $(IDP_DIR) && npm ci --no-audit --no-fund --silent
+idp: $(IDP_DIR)/node_modules/.package-lock.json
+
+xmlsec1:
+	@if ! command -v xmlsec1 >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "Installing Debian's xmlsec1 for SAML..."; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq xmlsec1 >/dev/null; \
+	  else \
+	    echo "SAML needs xmlsec1: run 'sudo apt-get install xmlsec1'." >&2; \
+	    exit 1; \
+	  fi; \
+	fi
+
+test: install-dev chromium idp xmlsec1
 	$(BIN)/python -m pytest
 
 # The tests that need the optional ML extra.

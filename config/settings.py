@@ -59,6 +59,7 @@ INSTALLED_APPS = [
     "literature",
     "recruit",
     "planning",
+    "sso",
     # config's own management command (`prepare`, what `make run` runs before gunicorn).
     "config",
 ]
@@ -138,11 +139,63 @@ AUTH_PASSWORD_VALIDATORS = [
 
 # Every login (the login page, the admin's, POST /api/auth/token/) passes the throttle
 # before Django's password check (annotate/throttling.py, docs/security.md).
-AUTHENTICATION_BACKENDS = ["annotate.throttling.ThrottledModelBackend"]
+AUTHENTICATION_BACKENDS = ["annotate.throttling.ThrottledModelBackend", "sso.oidc.ProviderBackend"]
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"  # study admins and viewers: Studies; raters: their queue
 LOGOUT_REDIRECT_URL = "login"
+
+# Single sign-on (sso/, docs/accounts.md): OpenID Connect providers and a SAML 2.0 identity
+# provider, each shown as a button on the login page; none configured, no button. Secrets
+# come from the environment only. OIDC_PROVIDERS names the providers (keys, e.g. "uni,lab");
+# each has OIDC_<KEY>_ISSUER (its endpoints come from the issuer's discovery document),
+# OIDC_<KEY>_CLIENT_ID, OIDC_<KEY>_CLIENT_SECRET, and optionally OIDC_<KEY>_LABEL (the
+# button) and OIDC_<KEY>_GROUPS_CLAIM (a claim listing the person's groups).
+OIDC_PROVIDERS = {
+    key: {
+        "issuer": env_str(f"OIDC_{key.upper()}_ISSUER").rstrip("/"),
+        "client_id": env_str(f"OIDC_{key.upper()}_CLIENT_ID"),
+        "client_secret": env_str(f"OIDC_{key.upper()}_CLIENT_SECRET"),
+        "label": env_str(f"OIDC_{key.upper()}_LABEL", key),
+        "groups_claim": env_str(f"OIDC_{key.upper()}_GROUPS_CLAIM"),
+    }
+    for key in env_list("OIDC_PROVIDERS", [])
+}
+for _key, _provider in OIDC_PROVIDERS.items():
+    if not (_key.isidentifier() and _provider["issuer"] and _provider["client_id"] and _provider["client_secret"]):
+        raise ImproperlyConfigured(
+            f"OIDC provider {_key!r} needs OIDC_{_key.upper()}_ISSUER, _CLIENT_ID and _CLIENT_SECRET "
+            "(and a key of letters, digits and _)"
+        )
+# Seconds to wait for a provider's answer (discovery, token, keys, userinfo).
+OIDC_TIMEOUT = env_float("OIDC_TIMEOUT", 10.0, positive=True)
+# Sign-in by a provider (OIDC or SAML) for an e-mail address no account has: create an
+# account (on) or refuse and say to ask a study admin for an invitation (off).
+SSO_CREATE_ACCOUNTS = env_bool("SSO_CREATE_ACCOUNTS", False)
+# One SAML 2.0 identity provider (sso/saml.py): its metadata from a URL (fetched once per
+# process) or a file; SAML_LABEL names the button. This service provider's own metadata is
+# served at /accounts/sso/saml/metadata/, and its entity ID is that URL unless
+# SAML_SP_ENTITY_ID says otherwise. Assertions must be signed. SAML_SP_KEY_FILE and
+# SAML_SP_CERT_FILE (PEM) sign the requests too, when the provider wants that.
+SAML_IDP_METADATA_URL = env_str("SAML_IDP_METADATA_URL")
+SAML_IDP_METADATA_FILE = env_str("SAML_IDP_METADATA_FILE")
+SAML_LABEL = env_str("SAML_LABEL", "your institution")
+SAML_SP_ENTITY_ID = env_str("SAML_SP_ENTITY_ID")
+SAML_SP_KEY_FILE = env_str("SAML_SP_KEY_FILE")
+SAML_SP_CERT_FILE = env_str("SAML_SP_CERT_FILE")
+if bool(SAML_SP_KEY_FILE) != bool(SAML_SP_CERT_FILE):
+    raise ImproperlyConfigured("SAML_SP_KEY_FILE and SAML_SP_CERT_FILE go together")
+# The attributes that carry the person's e-mail address and (optional) groups.
+SAML_EMAIL_ATTRIBUTE = env_str("SAML_EMAIL_ATTRIBUTE", "mail")
+SAML_GROUPS_ATTRIBUTE = env_str("SAML_GROUPS_ATTRIBUTE")
+# Seconds the provider's clock may differ from ours when an assertion's validity is checked.
+SAML_CLOCK_SKEW_SECONDS = env_int("SAML_CLOCK_SKEW_SECONDS", 60, minimum=0)
+# Debian's xmlsec1 (make xmlsec1); found on the PATH when unset.
+SAML_XMLSEC_BINARY = env_str("SAML_XMLSEC_BINARY")
+# Groups the provider names mapped to study roles: "group=study-slug:role" items, comma
+# separated (e.g. "lab-raters=pilot:rater,lab-pis=pilot:admin"). Roles are added at each
+# sign-in, never taken away (docs/accounts.md).
+SSO_GROUP_ROLES = env_list("SSO_GROUP_ROLES", [])
 
 LANGUAGE_CODE = "en-gb"
 TIME_ZONE = "UTC"
@@ -429,5 +482,11 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     # Django's own console handler (DEBUG only) would write each of its lines a second
     # time beside the root's: its lines reach the console through the root alone.
-    "loggers": {"django": {"handlers": [], "level": "INFO", "propagate": True}},
+    "loggers": {
+        "django": {"handlers": [], "level": "INFO", "propagate": True},
+        # Their debug lines quote tokens and assertions: never below WARNING (sso/).
+        "saml2": {"level": "WARNING"},
+        "mozilla_django_oidc": {"level": "WARNING"},
+        "xmlschema": {"level": "WARNING"},  # pysaml2's schemas: one line per schema loaded
+    },
 }

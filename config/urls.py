@@ -44,6 +44,8 @@ urlpatterns = [
         name="invite-accept",
     ),
     path("accounts/", account_views.account_page, name="account"),
+    # Single sign-on: OpenID Connect and SAML 2.0 (sso/, docs/accounts.md).
+    path("accounts/sso/", include("sso.urls")),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("rate/", include("annotate.urls")),

@@ -265,6 +265,39 @@ def invite_member(*, study: Study, email: str, role: str, invited_by, username: 
     return invitation
 
 
+@transaction.atomic
+def accept_invitation_by_sign_in(*, account, token: str, email: str):
+    """Accept an invitation by signing in with the institution's identity provider instead
+    of setting a password (sso/, docs/accounts.md). `token` is the invitation's, `email` the
+    address the provider vouched for. The link must still be valid for `account` and pass
+    `set_password_link_refusal`, as when a password is set through it; the account keeps no
+    usable password and takes the provider's address (refused when another account has it),
+    so later sign-ins find it by that address. The caller logs the account in, which sets
+    its last login and so ends the link."""
+    grant = invitation_tokens.grant(account, token)
+    if grant is None:
+        raise MemberError("This invitation link is not valid: it has been used already, or it has expired.")
+    refusal = set_password_link_refusal(account=account, study=grant.study, issuer=grant.issuer)
+    if refusal is not None:
+        raise MemberError(f"This invitation no longer works: {refusal.reason}. {refusal.remedy}")
+    users = get_user_model().objects
+    if users.filter(email__iexact=email).exclude(pk=account.pk).exists():
+        raise MemberError(
+            "Another account has the address your provider gave: sign in with the provider "
+            "from the login page instead, or ask your study admin."
+        )
+    if account.email != email:
+        account.email = email
+        account.save(update_fields=["email"])
+    return account
+
+
+def create_signed_in_account(*, email: str):
+    """A new account for a person a provider signed in (SSO_CREATE_ACCOUNTS): a username
+    from the address, no usable password, no role (a study admin or SSO_GROUP_ROLES gives one)."""
+    return get_user_model().objects.create_user(username=_username_for(email), email=email, password=None)
+
+
 def reissue_invitation(*, study: Study, user, invited_by, request=None) -> Invitation:
     """A new set-password link for a member who has not set a password yet (an older link
     keeps working until then), on the terms of set_password_link_refusal."""

@@ -23,6 +23,7 @@ APPS = (
     "literature",
     "datasets",
     "analysis",
+    "sso",
 )
 
 # What each app may import of ours (docs/architecture.md). stats, the pure statistics, is
@@ -43,7 +44,9 @@ ALLOWED = {
     "generation": {"core", "stats", "annotate", "literature"},
     "datasets": {"core", "stats", "annotate", "recruit", "planning"},
     "analysis": {"core", "stats", "annotate", "generation", "literature", "datasets", "recruit", "planning"},
-    "config": {"core", "annotate", "generation", "literature", "datasets", "analysis", "recruit", "planning"},
+    # sso: sign-in by an institution's provider; it gives accounts through annotate's members.
+    "sso": {"core", "annotate"},
+    "config": {"core", "annotate", "generation", "literature", "datasets", "analysis", "recruit", "planning", "sso"},
 }
 # Only these modules may import analysis: the report is at the top, config mounts its pages
 # and API, and `make run`'s master queues the demo's reports (config/demo_reports.py).
