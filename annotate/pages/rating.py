@@ -11,6 +11,7 @@ from typing import Any
 from django.urls import reverse
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
+from django.utils.translation import gettext
 
 from annotate.models import Assignment, ItemFlag, Revision, Source, Study, Summary
 from annotate.pages import page_context
@@ -163,7 +164,7 @@ def rating_page(user, assignment: Assignment, *, refused: RefusedPost | None = N
         keys_hint=keys_hint(definition, findings, claims) if compared is None else COMPARISON_KEYS_HINT,
         flags=item_flags_shown(assignment),
         paused=paused,
-        paused_message=ratings.PAUSED_MESSAGE,
+        paused_message=gettext(ratings.PAUSED_MESSAGE),
         compared=compared,
     )
 

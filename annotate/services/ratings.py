@@ -13,6 +13,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from annotate.models import (
     Assignment,
@@ -63,7 +64,8 @@ def _check_not_paused(assignment: Assignment) -> None:
         raise PausedError(PAUSED_MESSAGE)
 
 
-PAUSED_MESSAGE = (
+# Marked for the catalogue only: the API's error stays English, the pages translate it.
+PAUSED_MESSAGE = gettext_noop(
     "The study admin has paused your work on this study: your answers so far are kept, "
     "and you can go on when they resume you."
 )
