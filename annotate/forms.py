@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.core.validators import MaxLengthValidator, ProhibitNullCharactersValidator
 from django.forms.fields import InvalidJSONInput
 from django.http import QueryDict
@@ -386,6 +387,17 @@ class StudySettingsForm(forms.Form):
         help_text="The quality monitor flags an item submitted in less active time as too fast "
         "(besides the rule relative to the batch's median; 0 seconds is always too fast).",
     )
+    # The choices are settings.LANGUAGES, read when the form is made (not at import time).
+    language = forms.ChoiceField(
+        label="Language of the raters' pages",
+        required=False,
+        help_text="The rater pages of this study in this language, unless a rater picks another with the "
+        "page's language switcher. Empty: each rater's browser language (docs/languages.md).",
+    )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["language"].choices = [("", "Each rater's own"), *settings.LANGUAGES]
 
 
 class RubricUploadForm(forms.Form):
