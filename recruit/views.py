@@ -11,10 +11,12 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotate.forms import answers_from_post
+from annotate.languages import activate_study_language
 from annotate.models import Study, StudyMembership
 from annotate.rubrics import AnswerValidationError
 from annotate.selectors.access import get_study_for_admin
@@ -127,6 +129,7 @@ def next_step(request, slug):
 @require_http_methods(["GET", "POST"])
 def consent(request, slug):
     study, participant = _rater_study(request, slug)
+    activate_study_language(request, study)
     version = selectors.current_consent(study=study)
     if version is None:
         return flow.next_page(request, study, participant)
@@ -134,7 +137,7 @@ def consent(request, slug):
     if request.method == "POST":
         choice = request.POST.get("decision")
         if choice not in ("accept", "decline"):
-            error, status = "decision: choose to accept or decline", 400
+            error, status = _("decision: choose to accept or decline"), 400
         else:
             try:
                 services.record_consent(
@@ -149,8 +152,10 @@ def consent(request, slug):
                 if choice == "decline" and participant is None:
                     messages.info(
                         request,
-                        "You declined: this study will not show you items. Your open items were "
-                        "handed back to the study admin.",
+                        _(
+                            "You declined: this study will not show you items. Your open items were "
+                            "handed back to the study admin."
+                        ),
                     )
                 return _after(request, study, participant)
     declined = selectors.onboarding_step(study=study, rater=request.user) == selectors.DECLINED
@@ -179,6 +184,7 @@ def _after(request, study, participant):
 @require_http_methods(["GET", "POST"])
 def instructions(request, slug):
     study, participant = _rater_study(request, slug)
+    activate_study_language(request, study)
     onboarding = Onboarding.objects.filter(study=study).first()
     if onboarding is None or not onboarding.instructions:
         return flow.next_page(request, study, participant)
@@ -187,7 +193,7 @@ def instructions(request, slug):
     services.open_instructions(study=study, rater=request.user)
     if request.method == "POST":
         if request.POST.get("acknowledge") != "yes":
-            error, status = "acknowledge: tick the box to confirm you have read the instructions", 400
+            error, status = _("acknowledge: tick the box to confirm you have read the instructions"), 400
         else:
             try:
                 services.acknowledge_instructions(study=study, rater=request.user)
@@ -208,6 +214,7 @@ def instructions(request, slug):
 @require_http_methods(["GET", "POST"])
 def questionnaire(request, slug):
     study, participant = _rater_study(request, slug)
+    activate_study_language(request, study)
     onboarding = Onboarding.objects.filter(study=study).first()
     definition = selectors.questionnaire_definition(onboarding)
     if definition is None:
@@ -260,6 +267,7 @@ def done(request):
         raise Http404("No such page.")
     if not participant.outcome:
         return redirect("recruit:next", slug=participant.study.slug)
+    activate_study_language(request, participant.study)
     code, url = services.completion(participant)
     return render(request, "recruit/done.html", {"participant": participant, "code": code, "return_url": url})
 
@@ -278,6 +286,7 @@ def leave(request):
     if request.method == "POST":
         services.finish_participation(participant=participant, outcome=Participant.Outcome.LEFT)
         return redirect("recruit:done")
+    activate_study_language(request, participant.study)
     code = participant.link.left_code or participant.link.screenout_code
     return render(request, "recruit/leave.html", {"participant": participant, "code": code})
 
@@ -291,6 +300,7 @@ def not_passed(request, slug):
     study admin may have allowed a retry meanwhile, e.g. after a question); "Leave the
     study" ends their participation with the screen-out code."""
     study, participant = _rater_study(request, slug)
+    activate_study_language(request, study)
     if participant is None:
         raise Http404("No such page.")
     gate = qualification_status(study=study, rater=request.user)
