@@ -15,6 +15,9 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.utils.translation import gettext_noop
+
+from annotate.rubric_translations import TranslationProblem, parse_translations, translate
 from core.exceptions import ApplicationError
 from core.text_validation import MAX_RATIONALE_CHARS, find_problem
 
@@ -272,7 +275,7 @@ def _require(condition: bool, where: str, message: str) -> None:
 # The keys each level of a rubric file may hold (docs/rubric-format.md). Any other key is
 # refused, naming the closest known one: a misspelt `requird: true` would otherwise leave
 # the question quietly optional.
-TOP_KEYS = ("key", "title", "questions", "rules")
+TOP_KEYS = ("key", "title", "questions", "rules", "translations")
 QUESTION_KEYS = (
     "key",
     "kind",
@@ -525,6 +528,8 @@ class RubricDefinition:
     questions: tuple[Question, ...]
     raw: dict
     rules: tuple = ()
+    # Language -> the rubric's texts in it (annotate.rubric_translations).
+    translations: dict = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, raw: Any, *, known_keys_only: bool = False) -> RubricDefinition:
@@ -547,7 +552,16 @@ class RubricDefinition:
         _require(not duplicates, "rubric", f"duplicate question keys: {', '.join(duplicates)}")
         _require(sum(q.shortcut_digits for q in questions) <= 1, "rubric", "only one question may take digit shortcuts")
         rules = _parse_rules(raw.get("rules"), questions)
-        return cls(key=key, title=title, questions=questions, raw=raw, rules=rules)
+        try:
+            translations = parse_translations(raw.get("translations"), questions, rules)
+        except TranslationProblem as exc:
+            raise RubricDefinitionError(str(exc)) from None
+        return cls(key=key, title=title, questions=questions, raw=raw, rules=rules, translations=translations)
+
+    def translated(self, language: str) -> RubricDefinition:
+        """This definition with its texts in `language` where the rubric translates them
+        (docs/rubric-format.md#translations); keys, values and the content hash unchanged."""
+        return translate(self, language)
 
     @property
     def content_hash(self) -> str:
@@ -651,7 +665,8 @@ class RubricDefinition:
                 errors[q.key] = "is asked of comparisons only" if q.about_comparisons else "is not asked of comparisons"
                 continue
             if value is None and final_here and q.required and asked:
-                errors[q.key] = "an answer is required"
+                # Marked for the catalogue: the rating page shows it in the page's language.
+                errors[q.key] = gettext_noop("an answer is required")
                 continue
             if value is not None:
                 values[q.key] = value
