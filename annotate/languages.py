@@ -13,7 +13,17 @@ from django.utils import translation
 
 def activate_study_language(request, study) -> None:
     """Show this request's page in the study's language, unless the rater picked one."""
-    if not study.language or translation.check_for_language(request.COOKIES.get(settings.LANGUAGE_COOKIE_NAME, "")):
+    if not study.language or _picked_language(request):
         return
     translation.activate(study.language)
     request.LANGUAGE_CODE = translation.get_language()
+
+
+def _picked_language(request) -> bool:
+    """Whether the rater's cookie names a language of settings.LANGUAGES (set_language
+    stores any language Django knows; LocaleMiddleware ignores the others, and so do we)."""
+    try:
+        translation.get_supported_language_variant(request.COOKIES.get(settings.LANGUAGE_COOKIE_NAME) or "")
+    except LookupError:
+        return False
+    return True
