@@ -17,6 +17,7 @@ from django.conf import settings
 from django.core.validators import MaxLengthValidator, ProhibitNullCharactersValidator
 from django.forms.fields import InvalidJSONInput
 from django.http import QueryDict
+from django.utils.translation import gettext, gettext_lazy
 
 from annotate.models import Batch, ExpectedAnswer
 from annotate.rubrics import AnswerValidationError, RubricDefinition
@@ -71,7 +72,9 @@ def answers_from_post(
             try:
                 answers[q.key] = loads(raw, field=q.key)
             except json.JSONDecodeError:
-                raise AnswerValidationError({q.key: "the highlights could not be read; reload the page"}) from None
+                raise AnswerValidationError(
+                    {q.key: gettext("the highlights could not be read; reload the page")}
+                ) from None
             except InvalidTextError as exc:
                 raise AnswerValidationError({q.key: exc.problem}) from None
             continue
@@ -159,11 +162,12 @@ class RateActionForm(ActionForm):
     ACTIONS = (("save", "Save draft"), ("submit", "Submit"), ("skip", "Skip"), ("reopen", "Change my answer"))
 
     action = forms.ChoiceField(choices=ACTIONS, required=False)
+    # The rater reads these on the rating page, in its language (docs/languages.md).
     version = forms.IntegerField(
-        min_value=0, error_messages={"required": "is required: reload the page and try again."}
+        min_value=0, error_messages={"required": gettext_lazy("is required: reload the page and try again.")}
     )
     active_seconds = forms.IntegerField(
-        min_value=0, required=False, error_messages={"invalid": "must be a whole number of seconds."}
+        min_value=0, required=False, error_messages={"invalid": gettext_lazy("must be a whole number of seconds.")}
     )
     skip_reason = forms.CharField(required=False)
 

@@ -10,6 +10,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods
 
@@ -225,7 +226,7 @@ def feedback(request, assignment_uuid):
     if expected is None or assignment.state != Assignment.State.SUBMITTED:
         raise Http404("No feedback for this item.")
     given, _ = revision_answers(latest_revision(assignment))
-    definition = rubric_definition(assignment.study.rubric)
+    definition = rubric_definition(assignment.study.rubric).translated(get_language())
     is_qualification = qualification.is_qualification_item(assignment)
     gate = qualification.qualification_status(study=assignment.study, rater=request.user) if is_qualification else None
     # A qualification item is marked as the pass rule counts it (a scale's tolerance).

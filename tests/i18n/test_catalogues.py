@@ -78,3 +78,33 @@ def test_msgfmt_checks_each_catalogue(language, domain, tmp_path):
         check=False,
     )
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.skipif(shutil.which("xgettext") is None, reason="Debian's gettext (xgettext) is not installed")
+@pytest.mark.parametrize("language", TRANSLATED)
+def test_every_string_the_python_code_marks_is_in_the_catalogue(language, tmp_path):
+    # The keywords makemessages gives xgettext for Python: a string marked in the code but
+    # never put in the catalogue (`make messages`) would show in English.
+    base = Path(settings.BASE_DIR)
+    files = sorted(
+        str(p.relative_to(base))
+        for app in ("annotate", "recruit", "config", "core")
+        for p in (base / app).rglob("*.py")
+        if "migrations" not in p.parts
+    )
+    keywords = ["gettext_noop", "gettext_lazy", "ngettext_lazy:1,2", "gettext", "ngettext:1,2", "_"]
+    out = tmp_path / "code.po"
+    subprocess.run(
+        ["xgettext", "--language=Python", "--from-code=UTF-8", "-o", str(out), *(f"--keyword={k}" for k in keywords)]
+        + files,
+        cwd=base,
+        check=True,
+    )
+    wanted = set()
+    for e in messages(out):
+        wanted |= {e.msgid, e.msgid_plural} - {None}
+    have = set()
+    for e in messages(po_path(language, "django")):
+        have |= {e.msgid, e.msgid_plural} - {None}
+    assert "Rating submitted." in wanted and "an answer is required" in wanted
+    assert sorted(wanted - have) == []
