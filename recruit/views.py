@@ -32,7 +32,8 @@ from recruit.prolific import REJECTION_CATEGORIES
 
 
 def _problem(request, message: str, status: int):
-    return render(request, "recruit/problem.html", {"message": message}, status=status)
+    # A message the catalogue has is shown in the page's language (docs/languages.md).
+    return render(request, "recruit/problem.html", {"message": _(message)}, status=status)
 
 
 # --- arriving and leaving ---------------------------------------------------------------
@@ -49,6 +50,7 @@ def arrive(request, token):
     link = services.link_from_token(token)
     if link is None:
         raise Http404("No such link.")
+    activate_study_language(request, link.study)
     params = request.POST if request.method == "POST" else request.GET
     try:
         panel, external_id, panel_study, panel_session = services.check_panel_ids(params)
@@ -100,7 +102,13 @@ def _turned_away(request, link: RecruitmentLink, reason: str):
     return render(
         request,
         "recruit/turned_away.html",
-        {"reason": reason, "code": code, "return_url": services.return_url(link, code), "message": link.full_message},
+        {
+            "reason": _(reason),
+            "code": code,
+            "return_url": services.return_url(link, code),
+            # The default "full" message in the page's language; one the admin wrote as written.
+            "message": _(link.full_message) if link.full_message else "",
+        },
         status=403,
     )
 

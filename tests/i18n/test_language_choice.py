@@ -12,7 +12,7 @@ from django.test import Client
 from annotate.models import StudyMembership, StudySettingChange
 from annotate.services.members import add_study_member
 from tests.factories import AssignmentFactory, SummaryFactory, UserFactory
-from tests.recruit.helpers import CONSENT, set_up_onboarding
+from tests.recruit.helpers import CONSENT, arrival_url, make_link, set_up_onboarding
 
 pytestmark = pytest.mark.django_db
 
@@ -169,3 +169,18 @@ def test_the_study_settings_page_sets_and_records_the_language(client, study):
     assert refused.status_code == 400
     study.refresh_from_db()
     assert study.language == "de"
+
+
+def test_a_participant_the_link_turns_away_reads_why_in_the_browsers_language(client, study):
+    link = make_link(study, participants=1)
+    assert client.get(arrival_url(link, pid="P1"), HTTP_ACCEPT_LANGUAGE="de").status_code == 302
+    client.logout()
+    response = client.get(arrival_url(link, pid="P2"), HTTP_ACCEPT_LANGUAGE="de")
+    html = response.content.decode()
+    assert response.status_code == 403 and lang_of(response) == "de"
+    assert "Diese Studie hat alle Teilnehmenden, die sie braucht." in html and "Ihr Code lautet" in html
+    # The study's language wins over the browser's here too.
+    study.language = "es"
+    study.save()
+    spanish = client.get(arrival_url(link, pid="P3"), HTTP_ACCEPT_LANGUAGE="de").content.decode()
+    assert "Este estudio tiene todos los participantes que necesita." in spanish
