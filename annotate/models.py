@@ -356,9 +356,10 @@ class Claim(TimeStamped):
     verification verdict."""
 
     class Verdict(models.TextChoices):
-        UNVERIFIED = "unverified", "Not verified"
-        SUPPORTED = "supported", "Supported"
-        NOT_SUPPORTED = "not_supported", "Not supported"
+        # Translated: an assisted study's rating page shows them (docs/languages.md).
+        UNVERIFIED = "unverified", _("Not verified")
+        SUPPORTED = "supported", _("Supported")
+        NOT_SUPPORTED = "not_supported", _("Not supported")
 
     uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     summary = models.ForeignKey(Summary, on_delete=models.PROTECT, related_name="claims")
