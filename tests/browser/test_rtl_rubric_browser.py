@@ -13,7 +13,7 @@ from tests.factories import PASSWORD, AssignmentFactory, StudyFactory, SummaryFa
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-RTL_RUBRIC = Path(__file__).with_name("rtl_rubric.yaml")
+RTL_RUBRIC = Path(__file__).parent.parent / "i18n" / "rtl_rubric.yaml"
 
 
 def direction(page, selector: str) -> str:
