@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PORT ?= 8000
 
-.PHONY: static run dev test idp xmlsec1 test-ml bench bench-peers install install-dev install-ml migrate demo serve lint chromium clean local-llm local-llm-install test-llm
+.PHONY: messages compilemessages static run dev test idp xmlsec1 test-ml bench bench-peers install install-dev install-ml migrate demo serve lint chromium clean local-llm local-llm-install test-llm
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,18 @@ $(STATIC_MANIFEST): $(shell find static -type f) requirements.txt | $(VENV)/.ins
 	$(BIN)/python manage.py collectstatic --noinput -v 0
 	touch $@
 static: $(STATIC_MANIFEST)
+
+# The rater pages' translations (docs/languages.md): `make messages` updates the catalogues
+# under locale/ from the code (Debian's gettext: xgettext, msgmerge) and compiles them; the
+# compiled .mo files are committed beside the .po files, so running the app needs no gettext.
+# `make compilemessages` after editing a .po file by hand.
+MAKEMESSAGES_OPTS := -l es -l de --add-location file --ignore .venv --ignore var --ignore staticfiles --ignore tests
+messages: install
+	$(BIN)/python manage.py makemessages $(MAKEMESSAGES_OPTS)
+	$(BIN)/python manage.py makemessages -d djangojs $(MAKEMESSAGES_OPTS)
+	$(MAKE) compilemessages
+compilemessages: install
+	$(BIN)/python manage.py compilemessages --ignore .venv -v 0
 
 migrate: install static
 	mkdir -p var

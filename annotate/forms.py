@@ -13,9 +13,11 @@ import json
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.core.validators import MaxLengthValidator, ProhibitNullCharactersValidator
 from django.forms.fields import InvalidJSONInput
 from django.http import QueryDict
+from django.utils.translation import gettext, gettext_lazy
 
 from annotate.models import Batch, ExpectedAnswer
 from annotate.rubrics import AnswerValidationError, RubricDefinition
@@ -70,7 +72,9 @@ def answers_from_post(
             try:
                 answers[q.key] = loads(raw, field=q.key)
             except json.JSONDecodeError:
-                raise AnswerValidationError({q.key: "the highlights could not be read; reload the page"}) from None
+                raise AnswerValidationError(
+                    {q.key: gettext("the highlights could not be read; reload the page")}
+                ) from None
             except InvalidTextError as exc:
                 raise AnswerValidationError({q.key: exc.problem}) from None
             continue
@@ -158,11 +162,12 @@ class RateActionForm(ActionForm):
     ACTIONS = (("save", "Save draft"), ("submit", "Submit"), ("skip", "Skip"), ("reopen", "Change my answer"))
 
     action = forms.ChoiceField(choices=ACTIONS, required=False)
+    # The rater reads these on the rating page, in its language (docs/languages.md).
     version = forms.IntegerField(
-        min_value=0, error_messages={"required": "is required: reload the page and try again."}
+        min_value=0, error_messages={"required": gettext_lazy("is required: reload the page and try again.")}
     )
     active_seconds = forms.IntegerField(
-        min_value=0, required=False, error_messages={"invalid": "must be a whole number of seconds."}
+        min_value=0, required=False, error_messages={"invalid": gettext_lazy("must be a whole number of seconds.")}
     )
     skip_reason = forms.CharField(required=False)
 
@@ -386,6 +391,17 @@ class StudySettingsForm(forms.Form):
         help_text="The quality monitor flags an item submitted in less active time as too fast "
         "(besides the rule relative to the batch's median; 0 seconds is always too fast).",
     )
+    # The choices are settings.LANGUAGES, read when the form is made (not at import time).
+    language = forms.ChoiceField(
+        label="Language of the raters' pages",
+        required=False,
+        help_text="The rater pages of this study in this language, unless a rater picks another with the "
+        "page's language switcher. Empty: each rater's browser language (docs/languages.md).",
+    )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["language"].choices = [("", "Each rater's own"), *settings.LANGUAGES]
 
 
 class RubricUploadForm(forms.Form):

@@ -14,6 +14,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import F, Q
+from django.utils.translation import gettext_lazy as _
 
 from core.models import TimeStamped
 from core.text_validation import length_problem
@@ -70,6 +71,14 @@ class Study(TimeStamped):
     min_seconds_per_item = models.PositiveIntegerField(
         default=5,
         help_text="The quality monitor's absolute floor: an item submitted in less active time is too fast.",
+    )
+    # Empty: each rater's own choice (the switcher, else the browser's language).
+    language = models.CharField(
+        max_length=8,
+        blank=True,
+        default="",
+        choices=settings.LANGUAGES,
+        help_text="The language of the raters' pages for this study, unless a rater picks another (docs/languages.md).",
     )
 
     class Meta:
@@ -348,9 +357,10 @@ class Claim(TimeStamped):
     verification verdict."""
 
     class Verdict(models.TextChoices):
-        UNVERIFIED = "unverified", "Not verified"
-        SUPPORTED = "supported", "Supported"
-        NOT_SUPPORTED = "not_supported", "Not supported"
+        # Translated: an assisted study's rating page shows them (docs/languages.md).
+        UNVERIFIED = "unverified", _("Not verified")
+        SUPPORTED = "supported", _("Supported")
+        NOT_SUPPORTED = "not_supported", _("Not supported")
 
     uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     summary = models.ForeignKey(Summary, on_delete=models.PROTECT, related_name="claims")
@@ -431,11 +441,12 @@ class Assignment(TimeStamped):
     """
 
     class State(models.TextChoices):
-        PENDING = "pending", "Not started"
-        IN_PROGRESS = "in_progress", "In progress"
-        SUBMITTED = "submitted", "Submitted"
-        SKIPPED = "skipped", "Skipped"
-        WITHDRAWN = "withdrawn", "Withdrawn"
+        # Translated: the rater's queue and item pages show them (docs/languages.md).
+        PENDING = "pending", _("Not started")
+        IN_PROGRESS = "in_progress", _("In progress")
+        SUBMITTED = "submitted", _("Submitted")
+        SKIPPED = "skipped", _("Skipped")
+        WITHDRAWN = "withdrawn", _("Withdrawn")
 
     uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="assignments")
@@ -893,9 +904,10 @@ class ItemFlag(TimeStamped):
     also shows to every rater of the study as a guideline note."""
 
     class Kind(models.TextChoices):
-        GUIDELINE = "guideline", "Question about the guidelines"
-        BROKEN_SOURCE = "broken_source", "Broken or unreadable source"
-        OTHER = "other", "Something else"
+        # Translated: the rater's flag form shows them (docs/languages.md).
+        GUIDELINE = "guideline", _("Question about the guidelines")
+        BROKEN_SOURCE = "broken_source", _("Broken or unreadable source")
+        OTHER = "other", _("Something else")
 
     uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="item_flags")

@@ -1,5 +1,6 @@
-"""A study's settings after it was created: title, guidelines, licence, description and the
-quality monitor's floor (docs/monitoring.md). They change on the study's settings page or
+"""A study's settings after it was created: title, guidelines, licence, description, the
+quality monitor's floor (docs/monitoring.md) and the language of its rater pages
+(docs/languages.md). They change on the study's settings page or
 through an import's `study` line (docs/import-format.md), and every change is a record
 (StudySettingChange: who, when, which field, before and after), listed on the settings
 page and exported with the dataset (docs/export-format.md, `settings_changes`).
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.db import transaction
 
 from annotate.models import Study, StudySettingChange
@@ -27,7 +29,10 @@ FLOOR_SETTING = "min_seconds_per_item"
 MAX_FLOOR_SECONDS = 3600
 # Whether raters see the pipeline's verification: set by an import's study line only.
 ASSISTED_SETTING = "assisted"
-SETTINGS = (*TEXT_SETTINGS, FLOOR_SETTING, ASSISTED_SETTING)
+# The language of the study's rater pages: a code of settings.LANGUAGES, or "" for each
+# rater's own (docs/languages.md).
+LANGUAGE_SETTING = "language"
+SETTINGS = (*TEXT_SETTINGS, FLOOR_SETTING, ASSISTED_SETTING, LANGUAGE_SETTING)
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,11 @@ def _clean(field: str, value) -> str | int:
     if field == ASSISTED_SETTING:
         if not isinstance(value, bool):
             raise _invalid(field, "must be true or false")
+        return value
+    if field == LANGUAGE_SETTING:
+        codes = [code for code, _ in settings.LANGUAGES]
+        if value != "" and value not in codes:
+            raise _invalid(field, f"one of {', '.join(codes)}, or empty for each rater's own language")
         return value
     if field not in TEXT_SETTINGS:
         raise _invalid(field, "is not a setting of a study")

@@ -10,9 +10,12 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.translation import get_language
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods
 
 from annotate.forms import BatchForm, BatchItemActionForm, RateActionForm, answers_from_post
+from annotate.languages import activate_study_language
 from annotate.models import Assignment, Summary
 from annotate.pages import page_context
 from annotate.pages.batches import batch_page
@@ -86,6 +89,7 @@ def continue_study(request, slug):
 def done(request, slug):
     """The completion page: every item done, or screened out at the qualification."""
     study = get_study_for_rater(request.user, slug)
+    activate_study_language(request, study)
     return render(
         request,
         "annotate/done.html",
@@ -122,7 +126,7 @@ def _to_next_item(request, assignment):
 
 def _submit(request, assignment, data, answers, rationales):
     _write_answers(ratings.submit_rating, request, assignment, data, answers, rationales)
-    messages.success(request, "Rating submitted.")
+    messages.success(request, _("Rating submitted."))
     if training_feedback(assignment) is not None:
         return redirect("annotate:feedback", assignment_uuid=assignment.uuid)
     return _to_next_item(request, assignment)
@@ -132,7 +136,7 @@ def _skip(request, assignment, data, answers, rationales):
     ratings.skip_assignment(
         assignment=assignment, rater=request.user, version=data["version"], reason=data["skip_reason"]
     )
-    messages.info(request, "Item skipped. It stays in your queue, where you can rate it after all.")
+    messages.info(request, _("Item skipped. It stays in your queue, where you can rate it after all."))
     return _to_next_item(request, assignment)
 
 
@@ -140,15 +144,15 @@ def _reopen(request, assignment, data, answers, rationales):
     was_skipped = assignment.state == Assignment.State.SKIPPED
     ratings.reopen_rating(assignment=assignment, rater=request.user, version=data["version"])
     if was_skipped:
-        messages.info(request, "Item reopened: it is yours to rate again.")
+        messages.info(request, _("Item reopened: it is yours to rate again."))
     else:
-        messages.info(request, "Rating reopened: your submitted answers are kept in the history.")
+        messages.info(request, _("Rating reopened: your submitted answers are kept in the history."))
     return redirect("annotate:rate", assignment_uuid=assignment.uuid)
 
 
 def _save(request, assignment, data, answers, rationales):
     _write_answers(ratings.save_draft, request, assignment, data, answers, rationales)
-    messages.success(request, "Draft saved.")
+    messages.success(request, _("Draft saved."))
     return redirect("annotate:rate", assignment_uuid=assignment.uuid)
 
 
@@ -162,6 +166,7 @@ def rate(request, assignment_uuid):
     """The rating page, or for a comparison item the comparison page: GET opens the item,
     a POST runs the button pressed (or shows what was sent again with the problems)."""
     assignment = get_assignment_for_rater(request.user, assignment_uuid)
+    activate_study_language(request, assignment.study)
     refused = None
     if request.method == "GET":
         ratings.open_assignment(assignment=assignment)
@@ -202,6 +207,7 @@ def flag(request, assignment_uuid):
     """A rater's question about an item (docs/monitoring.md). The item pages post their
     flag form here; a bad post shows the form again with the field named (400)."""
     assignment = get_assignment_for_rater(request.user, assignment_uuid)
+    activate_study_language(request, assignment.study)
     if request.method == "GET":
         return render(request, "annotate/flag.html", flag_page(request.user, assignment).context())
     kind, note = request.POST.get("kind", ""), request.POST.get("note", "")
@@ -210,7 +216,7 @@ def flag(request, assignment_uuid):
     except ApplicationError as exc:
         page = flag_page(request.user, assignment, kind=kind, note=note, error=exc.message)
         return render(request, "annotate/flag.html", page.context(), status=400)
-    messages.success(request, "Your question was sent to the study admin; the answer will show on this item.")
+    messages.success(request, _("Your question was sent to the study admin; the answer will show on this item."))
     return redirect(reverse("annotate:rate", kwargs={"assignment_uuid": assignment.uuid}) + "#item-flags")
 
 
@@ -219,11 +225,12 @@ def feedback(request, assignment_uuid):
     """Training round or qualification: the rater's own submitted answers beside the
     expected ones, with the explanation."""
     assignment = get_assignment_for_rater(request.user, assignment_uuid)
+    activate_study_language(request, assignment.study)
     expected = training_feedback(assignment)
     if expected is None or assignment.state != Assignment.State.SUBMITTED:
         raise Http404("No feedback for this item.")
     given, _ = revision_answers(latest_revision(assignment))
-    definition = rubric_definition(assignment.study.rubric)
+    definition = rubric_definition(assignment.study.rubric).translated(get_language())
     is_qualification = qualification.is_qualification_item(assignment)
     gate = qualification.qualification_status(study=assignment.study, rater=request.user) if is_qualification else None
     # A qualification item is marked as the pass rule counts it (a scale's tolerance).

@@ -79,6 +79,9 @@ MIDDLEWARE = [
     "config.middleware.GZipTextMiddleware",
     "core.exceptions.ApiErrorMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # The page's language: the switcher's cookie, else the browser's Accept-Language, else
+    # LANGUAGE_CODE; a study's own language is applied by its rater pages (docs/languages.md).
+    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -200,6 +203,11 @@ SSO_GROUP_ROLES = env_list("SSO_GROUP_ROLES", [])
 LANGUAGE_CODE = "en-gb"
 TIME_ZONE = "UTC"
 USE_I18N = True
+# The rater's and participant's pages in these languages (docs/languages.md); the admin
+# pages stay English. The catalogues are locale/<code>/LC_MESSAGES/django.po and
+# djangojs.po, their compiled .mo files committed beside them (`make messages`).
+LANGUAGES = [("en", "English"), ("es", "Español"), ("de", "Deutsch")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
 USE_TZ = True
 
 STATIC_URL = "static/"

@@ -1,5 +1,6 @@
 from django.contrib import admin
 from django.urls import include, path
+from django.views.i18n import JavaScriptCatalog, set_language
 
 from annotate import account_views
 from annotate import study_views as annotate_study_views
@@ -48,6 +49,9 @@ urlpatterns = [
     path("accounts/sso/", include("sso.urls")),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
+    # The language switcher (a CSRF-protected POST) and the rater scripts' strings (docs/languages.md).
+    path("i18n/setlang/", set_language, name="set_language"),
+    path("jsi18n/", JavaScriptCatalog.as_view(), name="javascript-catalog"),
     path("rate/", include("annotate.urls")),
     path("", include("recruit.urls")),
     path("studies/", include("annotate.study_urls")),

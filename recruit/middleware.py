@@ -45,8 +45,11 @@ PARTICIPANT_PAGES = {
     "recruit:done",
     "recruit:leave",
 }
+# The language switcher and the scripts' strings, open to a participant at every step,
+# finished or not (docs/languages.md).
+LANGUAGE_VIEWS = {"set_language", "javascript-catalog"}
 # Writes that stay open to a finished participant: leaving (again) and signing out.
-ALWAYS_WRITABLE = {"recruit:leave", "logout"}
+ALWAYS_WRITABLE = {"recruit:leave", "logout", *LANGUAGE_VIEWS}
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
 # The queue, the home page and the rater's Continue and completion pages lead a participant
 # to their next step (an item, the qualification's next item, or the end with their code).
@@ -90,6 +93,8 @@ class RecruitGateMiddleware:
             participant = participation.finish_participation(participant=participant, outcome="timed_out")
         if participant.outcome and request.method not in SAFE_METHODS and name not in ALWAYS_WRITABLE:
             return _refuse_write(request, participant)
+        if name in LANGUAGE_VIEWS:
+            return None
         if name in TO_NEXT_STEP:
             return redirect("recruit:next", slug=participant.study.slug)
         if name in PARTICIPANT_PAGES:

@@ -11,10 +11,12 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotate.forms import answers_from_post
+from annotate.languages import activate_study_language
 from annotate.models import Study, StudyMembership
 from annotate.rubrics import AnswerValidationError
 from annotate.selectors.access import get_study_for_admin
@@ -32,7 +34,8 @@ from recruit.services import onboarding as onboarding_services
 
 
 def _problem(request, message: str, status: int):
-    return render(request, "recruit/problem.html", {"message": message}, status=status)
+    # A message the catalogue has is shown in the page's language (docs/languages.md).
+    return render(request, "recruit/problem.html", {"message": _(message)}, status=status)
 
 
 # --- arriving and leaving ---------------------------------------------------------------
@@ -49,6 +52,7 @@ def arrive(request, token):
     link = links.link_from_token(token)
     if link is None:
         raise Http404("No such link.")
+    activate_study_language(request, link.study)
     params = request.POST if request.method == "POST" else request.GET
     try:
         panel, external_id, panel_study, panel_session = participation.check_panel_ids(params)
@@ -101,10 +105,11 @@ def _turned_away(request, link: RecruitmentLink, reason: str):
         request,
         "recruit/turned_away.html",
         {
-            "reason": reason,
+            "reason": _(reason),
             "code": code,
             "return_url": participation.return_url(link, code),
-            "message": link.full_message,
+            # The default "full" message in the page's language; one the admin wrote as written.
+            "message": _(link.full_message) if link.full_message else "",
         },
         status=403,
     )
@@ -134,6 +139,7 @@ def next_step(request, slug):
 @require_http_methods(["GET", "POST"])
 def consent(request, slug):
     study, participant = _rater_study(request, slug)
+    activate_study_language(request, study)
     version = selectors.current_consent(study=study)
     if version is None:
         return flow.next_page(request, study, participant)
@@ -141,7 +147,7 @@ def consent(request, slug):
     if request.method == "POST":
         choice = request.POST.get("decision")
         if choice not in ("accept", "decline"):
-            error, status = "decision: choose to accept or decline", 400
+            error, status = _("decision: choose to accept or decline"), 400
         else:
             try:
                 onboarding_services.record_consent(
@@ -156,8 +162,10 @@ def consent(request, slug):
                 if choice == "decline" and participant is None:
                     messages.info(
                         request,
-                        "You declined: this study will not show you items. Your open items were "
-                        "handed back to the study admin.",
+                        _(
+                            "You declined: this study will not show you items. Your open items were "
+                            "handed back to the study admin."
+                        ),
                     )
                 return _after(request, study, participant)
     declined = selectors.onboarding_step(study=study, rater=request.user) == selectors.DECLINED
@@ -186,6 +194,7 @@ def _after(request, study, participant):
 @require_http_methods(["GET", "POST"])
 def instructions(request, slug):
     study, participant = _rater_study(request, slug)
+    activate_study_language(request, study)
     onboarding = Onboarding.objects.filter(study=study).first()
     if onboarding is None or not onboarding.instructions:
         return flow.next_page(request, study, participant)
@@ -194,7 +203,7 @@ def instructions(request, slug):
     onboarding_services.open_instructions(study=study, rater=request.user)
     if request.method == "POST":
         if request.POST.get("acknowledge") != "yes":
-            error, status = "acknowledge: tick the box to confirm you have read the instructions", 400
+            error, status = _("acknowledge: tick the box to confirm you have read the instructions"), 400
         else:
             try:
                 onboarding_services.acknowledge_instructions(study=study, rater=request.user)
@@ -215,6 +224,7 @@ def instructions(request, slug):
 @require_http_methods(["GET", "POST"])
 def questionnaire(request, slug):
     study, participant = _rater_study(request, slug)
+    activate_study_language(request, study)
     onboarding = Onboarding.objects.filter(study=study).first()
     definition = selectors.questionnaire_definition(onboarding)
     if definition is None:
@@ -267,6 +277,7 @@ def done(request):
         raise Http404("No such page.")
     if not participant.outcome:
         return redirect("recruit:next", slug=participant.study.slug)
+    activate_study_language(request, participant.study)
     code, url = participation.completion(participant)
     return render(request, "recruit/done.html", {"participant": participant, "code": code, "return_url": url})
 
@@ -285,6 +296,7 @@ def leave(request):
     if request.method == "POST":
         participation.finish_participation(participant=participant, outcome=Participant.Outcome.LEFT)
         return redirect("recruit:done")
+    activate_study_language(request, participant.study)
     code = participant.link.left_code or participant.link.screenout_code
     return render(request, "recruit/leave.html", {"participant": participant, "code": code})
 
@@ -298,6 +310,7 @@ def not_passed(request, slug):
     study admin may have allowed a retry meanwhile, e.g. after a question); "Leave the
     study" ends their participation with the screen-out code."""
     study, participant = _rater_study(request, slug)
+    activate_study_language(request, study)
     if participant is None:
         raise Http404("No such page.")
     gate = qualification_status(study=study, rater=request.user)

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
+
 from annotate.forms import finding_field, rationale_field, spans_field, strength_field
 from annotate.rubrics import TIE
 
@@ -108,21 +111,21 @@ def _claim_rows(q, claims, given: dict, texts: dict, by_part: dict) -> list[dict
 def _preference_fields(q, given: dict, compared, *, show_answers: bool) -> dict:
     """A preference question's choices (each summary as shown, then a tie), the chosen
     side and strength, and on a finished item the answer in words."""
-    sides = [(f"Summary {c.label}", c.uuid, c.label.lower()) for c in compared or ()]
+    sides = [(_("Summary %(label)s") % {"label": c.label}, c.uuid, c.label.lower()) for c in compared or ()]
     fields = {
         "choices": [
             {"label": label, "value": uuid, "key": key, "id": f"q-{q.key}-{key}"}
-            for label, uuid, key in [*sides, ("Tie: about the same", TIE, "t")]
+            for label, uuid, key in [*sides, (_("Tie: about the same"), TIE, "t")]
         ],
         "selected": {str(given.get("preferred", ""))},
         "strength": str(given.get("strength", "")),
         "strength_field": strength_field(q.key),
     }
     if show_answers and given:
-        labels = {c.uuid: f"Summary {c.label}" for c in compared or ()}
+        labels = {c.uuid: _("Summary %(label)s") % {"label": c.label} for c in compared or ()}
         preferred = given.get("preferred")
         fields["answer_text"] = (
-            "Tie"
+            _("Tie")
             if preferred == TIE
             else f"{labels.get(preferred, '?')}" + (f" ({given['strength']})" if given.get("strength") else "")
         )
@@ -138,19 +141,27 @@ def keys_hint(definition, findings, claims) -> str:
         if q.asked(has_findings=bool(findings), has_claims=bool(claims), comparison=False)
     ]
     bounds = {q.scale_bounds for q in asked if q.is_scale}
-    scale = ""
     if len(bounds) == 1:
         low, high = bounds.pop()
         if 0 <= low and high <= 9:
-            scale = f" ({low}–{high} on {'the scale' if sum(q.is_scale for q in asked) == 1 else 'a scale'})"
-    return (
-        f"Keys: digits answer the question you are on{scale}, n goes to the next, ? lists every shortcut, "
-        "Ctrl+Enter submits."
+            if sum(q.is_scale for q in asked) == 1:
+                hint = _(
+                    "Keys: digits answer the question you are on (%(low)s–%(high)s on the scale), n goes to the "
+                    "next, ? lists every shortcut, Ctrl+Enter submits."
+                )
+            else:
+                hint = _(
+                    "Keys: digits answer the question you are on (%(low)s–%(high)s on a scale), n goes to the "
+                    "next, ? lists every shortcut, Ctrl+Enter submits."
+                )
+            return hint % {"low": low, "high": high}
+    return _(
+        "Keys: digits answer the question you are on, n goes to the next, ? lists every shortcut, Ctrl+Enter submits."
     )
 
 
 # A comparison's hint: its preference keys (docs/pairwise.md).
-COMPARISON_KEYS_HINT = (
+COMPARISON_KEYS_HINT = gettext_lazy(
     "Keys: a, b or t answer the question you are on (a digit then says how much: 1 much, 2 slightly), "
     "n goes to the next, ] and [ to the next and previous item, ? lists every shortcut, Ctrl+Enter submits."
 )
@@ -158,8 +169,20 @@ COMPARISON_KEYS_HINT = (
 
 def _parts_error(q, count: int) -> str:
     """The line at the top of a per-part question whose parts have problems."""
-    label = (q.finding_label or "finding") if q.per_finding else (q.claim_label or "claim")
-    return f"{count} {label.lower()}{'s' if count != 1 else ''} below need{'s' if count == 1 else ''} attention"
+    if q.per_finding and not q.finding_label:
+        return ngettext("%(count)s finding below needs attention", "%(count)s findings below need attention", count) % {
+            "count": count
+        }
+    if not q.per_finding and not q.claim_label:
+        return ngettext("%(count)s claim below needs attention", "%(count)s claims below need attention", count) % {
+            "count": count
+        }
+    # A rubric's own word for its parts ("Result") is English: plural by an added "s".
+    label = (q.finding_label if q.per_finding else q.claim_label).lower()
+    return ngettext("%(count)s %(label)s below needs attention", "%(count)s %(label)ss below need attention", count) % {
+        "count": count,
+        "label": label,
+    }
 
 
 def error_summary(definition, errors, part_errors) -> list[dict]:

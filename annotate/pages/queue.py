@@ -6,16 +6,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
+
 from annotate.models import Assignment, Batch
 from annotate.selectors.queue import QueueProgress, assignments_for_rater, median_active_seconds, queue_progress
 from annotate.services import qualification, ratings
 
 # The queue's short names of a batch's kind (the admin's choices say more).
 PHASE_LABELS = {
-    Batch.Kind.CALIBRATION: "Calibration",
-    Batch.Kind.MAIN: "Main",
-    Batch.Kind.ADJUDICATION: "Adjudication",
-    Batch.Kind.QUALIFICATION: "Qualification",
+    Batch.Kind.CALIBRATION: gettext_lazy("Calibration"),
+    Batch.Kind.MAIN: gettext_lazy("Main"),
+    Batch.Kind.ADJUDICATION: gettext_lazy("Adjudication"),
+    Batch.Kind.QUALIFICATION: gettext_lazy("Qualification"),
 }
 
 
@@ -24,11 +27,11 @@ def time_left_text(seconds: float | None) -> str:
     if seconds is None:
         return ""
     if seconds < 60:
-        return "under a minute"
+        return _("under a minute")
     minutes = round(seconds / 60)
     if minutes < 90:
-        return f"about {minutes} minute{'s' if minutes != 1 else ''}"
-    return f"about {seconds / 3600:.1f} hours"
+        return ngettext("about %(minutes)s minute", "about %(minutes)s minutes", minutes) % {"minutes": minutes}
+    return _("about %(hours).1f hours") % {"hours": seconds / 3600}
 
 
 @dataclass(frozen=True)
@@ -70,5 +73,5 @@ def queue_page(user) -> QueuePage:
     return QueuePage(
         assignments=assignments,
         studies=[_study_way(user, p) for p in queue_progress(user)],
-        paused_message=ratings.PAUSED_MESSAGE,
+        paused_message=_(ratings.PAUSED_MESSAGE),
     )

@@ -11,6 +11,7 @@ from typing import Any
 from django.urls import reverse
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
+from django.utils.translation import get_language, gettext
 
 from annotate.models import Assignment, ItemFlag, Revision, Source, Study, Summary
 from annotate.pages import page_context
@@ -105,8 +106,10 @@ class RatingPage:
 def rating_page(user, assignment: Assignment, *, refused: RefusedPost | None = None) -> RatingPage:
     """The rater's item page: their latest answers (or, after a refused post, what they
     sent with the problems), the source, the questions asked of this item and where the
-    item sits in their queue."""
-    definition = rubric_definition(assignment.study.rubric)
+    item sits in their queue. The rubric's texts are in the page's language where the
+    rubric translates them (docs/rubric-format.md#translations)."""
+    original = rubric_definition(assignment.study.rubric)
+    definition = original.translated(get_language())
     if refused is None:
         revision = latest_revision(assignment)
         answers, rationales = revision_answers(revision)
@@ -114,7 +117,7 @@ def rating_page(user, assignment: Assignment, *, refused: RefusedPost | None = N
         errors, part_errors = {}, {}
     else:
         answers, rationales = refused.answers, refused.rationales
-        errors, part_errors = refused.errors, refused.part_errors
+        errors, part_errors = _shown_errors(original, definition, refused.errors), refused.part_errors
         phase = latest_revision_phase(assignment)
     paused = assignment.rater_paused
     editable = assignment.state in (Assignment.State.PENDING, Assignment.State.IN_PROGRESS) and not paused
@@ -163,9 +166,18 @@ def rating_page(user, assignment: Assignment, *, refused: RefusedPost | None = N
         keys_hint=keys_hint(definition, findings, claims) if compared is None else COMPARISON_KEYS_HINT,
         flags=item_flags_shown(assignment),
         paused=paused,
-        paused_message=ratings.PAUSED_MESSAGE,
+        paused_message=gettext(ratings.PAUSED_MESSAGE),
         compared=compared,
     )
+
+
+def _shown_errors(original, shown, errors: dict) -> dict:
+    """A refused post's messages in the page's language: a broken rule's message as the
+    rubric translates it, and the messages the catalogue has (gettext leaves others)."""
+    rules = zip(original.rules, shown.rules, strict=True)
+    rule_messages = {rule.message: translated.message for rule, translated in rules}
+    # gettext("") is the catalogue's header, never a message.
+    return {key: gettext(rule_messages.get(m, m)) if isinstance(m, str) and m else m for key, m in errors.items()}
 
 
 def sentences_html(sentences) -> str:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils.translation import gettext_noop
+
 from annotate.rubrics.questions import (
     MAX_SPANS,
     MAX_TEXT_LENGTH,
@@ -318,5 +320,6 @@ def unasked_problem(q: Question, value: Any, final: bool, context: AnswerContext
     if value is not None and not asked and q.about_comparisons != bool(context.compared):
         return "is asked of comparisons only" if q.about_comparisons else "is not asked of comparisons"
     if value is None and final and q.required and asked:
-        return "an answer is required"
+        # Marked for the catalogue: the rating page shows it in the page's language.
+        return gettext_noop("an answer is required")
     return None

@@ -6,9 +6,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from annotate.rubric_translations import TranslationProblem, parse_translations, translate
 from annotate.rubrics.answers import (
     PartProblems,
     check_answer_text,
@@ -17,7 +18,13 @@ from annotate.rubrics.answers import (
     unasked_problem,
 )
 from annotate.rubrics.parsing import check_known_keys, parse_question, parse_rules, require
-from annotate.rubrics.questions import AnswerContext, AnswerValidationError, CleanAnswers, Question
+from annotate.rubrics.questions import (
+    AnswerContext,
+    AnswerValidationError,
+    CleanAnswers,
+    Question,
+    RubricDefinitionError,
+)
 
 
 @dataclass(frozen=True)
@@ -27,6 +34,8 @@ class RubricDefinition:
     questions: tuple[Question, ...]
     raw: dict
     rules: tuple = ()
+    # Language -> the rubric's texts in it (annotate.rubric_translations).
+    translations: dict = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, raw: Any, *, known_keys_only: bool = False) -> RubricDefinition:
@@ -49,7 +58,16 @@ class RubricDefinition:
         require(not duplicates, "rubric", f"duplicate question keys: {', '.join(duplicates)}")
         require(sum(q.shortcut_digits for q in questions) <= 1, "rubric", "only one question may take digit shortcuts")
         rules = parse_rules(raw.get("rules"), questions)
-        return cls(key=key, title=title, questions=questions, raw=raw, rules=rules)
+        try:
+            translations = parse_translations(raw.get("translations"), questions, rules)
+        except TranslationProblem as exc:
+            raise RubricDefinitionError(str(exc)) from None
+        return cls(key=key, title=title, questions=questions, raw=raw, rules=rules, translations=translations)
+
+    def translated(self, language: str) -> RubricDefinition:
+        """This definition with its texts in `language` where the rubric translates them
+        (docs/rubric-format.md#translations); keys, values and the content hash unchanged."""
+        return translate(self, language)
 
     @property
     def content_hash(self) -> str:

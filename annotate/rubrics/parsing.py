@@ -32,7 +32,7 @@ def require(condition: bool, where: str, message: str) -> None:
 # The keys each level of a rubric file may hold (docs/rubric-format.md). Any other key is
 # refused, naming the closest known one: a misspelt `requird: true` would otherwise leave
 # the question quietly optional.
-TOP_KEYS = ("key", "title", "questions", "rules")
+TOP_KEYS = ("key", "title", "questions", "rules", "translations")
 QUESTION_KEYS = (
     "key",
     "kind",

@@ -13,6 +13,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
+from django.utils.translation import get_language, gettext_noop
 
 from annotate.models import (
     Assignment,
@@ -63,7 +64,8 @@ def _check_not_paused(assignment: Assignment) -> None:
         raise PausedError(PAUSED_MESSAGE)
 
 
-PAUSED_MESSAGE = (
+# Marked for the catalogue only: the API's error stays English, the pages translate it.
+PAUSED_MESSAGE = gettext_noop(
     "The study admin has paused your work on this study: your answers so far are kept, "
     "and you can go on when they resume you."
 )
@@ -406,7 +408,8 @@ def save_draft(
 
 
 def draft_hints(*, assignment: Assignment, answers: Any, rationales: Any = None) -> dict[str, str]:
-    """The rubric rules a draft breaks, shown as hints while drafting (never a refusal)."""
+    """The rubric rules a draft breaks, shown as hints while drafting (never a refusal), in
+    the request's language where the rubric translates them (docs/rubric-format.md)."""
     definition = rubric_definition(assignment.study.rubric)
     try:
         clean = definition.validate(
@@ -414,7 +417,7 @@ def draft_hints(*, assignment: Assignment, answers: Any, rationales: Any = None)
         )
     except AnswerValidationError:
         return {}
-    return definition.draft_hints(clean)
+    return definition.translated(get_language()).draft_hints(clean)
 
 
 def submit_rating(

@@ -29,14 +29,25 @@ def builtin_rubric_path(key: str) -> Path:
     return Path(settings.BASE_DIR) / "fixtures" / "rubrics" / f"{key}.yaml"
 
 
-def read_rubric_file(path: Path) -> dict:
+def _read_yaml(path: Path):
     try:
         # libyaml's loader when PyYAML has it (ten times faster; same safe subset).
-        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        return yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except FileNotFoundError:
         raise RubricDefinitionError(f"{path}: no such rubric file") from None
     except yaml.YAMLError as exc:
         raise RubricDefinitionError(f"{path}: not valid YAML: {exc}") from None
+
+
+def read_rubric_file(path: Path) -> dict:
+    """The checked definition of a rubric file, with its `translations:` taken from
+    translations/<the file's name> beside it when that file exists (docs/rubric-format.md)."""
+    raw = _read_yaml(path)
+    companion = path.parent / "translations" / path.name
+    if isinstance(raw, dict) and companion.is_file():
+        if "translations" in raw:
+            raise RubricDefinitionError(f"{path}: translations both in the file and in {companion}")
+        raw = {**raw, "translations": _read_yaml(companion)}
     RubricDefinition.from_dict(raw, known_keys_only=True)
     return raw
 

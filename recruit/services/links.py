@@ -9,6 +9,7 @@ from typing import Any
 from django.core import signing
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from annotate.models import Batch, ExpectedAnswer, Study
 from annotate.selectors.contents import filter_summaries
@@ -127,7 +128,7 @@ EDITABLE = (
     "left_code",
     "full_message",
 )
-DEFAULT_FULL_MESSAGE = "This study has all the participants it needs. Thank you for your interest."
+DEFAULT_FULL_MESSAGE = gettext_noop("This study has all the participants it needs. Thank you for your interest.")
 
 
 def _check_terms(

@@ -13,6 +13,7 @@ from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Max, Q
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from annotate import designs
 from annotate.models import Assignment, Batch, StudyMembership
@@ -76,7 +77,7 @@ def _count_arrival(address: str) -> None:
     if row.window_start < now - window:
         row.window_start, row.count = now, 0
     if row.count >= limit:
-        raise TooManyArrivals("Too many new participants from your network: please try again later.")
+        raise TooManyArrivals(gettext_noop("Too many new participants from your network: please try again later."))
     row.count += 1
     row.save()
 
@@ -219,11 +220,11 @@ def arrive(
             # Decided before any step (consent, instructions, qualification): someone who
             # cannot get an item leaves at once with the screen-out code.
             if not link.enabled:
-                raise ArrivalRefused("This study is closed to new participants.", link=link)
+                raise ArrivalRefused(gettext_noop("This study is closed to new participants."), link=link)
             if Participant.objects.filter(link=link).count() >= link.max_participants:
-                raise ArrivalRefused("This study has all the participants it needs.", link=link)
+                raise ArrivalRefused(gettext_noop("This study has all the participants it needs."), link=link)
             if not _free_items(link):
-                raise ArrivalRefused("Every item of this study has all the raters it needs.", link=link)
+                raise ArrivalRefused(gettext_noop("Every item of this study has all the raters it needs."), link=link)
             _count_arrival(address)
             user = get_user_model().objects.create_user(username=f"participant-{secrets.token_hex(8)}", password=None)
             add_study_member(study=link.study, user=user, role=StudyMembership.Role.RATER)
@@ -241,7 +242,9 @@ def arrive(
                         last_seen_at=now,
                     )
             except IntegrityError:
-                raise ArrivalRefused("This participant arrived twice at once: please reload the page.") from None
+                raise ArrivalRefused(
+                    gettext_noop("This participant arrived twice at once: please reload the page.")
+                ) from None
         else:
             Participant.objects.filter(pk=participant.pk).update(last_seen_at=now, released_at=None)
             participant.refresh_from_db()

@@ -18,6 +18,8 @@
   const csrf = (form.querySelector("input[name=csrfmiddlewaretoken]") || {}).value;
 
   const el = window.ItemPage.el;
+  const gettext = window.ItemPage.gettext;
+  const interpolate = window.ItemPage.interpolate;
   function cps(s) { return Array.from(s); }
 
   // ---------------------------------------------------------------- source toggle
@@ -31,7 +33,7 @@
     const open = toggle.getAttribute("aria-expanded") === "true";
     sourceEl.hidden = !open;
     sourceEl.classList.toggle("pinned", open);
-    toggle.textContent = open ? "Hide the source" : "Show the source";
+    toggle.textContent = open ? gettext("Hide the source") : gettext("Show the source");
   }
   if (toggle) {
     toggle.setAttribute("aria-expanded", "false");
@@ -152,7 +154,7 @@
 
   function labelOf(uuid) {
     const c = data.compared.find(function (x) { return x.uuid === uuid; });
-    return c ? "Summary " + c.label : "?";
+    return c ? interpolate(gettext("Summary %s"), [c.label]) : "?";
   }
   function refreshSpans(key) {
     const list = document.getElementById("q-" + key + "-list");
@@ -173,9 +175,9 @@
       });
       if (details.length) li.appendChild(el("span", "hint", " — " + details.join(", ")));
       if (editable) {
-        const del = el("button", "link", "Remove");
+        const del = el("button", "link", gettext("Remove"));
         del.type = "button";
-        del.setAttribute("aria-label", "Remove highlight " + (i + 1));
+        del.setAttribute("aria-label", interpolate(gettext("Remove highlight %s"), [i + 1]));
         del.addEventListener("click", function () { spans[key].splice(i, 1); refreshSpans(key); renderAll(); scheduleSave(); });
         li.appendChild(document.createTextNode(" "));
         li.appendChild(del);
@@ -213,10 +215,10 @@
     let rationale = null;
     if (q.rationale !== "none") {
       rationale = el("textarea");
-      rationale.setAttribute("aria-label", "Rationale for this highlight");
+      rationale.setAttribute("aria-label", gettext("Rationale for this highlight"));
       panel.appendChild(rationale);
     }
-    const save = el("button", "", "Save highlight");
+    const save = el("button", "", gettext("Save highlight"));
     save.type = "button";
     save.addEventListener("click", function () {
       const span = { summary: draft.summary, start: draft.start, end: draft.end, text: draft.text, answers: {}, rationale: rationale ? rationale.value.trim() : "" };
@@ -238,7 +240,7 @@
   document.querySelectorAll("[data-compared-span-tools]").forEach(function (tools) {
     const key = tools.dataset.comparedSpanTools;
     tools.querySelector("[data-action=mark]").addEventListener("click", function () {
-      if (!selection) { if (statusEl) statusEl.textContent = "Select words of summary A or B first."; return; }
+      if (!selection) { if (statusEl) statusEl.textContent = gettext("Select words of summary A or B first."); return; }
       const text = textOf[selection.summary].slice(selection.start, selection.end).join("");
       openPanel(key, { summary: selection.summary, start: selection.start, end: selection.end, text: text });
     });
@@ -279,7 +281,7 @@
     body.version = Number(versionInput.value);
     body.active_seconds = unsentSeconds;
     const sent = unsentSeconds;
-    setStatus("Saving draft…");
+    setStatus(gettext("Saving draft…"));
     saving = fetch(apiUrl, {
       method: "PUT", credentials: "same-origin",
       headers: { "Content-Type": "application/json", "X-CSRFToken": csrf, "Accept": "application/json" },
@@ -290,14 +292,14 @@
           unsentSeconds -= sent;
           versionInput.value = result.version;
           document.querySelectorAll(".version-mirror").forEach(function (e) { e.value = result.version; });
-          setStatus("Draft saved at " + new Date().toLocaleTimeString());
+          setStatus(interpolate(gettext("Draft saved at %s"), [new Date().toLocaleTimeString()]));
         } else {
           if (response.status === 409) stopped = true;
-          setStatus("Draft not saved. " + ((result.error && result.error.message) || "The server refused it."));
+          setStatus(interpolate(gettext("Draft not saved. %s"), [(result.error && result.error.message) || gettext("The server refused it.")]));
         }
       });
     }).catch(function () {
-      setStatus("Draft not saved (offline?). Your answers are still on this page.");
+      setStatus(gettext("Draft not saved (offline?). Your answers are still on this page."));
     }).finally(function () {
       saving = null;
       if (pendingSubmitter) { const s = pendingSubmitter; pendingSubmitter = null; form.requestSubmit(s); }
@@ -332,9 +334,10 @@
   }
   const choose = window.ItemPage.choose;
   const help = window.ItemPage.shortcutHelp(
-    [["a", "summary A is better"], ["b", "summary B is better"], ["t", "a tie"],
-     ["1 / 2", "much / slightly better"], ["n", "next question"], ["]", "next item"], ["[", "previous item"],
-     ["Ctrl+Enter", "submit"], ["?", "show this list"], ["Esc", "close it"]],
+    [["a", gettext("summary A is better")], ["b", gettext("summary B is better")], ["t", gettext("a tie")],
+     ["1 / 2", gettext("much / slightly better")], ["n", gettext("next question")], ["]", gettext("next item")],
+     ["[", gettext("previous item")], [gettext("Ctrl+Enter"), gettext("submit")], ["?", gettext("show this list")],
+     ["Esc", gettext("close it")]],
     function () { const q = current(); return q && q.querySelector("input"); });
 
   document.addEventListener("keydown", function (event) {

@@ -5,6 +5,17 @@
 // the keyboard back where it was). Loaded before either page's script; no build step.
 "use strict";
 window.ItemPage = (function () {
+  // The page's language: Django's JavaScript catalogue (/jsi18n/, loaded before this file on
+  // a page that is not English) defines gettext and its kin. An English page loads none: its
+  // strings are the catalogue's msgids, so these stand-ins return them as they are.
+  const gettext = window.gettext || function (text) { return text; };
+  const ngettext = window.ngettext || function (singular, plural, count) { return count === 1 ? singular : plural; };
+  const interpolate = window.interpolate || function (format, values, named) {
+    if (named) return format.replace(/%\(\w+\)s/g, function (match) { return String(values[match.slice(2, -2)]); });
+    let i = 0;
+    return format.replace(/%s/g, function () { return String(values[i++]); });
+  };
+
   function el(tag, cls, text) {
     const e = document.createElement(tag);
     if (cls) e.className = cls;
@@ -42,10 +53,10 @@ window.ItemPage = (function () {
     const help = el("div", "shortcut-help");
     help.id = "shortcut-help";
     help.setAttribute("role", "dialog");
-    help.setAttribute("aria-label", "Keyboard shortcuts");
+    help.setAttribute("aria-label", gettext("Keyboard shortcuts"));
     help.tabIndex = -1;
     help.hidden = true;
-    help.appendChild(el("h2", "", "Keyboard shortcuts"));
+    help.appendChild(el("h2", "", gettext("Keyboard shortcuts")));
     const list = el("ul");
     rows.forEach(function (pair) {
       const li = el("li");
@@ -67,7 +78,7 @@ window.ItemPage = (function () {
       back = null;
       if (target) target.focus();
     }
-    const close = el("button", "secondary", "Close");
+    const close = el("button", "secondary", gettext("Close"));
     close.type = "button";
     close.addEventListener("click", hide);
     help.appendChild(close);
@@ -83,5 +94,5 @@ window.ItemPage = (function () {
     return true;
   }
 
-  return { el: el, choose: choose, toggle: toggle, isTyping: isTyping, shortcutHelp: shortcutHelp, goToItem: goToItem };
+  return { gettext: gettext, ngettext: ngettext, interpolate: interpolate, el: el, choose: choose, toggle: toggle, isTyping: isTyping, shortcutHelp: shortcutHelp, goToItem: goToItem };
 })();

@@ -33,6 +33,8 @@
   let focusedFinding = null;
 
   const el = window.ItemPage.el;
+  const gettext = window.ItemPage.gettext;
+  const interpolate = window.ItemPage.interpolate;
 
   // Renders text[base, end) into container with marks: [{start, end, cls, title, cite}].
   // Overlapping marks nest (in the order of `marks`); a citation mark becomes a focusable
@@ -133,11 +135,11 @@
     c.dataset.citeIndex = String(mark.index);
     c.setAttribute("role", "button");
     c.setAttribute("aria-pressed", pinnedCite && pinnedCite.index === mark.index ? "true" : "false");
-    const where = "citation " + (mark.index + 1) + " of " + mark.total + ", reference " + mark.refs.join(", ");
+    const where = { n: mark.index + 1, total: mark.total, refs: mark.refs.join(", ") };
     c.setAttribute("aria-label", missing.length
-      ? where + ": not found in the context"
-      : where + ": show its sentences in the context");
-    if (missing.length) c.title = "Not found in the context: " + missing.join(", ");
+      ? interpolate(gettext("citation %(n)s of %(total)s, reference %(refs)s: not found in the context"), where, true)
+      : interpolate(gettext("citation %(n)s of %(total)s, reference %(refs)s: show its sentences in the context"), where, true));
+    if (missing.length) c.title = interpolate(gettext("Not found in the context: %s"), [missing.join(", ")]);
     const on = function () { linkRefs(mark.refs, true); };
     // Leaving a citation shows the pressed one's sentences again (or none).
     const off = function () { linkRefs(pinnedCite ? pinnedCite.refs : mark.refs, !!pinnedCite); };
@@ -198,7 +200,7 @@
     const answered = answeredFindings();
     return data.findings.filter(function (f) { return answered.has(f.id) || f.id === focusedFinding; }).map(function (f) {
       return { start: f.start, end: f.end, cls: "finding-hl" + (f.id === focusedFinding ? " finding-focus" : ""),
-               title: "Result span" };
+               title: gettext("Result span") };
     });
   }
   function render() {
@@ -354,23 +356,24 @@
     const panel = document.getElementById("q-" + key + "-panel");
     panel.textContent = "";
     panel.hidden = false;
-    const title = el("p", "panel-title", (index === null ? "New highlight" : "Edit highlight #" + (index + 1)));
+    const title = el("p", "panel-title", (index === null ? gettext("New highlight")
+      : interpolate(gettext("Edit highlight #%s"), [index + 1])));
     panel.appendChild(title);
     if (restored) {
       panel.appendChild(el("p", "hint panel-restored",
-        "Not saved yet: you were making this highlight when you left the page. Save it or cancel it."));
+        gettext("Not saved yet: you were making this highlight when you left the page. Save it or cancel it.")));
     }
     function quote(label, part) {
       const p = el("p", "panel-quote");
       p.appendChild(el("strong", "", label + ": "));
-      p.appendChild(el("span", "", part ? "“" + part.text + "”" : "(none yet)"));
+      p.appendChild(el("span", "", part ? "“" + part.text + "”" : gettext("(none yet)")));
       panel.appendChild(p);
     }
     if (q.target === "linked") {
-      quote("Summary part", draft.start !== undefined ? draft : null);
-      quote("Source part", draft.link || null);
+      quote(gettext("Summary part"), draft.start !== undefined ? draft : null);
+      quote(gettext("Source part"), draft.link || null);
     } else {
-      quote("Selected text", draft);
+      quote(gettext("Selected text"), draft);
     }
     const inputs = {};
     q.sub.forEach(function (sq) {
@@ -399,7 +402,7 @@
     let rationale = null;
     if (q.rationale !== "none") {
       const id = "span-" + key + "-rationale";
-      const label = el("label", "", "Rationale" + (q.rationale === "required" ? " (required)" : ""));
+      const label = el("label", "", q.rationale === "required" ? gettext("Rationale (required)") : gettext("Rationale"));
       label.htmlFor = id;
       rationale = el("textarea");
       rationale.dir = "auto";
@@ -409,9 +412,9 @@
     const message = el("p", "error");
     message.setAttribute("role", "alert");
     panel.appendChild(message);
-    const save = el("button", "", "Save highlight");
+    const save = el("button", "", gettext("Save highlight"));
     save.type = "button";
-    const cancel = el("button", "secondary", "Cancel");
+    const cancel = el("button", "secondary", gettext("Cancel"));
     cancel.type = "button";
     const actions = el("div", "actions");
     actions.appendChild(save); actions.appendChild(cancel);
@@ -449,7 +452,7 @@
                      text: draft.text, answers: {}, rationale: rationale ? rationale.value.trim() : "" };
       if (draft.link) span.link = draft.link;
       if (span.start === undefined || (q.target === "linked" && !span.link)) {
-        message.textContent = "Select both parts first.";
+        message.textContent = gettext("Select both parts first.");
         return;
       }
       // The panel checks its own sub-answers before saving: every problem at once.
@@ -460,9 +463,9 @@
         if (chosen && chosen.value.trim()) span.answers[sq.key] = chosen.value.trim();
         else if (sq.required) missing.push(sq.prompt);
       });
-      if (rationale && q.rationale === "required" && !span.rationale) missing.push("Rationale");
+      if (rationale && q.rationale === "required" && !span.rationale) missing.push(gettext("Rationale"));
       if (missing.length) {
-        message.textContent = "Before saving this highlight, answer: " + missing.join("; ") + ".";
+        message.textContent = interpolate(gettext("Before saving this highlight, answer: %s."), [missing.join("; ")]);
         return;
       }
       if (index === null) spans[key].push(span); else spans[key][index] = span;
@@ -472,7 +475,7 @@
       // The keyboard goes to the saved highlight's entry in the list.
       const saved = index === null ? spans[key].length - 1 : index;
       focusSpanItem(key, saved);
-      announce("Highlight " + (saved + 1) + " saved.");
+      announce(interpolate(gettext("Highlight %s saved."), [saved + 1]));
     });
     // A panel reopened on loading the page does not take the keyboard from the page's start.
     if (!restored) (panel.querySelector("input, textarea") || save).focus();
@@ -502,7 +505,7 @@
       q.dir = "auto";
       li.appendChild(q);
       if (sp.link) {
-        li.appendChild(el("span", "", " ↔ source: "));
+        li.appendChild(el("span", "", " ↔ " + gettext("source:") + " "));
         li.appendChild(el("q", "", sp.link.text));
       }
       const details = Object.keys(sp.answers || {}).map(function (k) {
@@ -518,19 +521,19 @@
         li.appendChild(why);
       }
       if (editable) {
-        const edit = el("button", "link", "Edit");
+        const edit = el("button", "link", gettext("Edit"));
         edit.type = "button";
-        edit.setAttribute("aria-label", "Edit highlight " + (i + 1));
+        edit.setAttribute("aria-label", interpolate(gettext("Edit highlight %s"), [i + 1]));
         edit.addEventListener("click", function () { panelFor(key, i, JSON.parse(JSON.stringify(sp))); });
-        const del = el("button", "link", "Delete");
+        const del = el("button", "link", gettext("Delete"));
         del.type = "button";
-        del.setAttribute("aria-label", "Delete highlight " + (i + 1));
+        del.setAttribute("aria-label", interpolate(gettext("Delete highlight %s"), [i + 1]));
         del.addEventListener("click", function () {
           spans[key].splice(i, 1);
           refreshSpans(key);
           scheduleSave();
           focusSpanItem(key, i);
-          announce("Highlight " + (i + 1) + " deleted.");
+          announce(interpolate(gettext("Highlight %s deleted."), [i + 1]));
         });
         li.appendChild(document.createTextNode(" "));
         li.appendChild(edit);
@@ -553,7 +556,9 @@
     toolMessage.setAttribute("role", "status");
     tools.appendChild(toolMessage);
     const nothingSelected = function (what) {
-      toolMessage.textContent = "Nothing is selected: select some " + what + " text first, then press the button.";
+      toolMessage.textContent = what === "source"
+        ? gettext("Nothing is selected: select some source text first, then press the button.")
+        : gettext("Nothing is selected: select some summary text first, then press the button.");
     };
     tools.querySelectorAll("button").forEach(function (button) {
       if (!editable) { button.disabled = true; return; }
@@ -722,7 +727,7 @@
     failing = true;
     saveProblem.textContent = "";
     saveProblem.appendChild(el("span", "", text + " "));
-    const retry = el("button", "secondary", "Retry");
+    const retry = el("button", "secondary", gettext("Retry"));
     retry.type = "button";
     retry.addEventListener("click", function () { save(); });
     saveProblem.appendChild(retry);
@@ -740,7 +745,7 @@
     Object.keys(hints || {}).forEach(function (key) {
       const fs = form.querySelector("fieldset[data-question='" + CSS.escape(key) + "']");
       if (!fs) return;
-      const hint = el("p", "draft-hint hint", "Before you submit: " + hints[key]);
+      const hint = el("p", "draft-hint hint", interpolate(gettext("Before you submit: %s"), [hints[key]]));
       fs.appendChild(hint);
     });
   }
@@ -802,24 +807,24 @@
     const unsent = readStored("sessionStorage", unsentKey);
     if (unsent && unsent.writer === writer && unsent.seq <= body.seq) writeStored("sessionStorage", unsentKey, null);
     clearSaveProblem();
-    setStatus("Draft saved at " + new Date().toLocaleTimeString());
+    setStatus(interpolate(gettext("Draft saved at %s"), [new Date().toLocaleTimeString()]));
   }
 
   function refused(result) {
-    const message = (result.error && result.error.message) || "The server refused it.";
-    setStatus("Draft not saved. " + message);
-    showSaveProblem("Draft not saved. " + message);
+    const message = (result.error && result.error.message) || gettext("The server refused it.");
+    setStatus(interpolate(gettext("Draft not saved. %s"), [message]));
+    showSaveProblem(interpolate(gettext("Draft not saved. %s"), [message]));
   }
 
   function unreachable() {
-    setStatus("Draft not saved (offline?). Your answers are still on this page.");
-    showSaveProblem("Draft not saved (offline?). Your answers are still on this page.");
+    setStatus(gettext("Draft not saved (offline?). Your answers are still on this page."));
+    showSaveProblem(gettext("Draft not saved (offline?). Your answers are still on this page."));
   }
 
   function conflict(result) {
     stopped = true;
-    setStatus((result.error && result.error.message) || "Changed elsewhere: reload the page.");
-    showSaveProblem("Not saved: this item was changed elsewhere (another tab or device). Copy your text, then reload the page.");
+    setStatus((result.error && result.error.message) || gettext("Changed elsewhere: reload the page."));
+    showSaveProblem(gettext("Not saved: this item was changed elsewhere (another tab or device). Copy your text, then reload the page."));
   }
 
   function save() {
@@ -828,7 +833,7 @@
     // One save at a time: a change made meanwhile is sent when this one is answered.
     if (saving) { saveAgain = true; return saving; }
     const body = draftBody();
-    setStatus("Saving draft…");
+    setStatus(gettext("Saving draft…"));
     saving = put(body).then(function (r) {
       if (r.response.ok) {
         stored(body, r.result);
@@ -893,13 +898,13 @@
     applyAnswers(unsent.answers || {}, unsent.rationales || {});
     const body = { answers: unsent.answers || {}, rationales: unsent.rationales || {}, version: unsent.version,
                    active_seconds: 0, writer: unsent.writer, seq: unsent.seq + 1 };
-    setStatus("Saving the change you made before leaving…");
+    setStatus(gettext("Saving the change you made before leaving…"));
     saving = put(body).then(function (r) {
       if (r.response.ok) {
         writeStored("sessionStorage", unsentKey, null);
         syncVersion(r.result.version);
         showHints(r.result.hints);
-        setStatus("Draft saved at " + new Date().toLocaleTimeString());
+        setStatus(interpolate(gettext("Draft saved at %s"), [new Date().toLocaleTimeString()]));
       } else if (r.response.status === 409) {
         writeStored("sessionStorage", unsentKey, null);
         conflict(r.result);
@@ -991,11 +996,11 @@
   // Closing the list gives the keyboard back where it was (or to the question being
   // worked on), never to the page's <body>.
   const help = window.ItemPage.shortcutHelp(
-    [["1–9", "answer the current question (a scale's value, a choice's place in the list, or tick the box in that place)"],
-     ["n", "go to the next question (each finding and claim is one)"],
-     ["← →", "move between the summary's citations (one Tab stop); Enter or Space keeps a citation's sentences shown"],
-     ["]", "next item"], ["[", "previous item"],
-     ["Ctrl+Enter", "submit"], ["?", "show this list"], ["Esc", "close it"]],
+    [["1–9", gettext("answer the current question (a scale's value, a choice's place in the list, or tick the box in that place)")],
+     ["n", gettext("go to the next question (each finding and claim is one)")],
+     ["← →", gettext("move between the summary's citations (one Tab stop); Enter or Space keeps a citation's sentences shown")],
+     ["]", gettext("next item")], ["[", gettext("previous item")],
+     [gettext("Ctrl+Enter"), gettext("submit")], ["?", gettext("show this list")], ["Esc", gettext("close it")]],
     function () { return firstControl(currentStop()); });
 
   document.addEventListener("keydown", function (event) {

@@ -34,6 +34,9 @@ REACHABLE = {
     "api:assignment-reopen",
     "logout",
     "recruit:arrive",
+    # The language switcher and the scripts' strings: no study data (docs/languages.md).
+    "set_language",
+    "javascript-catalog",
 }
 TO_NEXT_STEP = {"home", "annotate:queue", "annotate:continue", "annotate:done"}
 
