@@ -12,6 +12,7 @@ from analysis.services import compute_study_report
 from annotate.models import Summary
 from planning.services import freeze_protocol
 from tests.analysis.reports import rated_study
+from tests.planning.plans import pointwise_plan
 
 pytestmark = pytest.mark.django_db
 
@@ -42,16 +43,7 @@ def report():
             summary.source = previous.source
         summary.save(update_fields=["generator", "source"])
         previous = summary
-    plan = {
-        "kind": "pointwise",
-        "primary_question": "overall",
-        "test": "wilcoxon_signed_rank",
-        "correction": "holm",
-        "alpha": 0.05,
-        "planned_n": 12,
-        "stopping_rule": "fixed_n",
-        "exclusion_rules": [],
-    }
+    plan = pointwise_plan()
     freeze_protocol(study=study, by=admin, plan=plan)
     return report_from_payload(compute_study_report(study=study, n_resamples=200))
 

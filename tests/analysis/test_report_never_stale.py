@@ -26,6 +26,7 @@ from generation.judging import run_judge
 from literature.importing import import_questions, read_rows
 from tests.analysis.reports import change_first_rating, compute_queued_reports, rated_study
 from tests.generation.scripted_server import Reply
+from tests.planning.plans import pointwise_plan
 
 # Not transactional: the page's enqueue waits for a commit that never comes, and
 # compute_queued_reports plays the worker.
@@ -155,16 +156,7 @@ def a_protocol_frozen(study, serve):
     from planning.services import freeze_protocol
 
     admin = study.memberships.filter(role="admin").first().user
-    plan = {
-        "kind": "pointwise",
-        "primary_question": "overall",
-        "test": "wilcoxon_signed_rank",
-        "correction": "holm",
-        "alpha": 0.05,
-        "planned_n": 100,
-        "stopping_rule": "fixed_n",
-        "exclusion_rules": [],
-    }
+    plan = pointwise_plan(planned_n=100)
     protocol = freeze_protocol(study=study, by=admin, plan=plan)
     return lambda before, after: before.get("protocol") is None and after["protocol"]["sha256"] == protocol.sha256
 

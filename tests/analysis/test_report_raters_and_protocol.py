@@ -16,6 +16,7 @@ from annotate.services.ratings import submit_rating
 from planning.services import freeze_protocol
 from tests.analysis.reports import open_computed
 from tests.factories import AssignmentFactory, StudyFactory, SummaryFactory, UserFactory
+from tests.planning.plans import pointwise_plan
 
 pytestmark = pytest.mark.django_db
 
@@ -23,16 +24,7 @@ pytestmark = pytest.mark.django_db
 # failure modes: both [misattribution] on s1 and s2; on s3 ra [misattribution], rb [overly_specific].
 SCORES = {"ra": (2, 3, 4), "rb": (4, 3, 5)}
 FAILURES = {"ra": ("misattribution",) * 3, "rb": ("misattribution", "misattribution", "overly_specific")}
-PLAN = {
-    "kind": "pointwise",
-    "primary_question": "overall",
-    "test": "wilcoxon_signed_rank",
-    "correction": "holm",
-    "alpha": 0.05,
-    "planned_n": 3,
-    "stopping_rule": "fixed_n",
-    "exclusion_rules": [],
-}
+PLAN = pointwise_plan(planned_n=3)
 
 
 @pytest.fixture

@@ -13,19 +13,11 @@ from datasets.exporting import export_dataset
 from planning.protocol import canonical_json
 from planning.services import freeze_protocol
 from tests.analysis.reports import rated_study
+from tests.planning.plans import pointwise_plan
 
 pytestmark = pytest.mark.django_db
 
-PLAN = {
-    "kind": "pointwise",
-    "primary_question": "overall",
-    "test": "wilcoxon_signed_rank",
-    "correction": "holm",
-    "alpha": 0.05,
-    "planned_n": 6,
-    "stopping_rule": "fixed_n",
-    "exclusion_rules": ["Attention check"],
-}
+PLAN = pointwise_plan(planned_n=6, exclusion_rules=["Attention check"])
 
 
 def test_the_export_holds_every_protocol_version_and_the_card_cites_the_latest(tmp_path):

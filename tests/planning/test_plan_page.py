@@ -16,6 +16,7 @@ from annotate.services.ratings import submit_rating
 from planning.models import Protocol
 from planning.pages import plan_page
 from tests.factories import AssignmentFactory, SourceFactory, StudyFactory, SummaryFactory, UserFactory
+from tests.planning.plans import pointwise_plan
 
 POWER = (
     "run=1&kind=pointwise&effect=1.0&item_sd=0.5&rater_sd=0.2&residual_sd=0.6&raters_per_item=2"
@@ -124,16 +125,7 @@ def test_hostile_text_in_a_plan_is_escaped(pilot):
     study, admin, _ = pilot
     from planning.services import freeze_protocol
 
-    plan = {
-        "kind": "pointwise",
-        "primary_question": "overall",
-        "test": "wilcoxon_signed_rank",
-        "correction": "holm",
-        "alpha": 0.05,
-        "planned_n": 10,
-        "stopping_rule": "fixed_n",
-        "exclusion_rules": ["<script>alert(1)</script>"],
-    }
+    plan = pointwise_plan(planned_n=10, exclusion_rules=["<script>alert(1)</script>"])
     protocol = freeze_protocol(study=study, by=admin, plan=plan)
     client = Client()
     client.force_login(admin)

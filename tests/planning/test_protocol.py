@@ -12,17 +12,9 @@ from planning.protocol import Look, canonical_json, deviations, protocol_hash
 from planning.selectors import study_state
 from planning.services import InvalidPlan, freeze_protocol
 from tests.analysis.reports import rated_study
+from tests.planning.plans import pointwise_plan
 
-PLAN = {
-    "kind": "pointwise",
-    "primary_question": "overall",
-    "test": "wilcoxon_signed_rank",
-    "correction": "holm",
-    "alpha": 0.05,
-    "planned_n": 12,
-    "stopping_rule": "fixed_n",
-    "exclusion_rules": ["Attention check"],
-}
+PLAN = pointwise_plan(exclusion_rules=["Attention check"])
 DOCUMENT = {
     "study": "s",
     "plan": PLAN,
