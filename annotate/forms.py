@@ -235,6 +235,11 @@ class BatchForm(forms.Form):
                 "Comparisons: two generators' summaries of a source side by side, k raters each, "
                 "left and right counterbalanced",
             ),
+            (
+                "adaptive_pairs",
+                "Adaptive side by side: comparisons handed out as raters continue, each pair chosen from the "
+                "judgements so far, until the systems are told apart or the budget (the sample size) is spent",
+            ),
         ]
     )
     # The bounds are those of the API (annotate/api/study_batches.py) and of the columns.

@@ -304,6 +304,22 @@ def study_dashboard(request, slug):
     )
 
 
+def _create_adaptive(request, study, d):
+    """An adaptive side-by-side batch: no plan to preview, the sample size its budget."""
+    if request.POST.get("action") == "preview":
+        raise ApplicationError("An adaptive batch has no fixed plan to preview: its pairs follow the judgements.")
+    batch = adaptive.create_adaptive_batch(
+        study=study,
+        name=d["name"],
+        raters=list(d["raters"]),
+        budget=d["n"] or 0,
+        seed=d["seed"],
+        created_by=request.user,
+    )
+    messages.success(request, f"Adaptive batch {batch.name!r} created: each rater has a first comparison.")
+    return redirect("studies:batch", slug=study.slug, batch_uuid=batch.uuid)
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def batch_create(request, slug):
@@ -347,6 +363,8 @@ def batch_create(request, slug):
         else:
             options["gold"] = gold
             try:
+                if d["design"] == adaptive.DESIGN:
+                    return _create_adaptive(request, study, d)
                 if request.POST.get("action") == "preview":
                     preview = batches.preview_batch(**options)
                 else:

@@ -35,21 +35,25 @@ def create_adaptive_batch(
     definition = rubric_definition(study.rubric)
     questions = [q.key for q in definition.questions if q.kind == "preference"]
     if not questions:
-        raise ApplicationError("The study's rubric asks no preference question.", extra={"field": "design"})
+        raise ApplicationError(
+            "The study's rubric asks no preference question.", extra={"fields": {"design": "no preference question"}}
+        )
     items = pairs_of_items(study)
     systems = sorted({s for pair in items for s in pair})
     if len(systems) < 3 or len(items) < len(systems) * (len(systems) - 1) // 2:
         raise ApplicationError(
             "An adaptive design needs comparison items for every pair of at least three systems.",
-            extra={"field": "design"},
+            extra={"fields": {"design": "comparison items for every pair of at least three systems"}},
         )
     if budget < len(items) or not raters:
         raise ApplicationError(
             f"budget: at least one judgement per pair of systems ({len(items)}), and at least one rater.",
-            extra={"field": "budget"},
+            extra={"fields": {"n": f"the budget: at least {len(items)} judgements, one per pair of systems"}},
         )
     if Batch.objects.filter(study=study, name=name).exists():
-        raise ApplicationError(f"name: the study already has a batch {name!r}.", extra={"field": "name"})
+        raise ApplicationError(
+            f"name: the study already has a batch {name!r}.", extra={"fields": {"name": "already a batch's name"}}
+        )
     design = {"name": DESIGN, "systems": systems, "question": questions[0], "budget": budget, "z": z}
     batch = Batch.objects.create(
         study=study, name=name, design=design, seed=seed, raters_per_item=1, created_by=created_by

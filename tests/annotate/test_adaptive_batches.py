@@ -144,3 +144,26 @@ def test_the_batch_page_says_where_the_rule_stands(study, raters, client, admin_
     client.force_login(admin_user)
     page = client.get(f"/studies/{study.slug}/batches/{batch.uuid}/").content.decode()
     assert 'id="adaptive-state"' in page and "12 of 12 handed out" in page and "Done" in page
+
+
+def test_the_batch_builder_makes_an_adaptive_batch(study, raters, client, admin_user):
+    client.force_login(admin_user)
+    url = f"/studies/{study.slug}/batches/new/"
+    form = {
+        "name": "live",
+        "kind": "main",
+        "raters": [r.pk for r in raters],
+        "design": "adaptive_pairs",
+        "seed": 4,
+        "k": 1,
+        "share": 0.2,
+        "m": 1,
+    }
+    refused = client.post(url, form | {"n": 2})
+    assert refused.status_code == 400 and "the budget" in refused.content.decode()
+    previewed = client.post(url, form | {"n": 20, "action": "preview"})
+    assert previewed.status_code == 400 and "no fixed plan to preview" in previewed.content.decode()
+    made = client.post(url, form | {"n": 20})
+    batch = study.batches.get(name="live")
+    assert made.status_code == 302 and batch.design["name"] == "adaptive_pairs" and batch.design["budget"] == 20
+    assert Assignment.objects.filter(batch=batch).count() == 2
