@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PORT ?= 8000
 
-.PHONY: messages compilemessages static run dev test idp xmlsec1 test-ml bench bench-peers install install-dev install-ml migrate demo serve lint chromium clean local-llm local-llm-install test-llm
+.PHONY: messages compilemessages static run dev test idp xmlsec1 gettext test-ml bench bench-peers install install-dev install-ml migrate demo serve lint chromium clean local-llm local-llm-install test-llm
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -105,6 +105,19 @@ $(IDP_DIR)/node_modules/.package-lock.json: $(IDP_DIR)/package.json $(IDP_DIR)/p
 	cd $(IDP_DIR) && npm ci --no-audit --no-fund --silent
 idp: $(IDP_DIR)/node_modules/.package-lock.json
 
+# The catalogue tests (tests/i18n/) check the translations with Debian's gettext
+# (msgfmt --check, xgettext), as `make messages` builds them.
+gettext:
+	@if ! command -v msgfmt >/dev/null 2>&1 || ! command -v xgettext >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "Installing Debian's gettext for the catalogue tests..."; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gettext >/dev/null; \
+	  else \
+	    echo "The catalogue tests need gettext: run 'sudo apt-get install gettext'." >&2; \
+	    exit 1; \
+	  fi; \
+	fi
+
 xmlsec1:
 	@if ! command -v xmlsec1 >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = 0 ]; then \
@@ -116,7 +129,7 @@ xmlsec1:
 	  fi; \
 	fi
 
-test: install-dev chromium idp xmlsec1
+test: install-dev chromium idp xmlsec1 gettext
 	$(BIN)/python -m pytest
 
 # The tests that need the optional ML extra.

@@ -308,14 +308,8 @@ def _create_adaptive(request, study, d):
     """An adaptive side-by-side batch: no plan to preview, the sample size its budget."""
     if request.POST.get("action") == "preview":
         raise ApplicationError("An adaptive batch has no fixed plan to preview: its pairs follow the judgements.")
-    batch = adaptive.create_adaptive_batch(
-        study=study,
-        name=d["name"],
-        raters=list(d["raters"]),
-        budget=d["n"] or 0,
-        seed=d["seed"],
-        created_by=request.user,
-    )
+    options = {"name": d["name"], "raters": list(d["raters"]), "budget": d["n"] or 0, "seed": d["seed"]}
+    batch = adaptive.create_adaptive_batch(study=study, created_by=request.user, **options)
     messages.success(request, f"Adaptive batch {batch.name!r} created: each rater has a first comparison.")
     return redirect("studies:batch", slug=study.slug, batch_uuid=batch.uuid)
 

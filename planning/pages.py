@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.http import Http404, QueryDict
 
@@ -14,16 +14,9 @@ from planning import selectors
 from planning.forms import FreezeForm, PilotForm, PowerForm
 from planning.models import Protocol
 from planning.protocol import REPORT_CORRECTION, REPORT_TESTS, canonical_json
-from stats.power import (
-    PilotEstimate,
-    PointwiseDesign,
-    PowerCurve,
-    PowerInputError,
-    SideBySideDesign,
-    pilot_estimate,
-    pointwise_power,
-    side_by_side_power,
-)
+
+if TYPE_CHECKING:  # numpy and pandas load when a curve is computed, not with the web app
+    from stats.power import PilotEstimate, PointwiseDesign, PowerCurve, SideBySideDesign
 
 CHART_WIDTH, CHART_HEIGHT = 480, 200
 
@@ -52,6 +45,8 @@ class PlanPage:
 
 
 def _design(data: dict[str, Any]) -> PointwiseDesign | SideBySideDesign:
+    from stats.power import PointwiseDesign, SideBySideDesign
+
     if data["kind"] == "side_by_side":
         return SideBySideDesign(
             effect=data["effect"],
@@ -73,6 +68,8 @@ def _design(data: dict[str, Any]) -> PointwiseDesign | SideBySideDesign:
 
 def run_power(data: dict[str, Any]) -> PowerCurve:
     """The curve of a valid PowerForm's cleaned data."""
+    from stats.power import SideBySideDesign, pointwise_power, side_by_side_power
+
     design = _design(data)
     common = {"simulations": data["simulations"], "target": data["target"], "seed": data["seed"]}
     if isinstance(design, SideBySideDesign):
@@ -103,6 +100,8 @@ def _pilot(user, query: QueryDict, initial: dict[str, Any]) -> tuple[PilotForm, 
         pilot_study = get_study_for_admin(user, form.cleaned_data["pilot"])
     except Http404:
         return form, None, "No study of that name that you administer."
+    from stats.power import PowerInputError, pilot_estimate
+
     try:
         found = pilot_estimate(*selectors.pilot_frames(pilot_study, form.cleaned_data["question"]))
     except PowerInputError as error:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
@@ -16,7 +16,9 @@ from annotate.models import Assignment, Batch, ExpectedAnswer, ItemFlag, RaterEx
 from annotate.selectors.batches import answer_matches, batch_answers, first_answers
 from annotate.selectors.contents import rubric_definition
 from stats.monitor import AnswerRow, BatchFigures, GoldRow, ItemRow, RaterFigures, batch_figures
-from stats.severity import DriftWindow, RaterSeverity
+
+if TYPE_CHECKING:  # the statistics load with the monitor's figures, not with the web app
+    from stats.severity import DriftWindow, RaterSeverity
 
 DEFAULT_FAST_FRACTION = 0.25
 
