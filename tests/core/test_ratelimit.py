@@ -115,13 +115,14 @@ def test_processes_sharing_redis_never_exceed_the_rate_together(shared_redis):
 
 
 def test_a_killed_holder_frees_its_slot_after_the_hold_and_a_live_one_keeps_it(shared_redis, monkeypatch):
-    """RATE_LIMIT_HOLD = 1.5 s: a live holder renews its slot every 0.5 s, so it still
-    holds it after its first expiry has passed; after SIGKILL nobody renews it and it is
-    free within the hold (plus the waiter's polling)."""
+    """RATE_LIMIT_HOLD = 4 s: a live holder renews its slot every third of it, so it still
+    holds it after its first expiry has passed (with over two seconds to spare for a
+    process the loaded machine did not schedule); after SIGKILL nobody renews it and it
+    is free within the hold (plus the waiter's polling)."""
     monkeypatch.setenv("RATE_LIMIT_REDIS_URL", REDIS_URL)
-    monkeypatch.setenv("RATE_LIMIT_HOLD", "1.5")
+    monkeypatch.setenv("RATE_LIMIT_HOLD", "4")
     name = f"test-{uuid.uuid4().hex[:8]}"
-    holder = child("hold", name, redis_url=REDIS_URL, RATE_LIMIT_HOLD="1.5")
+    holder = child("hold", name, redis_url=REDIS_URL, RATE_LIMIT_HOLD="4")
     try:
         wait_for_line(holder, "held")
         slots = ratelimit.semaphore(name, 1)
