@@ -31,8 +31,6 @@ RATER_TEMPLATES = sorted(
 ALLOWED = {
     # The admin pages stay English; the link to them shows to staff only.
     ("base.html", "Admin"),
-    # The sign-out button belongs to the sign-in work (single sign-on), which words it.
-    ("base.html", "Log out"),
 }
 
 # What stands for a translated piece or a value: a character of Unicode's private use
