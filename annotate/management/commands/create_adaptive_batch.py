@@ -1,7 +1,6 @@
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.management.common import study_named
+from annotate.management.common import study_named, users_named
 from annotate.services.adaptive import adaptive_state, create_adaptive_batch
 from core.exceptions import ApplicationError
 
@@ -22,11 +21,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, study, name, raters, budget, seed, z, **options):
         study_obj = study_named(study)
-        names = [n.strip() for n in raters.split(",") if n.strip()]
-        users = {u.username: u for u in get_user_model().objects.filter(username__in=names)}
-        missing = [n for n in names if n not in users]
-        if missing:
-            raise CommandError(f"no such user(s): {', '.join(missing)}")
+        names, users = users_named(raters)
         try:
             batch = create_adaptive_batch(
                 study=study_obj, name=name, raters=[users[n] for n in names], budget=budget, seed=seed, z=z

@@ -1,7 +1,6 @@
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.management.common import study_named
+from annotate.management.common import study_named, users_named
 from annotate.models import Batch
 from annotate.services.batches import COMPARISONS, DESIGNS, create_batch
 from core.exceptions import ApplicationError
@@ -55,11 +54,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **o):
         study = study_named(o["study"])
-        names = [n.strip() for n in o["raters"].split(",") if n.strip()]
-        users = {u.username: u for u in get_user_model().objects.filter(username__in=names)}
-        missing = [n for n in names if n not in users]
-        if missing:
-            raise CommandError(f"no such user(s): {', '.join(missing)}")
+        names, users = users_named(o["raters"])
         filters = {
             "generator": o["generator"],
             "flags_any": o["flag"],
