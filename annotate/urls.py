@@ -6,7 +6,7 @@ app_name = "annotate"
 
 urlpatterns = [
     path("", views.queue, name="queue"),
-    path("<uuid:assignment_uuid>/", views.rate, name="rate"),
+    path("<uuid:assignment_uuid>/", views.RateView.as_view(), name="rate"),
     path("<uuid:assignment_uuid>/feedback/", views.feedback, name="feedback"),
     path("studies/<slug:slug>/continue/", views.continue_study, name="continue"),
     path("studies/<slug:slug>/done/", views.done, name="done"),

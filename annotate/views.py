@@ -10,8 +10,10 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.decorators import method_decorator
 from django.utils.translation import get_language
 from django.utils.translation import gettext as _
+from django.views import View
 from django.views.decorators.http import require_http_methods
 
 from annotate.forms import BatchForm, BatchItemActionForm, RateActionForm, answers_from_post
@@ -160,24 +162,25 @@ def _save(request, assignment, data, answers, rationales):
 _RATE_ACTIONS = {"save": _save, "submit": _submit, "skip": _skip, "reopen": _reopen}
 
 
-@login_required
-@require_http_methods(["GET", "POST"])
-def rate(request, assignment_uuid):
-    """The rating page, or for a comparison item the comparison page: GET opens the item,
-    a POST runs the button pressed (or shows what was sent again with the problems)."""
-    assignment = get_assignment_for_rater(request.user, assignment_uuid)
-    activate_study_language(request, assignment.study)
-    refused = None
-    if request.method == "GET":
-        ratings.open_assignment(assignment=assignment)
-    else:
+@method_decorator(login_required, name="dispatch")
+class RateView(View):
+    """The rating page, or for a comparison item the comparison page: GET opens the item
+    (view -> page model -> selectors -> template), a POST runs the button pressed (or
+    shows what was sent again with the problems)."""
+
+    def get(self, request, assignment_uuid):
+        page = rating_page(request, assignment_uuid)
+        ratings.open_assignment(assignment=page.assignment)
+        return render(request, page.template_name, page.context())
+
+    def post(self, request, assignment_uuid):
+        assignment = get_assignment_for_rater(request.user, assignment_uuid)
+        activate_study_language(request, assignment.study)
         outcome = _post_rating(request, assignment)
         if not isinstance(outcome, RefusedPost):
             return outcome
-        refused = outcome
-        assignment.refresh_from_db()
-    page = rating_page(request.user, assignment, refused=refused)
-    return render(request, page.template_name, page.context(), status=refused.status if refused else 200)
+        page = rating_page(request, assignment_uuid, refused=outcome)
+        return render(request, page.template_name, page.context(), status=outcome.status)
 
 
 def _post_rating(request, assignment):

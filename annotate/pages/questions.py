@@ -206,3 +206,25 @@ def error_summary(definition, errors, part_errors) -> list[dict]:
 def part_anchor(question_key: str, part_id: str) -> str:
     """The id of one finding's or claim's block on the rating page."""
     return f"q-{question_key}-part-{part_id}"
+
+
+def question_parts(
+    definition, answers, rationales, errors, findings, claims, *, show_answers, part_errors, compared
+) -> dict[str, Any]:
+    """The item page's form: its questions, a refused submit's list of problems and the
+    keyboard hint (a comparison's own, with its preference keys)."""
+    return {
+        "questions": question_views(
+            definition,
+            answers,
+            rationales,
+            errors,
+            findings,
+            claims,
+            show_answers=show_answers,
+            part_errors=part_errors,
+            compared=compared,
+        ),
+        "error_summary": error_summary(definition, errors, part_errors),
+        "keys_hint": keys_hint(definition, findings, claims) if compared is None else COMPARISON_KEYS_HINT,
+    }

@@ -1,7 +1,7 @@
 """The rating page and the comparison page (one item of a rater's queue: a summary rated
 alone, or a comparison's summaries side by side), and the page a rater asks the study
-admin about an item on. Built from the rater's own assignment, which the view got
-through `annotate.selectors.queue.get_assignment_for_rater`."""
+admin about an item on. An item page is built from the request's user and the item's
+uuid: one call to `annotate.selectors.item.item_reads` makes every query it needs."""
 
 from __future__ import annotations
 
@@ -9,26 +9,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.urls import reverse
-from django.utils.html import escape
-from django.utils.safestring import mark_safe
 from django.utils.translation import get_language, gettext
 
-from annotate.models import Assignment, ItemFlag, Revision, Source, Study, Summary
+from annotate.languages import activate_study_language
+from annotate.models import Assignment, ItemFlag, Revision, Source, Study
 from annotate.pages import page_context
-from annotate.pages.questions import COMPARISON_KEYS_HINT, error_summary, keys_hint, question_views
-from annotate.selectors.claims import claims_asked
-from annotate.selectors.contents import claims_for_summary, rubric_definition
+from annotate.pages.item_parts import article_summaries, client_data, sentences_html, shown_errors
+from annotate.pages.questions import question_parts
+from annotate.selectors.item import item_reads
 from annotate.selectors.monitor import item_flags
-from annotate.selectors.queue import (
-    QueuePlace,
-    ShownSummary,
-    latest_revision,
-    latest_revision_phase,
-    queue_place,
-    revision_answers,
-    shared_notes,
-    shown_summaries,
-)
+from annotate.selectors.queue import QueuePlace, ShownSummary
 from annotate.services import qualification, ratings
 
 
@@ -60,6 +50,7 @@ class ItemFlags:
 
 
 def item_flags_shown(assignment: Assignment, *, kind: str = "", note: str = "", error: str = "") -> ItemFlags:
+    """The flag page's flags (the item pages get theirs with the item's reads)."""
     own, shared = item_flags(assignment)
     return ItemFlags(own, shared, ItemFlag.Kind.choices, kind, note, error)
 
@@ -103,32 +94,34 @@ class RatingPage:
         return page_context(self) | page_context(self.flags)
 
 
-def rating_page(user, assignment: Assignment, *, refused: RefusedPost | None = None) -> RatingPage:
-    """The rater's item page: their latest answers (or, after a refused post, what they
-    sent with the problems), the source, the questions asked of this item and where the
-    item sits in their queue. The rubric's texts are in the page's language where the
-    rubric translates them (docs/rubric-format.md#translations)."""
-    original = rubric_definition(assignment.study.rubric)
-    definition = original.translated(get_language())
+def rating_page(request, assignment_uuid, *, refused: RefusedPost | None = None) -> RatingPage:
+    """The rater's item page, from the request's user and the item's uuid: their latest
+    answers (or, after a refused post, what they sent with the problems), the source, the
+    questions asked of this item and where the item sits in their queue. The page is in
+    the study's language unless the rater picked one (annotate.languages); the rubric's
+    texts are in the page's language where the rubric translates them
+    (docs/rubric-format.md#translations)."""
+    reads = item_reads(request.user, assignment_uuid, stored_answers=refused is None)
+    assignment, compared = reads.assignment, reads.compared
+    activate_study_language(request, assignment.study)
+    definition = reads.definition.translated(get_language())
     if refused is None:
-        revision = latest_revision(assignment)
-        answers, rationales = revision_answers(revision)
-        phase = revision.phase if revision is not None else None
-        errors, part_errors = {}, {}
+        answers, rationales, errors, part_errors = reads.answers, reads.rationales, {}, {}
     else:
-        answers, rationales = refused.answers, refused.rationales
-        errors, part_errors = _shown_errors(original, definition, refused.errors), refused.part_errors
-        phase = latest_revision_phase(assignment)
+        answers, rationales, part_errors = refused.answers, refused.rationales, refused.part_errors
+        errors = shown_errors(reads.definition, definition, refused.errors)
     paused = assignment.rater_paused
     editable = assignment.state in (Assignment.State.PENDING, Assignment.State.IN_PROGRESS) and not paused
-    rerating = editable and phase == Revision.Phase.POST_DISCUSSION
-    compared = shown_summaries(assignment)
+    rerating = editable and reads.phase == Revision.Phase.POST_DISCUSSION
     summary, source = assignment.summary, assignment.summary.source
     # Tuples (annotate.models.Sentence), and the list built here, not in a template loop:
     # a source at the size limit can hold ~8,000 sentences (tests/bench/bench_rating_page.py).
     sentences = source.sentences
     findings = list(source.findings.all())
-    claims = claims_asked(definition, summary)
+    html = sentences_html(sentences)
+    articles = article_summaries(summary, source)
+    data = client_data(assignment, definition, answers, sentences, findings, compared)
+    prompts = {q.key: q.prompt for q in definition.questions}
     return RatingPage(
         template_name="annotate/rate.html" if compared is None else "annotate/compare.html",
         assignment=assignment,
@@ -136,107 +129,39 @@ def rating_page(user, assignment: Assignment, *, refused: RefusedPost | None = N
         summary_text=summary.text,
         source=source,
         sentence_count=len(sentences),
-        sentences_html=sentences_html(sentences),
+        sentences_html=html,
         findings=findings,
-        claims=list(claims_for_summary(summary)) if assignment.study.assisted else [],
-        article_summaries=article_summaries(summary, source),
-        questions=question_views(
-            definition,
-            answers,
-            rationales,
-            errors,
-            findings,
-            claims,
-            show_answers=not editable,
-            part_errors=part_errors,
-            compared=compared,
-        ),
-        client_data=client_data(assignment, definition, answers, sentences, findings, compared),
-        place=queue_place(user, assignment=assignment),
+        claims=reads.recorded_claims,
+        article_summaries=articles,
+        client_data=data,
+        place=reads.place,
         rerating=rerating,
         # With the notes the admin chose to share with the raters (never their author).
-        shared_notes=shared_notes(assignment) if rerating else [],
+        shared_notes=[n | {"question_prompt": prompts.get(n["question"], n["question"])} for n in reads.notes]
+        if rerating
+        else [],
         form_error=errors.get("__all__", ""),
-        error_summary=error_summary(definition, errors, part_errors),
         has_errors=bool(errors),
         editable=editable,
         locked=qualification.is_qualification_item(assignment),
         api_url=reverse("api:assignment-rating", kwargs={"assignment_uuid": assignment.uuid}),
         digit_question=next((q.key for q in definition.questions if q.shortcut_digits), ""),
-        keys_hint=keys_hint(definition, findings, claims) if compared is None else COMPARISON_KEYS_HINT,
-        flags=item_flags_shown(assignment),
+        flags=ItemFlags(reads.own_flags, reads.shared_flags, ItemFlag.Kind.choices),
         paused=paused,
         paused_message=gettext(ratings.PAUSED_MESSAGE),
         compared=compared,
+        **question_parts(
+            definition,
+            answers,
+            rationales,
+            errors,
+            findings,
+            reads.claims,
+            show_answers=not editable,
+            part_errors=part_errors,
+            compared=compared,
+        ),
     )
-
-
-def _shown_errors(original, shown, errors: dict) -> dict:
-    """A refused post's messages in the page's language: a broken rule's message as the
-    rubric translates it, and the messages the catalogue has (gettext leaves others)."""
-    rules = zip(original.rules, shown.rules, strict=True)
-    rule_messages = {rule.message: translated.message for rule, translated in rules}
-    # gettext("") is the catalogue's header, never a message.
-    return {key: gettext(rule_messages.get(m, m)) if isinstance(m, str) and m else m for key, m in errors.items()}
-
-
-def sentences_html(sentences) -> str:
-    """The source's sentences as list items. Every text is escaped (`escape`); offsets
-    are integers from the database. Plain string building: format_html per sentence
-    is slow on a source of thousands of sentences."""
-    items = []
-    for _, start, end, text, ref in sentences:
-        cite = f' <span class="ref">[{escape(ref)}]</span>' if ref else ""
-        items.append(
-            f'<li dir="auto" data-ref="{escape(ref)}"><span class="sent-text" data-start="{int(start)}" '
-            f'data-end="{int(end)}">{escape(text)}</span>{cite}</li>'
-        )
-    return mark_safe("".join(items))  # noqa: S308 - every piece above is escaped
-
-
-def article_summaries(summary: Summary, source: Source) -> list[tuple[str, str]]:
-    """An answer to a clinical question (its source is the evidence of literature.answers):
-    the pipeline's summary of each cited article, [(n, text)], and nothing else of the
-    answer's metadata (the model and pipeline never reach the rater)."""
-    if (source.metadata or {}).get("kind") != "evidence":
-        return []
-    raw = (summary.metadata or {}).get("article_summaries") or {}
-    if not isinstance(raw, dict):
-        return []
-    rows = [(str(n), str(text)) for n, text in raw.items() if str(n).isdigit() and isinstance(text, str)]
-    return sorted(rows, key=lambda row: int(row[0]))
-
-
-def client_data(assignment, definition, answers, sentences, findings, compared=None) -> dict:
-    """The JSON the rating page's script works from (rendered with json_script). For a
-    comparison, its summaries' uuids and texts as shown (never their generators)."""
-    extra = {"compared": [{"uuid": c.uuid, "label": c.label, "text": c.text} for c in compared or ()]}
-    return extra | {
-        "summary_text": assignment.summary.text,
-        "source_text": assignment.summary.source.text,
-        "sentences": [{"start": start, "end": end, "ref": ref} for _, start, end, _, ref in sentences],
-        "findings": [{"id": str(f.uuid), "start": f.start, "end": f.end} for f in findings],
-        "span_questions": {q.key: _span_question(q) for q in definition.questions if q.highlights},
-        "spans": {q.key: answers.get(q.key) or [] for q in definition.questions if q.highlights},
-    }
-
-
-def _span_question(q) -> dict:
-    return {
-        "target": q.target,
-        "prompt": q.prompt,
-        "rationale": q.rationale,
-        "sub": [
-            {
-                "key": sq.key,
-                "kind": sq.kind,
-                "prompt": sq.prompt,
-                "required": sq.required,
-                "options": [{"value": o.value, "label": o.label} for o in sq.options],
-            }
-            for sq in q.span_questions
-        ],
-    }
 
 
 @dataclass(frozen=True)

@@ -6,10 +6,12 @@ or raises `AnswerValidationError` with one message per question key. Text that c
 be stored (core.text_validation) is refused anywhere in the answers, keys included.
 
 One module per topic: `questions` (what a rubric is made of), `parsing` (reading a
-definition), `answers` (cleaning one question's answer), `definition` (`RubricDefinition`).
+definition), `answers` (cleaning one question's answer; how a per-claim answer is
+stored), `definition` (`RubricDefinition`).
 The names other apps use are imported from here, the package's one public face.
 """
 
+from annotate.rubrics.answers import per_claim_parts, stored_per_claim
 from annotate.rubrics.definition import RubricDefinition
 from annotate.rubrics.questions import (
     NA,
@@ -30,4 +32,6 @@ __all__ = [
     "Question",
     "RubricDefinition",
     "RubricDefinitionError",
+    "per_claim_parts",
+    "stored_per_claim",
 ]

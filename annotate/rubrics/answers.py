@@ -1,7 +1,8 @@
 """Cleaning one question's answer: a value per kind, rationales, spans (offsets counted in
 code points against the texts in `AnswerContext`), per-finding and per-claim parts; a
 problem is a ValueError (or `PartProblems`, one per part) that validate() reports on the
-question."""
+question. Also the stored form of a per-claim answer (one rating per question), read and
+written here."""
 
 from __future__ import annotations
 
@@ -323,3 +324,25 @@ def unasked_problem(q: Question, value: Any, final: bool, context: AnswerContext
         # Marked for the catalogue: the rating page shows it in the page's language.
         return gettext_noop("an answer is required")
     return None
+
+
+# How a per-claim answer is stored: one rating whose value is {claim id: {"answer": option
+# or None, "rationale": text}}. One row per question, not per claim: a claim is not a row of
+# ours (a sentence of the summary has no row), and the answer is read and written whole.
+
+
+def stored_per_claim(values: dict | None, rationales: dict | None) -> dict | None:
+    """The rating value of a per-claim answer (None when empty)."""
+    values, rationales = values or {}, rationales or {}
+    combined = {
+        claim: {"answer": values.get(claim), "rationale": rationales.get(claim, "")}
+        for claim in sorted(set(values) | set(rationales))
+    }
+    return combined or None
+
+
+def per_claim_parts(stored: dict) -> tuple[dict, dict]:
+    """(answers, rationales) by claim id of a stored per-claim value, as validate() takes them."""
+    answers = {c: p["answer"] for c, p in stored.items() if p.get("answer") is not None}
+    rationales = {c: p["rationale"] for c, p in stored.items() if p.get("rationale")}
+    return answers, rationales

@@ -25,7 +25,7 @@ from annotate.models import (
     Study,
     Summary,
 )
-from annotate.selectors.claims import per_claim_parts
+from annotate.rubrics import per_claim_parts
 from annotate.selectors.contents import rubric_definition
 from annotate.selectors.counting import counting_only
 from annotate.selectors.queue import revision_answers, revisions_with_answers

@@ -50,25 +50,3 @@ def claims_asked(definition: RubricDefinition, summary: Summary) -> list[ClaimUn
 
 def claim_ids(summary: Summary) -> tuple[str, ...]:
     return tuple(unit.id for unit in claim_units(summary))
-
-
-# How a per-claim answer is stored: one rating whose value is {claim id: {"answer": option
-# or None, "rationale": text}}. One row per question, not per claim: a claim is not a row of
-# ours (a sentence of the summary has no row), and the answer is read and written whole.
-
-
-def stored_per_claim(values: dict | None, rationales: dict | None) -> dict | None:
-    """The rating value of a per-claim answer (None when empty)."""
-    values, rationales = values or {}, rationales or {}
-    combined = {
-        claim: {"answer": values.get(claim), "rationale": rationales.get(claim, "")}
-        for claim in sorted(set(values) | set(rationales))
-    }
-    return combined or None
-
-
-def per_claim_parts(stored: dict) -> tuple[dict, dict]:
-    """(answers, rationales) by claim id of a stored per-claim value, as validate() takes them."""
-    answers = {c: p["answer"] for c, p in stored.items() if p.get("answer") is not None}
-    rationales = {c: p["rationale"] for c, p in stored.items() if p.get("rationale")}
-    return answers, rationales

@@ -25,7 +25,7 @@ from annotate.models import (
     Span,
     Study,
 )
-from annotate.selectors.claims import per_claim_parts
+from annotate.rubrics import per_claim_parts
 
 
 def visible_to_rater(user) -> Q:
@@ -275,22 +275,18 @@ def training_feedback(assignment: Assignment) -> ExpectedAnswer | None:
     ).first()
 
 
-def shared_notes(assignment: Assignment) -> list[dict]:
+def shared_note_rows(assignment: Assignment) -> list[dict]:
     """The discussion notes a study admin shared with the raters of this item (its batch
-    and summary), oldest first, as the rater sees them: the text and the question it is
-    about, never the author."""
+    and summary), oldest first, as the rater sees them: the question it is about and the
+    text, never the author."""
     if assignment.batch_id is None:
         return []
     from annotate.models import DiscussionNote
-    from annotate.selectors.contents import rubric_definition
 
-    prompts = {q.key: q.prompt for q in rubric_definition(assignment.study.rubric).questions}
     notes = DiscussionNote.objects.filter(
         batch_id=assignment.batch_id, summary_id=assignment.summary_id, shared=True
     ).order_by("created_at", "pk")
-    return [
-        {"question": n.question, "question_prompt": prompts.get(n.question, n.question), "text": n.text} for n in notes
-    ]
+    return [{"question": question, "text": text} for question, text in notes.values_list("question", "text")]
 
 
 class ShownSummary(NamedTuple):

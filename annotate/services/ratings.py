@@ -27,8 +27,8 @@ from annotate.models import (
     Span,
     Summary,
 )
-from annotate.rubrics import NA, AnswerContext, AnswerValidationError, CleanAnswers, RubricDefinition
-from annotate.selectors.claims import claim_ids, stored_per_claim
+from annotate.rubrics import NA, AnswerContext, AnswerValidationError, CleanAnswers, RubricDefinition, stored_per_claim
+from annotate.selectors.claims import claim_ids
 from annotate.selectors.contents import rubric_definition
 from annotate.selectors.queue import latest_revision, revision_answers
 from annotate.services import qualification

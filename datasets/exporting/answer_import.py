@@ -14,8 +14,8 @@ from annotate.models import (
     Span,
     Summary,
 )
-from annotate.rubrics import NA, AnswerContext, RubricDefinition
-from annotate.selectors.claims import claim_ids, per_claim_parts
+from annotate.rubrics import NA, AnswerContext, RubricDefinition, per_claim_parts
+from annotate.selectors.claims import claim_ids
 from annotate.services.ratings import compared_texts
 from core.exceptions import ApplicationError
 from datasets.exporting.folder import DatasetImportError

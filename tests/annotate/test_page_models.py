@@ -1,9 +1,12 @@
 """The page models (annotate/pages/): each called directly with a user and the objects its
-view's access check returns, no HTTP client, checking what the page would show."""
+view's access check returns (the item pages: a request made by Django's RequestFactory, for
+its user and language, and the item's uuid), no HTTP client, checking what the page would
+show."""
 
 import dataclasses
 
 import pytest
+from django.test import RequestFactory
 
 from annotate.models import Claim, StudyMembership
 from annotate.pages.batches import batch_page
@@ -28,7 +31,9 @@ def by_key(page) -> dict:
 
 
 def page_for(rater, assignment, **kwargs):
-    return rating_page(rater, get_assignment_for_rater(rater, assignment.uuid), **kwargs)
+    request = RequestFactory().get("/")
+    request.user = rater
+    return rating_page(request, assignment.uuid, **kwargs)
 
 
 @pytest.fixture
