@@ -87,14 +87,14 @@ def port_open(port: int) -> bool:
         return False
 
 
-def start_server(port: int) -> subprocess.Popen | None:
+def start_server(port: int, work: Path) -> subprocess.Popen | None:
     url = f"http://127.0.0.1:{port}/v1"
     if port_open(port):
         print(f"Using the server already answering on {url}", flush=True)
         return None
     if not LLM_PYTHON.exists():
         sys.exit("No local model: run `make local-llm-install` (or `make local-llm`) first.")
-    log = open(ROOT / "var" / "test-llm" / "server.log", "w")  # noqa: SIM115 (open for the server's life)
+    log = open(work / "server.log", "w")  # noqa: SIM115 (open for the server's life)
     process = subprocess.Popen(
         ["make", "--no-print-directory", "local-llm", f"LLM_PORT={port}"],
         cwd=ROOT,
@@ -201,7 +201,7 @@ def main() -> None:
         "QUESTIONS_MAX_ARTICLES": "3",
         "GENERATION_JSON_SCHEMA": "0" if options.no_schema else "1",
     }
-    server = start_server(options.port)
+    server = start_server(options.port, work)
     try:
         setup = (
             ["migrate", "--noinput"],
