@@ -34,6 +34,7 @@ from django.db.models import Q
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.utils import timezone
+from django.utils.translation import gettext, ngettext
 
 from annotate.models import LoginThrottle
 from core.exceptions import API_PREFIX, error_body
@@ -79,17 +80,22 @@ class Lock:
         return max(1, int(left + 0.999))
 
     def message(self) -> str:
+        # In the request's language: the login page a rater meets shows it.
         seconds = self.seconds_left()
-        wait = f"{seconds} seconds" if seconds < 120 else f"{round(seconds / 60)} minutes"
+        if seconds < 120:
+            wait = ngettext("%(count)s second", "%(count)s seconds", seconds) % {"count": seconds}
+        else:
+            minutes = round(seconds / 60)
+            wait = ngettext("%(count)s minute", "%(count)s minutes", minutes) % {"count": minutes}
         if self.scope == Scope.USERNAME:
-            return (
+            return gettext(
                 "Too many failed logins for this account: each try must now wait a little. "
-                f"Try again in {wait}, or ask your study admin to lift the delay."
-            )
-        return (
+                "Try again in %(wait)s, or ask your study admin to lift the delay."
+            ) % {"wait": wait}
+        return gettext(
             "Too many failed logins for this account or from this address. "
-            f"Try again in {wait}, or ask your study admin to lift the lock."
-        )
+            "Try again in %(wait)s, or ask your study admin to lift the lock."
+        ) % {"wait": wait}
 
 
 def _keys(username: str, address: str) -> dict[str, tuple[str, str]]:

@@ -13,6 +13,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render, resolve_url
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
@@ -48,7 +49,7 @@ def pending_invitation(request: HttpRequest) -> PendingInvitation | None:
     token = request.session.get(INTERNAL_RESET_SESSION_TOKEN, "")
     account = auth.get_user_model().objects.filter(pk=uid_to_pk(uidb64)).first()
     if not members.invitation_tokens.check_token(account, token):
-        raise SignInRefused("This invitation link is not valid: it has been used already, or it has expired.")
+        raise SignInRefused(gettext("This invitation link is not valid: it has been used already, or it has expired."))
     return PendingInvitation(uidb64=uidb64, token=token)
 
 
