@@ -1,6 +1,8 @@
 """Login throttling that a stranger cannot turn against an account (docs/security.md).
 
-Three counters see every failed login (the login page, the admin's, POST /api/auth/token/):
+Three counters see every failed login (the login page, the admin's, POST /api/auth/token/);
+a sign-in through an identity provider (OIDC or SAML) that the platform refuses counts on
+the address's counter, and a locked address cannot start or finish one (sso.views):
 
 - **the pair** (username, address): LOGIN_FAILURE_LIMIT failures within
   LOGIN_COOLOFF_MINUTES lock that username *from that address* for LOGIN_COOLOFF_MINUTES.
@@ -157,11 +159,29 @@ def _count(scope: str, username: str, address: str, now: datetime) -> None:
 
 def record_failure(*, username: str, address: str) -> None:
     """Count one failed login (not one refused by a lock: those are never counted)."""
+    _record(_keys(username, address))
+
+
+def record_address_failure(*, address: str) -> None:
+    """Count one failed sign-in that names no username (a refused answer of an identity
+    provider: sso.views), on the address's counter alone."""
+    _record({Scope.ADDRESS: ("", address)})
+
+
+def address_lock(*, address: str, now: datetime | None = None) -> Lock | None:
+    """The address's own lock, or None: what refuses a sign-in through an identity provider,
+    which names no username until the provider has answered."""
+    now = now or timezone.now()
+    row = LoginThrottle.objects.filter(scope=Scope.ADDRESS, username="", address=address, locked_until__gt=now).first()
+    return Lock(row.scope, row.locked_until) if row else None
+
+
+def _record(keys: dict[str, tuple[str, str]]) -> None:
     now = timezone.now()
     for attempt in range(2):
         try:
             with transaction.atomic():
-                for scope, (name, addr) in _keys(username, address).items():
+                for scope, (name, addr) in keys.items():
                     _count(scope, name, addr, now)
             return
         except IntegrityError:  # two first failures at once created the same row: count again
