@@ -8,6 +8,7 @@ import re
 from datetime import timedelta
 
 import pytest
+from django.urls import reverse
 from django.utils import timezone
 
 from annotate.models import Assignment, StudyMembership
@@ -200,3 +201,11 @@ def test_a_participation_that_is_over_refuses_in_spanish_on_the_page_and_in_the_
     )
     assert api.status_code == 403 and api.json()["error"]["code"] == "participation_over"
     assert english_in(api_words(api), english) == []
+
+
+def test_an_empty_question_to_the_study_admin_is_refused_in_spanish(client, english, rater_a, item):
+    client.force_login(rater_a)
+    url = reverse("annotate:flag", kwargs={"assignment_uuid": item.uuid})
+    response = client.post(url, {"kind": "other", "note": "   "}, **SPANISH)
+    assert response.status_code == 400 and "Su nota está vacía" in alerts(response)
+    assert english_in(alerts(response), english) == []
