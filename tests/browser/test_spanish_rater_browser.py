@@ -8,6 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from annotate.models import Assignment
+from annotate.services import ratings
 from tests.factories import PASSWORD, AssignmentFactory, StudyFactory, SummaryFactory, UserFactory
 from tests.i18n.catalogues import english_in, english_strings
 
@@ -105,3 +106,31 @@ def test_a_rater_does_a_whole_study_in_spanish(spanish_page):
     page.get_by_role("button", name="Sprache wechseln").click()
     page.wait_for_url("**/rate/")
     assert "My queue" in english_on(page, english)
+
+
+def test_a_draft_refused_by_the_server_is_explained_in_spanish(spanish_page):
+    """What rate.js shows of a refusal comes from the API: its message is Spanish too."""
+    page = spanish_page
+    rater = UserFactory(username="evaluador")
+    study = StudyFactory(title="Estudio de resúmenes", guidelines="Juzgue solo frente al contexto.")
+    summary = SummaryFactory(
+        source__study=study, source__title="Un ensayo", source__text=SOURCE, text="El fármaco A redujo la presión."
+    )
+    assignment = AssignmentFactory(summary=summary, rater=rater, position=0)
+    english = english_strings("es")
+    page.goto("/accounts/login/")
+    page.locator("input[name=username]").fill(rater.username)
+    page.locator("input[name=password]").fill(PASSWORD)
+    page.locator("input[name=password]").press("Enter")
+    page.wait_for_url(re.compile(r".*/rate/$"))
+    page.goto(f"/rate/{assignment.uuid}/")
+    page.get_by_label("Contiene alucinaciones").check()
+    expect(page.locator("#save-status")).to_have_text(re.compile(r"^Borrador guardado a las "))
+
+    # Another tab or device writes the item meanwhile: the page's next save is stale.
+    assignment.refresh_from_db()
+    ratings.save_draft(assignment=assignment, rater=rater, answers={"overall": 3}, version=assignment.version)
+    page.get_by_label("Contiene alucinaciones").uncheck()
+    expect(page.locator("#save-status")).to_contain_text("Esta valoración se cambió en otro lugar")
+    expect(page.locator("#save-problem")).to_contain_text("No guardado: este elemento se cambió en otro lugar")
+    assert english_on(page, english) == []
