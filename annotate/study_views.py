@@ -363,7 +363,9 @@ class InviteAcceptView(auth_views.PasswordResetConfirmView):
 
     def form_valid(self, form):
         response = super().form_valid(form)
-        messages.success(self.request, f"Password set. Log in as {form.user.get_username()}.")
+        messages.success(
+            self.request, gettext("Password set. Log in as %(username)s.") % {"username": form.user.get_username()}
+        )
         return response
 
 

@@ -8,11 +8,12 @@ import re
 from datetime import timedelta
 
 import pytest
+from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
 from annotate.models import Assignment, StudyMembership
-from annotate.services.members import add_study_member
+from annotate.services.members import add_study_member, invite_link
 from annotate.services.monitoring import pause_rater
 from recruit.models import Participant
 from tests.factories import AssignmentFactory, SummaryFactory, UserFactory
@@ -209,3 +210,26 @@ def test_an_empty_question_to_the_study_admin_is_refused_in_spanish(client, engl
     response = client.post(url, {"kind": "other", "note": "   "}, **SPANISH)
     assert response.status_code == 400 and "Su nota está vacía" in alerts(response)
     assert english_in(alerts(response), english) == []
+
+
+def test_an_invitation_and_its_refusal_are_in_spanish(english, study):
+    study.title = "Estudio piloto"
+    study.save()
+    lead = UserFactory(username="lead")
+    add_study_member(study=study, user=lead, role=StudyMembership.Role.ADMIN)
+    ana = UserFactory(username="ana")
+    ana.set_unusable_password()
+    ana.save()
+    add_study_member(study=study, user=ana, role=StudyMembership.Role.RATER)
+    link = invite_link(user=ana, study=study, issuer=lead)
+    page = Client().get(link, follow=True, **SPANISH)
+    html = page.content.decode()
+    assert page.status_code == 200 and "<h1>Elija su contraseña</h1>" in html
+    assert english_in(visible_text(html), english) == []
+    # Whoever made the link no longer administers the study: the link's page says why.
+    StudyMembership.objects.filter(study=study, user=lead).delete()
+    refused = Client().get(link, follow=True, **SPANISH)
+    html = refused.content.decode()
+    assert refused.status_code == 403 and "ya no administra el estudio «Estudio piloto»" in html
+    assert "Pida un enlace nuevo a la administración del estudio." in html
+    assert english_in(visible_text(html), english) == []
