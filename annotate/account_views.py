@@ -20,6 +20,7 @@ from django.core.mail import EmailMultiAlternatives, get_connection
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.template import loader
+from django.utils.translation import gettext, ngettext
 from django.views.decorators.http import require_http_methods
 
 from annotate.services.accounts import TOKEN_NAME_MAX_CHARS, create_token, live_tokens, revoke_token
@@ -124,17 +125,19 @@ def account_page(request: HttpRequest) -> HttpResponse:
                 try:
                     token_uuid = uuid.UUID(request.POST.get("token", ""))
                 except ValueError:
-                    raise ApplicationError("No such token.") from None
+                    raise ApplicationError(gettext("No such token.")) from None
                 if not revoke_token(user=request.user, token_uuid=token_uuid):
-                    raise ApplicationError("No such token (already revoked?).")
-                messages.success(request, "The token is revoked.")
+                    raise ApplicationError(gettext("No such token (already revoked?)."))
+                messages.success(request, gettext("The token is revoked."))
                 return redirect("account")
             elif action == "revoke_all":
                 count = revoke_token(user=request.user)
-                messages.success(request, f"{count} token(s) revoked.")
+                messages.success(
+                    request, ngettext("%(count)s token revoked.", "%(count)s tokens revoked.", count) % {"count": count}
+                )
                 return redirect("account")
             else:
-                raise ApplicationError("Unknown action.")
+                raise ApplicationError(gettext("Unknown action."))
         except ApplicationError as exc:
             error, status = exc.message, 400
     return render(

@@ -18,6 +18,7 @@ from django.db.models import Count
 from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
 from django.utils.decorators import method_decorator
+from django.utils.translation import gettext
 from django.views.decorators.cache import never_cache
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods
@@ -42,11 +43,15 @@ from core.exceptions import ApplicationError
 
 def _require_creator(user) -> None:
     if not members.may_create_studies(user):
+        # A rater can reach it from the Studies link: in the request's language, the admin's
+        # labels a superuser follows as they are.
         raise PermissionDenied(
-            "Creating studies and uploading rubrics needs a superuser or the “Can add study” permission, "
-            "which your account does not have. A superuser grants it in the Django admin (/admin/): "
-            "Users → your account → User permissions → “annotate | study | Can add study” → Save "
-            "(docs/accounts.md)."
+            gettext(
+                "Creating studies and uploading rubrics needs a superuser or the “Can add study” permission, "
+                "which your account does not have. A superuser grants it in the Django admin (/admin/): "
+                "Users → your account → User permissions → “annotate | study | Can add study” → Save "
+                "(docs/accounts.md)."
+            )
         )
 
 
@@ -358,7 +363,9 @@ class InviteAcceptView(auth_views.PasswordResetConfirmView):
 
     def form_valid(self, form):
         response = super().form_valid(form)
-        messages.success(self.request, f"Password set. Log in as {form.user.get_username()}.")
+        messages.success(
+            self.request, gettext("Password set. Log in as %(username)s.") % {"username": form.user.get_username()}
+        )
         return response
 
 

@@ -1,6 +1,8 @@
 """Login throttling that a stranger cannot turn against an account (docs/security.md).
 
-Three counters see every failed login (the login page, the admin's, POST /api/auth/token/):
+Three counters see every failed login (the login page, the admin's, POST /api/auth/token/);
+a sign-in through an identity provider (OIDC or SAML) that the platform refuses counts on
+the address's counter, and a locked address cannot start or finish one (sso.views):
 
 - **the pair** (username, address): LOGIN_FAILURE_LIMIT failures within
   LOGIN_COOLOFF_MINUTES lock that username *from that address* for LOGIN_COOLOFF_MINUTES.
@@ -34,6 +36,7 @@ from django.db.models import Q
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.utils import timezone
+from django.utils.translation import gettext, ngettext
 
 from annotate.models import LoginThrottle
 from core.exceptions import API_PREFIX, error_body
@@ -79,17 +82,22 @@ class Lock:
         return max(1, int(left + 0.999))
 
     def message(self) -> str:
+        # In the request's language: the login page a rater meets shows it.
         seconds = self.seconds_left()
-        wait = f"{seconds} seconds" if seconds < 120 else f"{round(seconds / 60)} minutes"
+        if seconds < 120:
+            wait = ngettext("%(count)s second", "%(count)s seconds", seconds) % {"count": seconds}
+        else:
+            minutes = round(seconds / 60)
+            wait = ngettext("%(count)s minute", "%(count)s minutes", minutes) % {"count": minutes}
         if self.scope == Scope.USERNAME:
-            return (
+            return gettext(
                 "Too many failed logins for this account: each try must now wait a little. "
-                f"Try again in {wait}, or ask your study admin to lift the delay."
-            )
-        return (
+                "Try again in %(wait)s, or ask your study admin to lift the delay."
+            ) % {"wait": wait}
+        return gettext(
             "Too many failed logins for this account or from this address. "
-            f"Try again in {wait}, or ask your study admin to lift the lock."
-        )
+            "Try again in %(wait)s, or ask your study admin to lift the lock."
+        ) % {"wait": wait}
 
 
 def _keys(username: str, address: str) -> dict[str, tuple[str, str]]:
@@ -151,11 +159,29 @@ def _count(scope: str, username: str, address: str, now: datetime) -> None:
 
 def record_failure(*, username: str, address: str) -> None:
     """Count one failed login (not one refused by a lock: those are never counted)."""
+    _record(_keys(username, address))
+
+
+def record_address_failure(*, address: str) -> None:
+    """Count one failed sign-in that names no username (a refused answer of an identity
+    provider: sso.views), on the address's counter alone."""
+    _record({Scope.ADDRESS: ("", address)})
+
+
+def address_lock(*, address: str, now: datetime | None = None) -> Lock | None:
+    """The address's own lock, or None: what refuses a sign-in through an identity provider,
+    which names no username until the provider has answered."""
+    now = now or timezone.now()
+    row = LoginThrottle.objects.filter(scope=Scope.ADDRESS, username="", address=address, locked_until__gt=now).first()
+    return Lock(row.scope, row.locked_until) if row else None
+
+
+def _record(keys: dict[str, tuple[str, str]]) -> None:
     now = timezone.now()
     for attempt in range(2):
         try:
             with transaction.atomic():
-                for scope, (name, addr) in _keys(username, address).items():
+                for scope, (name, addr) in keys.items():
                     _count(scope, name, addr, now)
             return
         except IntegrityError:  # two first failures at once created the same row: count again

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.utils.translation import gettext, gettext_lazy
 
 if TYPE_CHECKING:
     from rest_framework.response import Response
@@ -60,7 +61,7 @@ def _status_errors() -> dict[int, tuple[str, Any]]:
     from rest_framework import exceptions as drf_exceptions
 
     return {
-        400: ("invalid", "The request is not valid."),
+        400: ("invalid", gettext_lazy("The request is not valid.")),
         401: ("not_authenticated", drf_exceptions.NotAuthenticated.default_detail),
         403: ("permission_denied", drf_exceptions.PermissionDenied.default_detail),
         404: ("not_found", drf_exceptions.NotFound.default_detail),
@@ -73,8 +74,10 @@ def _status_errors() -> dict[int, tuple[str, Any]]:
 
 def error_body(code: str, message: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """The one error shape. `extra` adds details (`fields`, `current_version`, ...) but
-    can never replace the code or the message."""
-    body: dict[str, Any] = {"code": code, "message": str(message)}
+    can never replace the code or the message. The message is in the request's language
+    where the catalogue has it (one raised with gettext is already; gettext leaves others)."""
+    text = str(message)
+    body: dict[str, Any] = {"code": code, "message": gettext(text) if text else text}
     for key, value in (extra or {}).items():
         body.setdefault(key, value)
     return {"error": body}
@@ -169,7 +172,7 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
         fields = _flatten(exc.detail)
         if not isinstance(fields, dict):
             fields = {"non_field_errors": fields}
-        response.data = error_body("invalid", "The request is not valid.", {"fields": fields})
+        response.data = error_body("invalid", gettext("The request is not valid."), {"fields": fields})
     else:
         detail = exc.detail if isinstance(exc, drf_exceptions.APIException) else str(exc)
         response.data = error_body(getattr(exc, "default_code", "error"), str(_flatten(detail)))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from django.db.models import BooleanField, ExpressionWrapper
 from django.urls import reverse
+from django.utils.translation import gettext
 
 from annotate.gates import ItemGate
 from core.exceptions import ApplicationError
@@ -32,7 +33,8 @@ def refuse_before_onboarding(assignment, rater) -> None:
         return
     step = reverse("recruit:next", kwargs={"slug": study.slug})
     raise OnboardingRequired(
-        f"Finish the onboarding of study {study.slug!r} first (consent, instructions, questionnaire): {step}",
+        gettext("Finish the onboarding of study %(study)s first (consent, instructions, questionnaire): %(url)s")
+        % {"study": repr(study.slug), "url": step},
         extra={"next": step},
     )
 

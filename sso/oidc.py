@@ -26,10 +26,11 @@ from django.core.exceptions import SuspiciousOperation
 from django.http import Http404
 from django.urls import reverse
 from django.utils.crypto import get_random_string
+from django.utils.translation import gettext
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 from mozilla_django_oidc.utils import import_from_settings
 
-from sso.services import Identity, PendingInvitation, SignInRefused, account_for
+from sso.services import NOT_VERIFIED, Identity, PendingInvitation, SignInRefused, account_for
 
 logger = logging.getLogger(__name__)
 
@@ -148,10 +149,10 @@ def finish(request) -> SignedIn:
     flow = flows.pop(request.GET.get("state", ""), None)
     request.session[SESSION_KEY] = flows
     if flow is None or time.time() - flow["at"] > FLOW_MAX_AGE:
-        raise SignInRefused("This sign-in has expired or was used already: sign in again.")
+        raise SignInRefused(gettext("This sign-in has expired or was used already: sign in again."))
     prov = provider(flow["provider"])
     if request.GET.get("error") or not request.GET.get("code"):
-        raise SignInRefused(f"{prov.label} did not sign you in.")
+        raise SignInRefused(gettext("%(provider)s did not sign you in.") % {"provider": prov.label})
     invitation = PendingInvitation(*flow["invitation"]) if flow["invitation"] else None
     try:
         user = auth.authenticate(
@@ -160,9 +161,9 @@ def finish(request) -> SignedIn:
     except (requests.RequestException, SuspiciousOperation, ValueError) as exc:
         # The exception's text may quote the provider's answer: only its kind is logged.
         logger.warning("OIDC sign-in with %s refused: %s", prov.key, type(exc).__name__)
-        raise SignInRefused(f"The sign-in with {prov.label} could not be verified: sign in again.") from None
+        raise SignInRefused(gettext(NOT_VERIFIED) % {"provider": prov.label}) from None
     if user is None:
-        raise SignInRefused(f"The sign-in with {prov.label} could not be verified: sign in again.")
+        raise SignInRefused(gettext(NOT_VERIFIED) % {"provider": prov.label})
     return SignedIn(user=user, provider=prov, next_url=flow["next"])
 
 
@@ -252,7 +253,8 @@ class ProviderBackend(OIDCAuthenticationBackend):
             claims.update(userinfo)
         if claims.get("email_verified") is not True:
             raise SignInRefused(
-                f"{self.provider.label} has not verified your e-mail address, so it cannot sign you in here."
+                gettext("%(provider)s has not verified your e-mail address, so it cannot sign you in here.")
+                % {"provider": self.provider.label}
             )
         groups = claims.get(self.provider.groups_claim, []) if self.provider.groups_claim else []
         if isinstance(groups, str):

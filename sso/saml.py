@@ -19,12 +19,13 @@ import requests
 from django.conf import settings
 from django.core import signing
 from django.urls import reverse
+from django.utils.translation import gettext
 from saml2 import BINDING_HTTP_POST, BINDING_HTTP_REDIRECT
 from saml2.client import Saml2Client
 from saml2.config import SPConfig
 from saml2.metadata import create_metadata_string
 
-from sso.services import Identity, PendingInvitation, SignInRefused, account_for
+from sso.services import NOT_VERIFIED, Identity, PendingInvitation, SignInRefused, account_for
 
 logger = logging.getLogger(__name__)
 
@@ -115,7 +116,7 @@ def finish(request):
     try:
         pending = signing.loads(request.COOKIES.get(COOKIE, ""), salt=COOKIE_SALT, max_age=REQUEST_MAX_AGE)
     except signing.BadSignature:
-        raise SignInRefused("This sign-in has expired or was used already: sign in again.") from None
+        raise SignInRefused(gettext("This sign-in has expired or was used already: sign in again.")) from None
     client = Saml2Client(sp_config(request))
     try:
         answer = client.parse_authn_request_response(
@@ -126,9 +127,9 @@ def finish(request):
         # the validity, no request of ours, an error status, broken XML), the answer is
         # refused. The exception's text may quote the assertion: only its kind is logged.
         logger.warning("SAML sign-in refused: %s", type(exc).__name__)
-        raise SignInRefused(f"The sign-in with {settings.SAML_LABEL} could not be verified: sign in again.") from None
+        raise SignInRefused(gettext(NOT_VERIFIED) % {"provider": settings.SAML_LABEL}) from None
     if answer is None or answer.assertion is None:
-        raise SignInRefused(f"The sign-in with {settings.SAML_LABEL} could not be verified: sign in again.")
+        raise SignInRefused(gettext(NOT_VERIFIED) % {"provider": settings.SAML_LABEL})
     attributes = answer.get_identity()
     emails = attributes.get(settings.SAML_EMAIL_ATTRIBUTE) or []
     groups = attributes.get(settings.SAML_GROUPS_ATTRIBUTE, []) if settings.SAML_GROUPS_ATTRIBUTE else []

@@ -12,6 +12,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 from django.utils.http import urlsafe_base64_decode
+from django.utils.translation import gettext, gettext_noop
 
 from annotate.models import Study, StudyMembership
 from annotate.services import members
@@ -25,6 +26,11 @@ class SignInRefused(ApplicationError):
 
     code = "sign_in_refused"
     http_status = 403
+
+
+# The refusal of an answer that did not pass the protocol's checks, for either protocol;
+# translated where it is raised, in the request's language.
+NOT_VERIFIED = gettext_noop("The sign-in with %(provider)s could not be verified: sign in again.")
 
 
 @dataclass(frozen=True)
@@ -75,12 +81,14 @@ def account_for(*, identity: Identity, invitation: PendingInvitation | None = No
     provider that vouches for a wrong address cannot take over the instance. Then the roles
     that the identity's groups map to (SSO_GROUP_ROLES) are added."""
     if not identity.email:
-        raise SignInRefused(f"{identity.provider} gave no e-mail address: ask your study admin.")
+        raise SignInRefused(
+            gettext("%(provider)s gave no e-mail address: ask your study admin.") % {"provider": identity.provider}
+        )
     users = get_user_model().objects
     if invitation is not None:
         account = users.filter(pk=uid_to_pk(invitation.uidb64)).first()
         if account is None:
-            raise SignInRefused("This invitation link is not valid.")
+            raise SignInRefused(gettext("This invitation link is not valid."))
         try:
             user = members.accept_invitation_by_sign_in(account=account, token=invitation.token, email=identity.email)
         except members.MemberError as exc:
@@ -88,19 +96,20 @@ def account_for(*, identity: Identity, invitation: PendingInvitation | None = No
     else:
         matches = list(users.filter(email__iexact=identity.email)[:2])
         if len(matches) > 1:
-            raise SignInRefused("More than one account has your address: ask an administrator of this site.")
+            raise SignInRefused(gettext("More than one account has your address: ask an administrator of this site."))
         if matches:
             user = matches[0]
         elif settings.SSO_CREATE_ACCOUNTS:
             user = members.create_signed_in_account(email=identity.email)
         else:
             raise SignInRefused(
-                f"No account here has the address {identity.email}: ask your study admin for an invitation."
+                gettext("No account here has the address %(email)s: ask your study admin for an invitation.")
+                % {"email": identity.email}
             )
     if not user.is_active:
-        raise SignInRefused("This account is switched off: ask an administrator of this site.")
+        raise SignInRefused(gettext("This account is switched off: ask an administrator of this site."))
     if user.is_staff or user.is_superuser:
-        raise SignInRefused("Staff and administrator accounts log in with their password.")
+        raise SignInRefused(gettext("Staff and administrator accounts log in with their password."))
     try:
         add_group_roles(user=user, groups=identity.groups)
     except ApplicationError as exc:  # a participant account of another study

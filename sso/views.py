@@ -13,10 +13,12 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render, resolve_url
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
+from annotate import throttling
 from annotate.services import members
 from sso import oidc
 from sso.services import PendingInvitation, SignInRefused, saml_configured, uid_to_pk
@@ -39,6 +41,21 @@ def refused(request: HttpRequest, message: str, status: int = 403) -> HttpRespon
     return render(request, "registration/sso_refused.html", {"message": message}, status=status)
 
 
+def refused_sign_in(request: HttpRequest, message: str) -> HttpResponse:
+    """A provider's answer the platform refuses (a replayed or expired flow, an answer that
+    fails the protocol's checks, no account for the address) counts as a failed login of
+    this client's address, as a wrong password does (annotate.throttling)."""
+    throttling.record_address_failure(address=throttling.recorded_address(request))
+    return refused(request, message)
+
+
+def address_locked(request: HttpRequest) -> HttpResponse | None:
+    """The lockout page (429) while the client's address is locked, else None: a locked
+    address signs in neither with a password nor through a provider."""
+    lock = throttling.address_lock(address=throttling.recorded_address(request))
+    return throttling.lockout_response(request, lock) if lock else None
+
+
 def pending_invitation(request: HttpRequest) -> PendingInvitation | None:
     """The invitation whose page the person came from (its link put the token in the
     session, as Django's set-password page does), when `invitation` names its account."""
@@ -48,18 +65,20 @@ def pending_invitation(request: HttpRequest) -> PendingInvitation | None:
     token = request.session.get(INTERNAL_RESET_SESSION_TOKEN, "")
     account = auth.get_user_model().objects.filter(pk=uid_to_pk(uidb64)).first()
     if not members.invitation_tokens.check_token(account, token):
-        raise SignInRefused("This invitation link is not valid: it has been used already, or it has expired.")
+        raise SignInRefused(gettext("This invitation link is not valid: it has been used already, or it has expired."))
     return PendingInvitation(uidb64=uidb64, token=token)
 
 
 @never_cache
 @require_GET
 def oidc_login(request: HttpRequest, key: str) -> HttpResponse:
+    if locked := address_locked(request):
+        return locked
     try:
         prov = oidc.provider(key)
     except (requests.RequestException, ValueError, KeyError) as exc:
         logger.warning("OIDC provider %s unreachable: %s", key, type(exc).__name__)
-        return refused(request, "The sign-in service cannot be reached now: try again later.", status=503)
+        return refused(request, gettext("The sign-in service cannot be reached now: try again later."), status=503)
     try:
         invitation = pending_invitation(request)
     except SignInRefused as exc:
@@ -73,10 +92,12 @@ def oidc_login(request: HttpRequest, key: str) -> HttpResponse:
 @never_cache
 @require_GET
 def oidc_callback(request: HttpRequest) -> HttpResponse:
+    if locked := address_locked(request):
+        return locked
     try:
         signed_in = oidc.finish(request)
     except SignInRefused as exc:
-        return refused(request, exc.message)
+        return refused_sign_in(request, exc.message)
     auth.login(request, signed_in.user)
     request.session.pop(INTERNAL_RESET_SESSION_TOKEN, None)
     request.session[SESSION_SIGNED_IN] = {"protocol": "oidc", "provider": signed_in.provider.key}
@@ -108,6 +129,8 @@ def sso_logout(request: HttpRequest) -> HttpResponse:
 def saml_login(request: HttpRequest) -> HttpResponse:
     if not saml_configured():
         raise Http404("SAML sign-in is not configured.")
+    if locked := address_locked(request):
+        return locked
     # pysaml2 (and its XML schemas) load on the first SAML request, not when the site starts.
     from sso import saml
 
@@ -144,15 +167,18 @@ def saml_acs(request: HttpRequest) -> HttpResponse:
     # pysaml2 (and its XML schemas) load on the first SAML request, not when the site starts.
     from sso import saml
 
-    try:
-        user, next_url = saml.finish(request)
-    except SignInRefused as exc:
-        response = refused(request, exc.message)
+    if locked := address_locked(request):
+        response = locked
     else:
-        auth.login(request, user, backend=oidc.BACKEND)
-        request.session.pop(INTERNAL_RESET_SESSION_TOKEN, None)
-        request.session[SESSION_SIGNED_IN] = {"protocol": "saml"}
-        response = redirect(next_url or resolve_url(settings.LOGIN_REDIRECT_URL))
+        try:
+            user, next_url = saml.finish(request)
+        except SignInRefused as exc:
+            response = refused_sign_in(request, exc.message)
+        else:
+            auth.login(request, user, backend=oidc.BACKEND)
+            request.session.pop(INTERNAL_RESET_SESSION_TOKEN, None)
+            request.session[SESSION_SIGNED_IN] = {"protocol": "saml"}
+            response = redirect(next_url or resolve_url(settings.LOGIN_REDIRECT_URL))
     # Used once, refused or not: a replayed answer finds no request to match.
     response.delete_cookie(saml.COOKIE, path=reverse("sso-saml-acs"))
     return response

@@ -21,6 +21,7 @@ from annotate.api.common import (
     TextJSONField,
 )
 from annotate.gates import check_item_gates
+from annotate.languages import activate_study_language
 from annotate.models import (
     Assignment,
     ItemFlag,
@@ -190,8 +191,9 @@ IF_MATCH = OpenApiParameter(
 def _own_item(request, assignment_uuid) -> Assignment:
     """The rater's own assignment (else 404), past the gates other apps add in front of
     items (annotate.gates: a study's unfinished onboarding is a 403), for a session or a
-    token alike."""
+    token alike. Its messages are in the language of the item's page (annotate.languages)."""
     assignment = get_assignment_for_rater(request.user, assignment_uuid)
+    activate_study_language(request, assignment.study)
     check_item_gates(assignment, request.user)
     return assignment
 

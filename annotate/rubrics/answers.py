@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.utils.translation import gettext_noop
+from django.utils.translation import gettext
 
 from annotate.rubrics.questions import (
     MAX_SPANS,
@@ -78,9 +78,12 @@ def clean_scale_value(q: Question, raw: Any) -> Any:
     if isinstance(raw, str):
         # A JSON client sends the number, not its text: "3" is refused, naming the question
         # (the rating page's form posts text; annotate.forms turns it into numbers first).
-        raise ValueError(f"must be a number, one of {allowed} (not the text {raw[:20]!r})")
+        raise ValueError(
+            gettext("must be a number, one of %(allowed)s (not the text %(text)s)")
+            % {"allowed": allowed, "text": repr(raw[:20])}
+        )
     if not isinstance(raw, int) or isinstance(raw, bool) or raw not in q.values:
-        raise ValueError(f"must be one of {allowed}")
+        raise ValueError(gettext("must be one of %(allowed)s") % {"allowed": allowed})
     return raw
 
 
@@ -94,10 +97,12 @@ def _clean_text(raw: Any, what: str) -> str:
     if raw is None:
         return ""
     if not isinstance(raw, str):
-        raise ValueError(f"{what} must be text")
+        raise ValueError(gettext("%(what)s must be text") % {"what": what})
     text = raw.strip()
     if len(text) > MAX_TEXT_LENGTH:
-        raise ValueError(f"{what} is longer than {MAX_TEXT_LENGTH} characters")
+        raise ValueError(
+            gettext("%(what)s is longer than %(limit)s characters") % {"what": what, "limit": MAX_TEXT_LENGTH}
+        )
     return text
 
 
@@ -106,28 +111,32 @@ def _rationale_needed(q: Question, value: Any) -> bool:
 
 
 def clean_rationale(q: Question, value: Any, raw: Any, final: bool, prefix: str = "") -> str:
-    text = _clean_text(raw, f"{prefix}the rationale")
+    # The messages a rater reads on the rating page are in the request's language.
+    text = _clean_text(raw, prefix + gettext("the rationale"))
     if text and q.rationale == "none" and value != NA:
-        raise ValueError(f"{prefix}this question takes no rationale")
+        raise ValueError(prefix + gettext("this question takes no rationale"))
     if text and value is None and final:
         # A draft keeps a rationale typed before its answer; only a submit needs both.
-        raise ValueError(f"{prefix}a rationale needs an answer to go with it")
+        raise ValueError(prefix + gettext("a rationale needs an answer to go with it"))
     if final and value is not None and not text and _rationale_needed(q, value):
-        raise ValueError(f"{prefix}a rationale is required" + (" for N/A" if value == NA else ""))
+        needed = gettext("a rationale is required for N/A") if value == NA else gettext("a rationale is required")
+        raise ValueError(prefix + needed)
     return text
 
 
 def clean_per_finding(q: Question, raw: Any, raw_rationales: Any, final: bool, context: AnswerContext):
-    return _clean_per_part(q, raw, raw_rationales, final, context.finding_ids, "finding", q.finding_label or "Finding")
+    return _clean_per_part(
+        q, raw, raw_rationales, final, context.finding_ids, "finding", q.finding_label or gettext("Finding")
+    )
 
 
 def clean_per_claim(q: Question, raw: Any, raw_rationales: Any, final: bool, context: AnswerContext):
-    return _clean_per_part(q, raw, raw_rationales, final, context.claim_ids, "claim", q.claim_label or "Claim")
+    return _clean_per_part(q, raw, raw_rationales, final, context.claim_ids, "claim", q.claim_label or gettext("Claim"))
 
 
 def clean_choice_value(q: Question, raw: Any) -> Any:
     if raw not in q.values:
-        raise ValueError(f"must be one of {', '.join(q.values)}")
+        raise ValueError(gettext("must be one of %(allowed)s") % {"allowed": ", ".join(q.values)})
     return raw
 
 
@@ -157,7 +166,7 @@ def _clean_per_part(
             problems.append((finding, f"{prefix}{exc}"))
             continue
         if value is None and final and q.required:
-            problems.append((finding, f"{prefix}an answer is required"))
+            problems.append((finding, prefix + gettext("an answer is required")))
             continue
         try:
             text = clean_rationale(q, value, raw_rationales.get(finding), final, prefix)
@@ -319,10 +328,12 @@ def unasked_problem(q: Question, value: Any, final: bool, context: AnswerContext
         comparison=bool(context.compared),
     )
     if value is not None and not asked and q.about_comparisons != bool(context.compared):
-        return "is asked of comparisons only" if q.about_comparisons else "is not asked of comparisons"
+        return (
+            gettext("is asked of comparisons only") if q.about_comparisons else gettext("is not asked of comparisons")
+        )
     if value is None and final and q.required and asked:
-        # Marked for the catalogue: the rating page shows it in the page's language.
-        return gettext_noop("an answer is required")
+        # In the request's language, as the rating page and its scripts show it.
+        return gettext("an answer is required")
     return None
 
 

@@ -9,6 +9,8 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.utils.translation import gettext
+
 from annotate.rubric_translations import TranslationProblem, parse_translations, translate
 from annotate.rubrics.answers import (
     PartProblems,
@@ -164,9 +166,9 @@ class RubricDefinition:
         check_answer_text(answers, rationales, known)
         errors: dict[str, str] = {}
         for key in sorted(set(answers) - known):
-            errors[str(key)] = "is not a question of this rubric"
+            errors[str(key)] = gettext("is not a question of this rubric")
         for key in sorted(set(rationales) - known):
-            errors[str(key)] = "is not a question of this rubric"
+            errors[str(key)] = gettext("is not a question of this rubric")
         return errors
 
     def numbers_from_text(self, answers: Any) -> Any:

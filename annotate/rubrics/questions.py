@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.utils.translation import gettext
+
 from core.exceptions import ApplicationError
 from core.text_validation import MAX_RATIONALE_CHARS
 
@@ -42,7 +44,7 @@ class AnswerValidationError(ApplicationError):
         self.errors = errors
         self.parts = parts or {}
         keys = ", ".join(sorted(errors))
-        super().__init__(f"Some answers need attention: {keys}.", extra={"fields": errors})
+        super().__init__(gettext("Some answers need attention: %(keys)s.") % {"keys": keys}, extra={"fields": errors})
 
 
 @dataclass(frozen=True)

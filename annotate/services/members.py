@@ -41,6 +41,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.encoding import force_bytes
 from django.utils.http import base36_to_int, int_to_base36, urlsafe_base64_encode
+from django.utils.translation import gettext, gettext_noop
 
 from annotate.models import Assignment, Study, StudyMembership
 from annotate.selectors.access import is_study_admin, may_take_part_in
@@ -90,12 +91,20 @@ class LinkRefusal:
         return f"No link for {user.get_username()}: {self.reason}. {self.remedy}"
 
 
-INSTANCE_ADMIN = (
+# The remedies a refused link names, marked for the catalogue: the person whose link it was
+# reads them on the refusal page, in the page's language (LinkRefusal is made per request).
+INSTANCE_ADMIN = gettext_noop(
     "Only an administrator of the instance can give this account a password (in the Django admin); "
     "anyone who knows their password can use “Forgot your password?” on the login page."
 )
-FORGOT_PASSWORD = "Its owner logs in with that password, or uses “Forgot your password?” on the login page."
-ASK_STUDY_ADMIN = "Ask a study admin of the study for a new link."
+FORGOT_PASSWORD = gettext_noop(
+    "Its owner logs in with that password, or uses “Forgot your password?” on the login page."
+)
+ASK_STUDY_ADMIN = gettext_noop("Ask a study admin of the study for a new link.")
+
+
+def _refused(code: str, reason: str, remedy: str) -> LinkRefusal:
+    return LinkRefusal(code, reason, gettext(remedy))
 
 
 def set_password_link_refusal(*, account, study: Study, issuer) -> LinkRefusal | None:
@@ -110,23 +119,29 @@ def set_password_link_refusal(*, account, study: Study, issuer) -> LinkRefusal |
     take over an account whose password login is switched off (a superuser's, another
     study's admin, an account that signs in some other way)."""
     if not account.is_active:
-        return LinkRefusal("inactive", "the account is switched off", INSTANCE_ADMIN)
+        return _refused("inactive", gettext("the account is switched off"), INSTANCE_ADMIN)
     if account.is_staff or account.is_superuser:
-        return LinkRefusal("staff", "the account is staff or a superuser of the instance", INSTANCE_ADMIN)
+        return _refused("staff", gettext("the account is staff or a superuser of the instance"), INSTANCE_ADMIN)
     if account.has_usable_password():
-        return LinkRefusal("password_set", "the account has set a password already", FORGOT_PASSWORD)
+        return _refused("password_set", gettext("the account has set a password already"), FORGOT_PASSWORD)
     if account.last_login is not None:
-        return LinkRefusal("logged_in", "the account has logged in before", INSTANCE_ADMIN)
+        return _refused("logged_in", gettext("the account has logged in before"), INSTANCE_ADMIN)
     if account.user_permissions.exists() or account.groups.exists():
-        return LinkRefusal("permissions", "the account has permissions on the instance", INSTANCE_ADMIN)
+        return _refused("permissions", gettext("the account has permissions on the instance"), INSTANCE_ADMIN)
     studies = set(StudyMembership.objects.filter(user=account).values_list("study_id", flat=True))
     if study.pk not in studies:
-        return LinkRefusal("not_member", f"the account is not a member of the study “{study.title}”", ASK_STUDY_ADMIN)
+        return _refused(
+            "not_member",
+            gettext("the account is not a member of the study “%(study)s”") % {"study": study.title},
+            ASK_STUDY_ADMIN,
+        )
     if studies != {study.pk}:
-        return LinkRefusal("other_study", "the account has a role in another study", INSTANCE_ADMIN)
+        return _refused("other_study", gettext("the account has a role in another study"), INSTANCE_ADMIN)
     if issuer is None or not is_study_admin(issuer, study):
-        return LinkRefusal(
-            "issuer", f"whoever made it no longer administers the study “{study.title}”", ASK_STUDY_ADMIN
+        return _refused(
+            "issuer",
+            gettext("whoever made it no longer administers the study “%(study)s”") % {"study": study.title},
+            ASK_STUDY_ADMIN,
         )
     return None
 
@@ -276,15 +291,20 @@ def accept_invitation_by_sign_in(*, account, token: str, email: str):
     its last login and so ends the link."""
     grant = invitation_tokens.grant(account, token)
     if grant is None:
-        raise MemberError("This invitation link is not valid: it has been used already, or it has expired.")
+        raise MemberError(gettext("This invitation link is not valid: it has been used already, or it has expired."))
     refusal = set_password_link_refusal(account=account, study=grant.study, issuer=grant.issuer)
     if refusal is not None:
-        raise MemberError(f"This invitation no longer works: {refusal.reason}. {refusal.remedy}")
+        raise MemberError(
+            gettext("This invitation no longer works: %(reason)s. %(remedy)s")
+            % {"reason": refusal.reason, "remedy": refusal.remedy}
+        )
     users = get_user_model().objects
     if users.filter(email__iexact=email).exclude(pk=account.pk).exists():
         raise MemberError(
-            "Another account has the address your provider gave: sign in with the provider "
-            "from the login page instead, or ask your study admin."
+            gettext(
+                "Another account has the address your provider gave: sign in with the provider "
+                "from the login page instead, or ask your study admin."
+            )
         )
     if account.email != email:
         account.email = email

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from django.db import IntegrityError, transaction
 from django.db.models import Count
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from annotate.models import Assignment, Batch, ItemFlag, RaterExclusion, RaterPause, Study, StudyMembership
 from annotate.selectors.monitor import open_pauses
@@ -150,6 +151,10 @@ def raise_flag(*, assignment: Assignment, rater, kind, note) -> ItemFlag:
         raise ApplicationError("This item is not yours.")
     if kind not in ItemFlag.Kind.values:
         raise _invalid("kind", f"must be one of {', '.join(ItemFlag.Kind.values)}")
+    if isinstance(note, str) and not note.strip():
+        # The one refusal of the flag form a rater meets by hand: in the page's language.
+        empty = gettext("Your note is empty: write your question for the study admin.")
+        raise ApplicationError(empty, extra={"fields": {"note": empty}})
     note = _clean_text(note, "note", limit=MAX_NOTE_CHARS, required=True)
     return ItemFlag.objects.create(study=assignment.study, assignment=assignment, raised_by=rater, kind=kind, note=note)
 

@@ -13,7 +13,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
-from django.utils.translation import get_language, gettext_noop
+from django.utils.translation import get_language, gettext, gettext_noop
 
 from annotate.models import (
     Assignment,
@@ -58,13 +58,14 @@ def _check_not_paused(assignment: Assignment) -> None:
     paused = getattr(assignment, "rater_paused", None)
     if paused is not None:
         if paused:
-            raise PausedError(PAUSED_MESSAGE)
+            raise PausedError(gettext(PAUSED_MESSAGE))
         return
     if RaterPause.objects.filter(study_id=assignment.study_id, rater_id=assignment.rater_id, resumed_at=None).exists():
-        raise PausedError(PAUSED_MESSAGE)
+        raise PausedError(gettext(PAUSED_MESSAGE))
 
 
-# Marked for the catalogue only: the API's error stays English, the pages translate it.
+# In the request's language where it is raised (the API's message too); the pages that show
+# it without a refusal translate it themselves.
 PAUSED_MESSAGE = gettext_noop(
     "The study admin has paused your work on this study: your answers so far are kept, "
     "and you can go on when they resume you."
@@ -75,9 +76,9 @@ def _check_editable(assignment: Assignment, rater) -> None:
     _check_rater(assignment, rater)
     _check_not_paused(assignment)
     if assignment.state == Assignment.State.WITHDRAWN:
-        raise InvalidStateError("This item was withdrawn from your queue.")
+        raise InvalidStateError(gettext("This item was withdrawn from your queue."))
     if assignment.state in (Assignment.State.SUBMITTED, Assignment.State.SKIPPED):
-        raise InvalidStateError("This item is finished; reopen it before changing your answers.")
+        raise InvalidStateError(gettext("This item is finished; reopen it before changing your answers."))
 
 
 def _clamp_active(assignment: Assignment, seconds: Any) -> int:
@@ -91,8 +92,8 @@ def _clamp_active(assignment: Assignment, seconds: Any) -> int:
         value = int(seconds or 0)
     except (TypeError, ValueError, OverflowError):
         raise ApplicationError(
-            "active_seconds must be a whole number of seconds.",
-            extra={"fields": {"active_seconds": "must be a whole number of seconds"}},
+            gettext("active_seconds must be a whole number of seconds."),
+            extra={"fields": {"active_seconds": gettext("must be a whole number of seconds")}},
         ) from None
     # Read now, not from `assignment`: the caller may hold an older copy. A write between
     # this read and the compare-and-set changes the version, so that write would fail.
@@ -117,7 +118,7 @@ def _claim_version(
     try:
         expected = int(expected_version)
     except (TypeError, ValueError):
-        raise ApplicationError("version is required: send the version you last read.") from None
+        raise ApplicationError(gettext("version is required: send the version you last read.")) from None
     writer_id, seq = writer or ("", 0)
     claimable = Q(version=expected)
     if writer_id:
@@ -133,8 +134,10 @@ def _claim_version(
     if updated != 1:
         current = Assignment.objects.values_list("version", flat=True).get(pk=assignment.pk)
         raise StaleWriteError(
-            "This rating was changed elsewhere (another tab or device) since you opened it. "
-            "Reload the page to see the stored answers.",
+            gettext(
+                "This rating was changed elsewhere (another tab or device) since you opened it. "
+                "Reload the page to see the stored answers."
+            ),
             extra={"current_version": current},
         )
     # Only what the UPDATE changed: a full refresh would also drop the study, rubric,
@@ -469,9 +472,9 @@ def skip_assignment(*, assignment: Assignment, rater, reason: Any, version: Any)
     check_text(reason, "reason")
     check_limit(reason, "reason", MAX_SKIP_REASON_CHARS)
     if not reason:
-        raise ApplicationError("Say why you are skipping this item.", extra={"fields": {"reason": "required"}})
+        raise ApplicationError(gettext("Say why you are skipping this item."), extra={"fields": {"reason": "required"}})
     if assignment.state in (Assignment.State.SUBMITTED, Assignment.State.SKIPPED, Assignment.State.WITHDRAWN):
-        raise InvalidStateError("This item is already finished or withdrawn.")
+        raise InvalidStateError(gettext("This item is already finished or withdrawn."))
     _claim_version(assignment, version, state=Assignment.State.SKIPPED, skip_reason=reason)
     _after_qualification_item(assignment, rater)
     return assignment
@@ -484,10 +487,10 @@ def reopen_rating(*, assignment: Assignment, rater, version: Any) -> Revision | 
     _check_rater(assignment, rater)
     _check_not_paused(assignment)
     if assignment.state not in (Assignment.State.SUBMITTED, Assignment.State.SKIPPED):
-        raise InvalidStateError("Only a submitted or skipped item can be reopened.")
+        raise InvalidStateError(gettext("Only a submitted or skipped item can be reopened."))
     if qualification.is_qualification_item(assignment):
         # Scored when finished; a new attempt reopens the items itself (qualification.py).
-        raise InvalidStateError("A qualification answer cannot be changed once it is finished.")
+        raise InvalidStateError(gettext("A qualification answer cannot be changed once it is finished."))
     was_submitted = assignment.state == Assignment.State.SUBMITTED
     _claim_version(assignment, version, state=Assignment.State.IN_PROGRESS)
     if not was_submitted:

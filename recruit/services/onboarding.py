@@ -9,6 +9,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from annotate.models import Assignment, Study, StudySettingChange
 from annotate.rubrics import RubricDefinition, RubricDefinitionError
@@ -199,7 +200,9 @@ def record_consent(*, study: Study, rater, version_uuid: Any, accepted: bool) ->
     if version is None:
         raise InvalidStateError("This study asks for no consent.")
     if str(version.uuid) != str(version_uuid):
-        raise invalid_field("version", "the consent text has changed since you opened it: please read it again")
+        raise invalid_field(
+            "version", gettext("the consent text has changed since you opened it: please read it again")
+        )
     decision = ConsentDecision.objects.create(study=study, rater=rater, version=version, accepted=bool(accepted))
     if not accepted:
         participant = Participant.objects.filter(user=rater, study=study).first()
@@ -223,7 +226,7 @@ def open_instructions(*, study: Study, rater) -> OnboardingRecord:
 def acknowledge_instructions(*, study: Study, rater) -> OnboardingRecord:
     record = _record(study, rater)
     if record.instructions_opened_at is None:
-        raise invalid_field("acknowledge", "open the instructions before acknowledging them")
+        raise invalid_field("acknowledge", gettext("open the instructions before acknowledging them"))
     if record.instructions_acknowledged_at is None:
         record.instructions_acknowledged_at = timezone.now()
         record.save(update_fields=["instructions_acknowledged_at", "updated_at"])

@@ -8,8 +8,9 @@ import pytest
 from playwright.sync_api import expect
 
 from annotate.models import Assignment
+from annotate.services import ratings
 from tests.factories import PASSWORD, AssignmentFactory, StudyFactory, SummaryFactory, UserFactory
-from tests.i18n.catalogues import DOMAINS, messages, po_path
+from tests.i18n.catalogues import english_in, english_strings
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -17,26 +18,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 SOURCE = "El fármaco A redujo la presión arterial. Se toleró bien."
 
 
-def english_strings(language: str) -> list[str]:
-    """The English texts of the catalogues a page in `language` must not show: each msgid
-    the language translates differently, cut at its placeholders, in pieces long enough
-    to mean something (a single word such as "Main" only as a whole word)."""
-    found = set()
-    for domain in DOMAINS:
-        for e in messages(po_path(language, domain)):
-            for english, translated in ((e.msgid, e.msgstr.get(0)), (e.msgid_plural, e.msgstr.get(1))):
-                if english is None or english == translated:
-                    continue
-                for piece in re.split(r"%(?:\(\w+\))?[.\d]*[sdf]|<[^>]*>", english):
-                    piece = piece.strip(" :;,.()")
-                    if len(piece) >= 4 and re.search(r"[A-Za-z]{3}", piece):
-                        found.add(piece)
-    return sorted(found)
-
-
 def english_on(page, strings) -> list[str]:
-    shown = page.evaluate("document.title + '\\n' + document.body.innerText")
-    return [s for s in strings if re.search(rf"(?<![A-Za-z]){re.escape(s)}(?![A-Za-z])", shown)]
+    return english_in(page.evaluate("document.title + '\\n' + document.body.innerText"), strings)
 
 
 @pytest.fixture
@@ -66,8 +49,10 @@ def test_a_rater_does_a_whole_study_in_spanish(spanish_page):
     english = english_strings("es")
     assert "Save draft" in english and "Keyboard shortcuts" in english  # both catalogues are read
 
-    # The login page belongs to the sign-in work: its fields by name, whatever its words.
+    # The login page is in Spanish too.
     page.goto("/accounts/login/")
+    assert page.get_by_role("heading", name="Iniciar sesión").is_visible()
+    assert english_on(page, english) == []
     page.locator("input[name=username]").fill(rater.username)
     page.locator("input[name=password]").fill(PASSWORD)
     page.locator("input[name=password]").press("Enter")
@@ -121,3 +106,31 @@ def test_a_rater_does_a_whole_study_in_spanish(spanish_page):
     page.get_by_role("button", name="Sprache wechseln").click()
     page.wait_for_url("**/rate/")
     assert "My queue" in english_on(page, english)
+
+
+def test_a_draft_refused_by_the_server_is_explained_in_spanish(spanish_page):
+    """What rate.js shows of a refusal comes from the API: its message is Spanish too."""
+    page = spanish_page
+    rater = UserFactory(username="evaluador")
+    study = StudyFactory(title="Estudio de resúmenes", guidelines="Juzgue solo frente al contexto.")
+    summary = SummaryFactory(
+        source__study=study, source__title="Un ensayo", source__text=SOURCE, text="El fármaco A redujo la presión."
+    )
+    assignment = AssignmentFactory(summary=summary, rater=rater, position=0)
+    english = english_strings("es")
+    page.goto("/accounts/login/")
+    page.locator("input[name=username]").fill(rater.username)
+    page.locator("input[name=password]").fill(PASSWORD)
+    page.locator("input[name=password]").press("Enter")
+    page.wait_for_url(re.compile(r".*/rate/$"))
+    page.goto(f"/rate/{assignment.uuid}/")
+    page.get_by_label("Contiene alucinaciones").check()
+    expect(page.locator("#save-status")).to_have_text(re.compile(r"^Borrador guardado a las "))
+
+    # Another tab or device writes the item meanwhile: the page's next save is stale.
+    assignment.refresh_from_db()
+    ratings.save_draft(assignment=assignment, rater=rater, answers={"overall": 3}, version=assignment.version)
+    page.get_by_label("Contiene alucinaciones").uncheck()
+    expect(page.locator("#save-status")).to_contain_text("Esta valoración se cambió en otro lugar")
+    expect(page.locator("#save-problem")).to_contain_text("No guardado: este elemento se cambió en otro lugar")
+    assert english_on(page, english) == []

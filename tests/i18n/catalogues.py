@@ -71,3 +71,25 @@ def read_po(path: Path) -> list[Entry]:
 def messages(path: Path) -> list[Entry]:
     """The entries but the header."""
     return [e for e in read_po(path) if e.msgid]
+
+
+def english_strings(language: str) -> list[str]:
+    """The English texts of the catalogues a page in `language` must not show: each msgid
+    the language translates differently, cut at its placeholders, in pieces long enough
+    to mean something (a single word such as "Main" only as a whole word)."""
+    found = set()
+    for domain in DOMAINS:
+        for e in messages(po_path(language, domain)):
+            for english, translated in ((e.msgid, e.msgstr.get(0)), (e.msgid_plural, e.msgstr.get(1))):
+                if english is None or english == translated:
+                    continue
+                for piece in re.split(r"%(?:\(\w+\))?[.\d]*[sdf]|<[^>]*>", english):
+                    piece = piece.strip(" :;,.()")
+                    if len(piece) >= 4 and re.search(r"[A-Za-z]{3}", piece):
+                        found.add(piece)
+    return sorted(found)
+
+
+def english_in(shown: str, strings: list[str]) -> list[str]:
+    """The strings of `strings` (english_strings) that `shown` holds as whole words."""
+    return [s for s in strings if re.search(rf"(?<![A-Za-z]){re.escape(s)}(?![A-Za-z])", shown)]

@@ -16,14 +16,19 @@ from django.utils.translation.template import templatize
 TEMPLATES = Path(settings.BASE_DIR) / "templates"
 
 # Every page a rater or a participant sees: the layout, the rating pages and their parts
-# (not templates/annotate/studies/, the study admins' pages), and recruit's participant
-# pages (not its *_admin.html pages, which study admins see).
+# (not templates/annotate/studies/, the study admins' pages), recruit's participant pages
+# (not its *_admin.html pages, which study admins see), the sign-in, invitation, password
+# and account pages, and the refusals anyone can meet (403, 404, unavailable).
 RATER_TEMPLATES = sorted(
     [
         TEMPLATES / "base.html",
         *(TEMPLATES / "annotate").glob("*.html"),
         *(TEMPLATES / "annotate" / "questions").glob("*.html"),
         *(p for p in (TEMPLATES / "recruit").glob("*.html") if not p.name.endswith("_admin.html")),
+        *(TEMPLATES / "registration").glob("*.html"),
+        TEMPLATES / "403.html",
+        TEMPLATES / "404.html",
+        TEMPLATES / "unavailable.html",
     ]
 )
 
@@ -31,7 +36,41 @@ RATER_TEMPLATES = sorted(
 ALLOWED = {
     # The admin pages stay English; the link to them shows to staff only.
     ("base.html", "Admin"),
+    # A file's name, the link's text to the API's documentation (which is English).
+    ("account.html", "docs/api.md"),
 }
+
+STATIC = Path(settings.BASE_DIR) / "static"
+
+
+def rater_scripts() -> list[Path]:
+    """The scripts the rater templates load ({% static 'js/...' %})."""
+    names = set()
+    for path in RATER_TEMPLATES:
+        names |= set(re.findall(r"""\{%\s*static\s+['"](js/[^'"]+\.js)['"]\s*%\}""", path.read_text(encoding="utf-8")))
+    return sorted(STATIC / name for name in names)
+
+
+# Where a script puts text a person reads or hears: an element's text or read attribute, the
+# page's status line and save problems, the live region, the browser's own dialogs, and
+# ItemPage.el(tag, class, text).
+_JS_SINK = re.compile(
+    r"""(?:\.(?:textContent|innerText|title|placeholder|alt)\s*=(?!=)\s*"""
+    r"""|\b(?:setStatus|showSaveProblem|announce|alert|confirm|prompt|createTextNode)\(\s*"""
+    r"""|\.setAttribute\(\s*["'](?:aria-label|title|placeholder|alt)["']\s*,\s*"""
+    r"""|\bel\(\s*["'][^"']*["']\s*,\s*["'][^"']*["']\s*,\s*)"""
+    r"""(?:[^"'`;]*?(?:\?|:|\|\||\+)\s*)?(["'`])((?:(?!\1)[^\\]|\\.)*)\1"""
+)
+_JS_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+
+
+def untranslated_js(source: str) -> list[str]:
+    """The string literals a script shows (put where a person reads or hears them) without
+    gettext, ngettext or interpolate over a gettext: those with a word in them. Text built
+    from values (a summary's text, a number) and punctuation alone may stay."""
+    code = _JS_COMMENT.sub("", source)
+    return [m.group(2) for m in _JS_SINK.finditer(code) if re.search(r"[^\W\d_]{2}", m.group(2))]
+
 
 # What stands for a translated piece or a value: a character of Unicode's private use
 # area, which is neither a letter nor anything a template holds.
@@ -61,6 +100,15 @@ class _VisibleText(HTMLParser):
     def handle_data(self, data):
         if not self._skip:
             self.texts.append(data)
+
+
+def visible_text(html: str) -> str:
+    """What a person reads or hears on a rendered page: its text (the title included) and
+    its read attributes, one piece a line."""
+    parser = _VisibleText()
+    parser.feed(html)
+    parser.close()
+    return "\n".join(" ".join(t.split()) for t in parser.texts if t.strip())
 
 
 def _outside_translation(source: str) -> str:

@@ -12,11 +12,11 @@ import pytest
 from django.conf import settings
 
 from tests.i18n.catalogues import DOMAINS, TRANSLATED, messages, po_path
-from tests.i18n.templates import RATER_TEMPLATES, template_msgids
+from tests.i18n.templates import RATER_TEMPLATES, rater_scripts, template_msgids
 
 CATALOGUES = [(language, domain) for language in TRANSLATED for domain in DOMAINS]
 # The scripts of the rater pages (the item pages load item_page.js, then rate.js or compare.js).
-RATER_SCRIPTS = [Path(settings.BASE_DIR) / "static" / "js" / name for name in ("item_page.js", "rate.js", "compare.js")]
+RATER_SCRIPTS = rater_scripts()
 
 
 def test_spanish_and_german_are_translated():
@@ -85,7 +85,7 @@ def test_every_string_the_python_code_marks_is_in_the_catalogue(language, tmp_pa
     base = Path(settings.BASE_DIR)
     files = sorted(
         str(p.relative_to(base))
-        for app in ("annotate", "recruit", "config", "core")
+        for app in ("annotate", "recruit", "config", "core", "sso")
         for p in (base / app).rglob("*.py")
         if "migrations" not in p.parts
     )
@@ -104,4 +104,5 @@ def test_every_string_the_python_code_marks_is_in_the_catalogue(language, tmp_pa
     for e in messages(po_path(language, "django")):
         have |= {e.msgid, e.msgid_plural} - {None}
     assert "Rating submitted." in wanted and "an answer is required" in wanted
+    assert "This sign-in has expired or was used already: sign in again." in wanted
     assert sorted(wanted - have) == []
