@@ -14,6 +14,7 @@ from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods
 
+from annotate.decorators import onboarding_first
 from annotate.forms import BatchForm, BatchItemActionForm, RateActionForm, answers_from_post
 from annotate.languages import activate_study_language
 from annotate.models import Assignment, Summary
@@ -162,6 +163,7 @@ _RATE_ACTIONS = {"save": _save, "submit": _submit, "skip": _skip, "reopen": _reo
 
 @login_required
 @require_http_methods(["GET", "POST"])
+@onboarding_first
 def rate(request, assignment_uuid):
     """The rating page, or for a comparison item the comparison page: GET opens the item,
     a POST runs the button pressed (or shows what was sent again with the problems)."""
@@ -203,6 +205,7 @@ def _post_rating(request, assignment):
 
 @login_required
 @require_http_methods(["GET", "POST"])
+@onboarding_first
 def flag(request, assignment_uuid):
     """A rater's question about an item (docs/monitoring.md). The item pages post their
     flag form here; a bad post shows the form again with the field named (400)."""
@@ -221,6 +224,7 @@ def flag(request, assignment_uuid):
 
 
 @login_required
+@onboarding_first
 def feedback(request, assignment_uuid):
     """Training round or qualification: the rater's own submitted answers beside the
     expected ones, with the explanation."""

@@ -1,21 +1,19 @@
-"""Two gates in front of the rating pages (docs/recruitment.md):
+"""The participant's gate in front of the site (docs/recruitment.md): a participant (an
+account a recruitment link made, marked in its session) reaches only its own study's
+participant pages, its own items and the API calls its rating page makes; every other page
+is a 404, as if it did not exist. Their queue and the home page lead to their next step
+instead. After the time budget, their writes are refused.
 
-- A participant (an account a recruitment link made, marked in its session) reaches only
-  its own study's participant pages, its own items and the API calls its rating page makes;
-  every other page is a 404, as if it did not exist. Their queue and the home page lead to
-  their next step instead.
-- A rater (participant or member) who has not finished a study's onboarding (consent,
-  instructions, questionnaire) is sent to the step instead of the item's pages; the API's
-  item calls refuse them with a 403 (recruit.gates, registered with annotate.gates).
-
-The participant mark is read from the session, so ordinary requests cost no query."""
+The study's onboarding (consent, instructions, questionnaire) is not checked here: the
+assignment selector refuses an item before it is through, for every rater and every way in
+(annotate.selectors.onboarding). The participant mark is read from the session, so
+ordinary requests cost no query."""
 
 from __future__ import annotations
 
 from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.http import urlencode
 
 from core.exceptions import error_body
 from recruit import selectors
@@ -54,9 +52,6 @@ SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
 # The queue, the home page and the rater's Continue and completion pages lead a participant
 # to their next step (an item, the qualification's next item, or the end with their code).
 TO_NEXT_STEP = {"home", "annotate:queue", "annotate:continue", "annotate:done"}
-# An item's pages: before the study's onboarding is finished they lead to its next step. (The
-# API's item calls answer 403 onboarding_required instead: recruit.gates, for tokens too.)
-ITEM_PAGES = {"annotate:rate", "annotate:feedback", "annotate:flag"}
 
 
 class RecruitGateMiddleware:
@@ -73,13 +68,6 @@ class RecruitGateMiddleware:
             return None
         if request.session.get(SESSION_KEY) is not None:
             return self._participant(request, name, view_kwargs)
-        if name in ITEM_PAGES:
-            study = selectors.assignment_needs_onboarding(
-                assignment_uuid=view_kwargs.get("assignment_uuid"), rater=request.user
-            )
-            if study is not None:
-                url = reverse("recruit:next", kwargs={"slug": study.slug})
-                return redirect(f"{url}?{urlencode({'next': request.path})}")
         return None
 
     def _participant(self, request, name, kwargs):
@@ -105,8 +93,6 @@ class RecruitGateMiddleware:
             raise Http404("No such page.")
         if participant.outcome and name != "logout":
             return redirect("recruit:done")
-        if name in ITEM_PAGES and selectors.onboarding_step(study=participant.study, rater=request.user):
-            return redirect("recruit:next", slug=participant.study.slug)
         return None
 
 

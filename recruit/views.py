@@ -17,9 +17,10 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from annotate.forms import answers_from_post
 from annotate.languages import activate_study_language
-from annotate.models import Study, StudyMembership
+from annotate.models import Onboarding, Study, StudyMembership
 from annotate.rubrics import AnswerValidationError
 from annotate.selectors.access import get_study_for_admin
+from annotate.selectors.onboarding import DECLINED, current_consent, onboarding_step
 from annotate.services.monitoring import exclude_rater
 from annotate.services.qualification import allow_qualification_retry, qualification_status
 from annotate.throttling import recorded_address
@@ -27,7 +28,7 @@ from core.exceptions import ApplicationError
 from recruit import flow, panel, selectors
 from recruit.forms import LinkEditForm, LinkForm, OnboardingForm, ParticipantActionForm, QuestionForm
 from recruit.middleware import SESSION_KEY
-from recruit.models import BonusPayment, Onboarding, Participant, RecruitmentLink
+from recruit.models import BonusPayment, Participant, RecruitmentLink
 from recruit.prolific import REJECTION_CATEGORIES
 from recruit.services import links, participation
 from recruit.services import onboarding as onboarding_services
@@ -140,7 +141,7 @@ def next_step(request, slug):
 def consent(request, slug):
     study, participant = _rater_study(request, slug)
     activate_study_language(request, study)
-    version = selectors.current_consent(study=study)
+    version = current_consent(study=study)
     if version is None:
         return flow.next_page(request, study, participant)
     error, status = "", 200
@@ -168,7 +169,7 @@ def consent(request, slug):
                         ),
                     )
                 return _after(request, study, participant)
-    declined = selectors.onboarding_step(study=study, rater=request.user) == selectors.DECLINED
+    declined = onboarding_step(study=study, rater=request.user) == DECLINED
     return render(
         request,
         "recruit/consent.html",
@@ -184,7 +185,7 @@ def _after(request, study, participant):
         from django.utils.http import urlencode
 
         url = f"{url}?{urlencode({'next': wanted})}"
-    if participant is None and selectors.onboarding_step(study=study, rater=request.user) == selectors.DECLINED:
+    if participant is None and onboarding_step(study=study, rater=request.user) == DECLINED:
         return redirect("recruit:consent", slug=study.slug)
     return redirect(url)
 
@@ -331,7 +332,7 @@ def not_passed(request, slug):
 def onboarding_admin(request, slug):
     study = get_study_for_admin(request.user, slug)
     onboarding = Onboarding.objects.filter(study=study).first()
-    current = selectors.current_consent(study=study)
+    current = current_consent(study=study)
     form = OnboardingForm(
         initial={
             "consent_text": current.text if current else "",
