@@ -15,6 +15,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
+from annotate.decorators import ParticipantAccess, participant_may_use
 from annotate.forms import answers_from_post
 from annotate.languages import activate_study_language
 from annotate.models import Onboarding, Study, StudyMembership
@@ -44,6 +45,7 @@ def _problem(request, message: str, status: int):
 
 @never_cache
 @require_http_methods(["GET", "POST"])
+@participant_may_use(ParticipantAccess.ARRIVAL)
 def arrive(request, token):
     """A panel participant follows the study's link: a signed token and the panel's ids.
 
@@ -130,6 +132,7 @@ def _rater_study(request, slug) -> tuple[Study, Participant | None]:
 
 @never_cache
 @login_required
+@participant_may_use(ParticipantAccess.STUDY)
 def next_step(request, slug):
     study, participant = _rater_study(request, slug)
     return flow.next_page(request, study, participant)
@@ -138,6 +141,7 @@ def next_step(request, slug):
 @never_cache
 @login_required
 @require_http_methods(["GET", "POST"])
+@participant_may_use(ParticipantAccess.STUDY)
 def consent(request, slug):
     study, participant = _rater_study(request, slug)
     activate_study_language(request, study)
@@ -193,6 +197,7 @@ def _after(request, study, participant):
 @never_cache
 @login_required
 @require_http_methods(["GET", "POST"])
+@participant_may_use(ParticipantAccess.STUDY)
 def instructions(request, slug):
     study, participant = _rater_study(request, slug)
     activate_study_language(request, study)
@@ -223,6 +228,7 @@ def instructions(request, slug):
 @never_cache
 @login_required
 @require_http_methods(["GET", "POST"])
+@participant_may_use(ParticipantAccess.STUDY)
 def questionnaire(request, slug):
     study, participant = _rater_study(request, slug)
     activate_study_language(request, study)
@@ -270,6 +276,7 @@ def questionnaire(request, slug):
 
 @never_cache
 @login_required
+@participant_may_use(ParticipantAccess.STUDY)
 def done(request):
     """A participant's end: the code, and the way back to the panel (a refresh after a
     few seconds, and a link)."""
@@ -286,6 +293,7 @@ def done(request):
 @never_cache
 @login_required
 @require_http_methods(["GET", "POST"])
+@participant_may_use(ParticipantAccess.ANY_STEP)
 def leave(request):
     """The participant's own "Leave": a page that says what leaving means, and a button
     (POST) that ends their part with the outcome `left` and its code."""
@@ -305,6 +313,7 @@ def leave(request):
 @never_cache
 @login_required
 @require_http_methods(["GET", "POST"])
+@participant_may_use(ParticipantAccess.STUDY)
 def not_passed(request, slug):
     """A participant who used every qualification attempt without passing: the gate's
     message and a choice (docs/recruitment.md). "Check again" returns to the next step (a

@@ -9,6 +9,7 @@ summary are never serialised here (blinding).
 
 from __future__ import annotations
 
+from django.utils.decorators import method_decorator
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, serializers
 from rest_framework.request import Request
@@ -20,6 +21,7 @@ from annotate.api.common import (
     SentenceSerializer,
     TextJSONField,
 )
+from annotate.decorators import ParticipantAccess, participant_may_use
 from annotate.models import (
     Assignment,
     ItemFlag,
@@ -177,6 +179,9 @@ def _rating_state(assignment: Assignment, *, refresh: bool = True) -> Response:
     return Response(RatingStateSerializer(data).data, headers={"ETag": f'"{assignment.version}"'})
 
 
+# The item calls a participant's rating page makes (recruit.middleware reads the mark).
+FOR_PARTICIPANTS = method_decorator(participant_may_use(ParticipantAccess.ITEM), name="dispatch")
+
 IF_MATCH = OpenApiParameter(
     "If-Match",
     str,
@@ -221,6 +226,7 @@ class AssignmentList(generics.ListAPIView):
         return assignments_for_rater(self.request.user)
 
 
+@FOR_PARTICIPANTS
 class AssignmentDetail(APIView):
     @extend_schema(responses=AssignmentDetailSerializer)
     def get(self, request, assignment_uuid):
@@ -229,6 +235,7 @@ class AssignmentDetail(APIView):
         return Response(data, headers={"ETag": f'"{assignment.version}"'})
 
 
+@FOR_PARTICIPANTS
 class AssignmentRating(APIView):
     @extend_schema(responses=RatingStateSerializer)
     def get(self, request, assignment_uuid):
@@ -245,6 +252,7 @@ class AssignmentRating(APIView):
         return _write_rating(request, assignment_uuid, ratings.save_draft, DraftWriteSerializer)
 
 
+@FOR_PARTICIPANTS
 class AssignmentSubmit(APIView):
     @extend_schema(
         request=RatingWriteSerializer,
@@ -256,6 +264,7 @@ class AssignmentSubmit(APIView):
         return _write_rating(request, assignment_uuid, ratings.submit_rating)
 
 
+@FOR_PARTICIPANTS
 class AssignmentSkip(APIView):
     @extend_schema(request=SkipSerializer, responses=RatingStateSerializer, parameters=[IF_MATCH])
     def post(self, request, assignment_uuid):
@@ -271,6 +280,7 @@ class AssignmentSkip(APIView):
         return _rating_state(assignment)
 
 
+@FOR_PARTICIPANTS
 class AssignmentReopen(APIView):
     @extend_schema(
         request=VersionSerializer,
