@@ -990,3 +990,94 @@ class LoginThrottle(models.Model):
     def __str__(self) -> str:
         who = " from ".join(part for part in (self.username, self.address) if part)
         return f"{self.get_scope_display()}: {who or '(none)'}"
+
+
+# --- Onboarding: what a study asks of every rater (members and participants alike) before
+# the first item, and each rater's answers (docs/recruitment.md). The rating app owns them
+# because its assignment selector refuses items before the onboarding is through
+# (annotate/selectors/onboarding.py); recruit's pages ask the steps. The tables keep the
+# names they had in recruit, where they were made. Consent decisions are never
+# overwritten: each is a row of its own (the version read, the decision, the time).
+
+
+class Onboarding(TimeStamped):
+    """What a study asks of a rater before the first item. Consent texts are versions of
+    their own (ConsentVersion); `questionnaire` is a list of rubric question mappings
+    (annotate/rubrics/), built on the onboarding page, never typed as JSON."""
+
+    study = models.OneToOneField(Study, on_delete=models.CASCADE, related_name="onboarding")
+    instructions = models.TextField(blank=True, help_text="Opened and acknowledged before the first item.")
+    questionnaire = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        db_table = "recruit_onboarding"
+
+    def __str__(self) -> str:
+        return f"Onboarding of {self.study}"
+
+
+class ConsentVersion(TimeStamped):
+    """One version of a study's consent text; an edit makes the next version."""
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="consent_versions")
+    number = models.PositiveIntegerField()
+    text = models.TextField()
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["study", "number"], name="consent_version_unique_study_number"),
+            models.CheckConstraint(condition=Q(number__gte=1), name="consent_version_number_positive"),
+        ]
+        ordering = ["study", "number"]
+        db_table = "recruit_consentversion"
+
+    def __str__(self) -> str:
+        return f"{self.study.slug} consent v{self.number}"
+
+
+class ConsentDecision(TimeStamped):
+    """A rater accepted or declined one consent version, at `created_at`. Append-only."""
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="consent_decisions")
+    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="consent_decisions")
+    version = models.ForeignKey(ConsentVersion, on_delete=models.PROTECT, related_name="decisions")
+    accepted = models.BooleanField()
+
+    class Meta:
+        ordering = ["study", "rater", "created_at", "pk"]
+        db_table = "recruit_consentdecision"
+
+    def __str__(self) -> str:
+        return f"{self.rater} {'accepted' if self.accepted else 'declined'} {self.version}"
+
+
+class OnboardingRecord(TimeStamped):
+    """One rater's way through a study's onboarding: instructions opened and acknowledged,
+    and the answers to the background questionnaire."""
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="onboarding_records")
+    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="onboarding_records")
+    instructions_opened_at = models.DateTimeField(null=True, blank=True)
+    instructions_acknowledged_at = models.DateTimeField(null=True, blank=True)
+    answers = models.JSONField(null=True, blank=True, help_text="Questionnaire key -> answer.")
+    answered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["study", "rater"], name="onboarding_record_unique_study_rater"),
+            models.CheckConstraint(
+                condition=Q(instructions_acknowledged_at__isnull=True) | Q(instructions_opened_at__isnull=False),
+                name="onboarding_acknowledged_after_opened",
+            ),
+        ]
+        ordering = ["study", "created_at"]
+        db_table = "recruit_onboardingrecord"
+
+    def __str__(self) -> str:
+        return f"{self.rater} in {self.study}"

@@ -16,11 +16,12 @@ from django.utils.translation import gettext as _
 from django.views import View
 from django.views.decorators.http import require_http_methods
 
+from annotate.decorators import ParticipantAccess, onboarding_first, participant_may_use
 from annotate.forms import BatchForm, BatchItemActionForm, RateActionForm, answers_from_post
 from annotate.languages import activate_study_language
 from annotate.models import Assignment, Summary
 from annotate.pages import page_context
-from annotate.pages.batches import batch_page
+from annotate.pages.batches import batch_page, display_answer
 from annotate.pages.queue import queue_page
 from annotate.pages.rating import RefusedPost, flag_page, rating_page
 from annotate.rubrics import AnswerValidationError
@@ -58,6 +59,7 @@ from core.exceptions import ApplicationError, StaleWriteError
 from core.text_validation import check_text
 
 
+@participant_may_use(ParticipantAccess.NEXT_STEP)
 def home(request):
     """Where a login lands: study admins and viewers on their Studies, raters on their
     queue (which explains itself when it is empty), anonymous visitors on the login page."""
@@ -69,12 +71,14 @@ def home(request):
 
 
 @login_required
+@participant_may_use(ParticipantAccess.NEXT_STEP)
 def queue(request):
     page = queue_page(request.user)
     return render(request, "annotate/queue.html", page_context(page))
 
 
 @login_required
+@participant_may_use(ParticipantAccess.NEXT_STEP)
 def continue_study(request, slug):
     """The Continue button: the first unfinished item of the rater's queue for the
     study, else the completion page."""
@@ -88,6 +92,7 @@ def continue_study(request, slug):
 
 
 @login_required
+@participant_may_use(ParticipantAccess.NEXT_STEP)
 def done(request, slug):
     """The completion page: every item done, or screened out at the qualification."""
     study = get_study_for_rater(request.user, slug)
@@ -163,6 +168,8 @@ _RATE_ACTIONS = {"save": _save, "submit": _submit, "skip": _skip, "reopen": _reo
 
 
 @method_decorator(login_required, name="dispatch")
+@method_decorator(participant_may_use(ParticipantAccess.ITEM), name="dispatch")
+@method_decorator(onboarding_first, name="dispatch")
 class RateView(View):
     """The rating page, or for a comparison item the comparison page: GET opens the item
     (view -> page model -> selectors -> template), a POST runs the button pressed (or
@@ -206,6 +213,8 @@ def _post_rating(request, assignment):
 
 @login_required
 @require_http_methods(["GET", "POST"])
+@participant_may_use(ParticipantAccess.ITEM)
+@onboarding_first
 def flag(request, assignment_uuid):
     """A rater's question about an item (docs/monitoring.md). The item pages post their
     flag form here; a bad post shows the form again with the field named (400)."""
@@ -224,6 +233,8 @@ def flag(request, assignment_uuid):
 
 
 @login_required
+@participant_may_use(ParticipantAccess.ITEM)
+@onboarding_first
 def feedback(request, assignment_uuid):
     """Training round or qualification: the rater's own submitted answers beside the
     expected ones, with the explanation."""
@@ -266,23 +277,6 @@ def feedback(request, assignment_uuid):
             "gate": gate,
         },
     )
-
-
-def display_answer(value) -> str:
-    """An answer as text for the admin pages (lists joined, spans quoted)."""
-    if value is None or value == [] or value == {}:
-        return "–"
-    if isinstance(value, list):
-        return "; ".join(
-            f"“{v.get('text', '')}”" + (f" ({', '.join(map(str, v['answers'].values()))})" if v.get("answers") else "")
-            if isinstance(v, dict)
-            else str(v)
-            for v in value
-        )
-    if isinstance(value, dict):
-        # Per-finding scores, or a per-claim answer as stored ({claim: {"answer", "rationale"}}).
-        return "; ".join(f"{k}: {v.get('answer', '–') if isinstance(v, dict) else v}" for k, v in value.items())
-    return str(value)
 
 
 # --- study admins and viewers ------------------------------------------------------------

@@ -1,4 +1,5 @@
 from django.contrib import admin
+from django.contrib.auth.views import LogoutView
 from django.urls import include, path
 from django.views.i18n import JavaScriptCatalog, set_language
 
@@ -6,6 +7,7 @@ from annotate import account_views
 from annotate import study_views as annotate_study_views
 from annotate import views as annotate_views
 from annotate.api.schema import DocsView, SchemaView
+from annotate.decorators import ParticipantAccess, participant_may_use
 from annotate.urls import api_urlpatterns as annotate_api
 from config import docs, health
 from datasets.api_urls import urlpatterns as datasets_api
@@ -47,11 +49,18 @@ urlpatterns = [
     path("accounts/", account_views.account_page, name="account"),
     # Single sign-on: OpenID Connect and SAML 2.0 (sso/, docs/accounts.md).
     path("accounts/sso/", include("sso.urls")),
+    # Before Django's own: signing out is open to a participant at every step.
+    path("accounts/logout/", participant_may_use(ParticipantAccess.ANY_STEP)(LogoutView.as_view()), name="logout"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
-    # The language switcher (a CSRF-protected POST) and the rater scripts' strings (docs/languages.md).
-    path("i18n/setlang/", set_language, name="set_language"),
-    path("jsi18n/", JavaScriptCatalog.as_view(), name="javascript-catalog"),
+    # The language switcher (a CSRF-protected POST) and the rater scripts' strings (docs/languages.md),
+    # open to a participant at every step.
+    path("i18n/setlang/", participant_may_use(ParticipantAccess.ANY_STEP)(set_language), name="set_language"),
+    path(
+        "jsi18n/",
+        participant_may_use(ParticipantAccess.ANY_STEP)(JavaScriptCatalog.as_view()),
+        name="javascript-catalog",
+    ),
     path("rate/", include("annotate.urls")),
     path("", include("recruit.urls")),
     path("studies/", include("annotate.study_urls")),

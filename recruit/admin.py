@@ -1,6 +1,7 @@
 from django.contrib import admin
 
-from recruit.models import ConsentDecision, ConsentVersion, Participant, RecruitmentLink
+from annotate.models import ConsentDecision, ConsentVersion
+from recruit.models import Participant, RecruitmentLink
 
 
 @admin.register(ConsentVersion)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from django.shortcuts import redirect
 from django.urls import reverse
 
+from annotate.selectors import onboarding
 from annotate.services.qualification import qualification_state
 from recruit import selectors
 from recruit.models import Participant
@@ -27,10 +28,10 @@ def qualification_outcome(*, study, rater) -> str:
 
 
 STEP_URLS = {
-    selectors.CONSENT: "recruit:consent",
-    selectors.DECLINED: "recruit:consent",
-    selectors.INSTRUCTIONS: "recruit:instructions",
-    selectors.QUESTIONNAIRE: "recruit:questionnaire",
+    onboarding.CONSENT: "recruit:consent",
+    onboarding.DECLINED: "recruit:consent",
+    onboarding.INSTRUCTIONS: "recruit:instructions",
+    onboarding.QUESTIONNAIRE: "recruit:questionnaire",
 }
 
 
@@ -42,7 +43,7 @@ def next_page(request, study, participant: Participant | None):
     if participant is not None and participation.time_is_up(participant):
         participation.finish_participation(participant=participant, outcome=Participant.Outcome.TIMED_OUT)
         return redirect("recruit:done")
-    step = selectors.onboarding_step(study=study, rater=user)
+    step = onboarding.onboarding_step(study=study, rater=user)
     if step is not None:
         return redirect(STEP_URLS[step], slug=study.slug)
     if qualification_outcome(study=study, rater=user) == FAILED:

@@ -1,62 +1,28 @@
-"""Two gates in front of the rating pages (docs/recruitment.md):
+"""The participant's gate in front of the site (docs/recruitment.md): a participant (an
+account a recruitment link made, marked in its session) reaches only the views marked for
+them (annotate.decorators.participant_may_use: its own study's participant pages, its own
+items and the API calls its rating page makes, the language switcher, signing out); every
+other view is a 404, as if it did not exist. Their queue and the home page lead to their
+next step instead. After the time budget, their writes are refused.
 
-- A participant (an account a recruitment link made, marked in its session) reaches only
-  its own study's participant pages, its own items and the API calls its rating page makes;
-  every other page is a 404, as if it did not exist. Their queue and the home page lead to
-  their next step instead.
-- A rater (participant or member) who has not finished a study's onboarding (consent,
-  instructions, questionnaire) is sent to the step instead of the item's pages; the API's
-  item calls refuse them with a 403 (recruit.gates, registered with annotate.gates).
-
-The participant mark is read from the session, so ordinary requests cost no query."""
+The study's onboarding (consent, instructions, questionnaire) is not checked here: the
+assignment selector refuses an item before it is through, for every rater and every way in
+(annotate.selectors.onboarding). The participant mark is read from the session, so
+ordinary requests cost no query."""
 
 from __future__ import annotations
 
 from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.http import urlencode
 
+from annotate.decorators import ParticipantAccess, participant_access
 from core.exceptions import error_body
 from recruit import selectors
 from recruit.services import participation
 
 SESSION_KEY = "recruit_participant"
-
-# What a participant may reach besides the recruit app's participant pages.
-PARTICIPANT_VIEWS = {
-    "annotate:rate",
-    "annotate:feedback",
-    "annotate:flag",
-    "api:assignment-detail",
-    "api:assignment-rating",
-    "api:assignment-submit",
-    "api:assignment-skip",
-    "api:assignment-reopen",
-    "logout",
-}
-PARTICIPANT_PAGES = {
-    "recruit:arrive",
-    "recruit:consent",
-    "recruit:instructions",
-    "recruit:questionnaire",
-    "recruit:not-passed",
-    "recruit:next",
-    "recruit:done",
-    "recruit:leave",
-}
-# The language switcher and the scripts' strings, open to a participant at every step,
-# finished or not (docs/languages.md).
-LANGUAGE_VIEWS = {"set_language", "javascript-catalog"}
-# Writes that stay open to a finished participant: leaving (again) and signing out.
-ALWAYS_WRITABLE = {"recruit:leave", "logout", *LANGUAGE_VIEWS}
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
-# The queue, the home page and the rater's Continue and completion pages lead a participant
-# to their next step (an item, the qualification's next item, or the end with their code).
-TO_NEXT_STEP = {"home", "annotate:queue", "annotate:continue", "annotate:done"}
-# An item's pages: before the study's onboarding is finished they lead to its next step. (The
-# API's item calls answer 403 onboarding_required instead: recruit.gates, for tokens too.)
-ITEM_PAGES = {"annotate:rate", "annotate:feedback", "annotate:flag"}
 
 
 class RecruitGateMiddleware:
@@ -67,22 +33,11 @@ class RecruitGateMiddleware:
         return self.get_response(request)
 
     def process_view(self, request, view_func, view_args, view_kwargs):
-        match = request.resolver_match
-        name = match.view_name if match is not None else ""
-        if name == "recruit:arrive" or not request.user.is_authenticated:
+        access = participant_access(view_func)
+        if access == ParticipantAccess.ARRIVAL or not request.user.is_authenticated:
             return None
-        if request.session.get(SESSION_KEY) is not None:
-            return self._participant(request, name, view_kwargs)
-        if name in ITEM_PAGES:
-            study = selectors.assignment_needs_onboarding(
-                assignment_uuid=view_kwargs.get("assignment_uuid"), rater=request.user
-            )
-            if study is not None:
-                url = reverse("recruit:next", kwargs={"slug": study.slug})
-                return redirect(f"{url}?{urlencode({'next': request.path})}")
-        return None
-
-    def _participant(self, request, name, kwargs):
+        if request.session.get(SESSION_KEY) is None:
+            return None
         participant = selectors.participant_of(request.user)
         if participant is None or participant.pk != request.session.get(SESSION_KEY):
             raise Http404("No such page.")
@@ -91,22 +46,20 @@ class RecruitGateMiddleware:
             # The time budget holds on every request, writes above all: an answer sent after
             # it ran out is not stored.
             participant = participation.finish_participation(participant=participant, outcome="timed_out")
-        if participant.outcome and request.method not in SAFE_METHODS and name not in ALWAYS_WRITABLE:
+        if participant.outcome and request.method not in SAFE_METHODS and access != ParticipantAccess.ANY_STEP:
             return _refuse_write(request, participant)
-        if name in LANGUAGE_VIEWS:
+        if access == ParticipantAccess.ANY_STEP:
             return None
-        if name in TO_NEXT_STEP:
+        if access == ParticipantAccess.NEXT_STEP:
             return redirect("recruit:next", slug=participant.study.slug)
-        if name in PARTICIPANT_PAGES:
-            if "slug" in kwargs and kwargs["slug"] != participant.study.slug:
+        if access == ParticipantAccess.STUDY:
+            if "slug" in view_kwargs and view_kwargs["slug"] != participant.study.slug:
                 raise Http404("No such study.")
             return None
-        if name not in PARTICIPANT_VIEWS:
+        if access != ParticipantAccess.ITEM:
             raise Http404("No such page.")
-        if participant.outcome and name != "logout":
+        if participant.outcome:
             return redirect("recruit:done")
-        if name in ITEM_PAGES and selectors.onboarding_step(study=participant.study, rater=request.user):
-            return redirect("recruit:next", slug=participant.study.slug)
         return None
 
 

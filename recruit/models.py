@@ -1,10 +1,10 @@
-"""Arriving and leaving: a study's onboarding (versioned consent, instructions, a background
-questionnaire), each rater's answers to it, crowd recruitment links and the participants
-who arrive through them (docs/recruitment.md).
+"""Arriving and leaving: crowd recruitment links and the participants who arrive through
+them (docs/recruitment.md). A study's onboarding (consent, instructions, questionnaire) and
+each rater's answers to it are annotate's models (annotate.models.Onboarding, ...): every
+rater meets them, and the rating app checks them before an item.
 
-Consent decisions are never overwritten: each is a row of its own (the version read, the
-decision, the time). A participant's panel identifiers are stored as given and leave the
-system only as the study's pseudonyms (datasets export)."""
+A participant's panel identifiers are stored as given and leave the system only as the
+study's pseudonyms (datasets export)."""
 
 import uuid
 from decimal import Decimal
@@ -15,83 +15,6 @@ from django.db.models import Q
 
 from annotate.models import Batch, Study
 from core.models import TimeStamped
-
-
-class Onboarding(TimeStamped):
-    """What a study asks of a rater before the first item. Consent texts are versions of
-    their own (ConsentVersion); `questionnaire` is a list of rubric question mappings
-    (annotate/rubrics/), built on the onboarding page, never typed as JSON."""
-
-    study = models.OneToOneField(Study, on_delete=models.CASCADE, related_name="onboarding")
-    instructions = models.TextField(blank=True, help_text="Opened and acknowledged before the first item.")
-    questionnaire = models.JSONField(default=list, blank=True)
-
-    def __str__(self) -> str:
-        return f"Onboarding of {self.study}"
-
-
-class ConsentVersion(TimeStamped):
-    """One version of a study's consent text; an edit makes the next version."""
-
-    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
-    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="consent_versions")
-    number = models.PositiveIntegerField()
-    text = models.TextField()
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
-    )
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["study", "number"], name="consent_version_unique_study_number"),
-            models.CheckConstraint(condition=Q(number__gte=1), name="consent_version_number_positive"),
-        ]
-        ordering = ["study", "number"]
-
-    def __str__(self) -> str:
-        return f"{self.study.slug} consent v{self.number}"
-
-
-class ConsentDecision(TimeStamped):
-    """A rater accepted or declined one consent version, at `created_at`. Append-only."""
-
-    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
-    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="consent_decisions")
-    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="consent_decisions")
-    version = models.ForeignKey(ConsentVersion, on_delete=models.PROTECT, related_name="decisions")
-    accepted = models.BooleanField()
-
-    class Meta:
-        ordering = ["study", "rater", "created_at", "pk"]
-
-    def __str__(self) -> str:
-        return f"{self.rater} {'accepted' if self.accepted else 'declined'} {self.version}"
-
-
-class OnboardingRecord(TimeStamped):
-    """One rater's way through a study's onboarding: instructions opened and acknowledged,
-    and the answers to the background questionnaire."""
-
-    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
-    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="onboarding_records")
-    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="onboarding_records")
-    instructions_opened_at = models.DateTimeField(null=True, blank=True)
-    instructions_acknowledged_at = models.DateTimeField(null=True, blank=True)
-    answers = models.JSONField(null=True, blank=True, help_text="Questionnaire key -> answer.")
-    answered_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["study", "rater"], name="onboarding_record_unique_study_rater"),
-            models.CheckConstraint(
-                condition=Q(instructions_acknowledged_at__isnull=True) | Q(instructions_opened_at__isnull=False),
-                name="onboarding_acknowledged_after_opened",
-            ),
-        ]
-        ordering = ["study", "created_at"]
-
-    def __str__(self) -> str:
-        return f"{self.rater} in {self.study}"
 
 
 class RecruitmentLink(TimeStamped):

@@ -1,38 +1,32 @@
-"""Reads of the recruit app: where a rater stands in a study's onboarding, the participant
-behind an account, a link's figures."""
+"""Reads of the recruit app: the onboarding's questionnaire as rubric questions, the
+participant behind an account, a link's figures. Where a rater stands in a study's
+onboarding is annotate's (annotate.selectors.onboarding): its items are refused before."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Count, Exists, OuterRef, Prefetch, Q
+from django.db.models import Count, Prefetch, Q
 
-from annotate.models import Assignment, QualificationAttempt, RaterExclusion, Study
+from annotate.models import (
+    Assignment,
+    ConsentDecision,
+    Onboarding,
+    OnboardingRecord,
+    QualificationAttempt,
+    RaterExclusion,
+    Study,
+)
 from annotate.rubrics import RubricDefinition
 from annotate.selectors.monitor import batch_monitor
 from annotate.selectors.queue import visible_to_rater
 from recruit.models import (
     BonusPayment,
-    ConsentDecision,
-    ConsentVersion,
     LinkChange,
-    Onboarding,
-    OnboardingRecord,
     PanelCall,
     Participant,
     RecruitmentLink,
 )
-
-CONSENT, INSTRUCTIONS, QUESTIONNAIRE, DECLINED = "consent", "instructions", "questionnaire", "declined"
-
-
-def current_consent(*, study: Study, include_withdrawn: bool = False) -> ConsentVersion | None:
-    """The study's newest consent version, or None when it asks for none (no version, or
-    the newest is empty: the admin stopped asking)."""
-    version = ConsentVersion.objects.filter(study=study).order_by("-number").first()
-    if version is not None and not version.text and not include_withdrawn:
-        return None
-    return version
 
 
 def questionnaire_definition(onboarding: Onboarding | None) -> RubricDefinition | None:
@@ -42,46 +36,6 @@ def questionnaire_definition(onboarding: Onboarding | None) -> RubricDefinition 
     return RubricDefinition.from_dict(
         {"key": "questionnaire", "title": "Background questions", "questions": onboarding.questionnaire}
     )
-
-
-def onboarding_step(*, study: Study, rater) -> str | None:
-    """The step of the study's onboarding the rater must take next: "consent",
-    "declined" (they declined the current version: no items), "instructions",
-    "questionnaire", or None when they are through (or the study asks nothing)."""
-    onboarding = Onboarding.objects.filter(study=study).first()
-    consent = current_consent(study=study)
-    if consent is not None:
-        decision = ConsentDecision.objects.filter(study=study, rater=rater, version=consent).order_by("-pk").first()
-        if decision is None:
-            return CONSENT
-        if not decision.accepted:
-            return DECLINED
-    if onboarding is None:
-        return None
-    record = OnboardingRecord.objects.filter(study=study, rater=rater).first()
-    if onboarding.instructions and (record is None or record.instructions_acknowledged_at is None):
-        return INSTRUCTIONS
-    if onboarding.questionnaire and (record is None or record.answered_at is None):
-        return QUESTIONNAIRE
-    return None
-
-
-def study_asks(study_ref: str) -> Q:
-    """Whether the study (`study_ref`: the outer query's field holding its id) has an
-    onboarding or a consent text, as a condition of that query."""
-    return Q(Exists(Onboarding.objects.filter(study=OuterRef(study_ref)))) | Q(
-        Exists(ConsentVersion.objects.filter(study=OuterRef(study_ref)))
-    )
-
-
-def assignment_needs_onboarding(*, assignment_uuid, rater) -> Study | None:
-    """The study of the rater's assignment when it has an onboarding the rater has not
-    finished, else None. One query when the study asks nothing (the common case)."""
-    asks = study_asks("pk")
-    study = Study.objects.filter(asks, assignments__uuid=assignment_uuid, assignments__rater=rater).distinct().first()
-    if study is None or onboarding_step(study=study, rater=rater) is None:
-        return None
-    return study
 
 
 def participant_of(user) -> Participant | None:

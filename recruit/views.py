@@ -15,11 +15,13 @@ from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
+from annotate.decorators import ParticipantAccess, participant_may_use
 from annotate.forms import answers_from_post
 from annotate.languages import activate_study_language
-from annotate.models import Study, StudyMembership
+from annotate.models import Onboarding, Study, StudyMembership
 from annotate.rubrics import AnswerValidationError
 from annotate.selectors.access import get_study_for_admin
+from annotate.selectors.onboarding import DECLINED, current_consent, onboarding_step
 from annotate.services.monitoring import exclude_rater
 from annotate.services.qualification import allow_qualification_retry, qualification_status
 from annotate.throttling import recorded_address
@@ -27,7 +29,7 @@ from core.exceptions import ApplicationError
 from recruit import flow, panel, selectors
 from recruit.forms import LinkEditForm, LinkForm, OnboardingForm, ParticipantActionForm, QuestionForm
 from recruit.middleware import SESSION_KEY
-from recruit.models import BonusPayment, Onboarding, Participant, RecruitmentLink
+from recruit.models import BonusPayment, Participant, RecruitmentLink
 from recruit.prolific import REJECTION_CATEGORIES
 from recruit.services import links, participation
 from recruit.services import onboarding as onboarding_services
@@ -43,6 +45,7 @@ def _problem(request, message: str, status: int):
 
 @never_cache
 @require_http_methods(["GET", "POST"])
+@participant_may_use(ParticipantAccess.ARRIVAL)
 def arrive(request, token):
     """A panel participant follows the study's link: a signed token and the panel's ids.
 
@@ -129,6 +132,7 @@ def _rater_study(request, slug) -> tuple[Study, Participant | None]:
 
 @never_cache
 @login_required
+@participant_may_use(ParticipantAccess.STUDY)
 def next_step(request, slug):
     study, participant = _rater_study(request, slug)
     return flow.next_page(request, study, participant)
@@ -137,10 +141,11 @@ def next_step(request, slug):
 @never_cache
 @login_required
 @require_http_methods(["GET", "POST"])
+@participant_may_use(ParticipantAccess.STUDY)
 def consent(request, slug):
     study, participant = _rater_study(request, slug)
     activate_study_language(request, study)
-    version = selectors.current_consent(study=study)
+    version = current_consent(study=study)
     if version is None:
         return flow.next_page(request, study, participant)
     error, status = "", 200
@@ -168,7 +173,7 @@ def consent(request, slug):
                         ),
                     )
                 return _after(request, study, participant)
-    declined = selectors.onboarding_step(study=study, rater=request.user) == selectors.DECLINED
+    declined = onboarding_step(study=study, rater=request.user) == DECLINED
     return render(
         request,
         "recruit/consent.html",
@@ -184,7 +189,7 @@ def _after(request, study, participant):
         from django.utils.http import urlencode
 
         url = f"{url}?{urlencode({'next': wanted})}"
-    if participant is None and selectors.onboarding_step(study=study, rater=request.user) == selectors.DECLINED:
+    if participant is None and onboarding_step(study=study, rater=request.user) == DECLINED:
         return redirect("recruit:consent", slug=study.slug)
     return redirect(url)
 
@@ -192,6 +197,7 @@ def _after(request, study, participant):
 @never_cache
 @login_required
 @require_http_methods(["GET", "POST"])
+@participant_may_use(ParticipantAccess.STUDY)
 def instructions(request, slug):
     study, participant = _rater_study(request, slug)
     activate_study_language(request, study)
@@ -222,6 +228,7 @@ def instructions(request, slug):
 @never_cache
 @login_required
 @require_http_methods(["GET", "POST"])
+@participant_may_use(ParticipantAccess.STUDY)
 def questionnaire(request, slug):
     study, participant = _rater_study(request, slug)
     activate_study_language(request, study)
@@ -269,6 +276,7 @@ def questionnaire(request, slug):
 
 @never_cache
 @login_required
+@participant_may_use(ParticipantAccess.STUDY)
 def done(request):
     """A participant's end: the code, and the way back to the panel (a refresh after a
     few seconds, and a link)."""
@@ -285,6 +293,7 @@ def done(request):
 @never_cache
 @login_required
 @require_http_methods(["GET", "POST"])
+@participant_may_use(ParticipantAccess.ANY_STEP)
 def leave(request):
     """The participant's own "Leave": a page that says what leaving means, and a button
     (POST) that ends their part with the outcome `left` and its code."""
@@ -304,6 +313,7 @@ def leave(request):
 @never_cache
 @login_required
 @require_http_methods(["GET", "POST"])
+@participant_may_use(ParticipantAccess.STUDY)
 def not_passed(request, slug):
     """A participant who used every qualification attempt without passing: the gate's
     message and a choice (docs/recruitment.md). "Check again" returns to the next step (a
@@ -331,7 +341,7 @@ def not_passed(request, slug):
 def onboarding_admin(request, slug):
     study = get_study_for_admin(request.user, slug)
     onboarding = Onboarding.objects.filter(study=study).first()
-    current = selectors.current_consent(study=study)
+    current = current_consent(study=study)
     form = OnboardingForm(
         initial={
             "consent_text": current.text if current else "",

@@ -9,6 +9,7 @@ summary are never serialised here (blinding).
 
 from __future__ import annotations
 
+from django.utils.decorators import method_decorator
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, serializers
 from rest_framework.request import Request
@@ -20,7 +21,7 @@ from annotate.api.common import (
     SentenceSerializer,
     TextJSONField,
 )
-from annotate.gates import check_item_gates
+from annotate.decorators import ParticipantAccess, participant_may_use
 from annotate.languages import activate_study_language
 from annotate.models import (
     Assignment,
@@ -179,6 +180,9 @@ def _rating_state(assignment: Assignment, *, refresh: bool = True) -> Response:
     return Response(RatingStateSerializer(data).data, headers={"ETag": f'"{assignment.version}"'})
 
 
+# The item calls a participant's rating page makes (recruit.middleware reads the mark).
+FOR_PARTICIPANTS = method_decorator(participant_may_use(ParticipantAccess.ITEM), name="dispatch")
+
 IF_MATCH = OpenApiParameter(
     "If-Match",
     str,
@@ -189,12 +193,12 @@ IF_MATCH = OpenApiParameter(
 
 
 def _own_item(request, assignment_uuid) -> Assignment:
-    """The rater's own assignment (else 404), past the gates other apps add in front of
-    items (annotate.gates: a study's unfinished onboarding is a 403), for a session or a
-    token alike. Its messages are in the language of the item's page (annotate.languages)."""
+    """The rater's own assignment (else 404), for a session or a token alike; before the
+    study's onboarding is through, a 403 onboarding_required naming the step's page (the
+    selector's OnboardingRequired, annotate.selectors.onboarding). Its other messages are
+    in the language of the item's page (annotate.languages)."""
     assignment = get_assignment_for_rater(request.user, assignment_uuid)
     activate_study_language(request, assignment.study)
-    check_item_gates(assignment, request.user)
     return assignment
 
 
@@ -226,6 +230,7 @@ class AssignmentList(generics.ListAPIView):
         return assignments_for_rater(self.request.user)
 
 
+@FOR_PARTICIPANTS
 class AssignmentDetail(APIView):
     @extend_schema(responses=AssignmentDetailSerializer)
     def get(self, request, assignment_uuid):
@@ -234,6 +239,7 @@ class AssignmentDetail(APIView):
         return Response(data, headers={"ETag": f'"{assignment.version}"'})
 
 
+@FOR_PARTICIPANTS
 class AssignmentRating(APIView):
     @extend_schema(responses=RatingStateSerializer)
     def get(self, request, assignment_uuid):
@@ -250,6 +256,7 @@ class AssignmentRating(APIView):
         return _write_rating(request, assignment_uuid, ratings.save_draft, DraftWriteSerializer)
 
 
+@FOR_PARTICIPANTS
 class AssignmentSubmit(APIView):
     @extend_schema(
         request=RatingWriteSerializer,
@@ -261,6 +268,7 @@ class AssignmentSubmit(APIView):
         return _write_rating(request, assignment_uuid, ratings.submit_rating)
 
 
+@FOR_PARTICIPANTS
 class AssignmentSkip(APIView):
     @extend_schema(request=SkipSerializer, responses=RatingStateSerializer, parameters=[IF_MATCH])
     def post(self, request, assignment_uuid):
@@ -276,6 +284,7 @@ class AssignmentSkip(APIView):
         return _rating_state(assignment)
 
 
+@FOR_PARTICIPANTS
 class AssignmentReopen(APIView):
     @extend_schema(
         request=VersionSerializer,

@@ -1,5 +1,6 @@
 """A batch's page for study admins and viewers: progress, the items still missing
-ratings, gold accuracy and, for admins, every assignment with its actions."""
+ratings, gold accuracy and, for admins, every assignment with its actions; and an answer
+as text for the admin pages (`display_answer`)."""
 
 from __future__ import annotations
 
@@ -55,3 +56,20 @@ def batch_page(user, study: Study, batch: Batch) -> BatchPage:
         questions=[q for q in rubric_definition(study.rubric).questions if q.comparable],
         adaptive=adaptive_state(batch) if batch.design.get("name") == DESIGN else None,
     )
+
+
+def display_answer(value) -> str:
+    """An answer as text for the admin pages (lists joined, spans quoted)."""
+    if value is None or value == [] or value == {}:
+        return "–"
+    if isinstance(value, list):
+        return "; ".join(
+            f"“{v.get('text', '')}”" + (f" ({', '.join(map(str, v['answers'].values()))})" if v.get("answers") else "")
+            if isinstance(v, dict)
+            else str(v)
+            for v in value
+        )
+    if isinstance(value, dict):
+        # Per-finding scores, or a per-claim answer as stored ({claim: {"answer", "rationale"}}).
+        return "; ".join(f"{k}: {v.get('answer', '–') if isinstance(v, dict) else v}" for k, v in value.items())
+    return str(value)

@@ -9,7 +9,6 @@ from typing import Any, NamedTuple
 from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
 from django.http import Http404
 
-from annotate.gates import gate_annotations
 from annotate.models import (
     Assignment,
     Batch,
@@ -26,6 +25,7 @@ from annotate.models import (
     Study,
 )
 from annotate.rubrics import per_claim_parts
+from annotate.selectors.onboarding import OnboardingRequired, needs_onboarding
 
 
 def visible_to_rater(user) -> Q:
@@ -51,7 +51,9 @@ def assignments_for_rater(user) -> QuerySet[Assignment]:
 
 
 def get_assignment_for_rater(user, assignment_uuid) -> Assignment:
-    """The rater's own assignment with its study, rubric, summary, source and findings, else 404.
+    """The rater's own assignment with its study, rubric, summary, source and findings, else
+    404; OnboardingRequired (403) while the rater has not finished the study's onboarding
+    (annotate.selectors.onboarding), for every item page and item API call alike.
 
     Another rater's assignment is a 404, not a 403, so its existence does not leak. The
     source's sentences are not fetched here: a source at the size limit has thousands,
@@ -59,19 +61,22 @@ def get_assignment_for_rater(user, assignment_uuid) -> Assignment:
     read them themselves.
     """
     findings = Prefetch("summary__source__findings", queryset=Finding.objects.order_by("index"))
-    # Whether the study admin paused this rater (docs/monitoring.md), and the conditions of
-    # the gates other apps put in front of items (annotate.gates), in the same query.
+    # Whether the study admin paused this rater (docs/monitoring.md) and whether an
+    # onboarding step is pending, in the same query.
     paused = RaterPause.objects.filter(study=OuterRef("study_id"), rater=user, resumed_at=None)
     try:
-        return (
+        assignment = (
             Assignment.objects.select_related("study__rubric", "summary__source", "batch")
-            .annotate(rater_paused=Exists(paused), **gate_annotations(user))
+            .annotate(rater_paused=Exists(paused), needs_onboarding=needs_onboarding(user, "study_id"))
             .prefetch_related(findings)
             .filter(visible_to_rater(user))
             .get(uuid=assignment_uuid, rater=user)
         )
     except (Assignment.DoesNotExist, ValueError, TypeError):
         raise Http404("No such assignment.") from None
+    if assignment.needs_onboarding:
+        raise OnboardingRequired(assignment.study)
+    return assignment
 
 
 @dataclass(frozen=True)

@@ -11,18 +11,21 @@ from django.db.models import Max
 from django.utils import timezone
 from django.utils.translation import gettext
 
-from annotate.models import Assignment, Study, StudySettingChange
-from annotate.rubrics import RubricDefinition, RubricDefinitionError
-from core.exceptions import InvalidStateError
-from core.text_validation import check_text
-from recruit.models import (
+from annotate.models import (
+    Assignment,
     ConsentDecision,
     ConsentVersion,
     Onboarding,
     OnboardingRecord,
-    Participant,
+    Study,
+    StudySettingChange,
 )
-from recruit.selectors import current_consent, questionnaire_definition
+from annotate.rubrics import RubricDefinition, RubricDefinitionError
+from annotate.selectors.onboarding import current_consent
+from core.exceptions import InvalidStateError
+from core.text_validation import check_text
+from recruit.models import Participant
+from recruit.selectors import questionnaire_definition
 from recruit.services.checks import invalid_field
 from recruit.services.participation import finish_participation, withdraw_open
 

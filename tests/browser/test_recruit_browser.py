@@ -11,9 +11,9 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from annotate.models import Assignment, StudyMembership
+from annotate.models import Assignment, ConsentDecision, OnboardingRecord, StudyMembership
 from annotate.services.members import add_study_member
-from recruit.models import ConsentDecision, OnboardingRecord, Participant
+from recruit.models import Participant
 from recruit.services import links
 from tests.browser.conftest import log_in
 from tests.factories import PASSWORD, StudyFactory, UserFactory

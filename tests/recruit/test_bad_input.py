@@ -2,9 +2,8 @@
 
 import pytest
 
-from annotate.models import StudyMembership
+from annotate.models import ConsentDecision, ConsentVersion, Onboarding, OnboardingRecord, StudyMembership
 from annotate.services.members import add_study_member
-from recruit.models import ConsentDecision, ConsentVersion, Onboarding, OnboardingRecord
 from tests.recruit.helpers import set_up_onboarding
 
 pytestmark = pytest.mark.django_db

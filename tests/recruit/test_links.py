@@ -4,9 +4,9 @@ and the end with the completion or screen-out code."""
 import pytest
 from django.core import signing
 
-from annotate.models import Assignment
+from annotate.models import Assignment, ConsentDecision
 from core.exceptions import ApplicationError
-from recruit.models import ConsentDecision, Participant
+from recruit.models import Participant
 from recruit.services import links, participation
 from tests.recruit.helpers import COMPLETE, SCREENOUT, arrival_url, make_link, prolific_query, set_up_onboarding
 

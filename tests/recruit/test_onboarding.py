@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from annotate.models import StudyMembership
+from annotate.models import ConsentDecision, ConsentVersion, Onboarding, OnboardingRecord, StudyMembership
 from annotate.services.members import add_study_member
 from annotate.services.ratings import submit_rating
 from datasets.exporting import export_dataset
-from recruit.models import ConsentDecision, ConsentVersion, Onboarding, OnboardingRecord, Participant
+from recruit.models import Participant
 from recruit.services import onboarding
 from tests.conftest import GOOD_ANSWERS
 from tests.factories import AssignmentFactory, SummaryFactory
