@@ -21,10 +21,10 @@ pytestmark = pytest.mark.django_db
 CREATORS = [{"name": "Curie, Marie", "affiliation": "Lab of Summaries"}]
 
 
-def finished_export(study: Study, **options):
+def finished_export(study: Study, formats=("jsonl", "csv"), **options):
     admin = study.memberships.filter(role="admin").first().user
     status = export_runs.start_export(
-        study=study, requested_by=admin, formats=["jsonl", "csv"], enqueue=lambda **kw: None, **options
+        study=study, requested_by=admin, formats=list(formats), enqueue=lambda **kw: None, **options
     )
     export_runs.run_export(study_slug=status.study, export_id=status.id)
     from datasets.models import ExportRun
