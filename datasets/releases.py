@@ -98,6 +98,17 @@ def create_release(*, study: Study, export: ExportRun, version: str, changelog: 
     )
 
 
+def latest_doi(*, study_slug: str) -> tuple[str, str] | None:
+    """(DOI, version) of the study's newest release with a DOI (published on Zenodo), or None."""
+    return (
+        Release.objects.filter(study__slug=study_slug)
+        .exclude(doi="")
+        .order_by("-created_at", "-pk")
+        .values_list("doi", "version")
+        .first()
+    )
+
+
 def zenodo_metadata(release: Release, *, creators: Sequence[dict], keywords: Sequence[str], related: Sequence[dict]):
     study = release.study
     description = (study.description or study.title) + f"\n\nRelease {release.version}: {release.changelog}"
