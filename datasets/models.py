@@ -99,6 +99,9 @@ class Release(TimeStamped):
     sha256sums = models.TextField(help_text="The export's SHA256SUMS, as released.")
     changes = models.JSONField(default=dict, blank=True, help_text="What changed since the release before.")
     created_by = models.CharField(max_length=150, help_text="The user name of who made it.")
+    creators = models.JSONField(
+        default=list, blank=True, help_text="Who the deposit names as creators: [{name, affiliation}], as entered."
+    )
     zenodo_state = models.CharField(max_length=10, choices=Zenodo.choices, default=Zenodo.NONE, blank=True)
     zenodo_deposition = models.PositiveBigIntegerField(null=True, blank=True)
     zenodo_bucket = models.URLField(max_length=500, blank=True)

@@ -69,14 +69,17 @@ def _changes(previous: Release | None, export: ExportRun, manifest: dict) -> dic
 
 
 @transaction.atomic
-def create_release(*, study: Study, export: ExportRun, version: str, changelog: str, by: str) -> Release:
+def create_release(
+    *, study: Study, export: ExportRun, version: str, changelog: str, by: str, creators: Sequence[dict] = ()
+) -> Release:
     """Release a finished export of the study as `version` (1, 1.1 or 1.1.0; greater than
-    the study's releases before)."""
+    the study's releases before), with the creators a deposit names (optional here)."""
     version, changelog = (version or "").strip(), (changelog or "").strip()
     if not VERSION_RE.match(version):
         raise _invalid("version", "a version number such as 1, 1.1 or 1.1.0")
     if not changelog:
         raise _invalid("changelog", "say in a line what this release is")
+    creators = clean_creators(creators) if creators else []
     if export.study_id != study.pk or export.status != ExportRun.Status.DONE:
         raise _invalid("export", "a finished export of this study")
     if export.include_restricted:
@@ -95,6 +98,7 @@ def create_release(*, study: Study, export: ExportRun, version: str, changelog: 
         sha256sums=_stored(export, "SHA256SUMS"),
         changes=_changes(previous, export, manifest),
         created_by=by,
+        creators=creators,
     )
 
 
@@ -140,26 +144,42 @@ def _recorder(release: Release, service: str) -> Callable[[Call], None]:
     return record
 
 
-def _check_creators(creators: Sequence[dict]) -> None:
+def clean_creators(creators: Sequence[dict]) -> list[dict]:
+    """The creators as Zenodo takes them ({name: 'Family, Given', affiliation}), checked."""
     if not creators:
         raise _invalid("creators", "at least one creator, as 'Family, Given'")
+    cleaned = []
     for creator in creators:
         name = str(creator.get("name", "")).strip()
         if "," not in name or len(name) > 200:
             raise _invalid("creators", f"{name!r}: write a creator as 'Family, Given'")
+        affiliation = str(creator.get("affiliation", "") or "").strip()[:200]
+        cleaned.append({"name": name} | ({"affiliation": affiliation} if affiliation else {}))
+    return cleaned
+
+
+def parse_creators(text: str) -> list[dict]:
+    """Creators written one a line (or ';'-separated lines) as 'Family, Given; Affiliation'."""
+    creators = []
+    for line in (text or "").splitlines():
+        if line.strip():
+            name, _, affiliation = line.partition(";")
+            creators.append({"name": name.strip(), "affiliation": affiliation.strip()})
+    return creators
 
 
 def deposit_on_zenodo(
     *,
     release: Release,
-    creators: Sequence[dict],
+    creators: Sequence[dict] = (),
     keywords: Sequence[str] = (),
     related: Sequence[dict] = (),
     client: Callable[..., ZenodoClient] = ZenodoClient.from_environment,
 ) -> Release:
     """Deposit the release on Zenodo and publish it (or carry on an interrupted deposit);
-    returns the release with its DOI. A refusal is a ZenodoError, recorded on the release."""
-    _check_creators(creators)
+    returns the release with its DOI. `creators` default to those of the release. A refusal
+    is a ZenodoError, recorded on the release."""
+    creators = clean_creators(creators or release.creators)
     if release.zenodo_state == Release.Zenodo.PUBLISHED:
         return release
 

@@ -9,12 +9,7 @@ from annotate.management.common import study_named
 from core.commands import usage_error, usage_errors
 from core.exceptions import ApplicationError
 from datasets.models import ExportRun, Release
-from datasets.releases import create_release, deposit_on_zenodo, push_to_hub
-
-
-def _creator(text: str) -> dict:
-    name, _, affiliation = text.partition(";")
-    return {"name": name.strip(), "affiliation": affiliation.strip()}
+from datasets.releases import create_release, deposit_on_zenodo, parse_creators, push_to_hub
 
 
 class Command(BaseCommand):
@@ -30,7 +25,10 @@ class Command(BaseCommand):
         parser.add_argument("--export", default="", help="the export's id (default: the newest finished one)")
         parser.add_argument("--zenodo", action="store_true", help="deposit the release on Zenodo and publish it")
         parser.add_argument(
-            "--creator", action="append", default=[], help="'Family, Given; Affiliation' (repeat for each)"
+            "--creator",
+            action="append",
+            default=[],
+            help="'Family, Given; Affiliation' (repeat for each; kept with a new release)",
         )
         parser.add_argument("--keyword", action="append", default=[])
         parser.add_argument("--related", action="append", default=[], help="a URL this dataset supplements")
@@ -65,7 +63,7 @@ class Command(BaseCommand):
         try:
             deposit_on_zenodo(
                 release=release,
-                creators=[_creator(c) for c in o["creator"]],
+                creators=parse_creators("\n".join(o["creator"])),
                 keywords=o["keyword"],
                 related=related,
             )
@@ -80,7 +78,12 @@ class Command(BaseCommand):
             raise usage_error("--export: no finished export of the study (run export_dataset or the Export page)")
         try:
             release = create_release(
-                study=study, export=export, version=o["release"], changelog=o["changelog"], by="command line"
+                study=study,
+                export=export,
+                version=o["release"],
+                changelog=o["changelog"],
+                by="command line",
+                creators=parse_creators("\n".join(o["creator"])),
             )
         except ApplicationError as exc:
             raise usage_error(exc.message) from None
