@@ -135,8 +135,11 @@ class HubClient:
 
     # --- one call ---------------------------------------------------------------------------
 
-    def _call(self, method: str, path: str, what: str, send: Callable[[], Any]) -> Any:
-        """Run `send()` (one HfApi call) until it answers or a refusal, recording the outcome."""
+    def _call(
+        self, method: str, path: str, what: str, send: Callable[[], Any], ok: tuple[int | None, str] = (200, "ok")
+    ) -> Any:
+        """Run `send()` (one HfApi call) until it answers or a refusal, recording the outcome
+        (`ok`: the status and outcome recorded for an answer the call accepts)."""
         attempts = 0
         while True:
             attempts += 1
@@ -150,7 +153,7 @@ class HubClient:
                 if not _retryable(status, exc):
                     self._refused(method, path, what, status, text, attempts)
             else:
-                self.record(Call(method, path, 200, "ok", attempts))
+                self.record(Call(method, path, ok[0], ok[1], attempts))
                 return result
             if attempts > self.max_retries:
                 self.record(Call(method, path, status, f"gave up: {text}", attempts))
@@ -177,6 +180,7 @@ class HubClient:
             "/api/repos/create",
             f"making the repository {repo_id}",
             lambda: self.api.create_repo(repo_id, repo_type=REPO_TYPE, private=private, exist_ok=True),
+            ok=(None, "ok: made, or there already (409)"),
         )
         info = self._call(
             "GET",

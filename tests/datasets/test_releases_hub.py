@@ -98,7 +98,7 @@ def test_a_push_is_one_tagged_commit_holding_the_release(released, server):
         ("GET", f"/api/datasets/{REPO}/refs"),
         ("POST", f"/api/datasets/{REPO}/tag/{released.hub_commit}"),
     ]
-    assert all(outcome == "ok" for *_, outcome in calls)
+    assert all(outcome.startswith("ok") for *_, outcome in calls)
     assert all(auth == f"Bearer {TOKEN}" for m, path, auth in server.requests if not path.startswith("/lfs-"))
     # Pushing a tagged release again changes nothing.
     before = len(server.requests)
@@ -161,7 +161,8 @@ def test_busy_answers_and_dropped_connections_are_tried_again(released, server):
     push_to_hub(release=released, repo=REPO, private=False, client=client_for(server))
     released.refresh_from_db()
     assert released.hub_state == "tagged" and not server.faults
-    attempts = dict(RemoteCall.objects.filter(release=released, status=200).values_list("path", "attempts"))
+    ok = RemoteCall.objects.filter(release=released, outcome__startswith="ok")
+    attempts = dict(ok.values_list("path", "attempts"))
     assert attempts["/api/repos/create"] == 2
     assert attempts[f"/api/datasets/{REPO}/commit/main"] >= 3
     assert len(server.repos[REPO].commits) == 2  # the initial commit and the release's
@@ -232,7 +233,7 @@ def test_an_existing_repository_is_used_and_set_to_the_visibility_chosen(release
     push_to_hub(release=released, repo=REPO, private=False, client=client_for(server))
     assert not server.repos[REPO].private and server.repos[REPO].tags
     create = RemoteCall.objects.get(release=released, path="/api/repos/create")
-    assert create.outcome == "ok"  # 409: it exists, which is fine
+    assert create.outcome.startswith("ok")  # 409: it exists, which is fine
 
 
 def test_the_command_pushes_with_the_environments_token_and_endpoint(released, server, monkeypatch):
