@@ -6,7 +6,10 @@ checks each against the report.
 What it says: the material (summaries, systems), the rubric and its version, the raters
 and how many items each rated, the items rated by two or more raters, agreement with its
 bootstrap intervals, the systems compared (paired tests with Holm's correction, or
-Bradley–Terry rankings side by side), and the frozen protocol with its deviations.
+Bradley–Terry rankings side by side), the frozen protocol with its deviations, and where
+the data is: the DOI of the study's newest release deposited on Zenodo (datasets.releases),
+looked up when the section is written, so a report computed before the deposit cites it
+too. The DOI is a reference, not one of the report's numbers.
 """
 
 from __future__ import annotations
@@ -196,7 +199,26 @@ def _protocol(w: _Writer, report: StudyReport) -> None:
     w.say(*(f"{d.message} " for d in protocol.deviations))
 
 
-def methods_section(report: StudyReport) -> MethodsSection:
+def _availability(dataset: tuple[str, str] | None) -> tuple[str, str]:
+    """The data availability paragraph, in Markdown and LaTeX, when the dataset has a DOI."""
+    if dataset is None:
+        return "", ""
+    doi, version = dataset
+    url = f"https://doi.org/{doi}"
+    text = f"The ratings are released as a dataset under CC BY 4.0 (release {version}, DOI {doi}): "
+    return (
+        f"\n### Data availability\n\n{_markdown(text)}<{url}>.\n",
+        f"\n\\subsection*{{Data availability}}\n\n{_latex(text)}\\url{{{url}}}.\n",
+    )
+
+
+def methods_section(report: StudyReport, *, dataset: tuple[str, str] | None | bool = True) -> MethodsSection:
+    """The section for `report`. `dataset`: (DOI, release version) to cite, None for none,
+    or True (the default) for the study's newest release with a DOI, if any."""
+    if dataset is True:
+        from datasets.releases import latest_doi
+
+        dataset = latest_doi(study_slug=report.study) if report.study else None
     w = _Writer()
     _material(w, report)
     _raters(w, report)
@@ -205,4 +227,5 @@ def methods_section(report: StudyReport) -> MethodsSection:
     _protocol(w, report)
     markdown = w.render(_markdown, lambda title: f"### {title}")
     latex = w.render(_latex, lambda title: f"\\subsection*{{{title}}}")
-    return MethodsSection(markdown, latex, tuple(w.numbers))
+    md_availability, tex_availability = _availability(dataset)
+    return MethodsSection(markdown + md_availability, latex + tex_availability, tuple(w.numbers))

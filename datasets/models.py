@@ -86,6 +86,11 @@ class Release(TimeStamped):
         DRAFT = "draft", "Deposition started"
         PUBLISHED = "published", "Published"
 
+    class Hub(models.TextChoices):
+        NONE = "", "Not pushed"
+        COMMITTED = "committed", "Committed, not yet tagged"
+        TAGGED = "tagged", "Pushed and tagged"
+
     uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="releases")
     export = models.ForeignKey(ExportRun, on_delete=models.PROTECT, related_name="releases")
@@ -94,12 +99,21 @@ class Release(TimeStamped):
     sha256sums = models.TextField(help_text="The export's SHA256SUMS, as released.")
     changes = models.JSONField(default=dict, blank=True, help_text="What changed since the release before.")
     created_by = models.CharField(max_length=150, help_text="The user name of who made it.")
+    creators = models.JSONField(
+        default=list, blank=True, help_text="Who the deposit names as creators: [{name, affiliation}], as entered."
+    )
     zenodo_state = models.CharField(max_length=10, choices=Zenodo.choices, default=Zenodo.NONE, blank=True)
     zenodo_deposition = models.PositiveBigIntegerField(null=True, blank=True)
     zenodo_bucket = models.URLField(max_length=500, blank=True)
     zenodo_concept = models.CharField(max_length=40, blank=True)
     doi = models.CharField(max_length=200, blank=True)
     zenodo_error = models.TextField(blank=True)
+    hub_repo = models.CharField(max_length=200, blank=True, help_text="owner/name of the Hub dataset repository.")
+    hub_private = models.BooleanField(default=False)
+    hub_state = models.CharField(max_length=10, choices=Hub.choices, default=Hub.NONE, blank=True)
+    hub_commit = models.CharField(max_length=64, blank=True, help_text="The release's commit, once verified.")
+    hub_url = models.URLField(max_length=500, blank=True)
+    hub_error = models.TextField(blank=True)
 
     class Meta:
         ordering = ["study", "created_at"]
@@ -129,3 +143,22 @@ class RemoteCall(models.Model):
 
     def __str__(self) -> str:
         return f"{self.service} {self.method} {self.path}: {self.status or '-'} {self.outcome}"
+
+
+class PublishRun(DatasetRun):
+    """A push of a release to the Hub or its deposit on Zenodo, started from the releases
+    page and run by a worker (datasets.publish_runs), never inside the web request."""
+
+    class Target(models.TextChoices):
+        HUB = "hub", "Hugging Face Hub"
+        ZENODO = "zenodo", "Zenodo"
+
+    release = models.ForeignKey(Release, on_delete=models.PROTECT, related_name="runs")
+    target = models.CharField(max_length=10, choices=Target.choices)
+    options = models.JSONField(default=dict, blank=True, help_text="The repository or the creators, as entered.")
+
+    class Meta(DatasetRun.Meta):
+        indexes = [models.Index(fields=["status", "heartbeat_at"], name="publishrun_status_heartbeat")]
+
+    def __str__(self) -> str:
+        return f"{self.target} run {self.uuid} of release {self.release_id} ({self.status})"

@@ -32,12 +32,13 @@ class Removed:
     imports: int
 
 
-def _remove(model: type[DatasetRun], files, cutoff) -> int:
+def _remove(model: type[DatasetRun], files, cutoff, keep: Q | None = None) -> int:
     ended = Q(finished_at__lt=cutoff) | Q(finished_at__isnull=True, created_at__lt=cutoff)
     removed = 0
-    for row in model.objects.select_related("study").filter(
+    rows = model.objects.select_related("study").filter(
         ended, status__in=(DatasetRun.Status.DONE, DatasetRun.Status.FAILED)
-    ):
+    )
+    for row in rows.exclude(keep) if keep is not None else rows:
         storage.delete_tree(files, run_state.run_prefix(row))
         # Conditional: a retry that made the run pending again meanwhile keeps it (and
         # uploads again; the retry answers that the file is gone).
@@ -48,9 +49,10 @@ def _remove(model: type[DatasetRun], files, cutoff) -> int:
 def remove_expired_files(*, older_than: timedelta | None = None) -> Removed:
     """Remove the files and rows of exports and imports that ended (done or failed) longer
     ago than `older_than` (default FILE_RETENTION_DAYS). Runs still pending or running are
-    kept."""
+    kept, and so are released exports: a release is pushed and deposited from its export's
+    files, and keeps its export (datasets.releases)."""
     cutoff = timezone.now() - (older_than if older_than is not None else file_retention())
     return Removed(
-        exports=_remove(ExportRun, storage.exports_storage(), cutoff),
+        exports=_remove(ExportRun, storage.exports_storage(), cutoff, keep=Q(releases__isnull=False)),
         imports=_remove(ImportRun, storage.imports_storage(), cutoff),
     )

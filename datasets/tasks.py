@@ -1,10 +1,12 @@
 """Celery tasks of the datasets app: thin wrappers around its services."""
 
+from concurrent.futures import Future
+
 from celery import shared_task
 from celery.signals import task_failure
 
-from core.background import worker_lost
-from datasets import export_runs, import_runs
+from core.background import run_in_background, worker_lost
+from datasets import export_runs, import_runs, publish_runs
 from datasets.export_runs import run_export
 from datasets.import_runs import run_import
 from datasets.retention import remove_expired_files
@@ -23,6 +25,22 @@ def run_api_import_task(*, study_slug: str, import_id: str) -> str:
     return run_import(study_slug=study_slug, import_id=import_id).status
 
 
+# Without a broker, pushes and deposits run on this process's "publish" thread, never in the
+# request that started them (core.background).
+PUBLISH_POOL = "publish"
+
+
+@shared_task(acks_late=True)
+def run_publish_task(run_id: str) -> str:
+    """Push a release to the Hub or deposit it on Zenodo (datasets.publish_runs); safe to
+    deliver twice: the run is claimed, and a push or deposit carries on where it stopped."""
+    return publish_runs.run_publish(run_id=run_id).status
+
+
+def enqueue_publish(*, run_id: str) -> Future | None:
+    return run_in_background(run_publish_task, run_id, pool=PUBLISH_POOL)
+
+
 @shared_task
 def sweep_dataset_runs_task() -> int:
     """Periodic (Celery beat): queue again the runs whose worker died (another worker takes
@@ -30,7 +48,7 @@ def sweep_dataset_runs_task() -> int:
     when that was tried already (datasets.run_state)."""
     changed = export_runs.sweep_exports(enqueue=run_api_export_task.delay)
     changed += import_runs.sweep_imports(enqueue=run_api_import_task.delay)
-    return len(changed)
+    return len(changed) + publish_runs.sweep_publishes(enqueue=enqueue_publish)
 
 
 @shared_task

@@ -1,7 +1,9 @@
-"""Study admins' import and export pages: upload a JSON Lines file and follow its runs;
-start a dataset export and follow it to its download. They go through the same services
-and tasks as POST /api/studies/<slug>/imports/ and /exports/ (datasets.import_runs,
-datasets.export_runs), so the pages and the API import and export alike."""
+"""Study admins' import, export and releases pages: upload a JSON Lines file and follow its
+runs; start a dataset export and follow it to its download; make a release of an export and
+push it to the Hub or deposit it on Zenodo. Imports and exports go through the same
+services and tasks as POST /api/studies/<slug>/imports/ and /exports/ (datasets.import_runs,
+datasets.export_runs), so the pages and the API import and export alike; pushes and
+deposits run in the background (datasets.publish_runs), never in the request."""
 
 from __future__ import annotations
 
@@ -10,14 +12,18 @@ from datetime import UTC, datetime
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.shortcuts import redirect, render
+from django.core.validators import URLValidator
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotate.selectors.access import get_study_for_admin
 from core.exceptions import ApplicationError
-from datasets import export_runs, import_runs
-from datasets.tasks import run_api_export_task, run_api_import_task
+from datasets import export_runs, import_runs, publish_runs
+from datasets.models import ExportRun, PublishRun, Release
+from datasets.release_pages import releases_page
+from datasets.releases import create_release, parse_creators
+from datasets.tasks import enqueue_publish, run_api_export_task, run_api_import_task
 
 
 def _moment(iso: str | None) -> datetime | None:
@@ -162,3 +168,111 @@ def export_detail(request, slug, export_id):
             else "",
         },
     )
+
+
+# --- releases: make one, push it to the Hub, deposit it on Zenodo ---
+
+CREATORS_HELP = "One a line: Family, Given; Affiliation (the affiliation is optional)."
+
+
+class ReleaseForm(forms.Form):
+    export = forms.ModelChoiceField(queryset=ExportRun.objects.none(), to_field_name="uuid", empty_label=None)
+    version = forms.CharField(max_length=20, help_text="1, 1.1 or 1.1.0, above the last release's")
+    changelog = forms.CharField(max_length=500, help_text="What this release is, in a line.")
+    creators = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False, help_text=CREATORS_HELP)
+
+    def __init__(self, study, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        exports = ExportRun.objects.filter(study=study, status=ExportRun.Status.DONE, include_restricted=False)
+        self.fields["export"].queryset = exports.order_by("-finished_at", "-id")
+        self.fields["export"].label_from_instance = lambda run: f"{run.finished_at:%Y-%m-%d %H:%M} UTC · {run.uuid}"
+
+
+class HubForm(forms.Form):
+    repo = forms.CharField(max_length=200, label="Repository", help_text="owner/name of a Hub dataset repository")
+    visibility = forms.ChoiceField(choices=[("public", "public"), ("private", "private")], initial="public")
+
+
+def _lines(text: str) -> list[str]:
+    return [line.strip() for line in (text or "").splitlines() if line.strip()]
+
+
+class ZenodoForm(forms.Form):
+    creators = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False, help_text=CREATORS_HELP)
+    keywords = forms.CharField(max_length=500, required=False, help_text="Separated by commas.")
+    related = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 2}), required=False, help_text="URLs this dataset supplements, one a line."
+    )
+
+    def clean_related(self):
+        urls = _lines(self.cleaned_data["related"])
+        validate = URLValidator(schemes=["http", "https"])
+        for url in urls:
+            validate(url)
+        return urls
+
+
+def _form_errors(form: forms.Form) -> str:
+    return "; ".join(f"{form.fields[f].label or f}: {' '.join(e)}" for f, e in form.errors.items())
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def releases(request, slug):
+    """Study admins: the study's releases with where they are published, and a form to
+    make a release of a finished export."""
+    study = get_study_for_admin(request.user, slug)
+    form = ReleaseForm(study, request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            release = create_release(
+                study=study,
+                export=data["export"],
+                version=data["version"],
+                changelog=data["changelog"],
+                by=request.user.get_username(),
+                creators=parse_creators(data["creators"]),
+            )
+        except ApplicationError as exc:
+            field = next(iter(exc.extra.get("fields", {})), None)
+            form.add_error(field if field in form.fields else None, exc.message)
+        else:
+            messages.success(request, f"Release {release.version} made.")
+            return redirect("datasets:releases", slug=study.slug)
+    return render(
+        request,
+        "datasets/releases.html",
+        {"page": releases_page(study=study), "form": form, "hub_form": HubForm(), "zenodo_form": ZenodoForm()},
+        status=400 if form.errors else 200,
+    )
+
+
+@login_required
+@require_POST
+def release_publish(request, slug, release_id, target):
+    """Start a push of the release to the Hub, or its deposit on Zenodo, in the background."""
+    study = get_study_for_admin(request.user, slug)
+    release = get_object_or_404(Release, study=study, uuid=release_id)
+    form = (HubForm if target == PublishRun.Target.HUB else ZenodoForm)(request.POST)
+    if not form.is_valid():
+        messages.error(request, f"Release {release.version}: {_form_errors(form)}")
+        return redirect("datasets:releases", slug=study.slug)
+    data = form.cleaned_data
+    if target == PublishRun.Target.HUB:
+        options = {"repo": data["repo"], "private": data["visibility"] == "private"}
+    else:
+        keywords = [k.strip() for k in data["keywords"].split(",")]
+        options = {"creators": parse_creators(data["creators"]), "keywords": keywords, "related": data["related"]}
+    try:
+        publish_runs.start_publish(
+            release=release, target=target, options=options, requested_by=request.user, enqueue=enqueue_publish
+        )
+    except ApplicationError as exc:
+        if exc.http_status >= 500:
+            raise  # the queue is unavailable: the 503 page (core.exceptions)
+        messages.error(request, f"Release {release.version}: {exc.message}")
+    else:
+        label = PublishRun.Target(target).label
+        messages.info(request, f"Release {release.version}: publishing on {label} has started.")
+    return redirect("datasets:releases", slug=study.slug)

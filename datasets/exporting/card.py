@@ -345,6 +345,23 @@ def _card_attribution(study: Study, context: dict) -> list[str]:
     return lines
 
 
+def cite_doi(card: str, *, doi: str, version: str) -> str:
+    """The card of a release with its DOI (a Zenodo deposit's): the BibTeX entry of the
+    Citation section gets `doi`, `url` and `version`, and a line says how to cite this
+    release. A card without that section gets one."""
+    url = f"https://doi.org/{doi}"
+    fields = [f"  doi = {{{doi}}},", f"  url = {{{url}}},", f"  version = {{{version}}},"]
+    line = f"Cite this release (version {version}) as [doi:{doi}]({url})."
+    lines = card.split("\n")
+    try:
+        at = lines.index("## Citation")
+        entry = next(i for i in range(at, len(lines)) if lines[i].startswith("@misc{"))
+        end = next(i for i in range(entry, len(lines)) if lines[i] == "```")
+    except (ValueError, StopIteration):
+        return card.rstrip("\n") + "\n\n## Citation\n\n" + line + "\n"
+    return "\n".join([*lines[: entry + 1], *fields, *lines[entry + 1 : end + 1], "", line, *lines[end + 1 :]])
+
+
 def licence_notice(withheld: list[str], include_restricted: bool) -> str:
     text = (
         "Creative Commons Attribution 4.0 International (CC BY 4.0)\n"

@@ -21,10 +21,10 @@ pytestmark = pytest.mark.django_db
 CREATORS = [{"name": "Curie, Marie", "affiliation": "Lab of Summaries"}]
 
 
-def finished_export(study: Study, **options):
+def finished_export(study: Study, formats=("jsonl", "csv"), **options):
     admin = study.memberships.filter(role="admin").first().user
     status = export_runs.start_export(
-        study=study, requested_by=admin, formats=["jsonl", "csv"], enqueue=lambda **kw: None, **options
+        study=study, requested_by=admin, formats=list(formats), enqueue=lambda **kw: None, **options
     )
     export_runs.run_export(study_slug=status.study, export_id=status.id)
     from datasets.models import ExportRun
@@ -188,3 +188,18 @@ def test_the_command_releases_and_deposits(released, monkeypatch):
         monkeypatch.setenv("ZENODO_TOKEN", "")
         with pytest.raises(CommandError, match="ZENODO_TOKEN"):
             call_command("release_dataset", "--study", study.slug, "--release", "1.0", "--zenodo", "--creator", "A, B")
+
+
+def test_a_released_export_outlives_the_file_retention(released):
+    from datetime import timedelta
+
+    from datasets.models import ExportRun
+    from datasets.retention import remove_expired_files
+
+    study = released.study
+    unreleased = finished_export(study)
+    removed = remove_expired_files(older_than=timedelta(seconds=-1))
+    assert removed.exports == 1 and not ExportRun.objects.filter(pk=unreleased.pk).exists()
+    assert ExportRun.objects.filter(pk=released.export_id).exists()
+    archive = archive_name(study_slug=study.slug, export_id=released.export.uuid)
+    assert storage.exports_storage().exists(archive)
