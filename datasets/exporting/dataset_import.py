@@ -30,8 +30,8 @@ from annotate.services.summaries import comparison_item_text
 from core.text_validation import InvalidTextError, find_problem, length_problem, loads
 from datasets.exporting.answer_import import AnswerTables, parse_time
 from datasets.exporting.folder import (
-    FORMAT_VERSION,
     OPTIONAL_TABLES,
+    READABLE_VERSIONS,
     DatasetImportError,
     read_table,
     verify_checksums,
@@ -39,20 +39,6 @@ from datasets.exporting.folder import (
 from datasets.pipeline import RowWriter
 
 # --- re-import of a dataset folder ---------------------------------------------------------------
-
-# Columns that hold JSON text (decoded once, when the table is read).
-JSON_COLUMNS = {
-    "rubric": ("definition",),
-    "sources": ("external_ids", "metadata", "sentences"),
-    "summaries": ("metadata", "flags"),
-    "claims": ("refs",),
-    "batches": ("design",),
-    "ratings": ("value",),
-    "spans": ("answers",),
-    "consensus": ("value",),
-    "comparisons": ("summary_keys",),
-    "comparison_answers": ("spans",),
-}
 
 
 @dataclass(frozen=True)
@@ -87,18 +73,20 @@ def import_dataset(*, folder: Path, allow_withheld: bool = False) -> DatasetImpo
         raise DatasetImportError(f"study.json: not valid JSON ({exc.msg})") from None
     except InvalidTextError as exc:
         raise DatasetImportError(f"study.json: {exc.message}") from None
-    if manifest.get("format_version") != FORMAT_VERSION:
-        raise DatasetImportError(f"study.json: format_version {manifest.get('format_version')!r} is not supported")
+    version = manifest.get("format_version")
+    if version not in READABLE_VERSIONS:
+        raise DatasetImportError(f"study.json: format_version {version!r} is not supported")
     meta = manifest["study"]
     if Study.objects.filter(slug=meta["slug"]).exists():
         raise DatasetImportError(f"study {meta['slug']!r} already exists in this database")
     with transaction.atomic():
-        return _DatasetImporter(folder, meta, allow_withheld).run()
+        return _DatasetImporter(folder, meta, allow_withheld, version).run()
 
 
 class _DatasetImporter(AnswerTables):
-    def __init__(self, folder: Path, meta: dict, allow_withheld: bool):
+    def __init__(self, folder: Path, meta: dict, allow_withheld: bool, format_version: int):
         self.folder = folder
+        self.format_version = format_version
         self.meta = meta
         self.allow_withheld = allow_withheld
         self.counts: dict[str, int] = {}
@@ -107,29 +95,20 @@ class _DatasetImporter(AnswerTables):
         self.writer = RowWriter()
 
     def table(self, name: str) -> list[dict[str, Any]]:
-        """The rows of one table, with the JSON text of its JSON_COLUMNS decoded. Text
-        that cannot be stored (a lone surrogate, a NUL: core/text_validation.py) is
-        refused, in the row and inside its JSON columns (Parquet rows come here unchecked)."""
+        """The rows of one table, its JSON columns as values (datasets.exporting.folder.
+        read_table). Text that cannot be stored (a lone surrogate, a NUL:
+        core/text_validation.py) is refused, in the row and inside its JSON columns
+        (Parquet rows come here unchecked)."""
         rows = []
         if name in OPTIONAL_TABLES and not any(
             (self.folder / fmt / f"{name}.{fmt}").exists() for fmt in ("jsonl", "parquet")
         ):
             self.counts[name] = 0
             return rows  # exported before the table existed
-        for number, row in enumerate(read_table(self.folder, name), start=1):
-            where = f"{name} row {number}"
+        for number, row in enumerate(read_table(self.folder, name, self.format_version), start=1):
             found = find_problem(row)
             if found is not None:
-                self.fail(f"{where}: {found[0] or 'the row'} {found[1]}")
-            for column in JSON_COLUMNS.get(name, ()):
-                if row.get(column) is None:
-                    continue
-                try:
-                    row[column] = loads(row[column], field=column)
-                except json.JSONDecodeError as exc:
-                    self.fail(f"{where}: {column} is not valid JSON ({exc.msg})")
-                except InvalidTextError as exc:
-                    self.fail(f"{where}: {exc.message}")
+                self.fail(f"{name} row {number}: {found[0] or 'the row'} {found[1]}")
             rows.append(row)
         self.counts[name] = len(rows)
         return rows

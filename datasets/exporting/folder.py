@@ -18,7 +18,10 @@ from core.csv_cells import QUOTE, QUOTED_FIRST, CsvRowWriter
 from core.exceptions import ApplicationError
 from core.text_validation import InvalidTextError, loads
 
-FORMAT_VERSION = 1
+# 2: the JSON columns are JSON values in the JSON Lines files (JSON text in CSV and
+# Parquet); 1: JSON text in every format. The re-import reads both.
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 FORMATS = ("jsonl", "csv", "parquet")
 PHASES = ("initial", "post_discussion", "all")
 PHASE_ORDER = {"initial": 0, "post_discussion": 1}
@@ -42,8 +45,9 @@ class DatasetImportError(ApplicationError):
 
 # --- the tables ---------------------------------------------------------------------------
 
-# Column kinds: str, int, bool, float, json (JSON text in every format, so one column has
-# one type in Parquet and the Hugging Face loader; see docs/export-format.md).
+# Column kinds: str, int, bool, float, json (a nested value: the JSON value itself in JSON
+# Lines; JSON text in CSV and Parquet, so one column has one type there, the type the
+# Hugging Face loader needs; see docs/export-format.md).
 # Where an answer came from: the columns ratings and spans share.
 _REVISION_COLUMNS = (
     ("phase", "str"),
@@ -261,6 +265,11 @@ OPTIONAL_TABLES = (
 )
 
 
+def json_columns(name: str) -> tuple[str, ...]:
+    """The columns of a table that hold a nested value (kind json)."""
+    return tuple(column for column, kind in TABLES[name] if kind == "json")
+
+
 def canonical_json(value: Any) -> str:
     """Canonical JSON text: sorted keys, no spaces, UTF-8 as is (byte-stable)."""
     return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False)
@@ -312,13 +321,28 @@ def _csv_cells_function(columns) -> Any:
     return eval(code, {"QUOTE": QUOTE, "QUOTED_FIRST": QUOTED_FIRST})  # noqa: S307 (our own constants)
 
 
+def _dict_function(columns, nested: bool) -> Any:
+    """row tuple -> dict in column order, as one generated dict display. With `nested`,
+    a JSON column's text (canonical, made by the export) is wrapped in orjson.Fragment,
+    which orjson writes as it is: the line holds the JSON value, not a string of it."""
+    cells = []
+    for i, (name, kind) in enumerate(columns):
+        if nested and kind == "json":
+            cells.append(f"{name!r}: (None if (v := row[{i}]) is None else Fragment(v))")
+        else:
+            cells.append(f"{name!r}: row[{i}]")
+    return eval(f"lambda row: {{{', '.join(cells)}}}", {"Fragment": orjson.Fragment})  # noqa: S307 (our own constants)
+
+
 class TableWriter:
     """Writes one table's rows (tuples in column order) to every requested format as
     they arrive, a chunk at a time: JSON Lines through orjson (compact, UTF-8 as is,
-    columns in table order), CSV through core.csv_cells' CsvRowWriter (text cells
-    made safe for spreadsheets), Parquet one row group at a time.
+    columns in table order, a JSON column's value nested), CSV through core.csv_cells'
+    CsvRowWriter (text cells made safe for spreadsheets; a JSON column as its text),
+    Parquet one row group at a time (a JSON column as its text).
 
-    Parquet is made from the JSON Lines bytes of each chunk: pyarrow's JSON reader
+    Parquet is made from JSON Lines bytes of each chunk, with the JSON columns as
+    strings (the JSON Lines file's own bytes for a table without one): pyarrow's JSON reader
     parses them against the table's schema, and that, the encoding, compression and
     writing all run in a helper thread without the interpreter lock, while this
     thread reads and encodes the next chunk. (Converting the Python rows with
@@ -341,8 +365,10 @@ class TableWriter:
         self._pool: ThreadPoolExecutor | None = None
         self._pending: Future | None = None
         # row tuple -> dict in column order, as one dict display (about twice as fast as dict(zip())).
-        display = ", ".join(f"{name!r}: row[{i}]" for i, name in enumerate(self.names))
-        self._as_dict = eval(f"lambda row: {{{display}}}")  # noqa: S307 (names are our own constants)
+        self._as_dict = _dict_function(self.columns, nested=False)
+        # For the JSON Lines file, a JSON column's text goes in as the JSON value it is.
+        self._as_jsonl_dict = _dict_function(self.columns, nested=True)
+        self._has_json = any(kind == "json" for _, kind in self.columns)
         self._csv_cells = _csv_cells_function(self.columns)
         if "jsonl" in formats:
             path = out_dir / "jsonl" / f"{name}.jsonl"
@@ -391,22 +417,27 @@ class TableWriter:
         if not rows:
             return
         self.count += len(rows)
-        if self._jsonl is not None or self._parquet is not None:
-            data = self._encode_jsonl(rows)
-            if self._jsonl is not None:
-                self._jsonl.write(data)
-            if self._parquet is not None:
-                self._submit(self._parse_and_write, data, len(rows))
+        data = None
+        if self._jsonl is not None:
+            data = self._encode_jsonl(rows, self._as_jsonl_dict)
+            self._jsonl.write(data)
+        if self._parquet is not None:
+            # Parquet keeps a JSON column as text: encoded again only if the table has one.
+            if data is None or self._has_json:
+                data = self._encode_jsonl(rows, self._as_dict)
+            self._submit(self._parse_and_write, data, len(rows))
         if self._csv is not None:
             self._csv.writerows(rows, self._csv_cells)
 
-    def _encode_jsonl(self, rows: list[tuple]) -> bytes:
+    @staticmethod
+    def _encode_jsonl(rows: list[tuple], as_dict) -> bytes:
         """One JSON object per line, keys in column order. orjson encodes a batch of
         rows as one JSON array (much faster than one call per row), which is split into
-        lines between the objects: with scalar values (JSON columns are text) `},{"`
-        occurs only between two rows, never inside a string, where every `"` is escaped.
-        The count is checked, and a batch with any other shape is encoded row by row."""
-        as_dict, dumps = self._as_dict, orjson.dumps
+        lines between the objects. `},{"` occurs between every two rows, never inside a
+        string (where every `"` is escaped), and inside a row only in a nested value (a
+        list of objects): the count is checked, and a batch with more is encoded row by
+        row."""
+        dumps = orjson.dumps
         parts = []
         for start in range(0, len(rows), JSONL_BATCH):
             batch = [as_dict(row) for row in rows[start : start + JSONL_BATCH]]
@@ -502,28 +533,65 @@ def sha256sums(root: Path, files: Iterable[Path]) -> str:
     return "".join(lines)
 
 
-def read_table(folder: Path, name: str) -> Iterator[dict[str, Any]]:
+def read_table(folder: Path, name: str, format_version: int = FORMAT_VERSION) -> Iterator[dict[str, Any]]:
     """Rows of one table of a dataset folder, from its JSON Lines file or else its
-    Parquet file (CSV is for people: it cannot tell an empty text from a missing one)."""
+    Parquet file (CSV is for people: it cannot tell an empty text from a missing one),
+    with every JSON column as its value, whichever file it came from: the JSON Lines
+    file of format 2 holds the values, Parquet and the JSON Lines file of format 1 hold
+    JSON text, decoded here. Text that is not JSON, or nested too deeply, is an error
+    naming the file, line or row, and column."""
     jsonl = folder / "jsonl" / f"{name}.jsonl"
     parquet = folder / "parquet" / f"{name}.parquet"
+    as_text = json_columns(name) if name in TABLES else ()
     if jsonl.exists():
-        with jsonl.open(encoding="utf-8-sig") as handle:  # a byte-order mark is allowed
-            for number, line in enumerate(handle, start=1):
-                try:
-                    row = loads(line)
-                except json.JSONDecodeError as exc:
-                    raise DatasetImportError(f"{jsonl}: line {number}: not valid JSON ({exc.msg})") from None
-                except InvalidTextError as exc:  # bad text or absurd nesting: never a crash
-                    raise DatasetImportError(f"{jsonl}: line {number}: {exc.message}") from None
-                yield row
+        rows = _jsonl_rows(jsonl)
+        if format_version >= 2:
+            yield from (row for _, row in rows)
+            return
     elif parquet.exists():
-        import pyarrow.parquet as pq
-
-        for batch in pq.ParquetFile(parquet).iter_batches(batch_size=ROW_GROUP):
-            yield from batch.to_pylist()
+        rows = _parquet_rows(parquet)
     else:
         raise DatasetImportError(f"{folder}: table {name!r} has no jsonl/{name}.jsonl or parquet/{name}.parquet")
+    for where, row in rows:
+        for column in as_text:
+            text = row.get(column)
+            if text is None:
+                continue
+            if not isinstance(text, str):
+                raise DatasetImportError(f"{where}: {column} must be JSON text, not {type(text).__name__}")
+            try:
+                row[column] = loads(text, field=column)
+            except json.JSONDecodeError as exc:
+                raise DatasetImportError(f"{where}: {column} is not valid JSON ({exc.msg})") from None
+            except InvalidTextError as exc:
+                raise DatasetImportError(f"{where}: {exc.message}") from None
+        yield row
+
+
+def _jsonl_rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(where, row) for each line of a JSON Lines table."""
+    with path.open(encoding="utf-8-sig") as handle:  # a byte-order mark is allowed
+        for number, line in enumerate(handle, start=1):
+            try:
+                row = loads(line)
+            except json.JSONDecodeError as exc:
+                raise DatasetImportError(f"{path}: line {number}: not valid JSON ({exc.msg})") from None
+            except InvalidTextError as exc:  # bad text or absurd nesting: never a crash
+                raise DatasetImportError(f"{path}: line {number}: {exc.message}") from None
+            if not isinstance(row, dict):
+                raise DatasetImportError(f"{path}: line {number}: not a JSON object")
+            yield f"{path}: line {number}", row
+
+
+def _parquet_rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(where, row) for each row of a Parquet table."""
+    import pyarrow.parquet as pq
+
+    number = 0
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=ROW_GROUP):
+        for row in batch.to_pylist():
+            number += 1
+            yield f"{path}: row {number}", row
 
 
 def verify_checksums(folder: Path) -> None:
