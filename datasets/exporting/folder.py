@@ -321,13 +321,13 @@ def _csv_cells_function(columns) -> Any:
     return eval(code, {"QUOTE": QUOTE, "QUOTED_FIRST": QUOTED_FIRST})  # noqa: S307 (our own constants)
 
 
-def _dict_function(columns, nested: bool) -> Any:
-    """row tuple -> dict in column order, as one generated dict display. With `nested`,
-    a JSON column's text (canonical, made by the export) is wrapped in orjson.Fragment,
-    which orjson writes as it is: the line holds the JSON value, not a string of it."""
+def _dict_function(columns) -> Any:
+    """row tuple -> dict in column order, as one generated dict display. A JSON column's
+    text (canonical, made by the export) is wrapped in orjson.Fragment, which orjson
+    writes as it is: the line holds the JSON value, not a string of it."""
     cells = []
     for i, (name, kind) in enumerate(columns):
-        if nested and kind == "json":
+        if kind == "json":
             cells.append(f"{name!r}: (None if (v := row[{i}]) is None else Fragment(v))")
         else:
             cells.append(f"{name!r}: row[{i}]")
@@ -341,9 +341,9 @@ class TableWriter:
     CsvRowWriter (text cells made safe for spreadsheets; a JSON column as its text),
     Parquet one row group at a time (a JSON column as its text).
 
-    Parquet is made from JSON Lines bytes of each chunk, with the JSON columns as
-    strings (the JSON Lines file's own bytes for a table without one): pyarrow's JSON reader
-    parses them against the table's schema, and that, the encoding, compression and
+    Parquet is made from the JSON Lines bytes of each chunk: pyarrow's JSON reader
+    parses them against the table's schema (skipping the JSON columns, whose text is
+    added from the rows), and that, the encoding, compression and
     writing all run in a helper thread without the interpreter lock, while this
     thread reads and encodes the next chunk. (Converting the Python rows with
     pa.array took the export's own thread about a third of a second per row group;
@@ -364,11 +364,10 @@ class TableWriter:
         self._grouped = 0  # their rows
         self._pool: ThreadPoolExecutor | None = None
         self._pending: Future | None = None
-        # row tuple -> dict in column order, as one dict display (about twice as fast as dict(zip())).
-        self._as_dict = _dict_function(self.columns, nested=False)
-        # For the JSON Lines file, a JSON column's text goes in as the JSON value it is.
-        self._as_jsonl_dict = _dict_function(self.columns, nested=True)
-        self._has_json = any(kind == "json" for _, kind in self.columns)
+        # row tuple -> dict in column order, as one dict display (about twice as fast as
+        # dict(zip())); a JSON column's text goes in as the JSON value it is.
+        self._as_dict = _dict_function(self.columns)
+        self._json_index = [i for i, (_, kind) in enumerate(self.columns) if kind == "json"]
         self._csv_cells = _csv_cells_function(self.columns)
         if "jsonl" in formats:
             path = out_dir / "jsonl" / f"{name}.jsonl"
@@ -385,6 +384,9 @@ class TableWriter:
 
             path = out_dir / "parquet" / f"{name}.parquet"
             self._schema = arrow_schema(self.columns)
+            # What the JSON reader parses: every column but the JSON ones (their text is
+            # taken from the rows, see _write_chunk).
+            self._parse_schema = arrow_schema([c for c in self.columns if c[1] != "json"])
             # Fixed options: the file depends only on the rows and the pyarrow version
             # (which is pinned and named in the file's created_by field).
             self._pool_arrow = arrow_pool()
@@ -417,15 +419,17 @@ class TableWriter:
         if not rows:
             return
         self.count += len(rows)
-        data = None
-        if self._jsonl is not None:
-            data = self._encode_jsonl(rows, self._as_jsonl_dict)
-            self._jsonl.write(data)
-        if self._parquet is not None:
-            # Parquet keeps a JSON column as text: encoded again only if the table has one.
-            if data is None or self._has_json:
-                data = self._encode_jsonl(rows, self._as_dict)
-            self._submit(self._parse_and_write, data, len(rows))
+        if self._jsonl is not None or self._parquet is not None:
+            data = self._encode_jsonl(rows, self._as_dict)
+            if self._jsonl is not None:
+                self._jsonl.write(data)
+            if self._parquet is not None:
+                # Parquet keeps a JSON column as its text: the reader skips the nested
+                # value, and the text comes from the rows (a list per column, cheap to make
+                # here; encoding the chunk a second time with the text as strings cost
+                # about as much again as the first encoding).
+                texts = [[row[i] for row in rows] for i in self._json_index]
+                self._submit(self._parse_and_write, data, len(rows), texts)
         if self._csv is not None:
             self._csv.writerows(rows, self._csv_cells)
 
@@ -456,18 +460,25 @@ class TableWriter:
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"parquet-{self.name}")
         self._pending = self._pool.submit(job, *args)
 
-    def _parse_and_write(self, data: bytes, n_rows: int) -> None:
-        """(Helper thread.) Parse a chunk's JSON Lines against the schema; write every
-        full row group of ROW_GROUP rows, keeping the rest for the next chunk."""
+    def _parse_and_write(self, data: bytes, n_rows: int, texts: list[list]) -> None:
+        """(Helper thread.) Parse a chunk's JSON Lines against the schema, put in the
+        JSON columns' text; write every full row group of ROW_GROUP rows, keeping the
+        rest for the next chunk."""
         import pyarrow as pa
         import pyarrow.json as pj
 
         table = pj.read_json(
             pa.py_buffer(data),
             read_options=pj.ReadOptions(use_threads=False, block_size=max(len(data), 1 << 20)),
-            parse_options=pj.ParseOptions(explicit_schema=self._schema, unexpected_field_behavior="error"),
+            parse_options=pj.ParseOptions(
+                explicit_schema=self._parse_schema,
+                unexpected_field_behavior="ignore" if self._json_index else "error",
+            ),
             memory_pool=self._pool_arrow,
         )
+        for i, values in zip(self._json_index, texts, strict=True):  # in column order
+            field = self._schema.field(i)
+            table = table.add_column(i, field, pa.array(values, type=field.type, memory_pool=self._pool_arrow))
         if table.num_rows != n_rows:  # never expected: one line per row
             raise ExportError(f"{self.name}: {table.num_rows} rows parsed for Parquet, {n_rows} written")
         self._groups.append(table)
