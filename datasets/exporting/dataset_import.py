@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,13 +31,94 @@ from annotate.services.summaries import comparison_item_text
 from core.text_validation import InvalidTextError, find_problem, length_problem, loads
 from datasets.exporting.answer_import import AnswerTables, parse_time
 from datasets.exporting.folder import (
+    FORMAT_VERSION,
     OPTIONAL_TABLES,
     READABLE_VERSIONS,
+    ROW_GROUP,
+    TABLES,
     DatasetImportError,
-    read_table,
-    verify_checksums,
+    json_columns,
+    sha256sums,
 )
 from datasets.pipeline import RowWriter
+
+# --- the folder's tables and checksums, as the re-import reads them ----------------------------
+
+
+def read_table(folder: Path, name: str, format_version: int = FORMAT_VERSION) -> Iterator[dict[str, Any]]:
+    """Rows of one table of a dataset folder, from its JSON Lines file or else its
+    Parquet file (CSV is for people: it cannot tell an empty text from a missing one),
+    with every JSON column as its value, whichever file it came from: the JSON Lines
+    file of format 2 holds the values, Parquet and the JSON Lines file of format 1 hold
+    JSON text, decoded here. Text that is not JSON, or nested too deeply, is an error
+    naming the file, line or row, and column."""
+    jsonl = folder / "jsonl" / f"{name}.jsonl"
+    parquet = folder / "parquet" / f"{name}.parquet"
+    as_text = json_columns(name) if name in TABLES else ()
+    if jsonl.exists():
+        rows = _jsonl_rows(jsonl)
+        if format_version >= 2:
+            yield from (row for _, row in rows)
+            return
+    elif parquet.exists():
+        rows = _parquet_rows(parquet)
+    else:
+        raise DatasetImportError(f"{folder}: table {name!r} has no jsonl/{name}.jsonl or parquet/{name}.parquet")
+    for where, row in rows:
+        for column in as_text:
+            text = row.get(column)
+            if text is None:
+                continue
+            if not isinstance(text, str):
+                raise DatasetImportError(f"{where}: {column} must be JSON text, not {type(text).__name__}")
+            try:
+                row[column] = loads(text, field=column)
+            except json.JSONDecodeError as exc:
+                raise DatasetImportError(f"{where}: {column} is not valid JSON ({exc.msg})") from None
+            except InvalidTextError as exc:
+                raise DatasetImportError(f"{where}: {exc.message}") from None
+        yield row
+
+
+def _jsonl_rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(where, row) for each line of a JSON Lines table."""
+    with path.open(encoding="utf-8-sig") as handle:  # a byte-order mark is allowed
+        for number, line in enumerate(handle, start=1):
+            try:
+                row = loads(line)
+            except json.JSONDecodeError as exc:
+                raise DatasetImportError(f"{path}: line {number}: not valid JSON ({exc.msg})") from None
+            except InvalidTextError as exc:  # bad text or absurd nesting: never a crash
+                raise DatasetImportError(f"{path}: line {number}: {exc.message}") from None
+            if not isinstance(row, dict):
+                raise DatasetImportError(f"{path}: line {number}: not a JSON object")
+            yield f"{path}: line {number}", row
+
+
+def _parquet_rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(where, row) for each row of a Parquet table."""
+    import pyarrow.parquet as pq
+
+    number = 0
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=ROW_GROUP):
+        for row in batch.to_pylist():
+            number += 1
+            yield f"{path}: row {number}", row
+
+
+def verify_checksums(folder: Path) -> None:
+    """Check every file listed in SHA256SUMS; raise on a missing or changed file."""
+    sums = folder / "SHA256SUMS"
+    if not sums.exists():
+        raise DatasetImportError(f"{folder}: no SHA256SUMS; is this a dataset folder?")
+    for line in sums.read_text(encoding="utf-8").splitlines():
+        expected, _, relative = line.partition("  ")
+        path = folder / relative
+        if not path.is_file():
+            raise DatasetImportError(f"{relative}: listed in SHA256SUMS but missing")
+        if sha256sums(folder, [path]).split("  ", 1)[0] != expected:
+            raise DatasetImportError(f"{relative}: checksum does not match SHA256SUMS (the file was changed)")
+
 
 # --- re-import of a dataset folder ---------------------------------------------------------------
 
