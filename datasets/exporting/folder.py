@@ -424,10 +424,11 @@ class TableWriter:
                 self._jsonl.write(data)
             if self._parquet is not None:
                 # Parquet keeps a JSON column as its text: the reader skips the nested
-                # value, and the text comes from the rows (a list per column, cheap to make
-                # here; encoding the chunk a second time with the text as strings cost
-                # about as much again as the first encoding).
-                texts = [[row[i] for row in rows] for i in self._json_index]
+                # value, and the text comes from the rows, an Arrow array per column made
+                # here (a few ms a chunk, where encoding the chunk a second time with
+                # the text as strings cost as much as the first encoding). The first
+                # pa.array of a process imports pandas (pyarrow checks for its types).
+                texts = [self._text_array([row[i] for row in rows], i) for i in self._json_index]
                 self._submit(self._parse_and_write, data, len(rows), texts)
         if self._csv is not None:
             self._csv.writerows(rows, self._csv_cells)
@@ -459,7 +460,12 @@ class TableWriter:
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"parquet-{self.name}")
         self._pending = self._pool.submit(job, *args)
 
-    def _parse_and_write(self, data: bytes, n_rows: int, texts: list[list]) -> None:
+    def _text_array(self, values: list, index: int):
+        import pyarrow as pa
+
+        return pa.array(values, type=self._schema.field(index).type, memory_pool=self._pool_arrow)
+
+    def _parse_and_write(self, data: bytes, n_rows: int, texts: list) -> None:
         """(Helper thread.) Parse a chunk's JSON Lines against the schema, put in the
         JSON columns' text; write every full row group of ROW_GROUP rows, keeping the
         rest for the next chunk."""
@@ -476,8 +482,7 @@ class TableWriter:
             memory_pool=self._pool_arrow,
         )
         for i, values in zip(self._json_index, texts, strict=True):  # in column order
-            field = self._schema.field(i)
-            table = table.add_column(i, field, pa.array(values, type=field.type, memory_pool=self._pool_arrow))
+            table = table.add_column(i, self._schema.field(i), values)
         if table.num_rows != n_rows:  # never expected: one line per row
             raise ExportError(f"{self.name}: {table.num_rows} rows parsed for Parquet, {n_rows} written")
         self._groups.append(table)
