@@ -177,10 +177,9 @@ class _DatasetImporter(AnswerTables):
         self.writer = RowWriter()
 
     def table(self, name: str) -> list[dict[str, Any]]:
-        """The rows of one table, its JSON columns as values (datasets.exporting.folder.
-        read_table). Text that cannot be stored (a lone surrogate, a NUL:
-        core/text_validation.py) is refused, in the row and inside its JSON columns
-        (Parquet rows come here unchecked)."""
+        """The rows of one table, its JSON columns as values (read_table). Text that
+        cannot be stored (a lone surrogate, a NUL: core/text_validation.py) is refused,
+        in the row and inside its JSON columns (Parquet rows come here unchecked)."""
         rows = []
         if name in OPTIONAL_TABLES and not any(
             (self.folder / fmt / f"{name}.{fmt}").exists() for fmt in ("jsonl", "parquet")

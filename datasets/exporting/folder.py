@@ -342,9 +342,9 @@ class TableWriter:
 
     Parquet is made from the JSON Lines bytes of each chunk: pyarrow's JSON reader
     parses them against the table's schema (skipping the JSON columns, whose text is
-    added from the rows), and that, the encoding, compression and
-    writing all run in a helper thread without the interpreter lock, while this
-    thread reads and encodes the next chunk. (Converting the Python rows with
+    added from the rows), and that, the encoding, compression and writing all run in
+    a helper thread without the interpreter lock, while this thread reads and encodes
+    the next chunk. (Converting the Python rows with
     pa.array took the export's own thread about a third of a second per row group;
     parsing the bytes is faster and runs beside it.) JSON keeps every value exactly:
     strings, 64-bit integers and floats round-trip (tested), and a value of the wrong
@@ -419,7 +419,7 @@ class TableWriter:
             return
         self.count += len(rows)
         if self._jsonl is not None or self._parquet is not None:
-            data = self._encode_jsonl(rows, self._as_dict)
+            data = self._encode_jsonl(rows)
             if self._jsonl is not None:
                 self._jsonl.write(data)
             if self._parquet is not None:
@@ -433,15 +433,14 @@ class TableWriter:
         if self._csv is not None:
             self._csv.writerows(rows, self._csv_cells)
 
-    @staticmethod
-    def _encode_jsonl(rows: list[tuple], as_dict) -> bytes:
+    def _encode_jsonl(self, rows: list[tuple]) -> bytes:
         """One JSON object per line, keys in column order. orjson encodes a batch of
         rows as one JSON array (much faster than one call per row), which is split into
         lines between the objects. `},{"` occurs between every two rows, never inside a
         string (where every `"` is escaped), and inside a row only in a nested value (a
         list of objects): the count is checked, and a batch with more is encoded row by
         row."""
-        dumps = orjson.dumps
+        as_dict, dumps = self._as_dict, orjson.dumps
         parts = []
         for start in range(0, len(rows), JSONL_BATCH):
             batch = [as_dict(row) for row in rows[start : start + JSONL_BATCH]]
