@@ -17,14 +17,15 @@ The agreement figures of the dataset card come from `stats.agreement` (the datas
 app sits above both annotate and analysis): the card must carry the same numbers as
 the analysis app's report.
 
-The package: `folder` (the format, writers, readers), `licences` (the licence gate),
+The package: `folder` (the format, writers, checksums), `licences` (the licence gate),
 `export` (the export service), `reading` (what it reads: pseudonyms, the revisions
 that count, answers by revision), `tables` (the tables of the study's content and
 people), `card` (README.md, LICENSE, study.json) and
-`dataset_import` (the re-import; `answer_import` its ratings and spans).
+`dataset_import` (the re-import and its readers; `answer_import` its ratings and
+spans).
 """
 
-from datasets.exporting.dataset_import import DatasetImportResult, import_dataset
+from datasets.exporting.dataset_import import DatasetImportResult, import_dataset, read_table, verify_checksums
 from datasets.exporting.export import ExportResult, export_dataset
 from datasets.exporting.folder import (
     FORMAT_VERSION,
@@ -33,9 +34,7 @@ from datasets.exporting.folder import (
     TABLES,
     DatasetImportError,
     ExportError,
-    read_table,
     sha256sums,
-    verify_checksums,
 )
 from datasets.exporting.licences import licence_allows_text
 from datasets.exporting.reading import counting_revisions, rater_pseudonyms

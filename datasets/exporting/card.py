@@ -74,7 +74,10 @@ def _card_title(study: Study, context: dict, restricted_inside: bool) -> list[st
     import yaml
 
     counts = context["counts"]
-    data_format = "parquet" if "parquet" in context["formats"] else context["formats"][0]
+    # The hub's loader reads a file through Arrow, one type per column: Parquet, else CSV
+    # (nested values as JSON text in both); JSON Lines only when it is all there is (its
+    # nested values are JSON values, and `ratings.value` mixes numbers, strings and lists).
+    data_format = next(f for f in ("parquet", "csv", "jsonl") if f in context["formats"])
     header: dict[str, Any] = {"license": "other" if restricted_inside else "cc-by-4.0"}
     if restricted_inside:
         header["license_name"] = "cc-by-4.0-with-restricted-sources"
@@ -193,9 +196,10 @@ def _card_files(context: dict) -> list[str]:
     lines += [
         "",
         f"Every table is in {formats}. Nested values (metadata, answers, definitions) are "
-        "JSON text. `study.json` describes the export; `SHA256SUMS` lists a checksum of every "
-        "file (`sha256sum -c SHA256SUMS`). The format is documented in the platform's "
-        "`docs/export-format.md`.",
+        "JSON values in the JSON Lines files and JSON text in the CSV and Parquet files (one "
+        "type per column, as `load_dataset` needs). `study.json` describes the export; "
+        "`SHA256SUMS` lists a checksum of every file (`sha256sum -c SHA256SUMS`). The format "
+        "is documented in the platform's `docs/export-format.md`.",
         "",
     ]
     if "csv" in context["formats"]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,27 +33,94 @@ from datasets.exporting.answer_import import AnswerTables, parse_time
 from datasets.exporting.folder import (
     FORMAT_VERSION,
     OPTIONAL_TABLES,
+    READABLE_VERSIONS,
+    ROW_GROUP,
+    TABLES,
     DatasetImportError,
-    read_table,
-    verify_checksums,
+    json_columns,
+    sha256sums,
 )
 from datasets.pipeline import RowWriter
 
-# --- re-import of a dataset folder ---------------------------------------------------------------
+# --- the folder's tables and checksums, as the re-import reads them ----------------------------
 
-# Columns that hold JSON text (decoded once, when the table is read).
-JSON_COLUMNS = {
-    "rubric": ("definition",),
-    "sources": ("external_ids", "metadata", "sentences"),
-    "summaries": ("metadata", "flags"),
-    "claims": ("refs",),
-    "batches": ("design",),
-    "ratings": ("value",),
-    "spans": ("answers",),
-    "consensus": ("value",),
-    "comparisons": ("summary_keys",),
-    "comparison_answers": ("spans",),
-}
+
+def read_table(folder: Path, name: str, format_version: int = FORMAT_VERSION) -> Iterator[dict[str, Any]]:
+    """Rows of one table of a dataset folder, from its JSON Lines file or else its
+    Parquet file (CSV is for people: it cannot tell an empty text from a missing one),
+    with every JSON column as its value, whichever file it came from: the JSON Lines
+    file of format 2 holds the values, Parquet and the JSON Lines file of format 1 hold
+    JSON text, decoded here. Text that is not JSON, or nested too deeply, is an error
+    naming the file, line or row, and column."""
+    jsonl = folder / "jsonl" / f"{name}.jsonl"
+    parquet = folder / "parquet" / f"{name}.parquet"
+    as_text = json_columns(name) if name in TABLES else ()
+    if jsonl.exists():
+        rows = _jsonl_rows(jsonl)
+        if format_version >= 2:
+            yield from (row for _, row in rows)
+            return
+    elif parquet.exists():
+        rows = _parquet_rows(parquet)
+    else:
+        raise DatasetImportError(f"{folder}: table {name!r} has no jsonl/{name}.jsonl or parquet/{name}.parquet")
+    for where, row in rows:
+        for column in as_text:
+            text = row.get(column)
+            if text is None:
+                continue
+            if not isinstance(text, str):
+                raise DatasetImportError(f"{where}: {column} must be JSON text, not {type(text).__name__}")
+            try:
+                row[column] = loads(text, field=column)
+            except json.JSONDecodeError as exc:
+                raise DatasetImportError(f"{where}: {column} is not valid JSON ({exc.msg})") from None
+            except InvalidTextError as exc:
+                raise DatasetImportError(f"{where}: {exc.message}") from None
+        yield row
+
+
+def _jsonl_rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(where, row) for each line of a JSON Lines table."""
+    with path.open(encoding="utf-8-sig") as handle:  # a byte-order mark is allowed
+        for number, line in enumerate(handle, start=1):
+            try:
+                row = loads(line)
+            except json.JSONDecodeError as exc:
+                raise DatasetImportError(f"{path}: line {number}: not valid JSON ({exc.msg})") from None
+            except InvalidTextError as exc:  # bad text or absurd nesting: never a crash
+                raise DatasetImportError(f"{path}: line {number}: {exc.message}") from None
+            if not isinstance(row, dict):
+                raise DatasetImportError(f"{path}: line {number}: not a JSON object")
+            yield f"{path}: line {number}", row
+
+
+def _parquet_rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(where, row) for each row of a Parquet table."""
+    import pyarrow.parquet as pq
+
+    number = 0
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=ROW_GROUP):
+        for row in batch.to_pylist():
+            number += 1
+            yield f"{path}: row {number}", row
+
+
+def verify_checksums(folder: Path) -> None:
+    """Check every file listed in SHA256SUMS; raise on a missing or changed file."""
+    sums = folder / "SHA256SUMS"
+    if not sums.exists():
+        raise DatasetImportError(f"{folder}: no SHA256SUMS; is this a dataset folder?")
+    for line in sums.read_text(encoding="utf-8").splitlines():
+        expected, _, relative = line.partition("  ")
+        path = folder / relative
+        if not path.is_file():
+            raise DatasetImportError(f"{relative}: listed in SHA256SUMS but missing")
+        if sha256sums(folder, [path]).split("  ", 1)[0] != expected:
+            raise DatasetImportError(f"{relative}: checksum does not match SHA256SUMS (the file was changed)")
+
+
+# --- re-import of a dataset folder ---------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -87,18 +155,20 @@ def import_dataset(*, folder: Path, allow_withheld: bool = False) -> DatasetImpo
         raise DatasetImportError(f"study.json: not valid JSON ({exc.msg})") from None
     except InvalidTextError as exc:
         raise DatasetImportError(f"study.json: {exc.message}") from None
-    if manifest.get("format_version") != FORMAT_VERSION:
-        raise DatasetImportError(f"study.json: format_version {manifest.get('format_version')!r} is not supported")
+    version = manifest.get("format_version")
+    if version not in READABLE_VERSIONS:
+        raise DatasetImportError(f"study.json: format_version {version!r} is not supported")
     meta = manifest["study"]
     if Study.objects.filter(slug=meta["slug"]).exists():
         raise DatasetImportError(f"study {meta['slug']!r} already exists in this database")
     with transaction.atomic():
-        return _DatasetImporter(folder, meta, allow_withheld).run()
+        return _DatasetImporter(folder, meta, allow_withheld, version).run()
 
 
 class _DatasetImporter(AnswerTables):
-    def __init__(self, folder: Path, meta: dict, allow_withheld: bool):
+    def __init__(self, folder: Path, meta: dict, allow_withheld: bool, format_version: int):
         self.folder = folder
+        self.format_version = format_version
         self.meta = meta
         self.allow_withheld = allow_withheld
         self.counts: dict[str, int] = {}
@@ -107,29 +177,19 @@ class _DatasetImporter(AnswerTables):
         self.writer = RowWriter()
 
     def table(self, name: str) -> list[dict[str, Any]]:
-        """The rows of one table, with the JSON text of its JSON_COLUMNS decoded. Text
-        that cannot be stored (a lone surrogate, a NUL: core/text_validation.py) is
-        refused, in the row and inside its JSON columns (Parquet rows come here unchecked)."""
+        """The rows of one table, its JSON columns as values (read_table). Text that
+        cannot be stored (a lone surrogate, a NUL: core/text_validation.py) is refused,
+        in the row and inside its JSON columns (Parquet rows come here unchecked)."""
         rows = []
         if name in OPTIONAL_TABLES and not any(
             (self.folder / fmt / f"{name}.{fmt}").exists() for fmt in ("jsonl", "parquet")
         ):
             self.counts[name] = 0
             return rows  # exported before the table existed
-        for number, row in enumerate(read_table(self.folder, name), start=1):
-            where = f"{name} row {number}"
+        for number, row in enumerate(read_table(self.folder, name, self.format_version), start=1):
             found = find_problem(row)
             if found is not None:
-                self.fail(f"{where}: {found[0] or 'the row'} {found[1]}")
-            for column in JSON_COLUMNS.get(name, ()):
-                if row.get(column) is None:
-                    continue
-                try:
-                    row[column] = loads(row[column], field=column)
-                except json.JSONDecodeError as exc:
-                    self.fail(f"{where}: {column} is not valid JSON ({exc.msg})")
-                except InvalidTextError as exc:
-                    self.fail(f"{where}: {exc.message}")
+                self.fail(f"{name} row {number}: {found[0] or 'the row'} {found[1]}")
             rows.append(row)
         self.counts[name] = len(rows)
         return rows

@@ -1,12 +1,12 @@
 """The dataset folder's format (docs/export-format.md): its tables and columns, how
-values are written (canonical JSON, UTC timestamps), the writers of every format, and
-the readers and checksums the re-import uses."""
+values are written (canonical JSON, UTC timestamps), the writers of every format and
+the checksums. The re-import's readers are datasets.exporting.dataset_import's."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,9 +16,11 @@ import orjson
 
 from core.csv_cells import QUOTE, QUOTED_FIRST, CsvRowWriter
 from core.exceptions import ApplicationError
-from core.text_validation import InvalidTextError, loads
 
-FORMAT_VERSION = 1
+# 2: the JSON columns are JSON values in the JSON Lines files (JSON text in CSV and
+# Parquet); 1: JSON text in every format. The re-import reads both.
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 FORMATS = ("jsonl", "csv", "parquet")
 PHASES = ("initial", "post_discussion", "all")
 PHASE_ORDER = {"initial": 0, "post_discussion": 1}
@@ -42,8 +44,9 @@ class DatasetImportError(ApplicationError):
 
 # --- the tables ---------------------------------------------------------------------------
 
-# Column kinds: str, int, bool, float, json (JSON text in every format, so one column has
-# one type in Parquet and the Hugging Face loader; see docs/export-format.md).
+# Column kinds: str, int, bool, float, json (a nested value: the JSON value itself in JSON
+# Lines; JSON text in CSV and Parquet, so one column has one type there, the type the
+# Hugging Face loader needs; see docs/export-format.md).
 # Where an answer came from: the columns ratings and spans share.
 _REVISION_COLUMNS = (
     ("phase", "str"),
@@ -261,6 +264,11 @@ OPTIONAL_TABLES = (
 )
 
 
+def json_columns(name: str) -> tuple[str, ...]:
+    """The columns of a table that hold a nested value (kind json)."""
+    return tuple(column for column, kind in TABLES[name] if kind == "json")
+
+
 def canonical_json(value: Any) -> str:
     """Canonical JSON text: sorted keys, no spaces, UTF-8 as is (byte-stable)."""
     return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False)
@@ -312,16 +320,31 @@ def _csv_cells_function(columns) -> Any:
     return eval(code, {"QUOTE": QUOTE, "QUOTED_FIRST": QUOTED_FIRST})  # noqa: S307 (our own constants)
 
 
+def _dict_function(columns) -> Any:
+    """row tuple -> dict in column order, as one generated dict display. A JSON column's
+    text (canonical, made by the export) is wrapped in orjson.Fragment, which orjson
+    writes as it is: the line holds the JSON value, not a string of it."""
+    cells = []
+    for i, (name, kind) in enumerate(columns):
+        if kind == "json":
+            cells.append(f"{name!r}: (None if (v := row[{i}]) is None else Fragment(v))")
+        else:
+            cells.append(f"{name!r}: row[{i}]")
+    return eval(f"lambda row: {{{', '.join(cells)}}}", {"Fragment": orjson.Fragment})  # noqa: S307 (our own constants)
+
+
 class TableWriter:
     """Writes one table's rows (tuples in column order) to every requested format as
     they arrive, a chunk at a time: JSON Lines through orjson (compact, UTF-8 as is,
-    columns in table order), CSV through core.csv_cells' CsvRowWriter (text cells
-    made safe for spreadsheets), Parquet one row group at a time.
+    columns in table order, a JSON column's value nested), CSV through core.csv_cells'
+    CsvRowWriter (text cells made safe for spreadsheets; a JSON column as its text),
+    Parquet one row group at a time (a JSON column as its text).
 
     Parquet is made from the JSON Lines bytes of each chunk: pyarrow's JSON reader
-    parses them against the table's schema, and that, the encoding, compression and
-    writing all run in a helper thread without the interpreter lock, while this
-    thread reads and encodes the next chunk. (Converting the Python rows with
+    parses them against the table's schema (skipping the JSON columns, whose text is
+    added from the rows), and that, the encoding, compression and writing all run in
+    a helper thread without the interpreter lock, while this thread reads and encodes
+    the next chunk. (Converting the Python rows with
     pa.array took the export's own thread about a third of a second per row group;
     parsing the bytes is faster and runs beside it.) JSON keeps every value exactly:
     strings, 64-bit integers and floats round-trip (tested), and a value of the wrong
@@ -340,9 +363,10 @@ class TableWriter:
         self._grouped = 0  # their rows
         self._pool: ThreadPoolExecutor | None = None
         self._pending: Future | None = None
-        # row tuple -> dict in column order, as one dict display (about twice as fast as dict(zip())).
-        display = ", ".join(f"{name!r}: row[{i}]" for i, name in enumerate(self.names))
-        self._as_dict = eval(f"lambda row: {{{display}}}")  # noqa: S307 (names are our own constants)
+        # row tuple -> dict in column order, as one dict display (about twice as fast as
+        # dict(zip())); a JSON column's text goes in as the JSON value it is.
+        self._as_dict = _dict_function(self.columns)
+        self._json_index = [i for i, (_, kind) in enumerate(self.columns) if kind == "json"]
         self._csv_cells = _csv_cells_function(self.columns)
         if "jsonl" in formats:
             path = out_dir / "jsonl" / f"{name}.jsonl"
@@ -359,6 +383,9 @@ class TableWriter:
 
             path = out_dir / "parquet" / f"{name}.parquet"
             self._schema = arrow_schema(self.columns)
+            # What the JSON reader parses: every column but the JSON ones (their text is
+            # taken from the rows, see _write_chunk).
+            self._parse_schema = arrow_schema([c for c in self.columns if c[1] != "json"])
             # Fixed options: the file depends only on the rows and the pyarrow version
             # (which is pinned and named in the file's created_by field).
             self._pool_arrow = arrow_pool()
@@ -396,16 +423,23 @@ class TableWriter:
             if self._jsonl is not None:
                 self._jsonl.write(data)
             if self._parquet is not None:
-                self._submit(self._parse_and_write, data, len(rows))
+                # Parquet keeps a JSON column as its text: the reader skips the nested
+                # value, and the text comes from the rows, an Arrow array per column made
+                # here (a few ms a chunk, where encoding the chunk a second time with
+                # the text as strings cost as much as the first encoding). The first
+                # pa.array of a process imports pandas (pyarrow checks for its types).
+                texts = [self._text_array([row[i] for row in rows], i) for i in self._json_index]
+                self._submit(self._parse_and_write, data, len(rows), texts)
         if self._csv is not None:
             self._csv.writerows(rows, self._csv_cells)
 
     def _encode_jsonl(self, rows: list[tuple]) -> bytes:
         """One JSON object per line, keys in column order. orjson encodes a batch of
         rows as one JSON array (much faster than one call per row), which is split into
-        lines between the objects: with scalar values (JSON columns are text) `},{"`
-        occurs only between two rows, never inside a string, where every `"` is escaped.
-        The count is checked, and a batch with any other shape is encoded row by row."""
+        lines between the objects. `},{"` occurs between every two rows, never inside a
+        string (where every `"` is escaped), and inside a row only in a nested value (a
+        list of objects): the count is checked, and a batch with more is encoded row by
+        row."""
         as_dict, dumps = self._as_dict, orjson.dumps
         parts = []
         for start in range(0, len(rows), JSONL_BATCH):
@@ -425,18 +459,29 @@ class TableWriter:
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"parquet-{self.name}")
         self._pending = self._pool.submit(job, *args)
 
-    def _parse_and_write(self, data: bytes, n_rows: int) -> None:
-        """(Helper thread.) Parse a chunk's JSON Lines against the schema; write every
-        full row group of ROW_GROUP rows, keeping the rest for the next chunk."""
+    def _text_array(self, values: list, index: int):
+        import pyarrow as pa
+
+        return pa.array(values, type=self._schema.field(index).type, memory_pool=self._pool_arrow)
+
+    def _parse_and_write(self, data: bytes, n_rows: int, texts: list) -> None:
+        """(Helper thread.) Parse a chunk's JSON Lines against the schema, put in the
+        JSON columns' text; write every full row group of ROW_GROUP rows, keeping the
+        rest for the next chunk."""
         import pyarrow as pa
         import pyarrow.json as pj
 
         table = pj.read_json(
             pa.py_buffer(data),
             read_options=pj.ReadOptions(use_threads=False, block_size=max(len(data), 1 << 20)),
-            parse_options=pj.ParseOptions(explicit_schema=self._schema, unexpected_field_behavior="error"),
+            parse_options=pj.ParseOptions(
+                explicit_schema=self._parse_schema,
+                unexpected_field_behavior="ignore" if self._json_index else "error",
+            ),
             memory_pool=self._pool_arrow,
         )
+        for i, values in zip(self._json_index, texts, strict=True):  # in column order
+            table = table.add_column(i, self._schema.field(i), values)
         if table.num_rows != n_rows:  # never expected: one line per row
             raise ExportError(f"{self.name}: {table.num_rows} rows parsed for Parquet, {n_rows} written")
         self._groups.append(table)
@@ -500,41 +545,3 @@ def sha256sums(root: Path, files: Iterable[Path]) -> str:
                 digest.update(block)
         lines.append(f"{digest.hexdigest()}  {path.relative_to(root).as_posix()}\n")
     return "".join(lines)
-
-
-def read_table(folder: Path, name: str) -> Iterator[dict[str, Any]]:
-    """Rows of one table of a dataset folder, from its JSON Lines file or else its
-    Parquet file (CSV is for people: it cannot tell an empty text from a missing one)."""
-    jsonl = folder / "jsonl" / f"{name}.jsonl"
-    parquet = folder / "parquet" / f"{name}.parquet"
-    if jsonl.exists():
-        with jsonl.open(encoding="utf-8-sig") as handle:  # a byte-order mark is allowed
-            for number, line in enumerate(handle, start=1):
-                try:
-                    row = loads(line)
-                except json.JSONDecodeError as exc:
-                    raise DatasetImportError(f"{jsonl}: line {number}: not valid JSON ({exc.msg})") from None
-                except InvalidTextError as exc:  # bad text or absurd nesting: never a crash
-                    raise DatasetImportError(f"{jsonl}: line {number}: {exc.message}") from None
-                yield row
-    elif parquet.exists():
-        import pyarrow.parquet as pq
-
-        for batch in pq.ParquetFile(parquet).iter_batches(batch_size=ROW_GROUP):
-            yield from batch.to_pylist()
-    else:
-        raise DatasetImportError(f"{folder}: table {name!r} has no jsonl/{name}.jsonl or parquet/{name}.parquet")
-
-
-def verify_checksums(folder: Path) -> None:
-    """Check every file listed in SHA256SUMS; raise on a missing or changed file."""
-    sums = folder / "SHA256SUMS"
-    if not sums.exists():
-        raise DatasetImportError(f"{folder}: no SHA256SUMS; is this a dataset folder?")
-    for line in sums.read_text(encoding="utf-8").splitlines():
-        expected, _, relative = line.partition("  ")
-        path = folder / relative
-        if not path.is_file():
-            raise DatasetImportError(f"{relative}: listed in SHA256SUMS but missing")
-        if sha256sums(folder, [path]).split("  ", 1)[0] != expected:
-            raise DatasetImportError(f"{relative}: checksum does not match SHA256SUMS (the file was changed)")

@@ -112,7 +112,7 @@ def test_export_has_positions_preferences_rationales_spans_and_round_trips(tmp_p
             assert row["strength"] == "slightly"
         assert row["rationale"].startswith("reason ")
     problems = [r for r in answers if r["question"] == "problems"]
-    assert all(json.loads(r["spans"])[0]["summary_key"] == r["left_key"] for r in problems)
+    assert all(r["spans"][0]["summary_key"] == r["left_key"] for r in problems)
     card = (first / "README.md").read_text(encoding="utf-8")
     assert "`comparison_answers`" in card and "`comparisons`" in card
 

@@ -128,7 +128,7 @@ def test_ratings_table_holds_every_counting_answer_with_its_rationale(rated_demo
     evidence = [r for r in rows if r["question"] == "evidence"]
     # The demo's rationale for each evidence score (datasets.demo), with the finding it is about.
     assert evidence and all(r["finding"] and r["rationale"] == EVIDENCE_RATIONALES[r["score"]] for r in evidence)
-    na = [r for r in rows if r["value"] == '"na"']
+    na = [r for r in rows if r["value"] == "na"]
     assert na and all(r["score"] is None and r["question"] == "comparator" for r in na)
     assert {r["rater"] for r in rows} == {"rater-01", "rater-02"}
     spans = jsonl_rows(tmp_path / "out", "spans")
@@ -176,7 +176,7 @@ def test_a_reopened_and_resubmitted_rating_exports_only_its_newest_revision(rate
     _submit(assignment, {"overall": 5, "failure_modes": [], "feedback": "Second thoughts."}, {})
     rows = jsonl_rows(export(DEMO_STUDY, tmp_path / "out", formats=["jsonl"]).out_dir, "ratings")
     feedback = [
-        (r["rater"], r["revision_number"], json.loads(r["value"]))
+        (r["rater"], r["revision_number"], r["value"])
         for r in rows
         if r["summary_key"] == assignment.summary.key and r["batch"] == "main" and r["question"] == "feedback"
     ]
@@ -291,7 +291,7 @@ def test_phase_and_calibration_choose_the_answers_that_count(rated_demo, tmp_pat
     later = export(DEMO_STUDY, tmp_path / "c", include_calibration=True, phase="post_discussion").out_dir
     rows = jsonl_rows(later, "ratings")
     assert rows and {r["phase"] for r in rows} == {"post_discussion"}
-    assert {json.loads(r["value"]) for r in rows if r["question"] == "overall"} == {3}
+    assert {r["value"] for r in rows if r["question"] == "overall"} == {3}
 
 
 def test_a_non_empty_folder_or_unknown_format_is_refused(rated_demo, tmp_path):

@@ -75,7 +75,8 @@ def test_the_writer_quotes_text_columns_only_and_keeps_json_lines_and_parquet_ex
     assert any(c[9] == "-0.5" for c in read[1:]) and any(c[6].startswith("-") for c in read[1:])
 
     lines = (tmp_path / "jsonl" / "claims.jsonl").read_text(encoding="utf-8").splitlines()
-    assert [json.loads(line) for line in lines] == expected
+    # JSON Lines hold a JSON column's value (`refs` here a number); Parquet its text.
+    assert [json.loads(line) for line in lines] == [row | {"refs": json.loads(row["refs"])} for row in expected]
     assert pq.read_table(tmp_path / "parquet" / "claims.parquet").to_pylist() == expected
 
 
@@ -108,13 +109,16 @@ def jsonl_table(folder, table) -> list[dict]:
         return [json.loads(line) for line in handle]
 
 
-def as_csv_value(kind: str, value) -> str:
-    """The CSV cell of a non-text value: what the export documents for each kind."""
+def as_csv_value(kind: str, value, cell: str):
+    """The CSV cell of a non-text value as the export documents each kind (a JSON
+    column's cell is its JSON text, compared as the value it reads as)."""
+    if kind == "json":
+        return None if cell == "" else json.loads(cell)
     if value is None:
         return ""
     if kind == "bool":
         return "true" if value else "false"
-    return value if kind == "json" else str(value)
+    return str(value)
 
 
 def test_an_exported_study_is_neutralised_in_csv_only_and_the_csv_gives_the_exact_text_back(hostile_study, tmp_path):
@@ -140,13 +144,15 @@ def test_an_exported_study_is_neutralised_in_csv_only_and_the_csv_gives_the_exac
                 if kind == "str":
                     assert original_text(cells[name]) == (row[name] or ""), (table, name)
                     quoted += cells[name] != (row[name] or "")
+                elif kind == "json":
+                    assert as_csv_value(kind, row[name], cells[name]) == row[name], (table, name)
                 else:
-                    assert cells[name] == as_csv_value(kind, row[name]), (table, name)
+                    assert cells[name] == as_csv_value(kind, row[name], cells[name]), (table, name)
     assert quoted >= 8
 
     # JSON Lines and Parquet hold the exact text.
     [feedback] = [r for r in jsonl_table(out, "ratings") if r["question"] == "feedback"]
-    assert feedback["batch"] == "=batch" and json.loads(feedback["value"]) == "=1+1"
+    assert feedback["batch"] == "=batch" and feedback["value"] == "=1+1"
     parquet = pq.read_table(out / "parquet" / "summaries.parquet").to_pylist()
     assert parquet[0]["summary_key"] == "-1+1" and parquet[0]["text"] == FORMULAS[3]
 

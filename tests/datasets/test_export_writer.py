@@ -11,7 +11,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from datasets.exporting.folder import JSONL_BATCH, ROW_GROUP, TABLES, TableWriter, iso_timestamp
+from datasets.exporting.folder import (
+    JSONL_BATCH,
+    ROW_GROUP,
+    TABLES,
+    TableWriter,
+    canonical_json,
+    iso_timestamp,
+    json_columns,
+)
 
 NASTY = [
     'a "quoted" word',
@@ -41,8 +49,8 @@ def _rows(n: int) -> list[tuple]:
                 None,
                 text,
                 "",
-                json.dumps({"doi": text}),
-                "{}",
+                canonical_json({"doi": text}),  # JSON columns come as canonical JSON text
+                "{}" if i % 4 else canonical_json([{"a": text}, {"b": [text, i]}]),  # `},{"` inside
                 None,
             )
         )
@@ -60,13 +68,18 @@ def test_every_format_gives_back_the_rows(tmp_path, n):
         writer.write(row)
     writer.close()
     names = [name for name, _ in TABLES["sources"]]
-    expected = [dict(zip(names, row, strict=True)) for row in rows]
+    expected = [dict(zip(names, row, strict=True)) for row in rows]  # JSON columns as text
+    nested = [
+        {k: json.loads(v) if k in json_columns("sources") and v is not None else v for k, v in row.items()}
+        for row in expected
+    ]
 
     lines = (tmp_path / "jsonl" / "sources.jsonl").read_bytes().split(b"\n")
     assert lines[-1] == b""  # every line ends with a newline, including the last
-    assert [json.loads(line) for line in lines[:-1]] == expected
+    # JSON Lines: a JSON column is the JSON value itself, not a string of it.
+    assert [json.loads(line) for line in lines[:-1]] == nested
     # The same bytes as Python's json module writes, compact and UTF-8 as is.
-    reference = "".join(json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n" for row in expected).encode()
+    reference = "".join(json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n" for row in nested).encode()
     assert (tmp_path / "jsonl" / "sources.jsonl").read_bytes() == reference
 
     with (tmp_path / "csv" / "sources.csv").open(encoding="utf-8", newline="") as handle:
@@ -79,16 +92,22 @@ def test_every_format_gives_back_the_rows(tmp_path, n):
     assert pq.read_table(tmp_path / "parquet" / "sources.parquet").to_pylist() == expected
 
 
-def test_a_nested_value_is_written_row_by_row(tmp_path):
-    """The batch split relies on scalar values; a row that breaks that rule (a nested
-    JSON value passed by mistake) must still come out as one valid line per row."""
-    (tmp_path / "jsonl").mkdir()
-    writer = TableWriter(tmp_path, "rubric", ("jsonl",))
-    rows = [("k", 1, "t", "h", [{"a": 1}, {"b": 2}]), ("k", 2, "t", "h", {"x": [{"y": '},{"'}]})]
+def test_a_list_of_objects_is_written_row_by_row(tmp_path):
+    """The batch split counts `},{"` between rows; a nested value holding a list of
+    objects has more, so its batch is written row by row, still one valid line per row."""
+    for fmt in ("jsonl", "parquet"):
+        (tmp_path / fmt).mkdir()
+    writer = TableWriter(tmp_path, "rubric", ("jsonl", "parquet"))
+    values = [[{"a": 1}, {"b": 2}], {"x": [{"y": '},{"'}, {"z": None}]}, "text", 4, None, []]
+    rows = [("k", i, "t", "h", canonical_json(v)) for i, v in enumerate(values)]
     writer.write_many(rows)
     writer.close()
     lines = (tmp_path / "jsonl" / "rubric.jsonl").read_text(encoding="utf-8").splitlines()
-    assert [json.loads(line)["definition"] for line in lines] == [rows[0][4], rows[1][4]]
+    assert [json.loads(line)["definition"] for line in lines] == values
+    # Parquet keeps one type per column: the JSON text.
+    assert [r["definition"] for r in pq.read_table(tmp_path / "parquet" / "rubric.parquet").to_pylist()] == [
+        r[4] for r in rows
+    ]
 
 
 def test_timestamps_are_utc_with_microseconds():

@@ -102,7 +102,7 @@ def test_importing_into_a_database_that_has_the_study_changes_nothing(exported, 
 def test_a_changed_file_is_refused(exported, tmp_path):
     folder = tmp_path / "first" / DEMO_STUDY
     path = folder / "jsonl" / "ratings.jsonl"
-    path.write_text(path.read_text(encoding="utf-8").replace('"value":"1"', '"value":"2"'), encoding="utf-8")
+    path.write_text(path.read_text(encoding="utf-8").replace('"value":1,', '"value":2,'), encoding="utf-8")
     call_command("flush", interactive=False)
     with pytest.raises(CommandError, match="checksum does not match"):
         call_command("import_dataset", str(folder))
@@ -114,7 +114,7 @@ def test_an_invalid_answer_is_refused_naming_it_and_nothing_is_imported(exported
     path = folder / "jsonl" / "ratings.jsonl"
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
     target = next(r for r in rows if r["question"] == "failure_modes")
-    target["value"] = '["no_such_option"]'
+    target["value"] = ["no_such_option"]
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     files = [p for p in folder.rglob("*") if p.is_file() and p.name != "SHA256SUMS"]
     (folder / "SHA256SUMS").write_text(sha256sums(folder, files), encoding="utf-8")
@@ -187,9 +187,7 @@ def test_a_sentence_that_is_not_its_span_of_the_text_is_refused_and_nothing_is_i
     path = folder / "jsonl" / "sources.jsonl"
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
     target = next(r for r in rows if r["sentences"])
-    sentences = json.loads(target["sentences"])  # a JSON column: JSON text in the file
-    sentences[1]["text"] = "Words the source never had."
-    target["sentences"] = json.dumps(sentences, ensure_ascii=False)
+    target["sentences"][1]["text"] = "Words the source never had."  # a JSON column: a list in the file
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     files = [p for p in folder.rglob("*") if p.is_file() and p.name != "SHA256SUMS"]
     (folder / "SHA256SUMS").write_text(sha256sums(folder, files), encoding="utf-8")

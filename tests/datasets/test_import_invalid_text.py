@@ -137,8 +137,8 @@ def tamper(folder: Path, table: str, change) -> None:
 @pytest.mark.parametrize(
     ("table", "edit", "message"),
     [
-        # Inside a JSON column: the rating's value is JSON text holding the escape.
-        ("ratings", lambda r: r["question"] == "feedback" and {"value": '"Cite it\\ud83d"'}, "ratings row"),
+        # Inside a JSON column: the rating's value is a string holding the escape.
+        ("ratings", lambda r: r["question"] == "feedback" and {"value": "Cite it\ud83d"}, "ratings.jsonl: line"),
         # In a plain text column of the table.
         ("summaries", lambda r: {"text": r["text"] + "\x00"}, "summaries.jsonl: line 1: text: contains a NUL"),
     ],

@@ -53,15 +53,15 @@ def test_attempts_are_exported_by_pseudonym_with_their_rule(tmp_path, study, rat
         ("rater-02", 2, 1, 1, True, 1),
     ]
     assert {r["rule_version"] for r in rows} == {1}
-    assert '"tolerances":{"overall":1}' in rows[0]["rule"]
+    assert rows[0]["rule"]["tolerances"] == {"overall": 1}
     text = (out / "jsonl" / "qualification_attempts.jsonl").read_text()
     assert "rater_a" not in text and "rater_b" not in text
     # The ratings that count: the main batch's only; the qualification's with calibration.
     # (The rubric's tickbox question, left unticked, is an answer of its own: an empty list.)
     ratings = jsonl_rows(out, "ratings")
     assert [(r["batch"], r["question"], r["value"]) for r in ratings] == [
-        ("main", "failure_modes", "[]"),
-        ("main", "overall", "2"),
+        ("main", "failure_modes", []),
+        ("main", "overall", 2),
     ]
     assert [b["batch"] for b in jsonl_rows(out, "batches")] == ["main"]
     with_pilots = tmp_path / "with-pilots"

@@ -164,15 +164,15 @@ def test_the_export_has_consent_and_questionnaire_by_pseudonym_only(client, stud
     text = (tmp_path / "out" / "jsonl" / "onboarding.jsonl").read_text()
     rows = {r["rater"]: r for r in map(json.loads, text.splitlines())}
     assert set(rows) == {"rater-01", "onboarded-01"}
-    assert json.loads(rows["rater-01"]["questionnaire"]) == {
+    assert rows["rater-01"]["questionnaire"] == {
         "expertise": "lay",
         "years_of_practice": 1,
         "language": "Basque",
     }
-    assert [c["accepted"] for c in json.loads(rows["rater-01"]["consent"])] == [True]
+    assert [c["accepted"] for c in rows["rater-01"]["consent"]] == [True]
     assert rows["rater-01"]["instructions_acknowledged_at"] is not None
     assert (rows["onboarded-01"]["panel"], rows["onboarded-01"]["outcome"]) == ("prolific", "declined")
-    assert [(c["version"], c["accepted"]) for c in json.loads(rows["onboarded-01"]["consent"])] == [(1, False)]
+    assert [(c["version"], c["accepted"]) for c in rows["onboarded-01"]["consent"]] == [(1, False)]
     everything = "".join(
         p.read_text() for p in (tmp_path / "out").rglob("*") if p.is_file() and p.suffix in (".jsonl", ".md", ".json")
     )
