@@ -127,9 +127,12 @@ def test_gunicorn_serves_pages_static_files_and_many_clients(server):
 
 def test_a_browser_that_accepts_gzip_gets_pages_and_static_text_files_gzipped(server):
     """The rating page's style and script, and the pages, go out compressed (a
-    browser always sends Accept-Encoding: gzip); a client that does not ask gets them whole."""
+    browser always sends Accept-Encoding: gzip); a client that does not ask gets them whole.
+    (Where the `brotli` package is installed, as the load benchmark's locust brings it,
+    collectstatic also writes Brotli files, which whitenoise prefers for a client that
+    accepts br: this client asks for gzip only.)"""
     for path in ("static/js/rate.js", "static/css/app.css"):
-        status, body, headers = get(f"{server}/{path}", **{"Accept-Encoding": "gzip, deflate, br"})
+        status, body, headers = get(f"{server}/{path}", **{"Accept-Encoding": "gzip, deflate"})
         assert status == 200 and headers.get("Content-Encoding") == "gzip", headers
         assert "Accept-Encoding" in headers.get("Vary", "")
         original = (BASE / path).read_bytes()
