@@ -328,6 +328,9 @@ def table(run: dict) -> str:
         f"{counts.get('accepted_submits')} (qualification {db['qualification_answers_stored']} / "
         f"{counts.get('accepted_qualification_submits')}); stored more than once: {db['items_stored_more_than_once']}"
     )
+    lines.append(
+        f"requests resent after the server closed an idle connection: {counts.get('resent_after_closed_connection')}"
+    )
     lines.append(f"CPU s: {run['cpu_s']} (share of the cores: {run['cpu_share_of_two_cores']})")
     lines.append(f"load average at start {run['loadavg']['start']}, at end {run['loadavg']['end']}")
     return "\n".join(lines)

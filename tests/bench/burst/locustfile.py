@@ -54,8 +54,10 @@ COUNTS = {
     "accepted_submits": 0,
     "accepted_qualification_submits": 0,
     "accepted_drafts": 0,
+    "resent_after_closed_connection": 0,
     "problems": [],
 }
+CLOSED = re.compile(r"RemoteDisconnected|Connection aborted|ConnectionResetError|BadStatusLine")
 STATE = {"next": 0, "t0": None}
 
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
@@ -147,29 +149,41 @@ class Participant(HttpUser):
 
     # --- requests ------------------------------------------------------------------------
 
+    def send(self, method: str, path: str, name: str, **kw):
+        """One request (locust's catch_response context). Like a browser, a request whose
+        reused keep-alive connection the server closed before answering (gunicorn closes
+        its idle connections when it replaces a worker after max_requests) is sent once
+        more, on a new connection; each such resend is counted in the report."""
+        r = self.client.request(method, path, name=name, allow_redirects=False, catch_response=True, **kw)
+        if r.status_code == 0 and CLOSED.search(str(r.error)):
+            # Not answered at all: not entered, so not recorded; resent as Chromium does.
+            COUNTS["resent_after_closed_connection"] += 1
+            r = self.client.request(method, path, name=name, allow_redirects=False, catch_response=True, **kw)
+        return r
+
     def get(self, path: str) -> tuple[str, str]:
         """GET `path` and the redirects after it, each request named by its step; the
         final page's path and text."""
         for _hop in range(10):
             name = step_of(path)
-            with self.client.get(path, name=name, allow_redirects=False, catch_response=True) as r:
+            with self.send("GET", path, name) as r:
                 if r.status_code in (301, 302):
                     r.success()
                     path = r.headers["Location"]
                     continue
                 if r.status_code != 200:
-                    r.failure(f"{r.status_code}")
-                    raise Abort(f"GET {name}: {r.status_code}")
+                    r.failure(f"{r.status_code} {r.error or ''}"[:200])
+                    raise Abort(f"GET {name}: {r.status_code} {r.error or ''}"[:300])
                 return path, r.text
         raise Abort(f"too many redirects after {path}")
 
     def post(self, path: str, data: dict, name: str) -> str:
         """A form post answered by a redirect; where it leads."""
         data = {"csrfmiddlewaretoken": self.client.cookies.get("csrftoken", ""), **data}
-        with self.client.post(path, data=data, name=name, allow_redirects=False, catch_response=True) as r:
+        with self.send("POST", path, name, data=data) as r:
             if r.status_code != 302:
-                r.failure(f"{r.status_code}")
-                raise Abort(f"POST {name}: {r.status_code}")
+                r.failure(f"{r.status_code} {r.error or ''}"[:200])
+                raise Abort(f"POST {name}: {r.status_code} {r.error or ''}"[:300])
             r.success()
             return r.headers["Location"]
 
@@ -190,10 +204,10 @@ class Participant(HttpUser):
 
     def path(self):
         COUNTS["arrived"] += 1
-        with self.client.get(URLS[self.index], name="arrive", allow_redirects=False, catch_response=True) as r:
+        with self.send("GET", URLS[self.index], "arrive") as r:
             if r.status_code != 302:
-                r.failure(f"{r.status_code}")
-                raise Abort(f"arrive: {r.status_code}")
+                r.failure(f"{r.status_code} {r.error or ''}"[:200])
+                raise Abort(f"arrive: {r.status_code} {r.error or ''}"[:300])
             r.success()
             where = r.headers["Location"]
         where, html = self.get(where)
@@ -244,21 +258,19 @@ class Participant(HttpUser):
             "seq": 1,
         }
         headers = {"X-CSRFToken": csrf, "Accept": "application/json", "Referer": self.host + where}
-        with self.client.put(api.group(1), json=body, headers=headers, name=f"{kind}: draft", catch_response=True) as r:
+        with self.send("PUT", api.group(1), f"{kind}: draft", json=body, headers=headers) as r:
             if r.status_code != 200:
-                r.failure(f"{r.status_code}")
-                raise Abort(f"draft: {r.status_code} {r.text[:200]}")
+                r.failure(f"{r.status_code} {r.error or ''}"[:200])
+                raise Abort(f"draft: {r.status_code} {r.error or r.text[:200]}"[:300])
             version = r.json()["version"]
             COUNTS["accepted_drafts"] += 1
         think((RATING_THINK[0] / 2, RATING_THINK[1] / 2))
         data = {"csrfmiddlewaretoken": csrf, "version": str(version), "active_seconds": "10", "overall": "4"}
         data["action"] = "submit"
-        with self.client.post(
-            where, data=data, name=f"{kind}: submit", allow_redirects=False, catch_response=True
-        ) as r:
+        with self.send("POST", where, f"{kind}: submit", data=data) as r:
             if r.status_code != 302:
-                r.failure(f"{r.status_code}")
-                raise Abort(f"submit: {r.status_code}")
+                r.failure(f"{r.status_code} {r.error or ''}"[:200])
+                raise Abort(f"submit: {r.status_code} {r.error or ''}"[:300])
             r.success()
             COUNTS["accepted_submits" if kind == "rating" else "accepted_qualification_submits"] += 1
             return r.headers["Location"]
