@@ -159,7 +159,8 @@ bench: install-dev
 bench-peers: install-dev
 	$(BIN)/python tests/bench/bench_peers.py $(if $(PEERS),--peers) --rounds $(or $(BENCH_ROUNDS),1)
 
-# A crowd arriving at once (tests/bench/burst/, docs/performance.md): locust, headless, sends
+# A crowd arriving at once (tests/bench/burst/, docs/performance.md): locust (in a virtualenv of
+# its own, var/bench-burst/venv, made on the first run), headless, sends
 # PARTICIPANTS panel participants through the study's signed link within ARRIVAL_SECONDS
 # (Poisson arrivals; consent, instructions, 3 qualification items, 10 ratings, with think
 # times) to our server in SHAPE=run (`make run`'s: SQLite) or SHAPE=production (gunicorn,

@@ -46,6 +46,8 @@ from benchlib import Server, check_port, clean_env, port_free, tree_pids, wait_h
 
 BIN = ROOT / ".venv" / "bin"
 PY = str(BIN / "python")
+# locust runs from a virtualenv of its own (tests/bench/burst/requirements.txt says why).
+LOCUST_VENV = Path(os.environ.get("BURST_LOCUST_VENV", ROOT / "var" / "bench-burst" / "venv"))
 PG_DB = os.environ.get("BURST_PG_DB", "ratings_bench_burst")
 REDIS_URL = os.environ.get("BURST_REDIS_URL", "redis://127.0.0.1:6379/13")
 SECRET_KEY = "bench-burst-not-a-secret-" + "0" * 40
@@ -190,6 +192,20 @@ def _fresh_database(name: str) -> None:
         conn.execute(f'CREATE DATABASE "{name}"')
 
 
+def locust_bin() -> str:
+    """The locust of LOCUST_VENV, installed there first when it is missing or older than
+    the requirements file."""
+    requirements = HERE / "requirements.txt"
+    stamp = LOCUST_VENV / ".installed"
+    if not stamp.exists() or stamp.stat().st_mtime < requirements.stat().st_mtime:
+        log(f"installing locust into {LOCUST_VENV}")
+        subprocess.run([sys.executable, "-m", "venv", str(LOCUST_VENV)], check=True)
+        pip = [str(LOCUST_VENV / "bin" / "python"), "-m", "pip", "install", "--quiet"]
+        subprocess.run([*pip, "-r", str(requirements)], check=True)
+        stamp.touch()
+    return str(LOCUST_VENV / "bin" / "locust")
+
+
 # --- one run ---------------------------------------------------------------------------------
 
 
@@ -229,7 +245,7 @@ def run_crowd(shape: Shape, *, participants: int, arrival_seconds: float, think_
         "BURST_THINK_SCALE": str(think_scale),
         "BURST_COUNTS": str(out / "counts.json"),
     }
-    argv = [str(BIN / "locust"), "-f", str(HERE / "locustfile.py"), "--headless", "--host", shape.base]
+    argv = [locust_bin(), "-f", str(HERE / "locustfile.py"), "--headless", "--host", shape.base]
     argv += ["-u", str(participants), "-r", str(max(participants, 1)), "--run-time", f"{int(longest)}s"]
     argv += ["--only-summary", "--loglevel", "WARNING", "--stop-timeout", "5"]
     log(f"{participants} participants within {arrival_seconds:g} s, think x{think_scale:g} ({tag})")
