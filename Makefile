@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PORT ?= 8000
 
-.PHONY: messages compilemessages static run dev test idp xmlsec1 gettext test-ml bench bench-peers install install-dev install-ml migrate demo serve lint chromium clean local-llm local-llm-install test-llm
+.PHONY: messages compilemessages static run dev test idp xmlsec1 gettext test-ml bench bench-peers bench-burst install install-dev install-ml migrate demo serve lint chromium clean local-llm local-llm-install test-llm
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -158,6 +158,22 @@ bench: install-dev
 # Benchmarks the committed HEAD. BENCH_ROUNDS=2 for two rounds.
 bench-peers: install-dev
 	$(BIN)/python tests/bench/bench_peers.py $(if $(PEERS),--peers) --rounds $(or $(BENCH_ROUNDS),1)
+
+# A crowd arriving at once (tests/bench/burst/, docs/performance.md): locust (in a virtualenv of
+# its own, var/bench-burst/venv, made on the first run), headless, sends
+# PARTICIPANTS panel participants through the study's signed link within ARRIVAL_SECONDS
+# (Poisson arrivals; consent, instructions, 3 qualification items, 10 ratings, with think
+# times) to our server in SHAPE=run (`make run`'s: SQLite) or SHAPE=production (gunicorn,
+# DEBUG=0, PostgreSQL, a Celery worker on Redis). THINK_SCALE=0.1 shortens the think times;
+# MAX_RATE=1 searches the largest arrival rate whose every step keeps p95 within 300 ms.
+# The report goes to var/bench-burst/<UTC time>/report.json.
+PARTICIPANTS ?= 100
+ARRIVAL_SECONDS ?= 60
+SHAPE ?= run
+THINK_SCALE ?= 1
+bench-burst: install-dev static
+	$(BIN)/python tests/bench/burst/bench_burst.py --shape $(SHAPE) --participants $(PARTICIPANTS) \
+	  --arrival-seconds $(ARRIVAL_SECONDS) --think-scale $(THINK_SCALE) $(if $(MAX_RATE),--find-max-rate)
 
 # Optional: a local OpenAI-compatible server (llama.cpp with SmolLM2-135M, shipped in a
 # PyPI wheel) on 127.0.0.1:$(LLM_PORT), for smoke tests: a 135M model writes poor

@@ -55,8 +55,11 @@ def _free_items(link: RecruitmentLink) -> int:
     them yet). The caller holds the batch's row lock."""
     batch = link.batch
     pool = set(batch.design.get("pool") or [])
+    # The batch's items outside the pool (attention checks) drop out of the difference
+    # below: the pool's ids are not sent as a parameter list, whose size would grow every
+    # arrival's work under the lock with the study.
     full = set(
-        Assignment.objects.filter(batch=batch, summary_id__in=pool)
+        Assignment.objects.filter(batch=batch)
         .exclude(state=Assignment.State.WITHDRAWN)
         .values("summary_id")
         .annotate(n=Count("pk"))
@@ -148,8 +151,9 @@ def assign_work(*, participant: Participant) -> list[Assignment]:
     link = participant.link
     batch = link.batch
     pool = list(batch.design.get("pool") or [])
-    mine = Assignment.objects.filter(batch=batch, rater=participant.user, summary_id__in=pool)
-    kept = mine.exclude(state=Assignment.State.WITHDRAWN).count()
+    in_pool = set(pool)
+    mine = Assignment.objects.filter(batch=batch, rater=participant.user).exclude(state=Assignment.State.WITHDRAWN)
+    kept = sum(1 for s in mine.values_list("summary_id", flat=True) if s in in_pool)  # not checks
     wanted = link.items_per_participant - kept
     if wanted <= 0:
         return []
