@@ -426,7 +426,8 @@ def batch_detail(request, slug, batch_uuid):
         if not is_study_admin(request.user, study):
             raise Http404("No such study.")
         return _batch_action(request, study, batch)
-    return render(request, "annotate/studies/batch.html", page_context(batch_page(request.user, study, batch)))
+    page = batch_page(request.user, study, batch, page_number=request.GET.get("page"))
+    return render(request, "annotate/studies/batch.html", page_context(page))
 
 
 def _batch_action(request, study, batch):
