@@ -184,7 +184,7 @@ def load(client, url: str) -> tuple[float, int, int]:
     response = client.get(url)
     body = b"".join(response.streaming_content) if response.streaming else response.content
     took = time.perf_counter() - started
-    if response.status_code != 200:
+    if not 200 <= response.status_code < 300:  # the report's API answers 202 while it computes
         raise SystemExit(f"{url}: {response.status_code} {body[:300]!r}")
     return took * 1000, len(body), response.status_code
 
@@ -194,7 +194,8 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
-def measure_pages(slug: str, loads: int, budget_s: float) -> list[dict]:
+def measure_pages(slug: str, loads: int, budget_s: float, measured=lambda rows: None) -> list[dict]:
+    """Every page's figures; `measured(rows so far)` after each page (the run keeps them)."""
     from django.db import connection
     from django.test import Client
 
@@ -230,6 +231,7 @@ def measure_pages(slug: str, loads: int, budget_s: float) -> list[dict]:
                 "kib": size / 1024,
             }
         )
+        measured(rows)
     return rows
 
 
@@ -349,10 +351,14 @@ def main() -> None:
         f"{args.slug}: {study.sources.count():,} sources, {study.summaries.count():,} summaries, "
         f"{study.assignments.count():,} assignments"
     )
-    figures["pages"] = measure_pages(args.slug, args.loads, args.budget) if "pages" in args.steps else []
+    path = args.json or OUT / f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
+
+    def keep(rows: list[dict]) -> None:
+        path.write_text(json.dumps({**figures, "pages": rows}, indent=2) + "\n", encoding="utf-8")
+
+    figures["pages"] = measure_pages(args.slug, args.loads, args.budget, keep) if "pages" in args.steps else []
     figures["load_after"] = os.getloadavg()[0]
     print(table(figures))
-    path = args.json or OUT / f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
     path.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
     print(f"\nwritten: {path}")
 
