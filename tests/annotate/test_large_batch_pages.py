@@ -28,17 +28,22 @@ def get(client, url: str):
     return response.content.decode(), [q["sql"] for q in queries]
 
 
-def test_the_batch_page_lists_its_assignments_a_page_at_a_time(client):
-    study, batch, admin = large("big", 40)  # 360 assignments
+def test_the_batch_page_and_the_disagreements_list_a_page_at_a_time(client):
+    study, batch, admin = large("big", 50)  # 450 assignments, 150 items
     client.force_login(admin)
     url = f"/studies/{study.slug}/batches/{batch.uuid}/"
     first, _ = get(client, url)
     assert first.count('value="withdraw"') == 100
-    assert "Assignments 1–100 of 360" in first
+    assert "Assignments 1–100 of 450" in first
     assert 'href="?page=2#assignments"' in first
-    last, _ = get(client, url + "?page=4")
-    assert last.count('value="withdraw"') == 60
-    assert "Assignments 301–360 of 360" in last
+    last, _ = get(client, url + "?page=5")
+    assert last.count('value="withdraw"') == 50
+    assert "Assignments 401–450 of 450" in last
+    page, _ = get(client, url + "disagreements/?question=overall&threshold=0")
+    assert "150 items with disagreement: 1–100 shown." in page
+    assert page.count("<tr><td><a href=") == 100
+    following, _ = get(client, url + "disagreements/?question=overall&threshold=0.0&phase=initial&sort=spread&page=2")
+    assert following.count("<tr><td><a href=") == 50
 
 
 def test_the_batch_page_reads_neither_answers_without_gold_items_nor_summary_texts(client):
