@@ -151,6 +151,7 @@ bench: install-dev
 	$(BIN)/python tests/bench/bench_import_rest.py
 	$(BIN)/python tests/bench/bench_questions.py --latency 0.5
 	$(BIN)/python tests/bench/bench_evaluators.py --summaries 2000 --runs 3
+	$(BIN)/python tests/bench/bench_large_study.py
 
 # Side by side with Label Studio and doccano (tests/bench/peers/, docs/performance.md):
 # ours in the `make run` shape and on gunicorn + PostgreSQL, alternated with the peers

@@ -162,21 +162,27 @@ def after_adjudication_section(
 
 
 def _decisions(answers: pd.DataFrame, consensus: pd.DataFrame, by_item: pd.DataFrame) -> tuple[AdjudicatedItem, ...]:
-    """Each decision beside the raters' answers to the same summary and question."""
+    """Each decision beside the raters' answers to the same summary and question. The
+    answers are grouped by (summary, question) once, so the work grows with the answers
+    and the decisions, not with their product."""
     whole = answers[~answers[ITEM].astype(str).str.contains(":", regex=False)] if len(answers) else answers
+    groups = whole.groupby([ITEM, QUESTION], sort=False).indices if len(whole) else {}
+    raters_of = whole[RATER].tolist() if len(whole) else []
+    given_of = whole["answer"].tolist() if len(whole) else []
+    # As _scored: N/A has no place in a mean, nor has an answer without a score.
+    score_of = whole["score"].where(whole["answer"] != "na").tolist() if len(whole) else []
     items = []
     for row in consensus.sort_values([ITEM, QUESTION]).itertuples(index=False):
-        given = whole[(whole[ITEM] == row.item) & (whole[QUESTION] == row.question)] if len(whole) else whole
-        scores = _scored(given)["score"].dropna() if len(given) else pd.Series(dtype=float)
-        raters = "; ".join(f"{r}: {_shown(a)}" for r, a in zip(given[RATER], given["answer"], strict=True))
+        rows = groups.get((row.item, row.question), ())
+        scores = [score_of[i] for i in rows if not pd.isna(score_of[i])]
         items.append(
             AdjudicatedItem(
                 item=row.item,
                 key=by_item.at[row.item, "key"],
                 generator=by_item.at[row.item, "generator"],
                 question=row.question,
-                raters=raters if len(given) else "",
-                raters_mean=float(scores.mean()) if len(scores) else None,
+                raters="; ".join(f"{raters_of[i]}: {_shown(given_of[i])}" for i in rows),
+                raters_mean=float(sum(scores) / len(scores)) if scores else None,
                 consensus=_shown(row.value),
                 batch=row.batch,
             )

@@ -7,10 +7,12 @@ import uuid
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.decorators import method_decorator
+from django.utils.http import urlencode
 from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 from django.views import View
@@ -423,7 +425,8 @@ def batch_detail(request, slug, batch_uuid):
         if not is_study_admin(request.user, study):
             raise Http404("No such study.")
         return _batch_action(request, study, batch)
-    return render(request, "annotate/studies/batch.html", page_context(batch_page(request.user, study, batch)))
+    page = batch_page(request.user, study, batch, page_number=request.GET.get("page"))
+    return render(request, "annotate/studies/batch.html", page_context(page))
 
 
 def _batch_action(request, study, batch):
@@ -477,24 +480,14 @@ def disagreements(request, slug, batch_uuid):
     if phase not in ("initial", "post_discussion"):
         phase = "initial"
     sort = "item" if request.GET.get("sort") == "item" else "spread"
-    rows = [
-        (row, {rater: display_answer(value) for rater, value in row.values.items()})
-        for row in batch_disagreements(batch, question=question, threshold=threshold, phase=phase, sort=sort)
-    ]
-    return render(
-        request,
-        "annotate/studies/disagreements.html",
-        {
-            "study": study,
-            "batch": batch,
-            "rows": rows,
-            "questions": choices,
-            "question": question,
-            "threshold": threshold,
-            "phase": phase,
-            "sort": sort,
-        },
-    )
+    found = batch_disagreements(batch, question=question, threshold=threshold, phase=phase, sort=sort)
+    # A large batch disagrees on thousands of items: they are shown a page at a time.
+    page = Paginator(found, 100).get_page(request.GET.get("page"))
+    rows = [(row, {rater: display_answer(value) for rater, value in row.values.items()}) for row in page]
+    filters = urlencode({"question": question, "threshold": threshold, "phase": phase, "sort": sort})
+    context = {"study": study, "batch": batch, "rows": rows, "page": page, "filters": filters, "questions": choices}
+    context.update(question=question, threshold=threshold, phase=phase, sort=sort)
+    return render(request, "annotate/studies/disagreements.html", context)
 
 
 def _add_note(request, batch, summary, definition, data):

@@ -76,6 +76,19 @@ def severity(frame: pd.DataFrame, *, n_resamples: int = 1000, seed: int = 0) -> 
     return rows
 
 
+def _share_of_others_agreeing(frame: pd.DataFrame) -> pd.Series:
+    """Per answer, the share of the other raters' answers to its item that equal it (NaN
+    when no other rater answered the item): counted by group, (same value on the item
+    minus the rater's own) over (answers on the item minus the rater's own), so the work
+    grows with the answers, not with their square."""
+    by_item = frame.groupby(ITEM, sort=False)[VALUE].transform("size")
+    by_item_rater = frame.groupby([ITEM, RATER], sort=False)[VALUE].transform("size")
+    by_value = frame.groupby([ITEM, VALUE], sort=False)[VALUE].transform("size")
+    by_value_rater = frame.groupby([ITEM, VALUE, RATER], sort=False)[VALUE].transform("size")
+    others = by_item - by_item_rater
+    return ((by_value - by_value_rater) / others.where(others > 0)).astype(float)
+
+
 def drift(frame: pd.DataFrame, *, window: int = 20) -> list[DriftWindow]:
     """Per rater, successive windows of `window` answers in the rater's order (the `order`
     column: a submission time or a position): agreement with the other raters and, where
@@ -85,15 +98,10 @@ def drift(frame: pd.DataFrame, *, window: int = 20) -> list[DriftWindow]:
     frame = frame.dropna(subset=[VALUE])
     if GOLD not in frame.columns:
         frame = frame.assign(**{GOLD: None})
+    frame = frame.assign(_same=_share_of_others_agreeing(frame))
     rows = []
     for rater, mine in frame.groupby(RATER, sort=True):
         mine = mine.sort_values(ORDER, kind="stable").reset_index(drop=True)
-        others = frame[(frame[RATER] != rater) & frame[ITEM].isin(mine[ITEM])]
-        same_share = []
-        for item, value in zip(mine[ITEM], mine[VALUE], strict=True):
-            theirs = others.loc[others[ITEM] == item, VALUE]
-            same_share.append(float((theirs == value).mean()) if len(theirs) else np.nan)
-        mine = mine.assign(_same=same_share)
         for start in range(0, len(mine), window):
             part = mine.iloc[start : start + window]
             shared = part["_same"].dropna()

@@ -4,11 +4,12 @@ accuracy, consensus and discussion notes."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
 
+from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.http import Http404
@@ -116,22 +117,24 @@ class BatchProgress:
 
 def batch_progress(batch: Batch) -> BatchProgress:
     """Per rater: assignments by state and median active time per submitted item;
-    and the items still missing ratings (fewer submitted than planned)."""
+    and the items still missing ratings (fewer submitted than planned). The assignments
+    are read as values: only the raters and the items missing ratings become objects."""
     import statistics
 
-    assignments = list(
-        Assignment.objects.filter(batch=batch).select_related("rater", "summary").order_by("rater__username")
-    )
-    per_rater: dict[int, list[Assignment]] = {}
-    for a in assignments:
-        per_rater.setdefault(a.rater_id, []).append(a)
-    rows = []
-    for items in per_rater.values():
-        states = [a.state for a in items]
-        active = [a.active_seconds for a in items if a.state == Assignment.State.SUBMITTED]
-        rows.append(
+    rows = Assignment.objects.filter(batch=batch).values_list("rater_id", "summary_id", "state", "active_seconds")
+    per_rater: dict[int, list[tuple]] = {}
+    per_item: dict[int, list[str]] = {}
+    for rater_id, summary_id, state, seconds in rows:
+        per_rater.setdefault(rater_id, []).append((state, seconds))
+        per_item.setdefault(summary_id, []).append(state)
+    users = get_user_model().objects.in_bulk(list(per_rater))
+    raters = []
+    for rater_id, items in sorted(per_rater.items(), key=lambda kv: users[kv[0]].get_username()):
+        states = [state for state, _ in items]
+        active = [seconds for state, seconds in items if state == Assignment.State.SUBMITTED]
+        raters.append(
             RaterProgress(
-                rater=items[0].rater,
+                rater=users[rater_id],
                 assigned=sum(s != Assignment.State.WITHDRAWN for s in states),
                 pending=states.count(Assignment.State.PENDING),
                 in_progress=states.count(Assignment.State.IN_PROGRESS),
@@ -141,22 +144,20 @@ def batch_progress(batch: Batch) -> BatchProgress:
                 median_active_seconds=statistics.median(active) if active else None,
             )
         )
-    per_item: dict[int, list[Assignment]] = {}
-    for a in assignments:
-        per_item.setdefault(a.summary_id, []).append(a)
-    missing = []
+    counts = {}
     # Qualification items are screening, rated by whoever arrives: never "missing ratings".
-    for items in per_item.values() if batch.kind != Batch.Kind.QUALIFICATION else ():
-        planned = sum(a.state != Assignment.State.WITHDRAWN for a in items)
-        submitted = sum(a.state == Assignment.State.SUBMITTED for a in items)
+    for summary_id, states in per_item.items() if batch.kind != Batch.Kind.QUALIFICATION else ():
+        planned = sum(s != Assignment.State.WITHDRAWN for s in states)
+        submitted = states.count(Assignment.State.SUBMITTED)
         if submitted < planned:
-            missing.append((items[0].summary, submitted, planned))
-    missing.sort(key=lambda row: (row[1] - row[2], row[0].key))
+            counts[summary_id] = (submitted, planned)
+    summaries = Summary.objects.only("uuid", "key", "study_id", "source_id").in_bulk(list(counts))
+    missing = sorted(((summaries[pk], *c) for pk, c in counts.items()), key=lambda r: (r[1] - r[2], r[0].key))
     skips: dict[int, list[tuple[Any, str]]] = {}
-    for a in assignments:
-        if a.state == Assignment.State.SKIPPED:
-            skips.setdefault(a.summary_id, []).append((a.rater, a.skip_reason))
-    return BatchProgress(batch=batch, raters=rows, items=len(per_item), items_missing=missing, skips=skips)
+    skipped = Assignment.objects.filter(batch=batch, state=Assignment.State.SKIPPED).order_by("rater__username")
+    for summary_id, rater_id, reason in skipped.values_list("summary_id", "rater_id", "skip_reason"):
+        skips.setdefault(summary_id, []).append((users[rater_id], reason))
+    return BatchProgress(batch=batch, raters=raters, items=len(per_item), items_missing=missing, skips=skips)
 
 
 def batch_answers(batch: Batch, *, phase: str = "initial", summary: Summary | None = None) -> dict:
@@ -507,14 +508,14 @@ def answer_matches(expected: Any, given: Any) -> bool:
     return expected == given
 
 
-def first_answers(batch: Batch) -> dict[int, dict]:
+def first_answers(batch: Batch, *, summaries: Collection[int]) -> dict[int, dict]:
     """{summary id: {rater: answers}} of each assignment's FIRST submitted revision of
-    the initial phase: the answer a rater gave before any feedback, correction or
+    the initial phase, for the `summaries` (ids; those with expected answers, so the rest
+    of a large batch is never read): the answer a rater gave before any feedback or
     discussion. Gold accuracy counts this one, so "Change my answer" after seeing the
-    right answer cannot raise it (the answer that counts for analysis is still the
-    newest; see counting.py)."""
+    right answer cannot raise it (the answer that counts is still the newest)."""
     revisions = Revision.objects.filter(
-        assignment__batch=batch, status=Revision.Status.SUBMITTED, phase=Revision.Phase.INITIAL
+        assignment__batch=batch, assignment__summary__in=summaries, status=Revision.Status.SUBMITTED, phase="initial"
     ).exclude(assignment__state=Assignment.State.WITHDRAWN)
     ordered = (
         revisions_with_answers()
@@ -538,9 +539,7 @@ def quality_report(batch: Batch) -> list[RaterAccuracy]:
         for e in ExpectedAnswer.objects.filter(study=batch.study_id).exclude(purpose=ExpectedAnswer.Purpose.TRAINING)
     }
     per_rater: dict[Any, list[int]] = {}
-    for summary_id, by_rater in first_answers(batch).items():
-        if summary_id not in expected:
-            continue
+    for summary_id, by_rater in first_answers(batch, summaries=list(expected)).items():
         for rater, given in by_rater.items():
             row = per_rater.setdefault(rater, [0, 0, 0])
             row[0] += 1

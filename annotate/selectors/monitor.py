@@ -4,15 +4,17 @@ flags raised about items. Study admins only, except the rater's own flags."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth import get_user_model
+from django.core.cache import cache
 from django.core.exceptions import ValidationError
-from django.db.models import BooleanField, ExpressionWrapper, F, Q, QuerySet
+from django.db.models import BooleanField, Count, ExpressionWrapper, F, Max, Q, QuerySet
 
-from annotate.models import Assignment, Batch, ExpectedAnswer, ItemFlag, RaterExclusion, RaterPause, Study
+from annotate.models import Assignment, Batch, ExpectedAnswer, ItemFlag, RaterExclusion, RaterPause, Revision, Study
 from annotate.selectors.batches import answer_matches, batch_answers, first_answers
 from annotate.selectors.contents import rubric_definition
 from stats.monitor import AnswerRow, BatchFigures, GoldRow, ItemRow, RaterFigures, batch_figures
@@ -63,7 +65,7 @@ def monitor_rows(batch: Batch) -> tuple[list[ItemRow], list[AnswerRow], list[Gol
         )
     }
     gold = []
-    for summary_id, by_rater in first_answers(batch).items():
+    for summary_id, by_rater in first_answers(batch, summaries=list(expected)).items():
         for rater, given in by_rater.items():
             for key, value in expected.get(summary_id, {}).items():
                 correct = answer_matches(value, given.get(key))
@@ -134,28 +136,57 @@ def severity_and_drift(
     return by_rater, windows
 
 
+def _figures_key(batch: Batch, fast_fraction: float) -> str:
+    """The cache key of a batch's figures: it changes with anything they are computed
+    from (every write to an assignment stamps its updated_at; revisions and expected
+    answers are counted and stamped too), so a cached figure is never stale."""
+    assignments = Assignment.objects.filter(batch=batch).aggregate(n=Count("id"), at=Max("updated_at"))
+    revisions = Revision.objects.filter(assignment__batch=batch).aggregate(n=Count("id"), at=Max("updated_at"))
+    expected = ExpectedAnswer.objects.filter(study=batch.study_id).aggregate(n=Count("id"), at=Max("updated_at"))
+    state = [fast_fraction, batch.study.min_seconds_per_item, *assignments.values(), *revisions.values()]
+    state += expected.values()
+    return f"monitor-figures:{batch.pk}:" + hashlib.sha256(repr(state).encode()).hexdigest()
+
+
+def monitor_figures(batch: Batch, usernames: list[str], *, fast_fraction: float):
+    """(figures, severity, drift) of the batch: computed from every answer that counts
+    (monitor_rows, stats.monitor, stats.severity) once per state of the batch and kept in
+    Django's cache, so a page that polls reads them back until an answer changes."""
+    key = _figures_key(batch, fast_fraction)
+    found = cache.get(key)
+    if found is None:
+        items, answers, gold = monitor_rows(batch)
+        figures = batch_figures(
+            items=items,
+            answers=answers,
+            gold=gold,
+            raters=usernames,
+            fast_fraction=fast_fraction,
+            floor_seconds=batch.study.min_seconds_per_item,
+        )
+        found = (figures, *severity_and_drift(answers, gold))
+        cache.set(key, found, timeout=FIGURES_CACHE_SECONDS)
+    return found
+
+
+# Figures are keyed by the batch's state, so this only bounds how long unused ones stay.
+FIGURES_CACHE_SECONDS = 3600
+
+
 def batch_monitor(batch: Batch, *, fast_fraction: float = DEFAULT_FAST_FRACTION) -> Monitor:
-    """Everything the monitor page shows of a batch, computed from the database as it is
-    now (the page polls it)."""
-    assignments = list(
-        Assignment.objects.filter(batch=batch).select_related("rater").order_by("rater__username", "position")
-    )
-    users = {}
+    """Everything the monitor page shows of a batch, as the database is now (the page
+    polls it): the figures from monitor_figures, the raters' open items, pauses and
+    exclusions read each time."""
+    assignments = Assignment.objects.filter(batch=batch)
+    counts = assignments.values("rater_id", "state").annotate(n=Count("id")).order_by()
+    rater_ids = {row["rater_id"] for row in counts}
+    users = {u.get_username(): u for u in get_user_model().objects.filter(pk__in=rater_ids).order_by("username")}
+    open_states = (Assignment.State.PENDING, Assignment.State.IN_PROGRESS)
     open_items: dict[int, int] = {}
-    for a in assignments:
-        users.setdefault(a.rater.get_username(), a.rater)
-        if a.state in (Assignment.State.PENDING, Assignment.State.IN_PROGRESS):
-            open_items[a.rater_id] = open_items.get(a.rater_id, 0) + 1
-    items, answers, gold = monitor_rows(batch)
-    figures = batch_figures(
-        items=items,
-        answers=answers,
-        gold=gold,
-        raters=users,
-        fast_fraction=fast_fraction,
-        floor_seconds=batch.study.min_seconds_per_item,
-    )
-    severity, drift = severity_and_drift(answers, gold)
+    for row in counts:
+        if row["state"] in open_states:
+            open_items[row["rater_id"]] = open_items.get(row["rater_id"], 0) + row["n"]
+    figures, severity, drift = monitor_figures(batch, list(users), fast_fraction=fast_fraction)
     pauses = {p.rater_id: p for p in open_pauses(batch.study).select_related("paused_by")}
     exclusions = {e.rater_id: e for e in batch.exclusions.select_related("excluded_by")}
     rows = tuple(
@@ -171,13 +202,13 @@ def batch_monitor(batch: Batch, *, fast_fraction: float = DEFAULT_FAST_FRACTION)
         for f in figures.raters
         if f.rater in users
     )
-    live = [a for a in assignments if a.state != Assignment.State.WITHDRAWN]
+    live = [row for row in counts if row["state"] != Assignment.State.WITHDRAWN]
     return Monitor(
         figures=figures,
         rows=rows,
         fast_fraction=fast_fraction,
-        submitted=sum(a.state == Assignment.State.SUBMITTED for a in live),
-        planned=len(live),
+        submitted=sum(row["n"] for row in live if row["state"] == Assignment.State.SUBMITTED),
+        planned=sum(row["n"] for row in live),
     )
 
 

@@ -316,6 +316,28 @@ def write_draft_answers(
     _write_spans(revision, clean, definition, new=new)
 
 
+def new_answer_rows(
+    revision: Revision, clean: CleanAnswers, definition: RubricDefinition, *, findings: dict[str, int] | None = None
+) -> tuple[list[Rating], list[Rationale], list[Span]]:
+    """The unsaved ratings, rationales and spans of a new revision's `clean` answers, the
+    rows write_draft_answers stores for it, for writers that store many revisions at once
+    in bulk (datasets.large_study). The rationales refer to their ratings: store those first."""
+    ratings: list[Rating] = []
+    rationales: list[Rationale] = []
+    for (key, finding_id), (q, value, text) in _wanted_ratings(clean, definition, findings or {}).items():
+        rating = Rating(revision=revision, question=key, finding_id=finding_id, **_rating_fields(q, value))
+        ratings.append(rating)
+        if text:
+            rationales.append(Rationale(rating=rating, text=text))
+    spans = [
+        build_span(revision=revision, question=q.key, index=index, answer=span)
+        for q in definition.questions
+        if q.highlights
+        for index, span in enumerate(clean.values.get(q.key) or [])
+    ]
+    return ratings, rationales, spans
+
+
 def build_span(*, revision: Revision, question: str, index: int, answer: dict) -> Span:
     """An unsaved Span row from a clean span answer (see RubricDefinition.validate)."""
     link = answer.get("link") or {}

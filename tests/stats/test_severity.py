@@ -62,3 +62,33 @@ def test_drift_follows_each_raters_own_order():
     assert first.agreement_with_others == 1.0 and first.agreement_with_gold == 0.0
     with pytest.raises(ValueError):
         drift(FRAME, window=0)
+
+
+def test_drift_agreement_is_the_share_of_the_other_raters_answers_that_match_on_a_large_frame():
+    """Against the definition counted answer by answer: for each answer, the other raters'
+    answers to its item, and the share equal to it (numbers and texts mixed, as the monitor's)."""
+    import random
+
+    rng = random.Random(4)
+    rows = [
+        (f"i{i}:q{q}", f"r{r}", rng.choice([1, 2, 3, "yes", "no"]), rng.random())
+        for i in range(60)
+        for q in range(3)
+        for r in rng.sample(range(8), 3)
+    ]
+    frame = pd.DataFrame(rows, columns=["item", "rater", "value", "order"])
+    expected = {}
+    for rater in sorted(frame["rater"].unique()):
+        mine = frame[frame["rater"] == rater].sort_values("order", kind="stable")
+        shares = []
+        for item, value in zip(mine["item"], mine["value"], strict=True):
+            theirs = [v for it, r, v, _ in rows if it == item and r != rater]
+            shares.append(sum(v == value for v in theirs) / len(theirs) if theirs else None)
+        for start in range(0, len(shares), 10):
+            part = [s for s in shares[start : start + 10] if s is not None]
+            expected[(rater, start // 10 + 1)] = (len(part), sum(part) / len(part) if part else None)
+    got = {(w.rater, w.window): (w.n_shared, w.agreement_with_others) for w in drift(frame, window=10)}
+    assert got.keys() == expected.keys()
+    for key, (n, share) in expected.items():
+        assert got[key][0] == n
+        assert (got[key][1] is None and share is None) or got[key][1] == pytest.approx(share)
