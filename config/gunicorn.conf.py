@@ -5,9 +5,10 @@ Everything comes from the environment, like the rest of the settings:
 - WEB_CONCURRENCY worker processes (default 2: one per core of a small machine),
 - WEB_THREADS threads per worker (default 8: a request mostly waits on the database),
 - WEB_TIMEOUT seconds before a stuck worker is restarted (default 60),
-- WEB_MAX_REQUESTS requests after which a worker is replaced by a fresh one (default 1000,
-  with up to WEB_MAX_REQUESTS_JITTER more so that the workers are not replaced together):
-  what a worker's requests left in its heap goes with it.
+- WEB_MAX_REQUESTS requests after which a worker is replaced by a fresh one (default 0:
+  never), with up to WEB_MAX_REQUESTS_JITTER more. Off by default: when a gthread worker
+  is replaced, gunicorn drops the connections it has accepted and not yet read (gunicorn
+  issue 3038, open), and clients meet a reset or an empty answer: a rater's submit fails.
 
 The database is prepared before gunicorn starts (`manage.py prepare` in `make run`, the
 release step in a deployment); gunicorn only serves. The app is loaded before the workers
@@ -34,7 +35,7 @@ worker_class = "gthread"
 threads = env_int("WEB_THREADS", 8, minimum=1)
 timeout = env_int("WEB_TIMEOUT", 60, minimum=1)
 graceful_timeout = 20
-max_requests = env_int("WEB_MAX_REQUESTS", 1000, minimum=0)
+max_requests = env_int("WEB_MAX_REQUESTS", 0, minimum=0)
 max_requests_jitter = env_int("WEB_MAX_REQUESTS_JITTER", 100, minimum=0)
 preload_app = True
 errorlog = "-"
