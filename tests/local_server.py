@@ -1,6 +1,7 @@
 """What the scripted local servers of the tests share (tests/generation/scripted_server.py
 for the LLM endpoint, tests/literature/ncbi_server.py for NCBI E-utilities,
-tests/literature/europepmc_server.py for Europe PMC): an HTTP server on 127.0.0.1 and a
+tests/literature/europepmc_server.py for Europe PMC, tests/datasets/zenodo_server.py and
+hub_server.py for Zenodo and the Hugging Face Hub): an HTTP server on 127.0.0.1 and a
 free port, serving from a daemon thread while a `with` block lasts, and queues of scripted
 replies whose last one repeats. `ScriptedServer` adds what the two literature servers
 share: every request recorded with its arrival time, a queue of replies per endpoint, and

@@ -18,7 +18,9 @@ import json
 import re
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from tests.local_server import LocalServer
 
 TOKEN = "hf_write_token"
 READ_TOKEN = "hf_read_token"
@@ -45,7 +47,7 @@ class Repo:
         return revision if revision in self.commits else None
 
 
-class HubServer:
+class HubServer(LocalServer):
     def __init__(self, *, lfs_threshold: int = 1 << 20):
         self.repos: dict[str, Repo] = {}
         self.lfs: dict[str, bytes] = {}  # sha256 -> content, uploaded through the LFS batch's action
@@ -72,17 +74,8 @@ class HubServer:
             def do_PUT(self):
                 server.handle(self)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self._listen(Handler)
+        self.url = self.base_url.rstrip("/")
 
     # --- what the tests look at -------------------------------------------------------------
 

@@ -10,12 +10,14 @@ import json
 import re
 import threading
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from tests.local_server import LocalServer
 
 TOKEN = "good-token"
 
 
-class ZenodoServer:
+class ZenodoServer(LocalServer):
     def __init__(self):
         self.depositions: dict[int, dict] = {}
         self.buckets: dict[str, int] = {}
@@ -42,17 +44,8 @@ class ZenodoServer:
             def do_DELETE(self):
                 server.handle(self)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self._listen(Handler)
+        self.url = self.base_url.rstrip("/")
 
     # --- the API ------------------------------------------------------------------------------
 
