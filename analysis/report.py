@@ -319,7 +319,8 @@ def _answers_by_name(
     if len(summaries):
         # Comparison items are judged with preferences (comparisons_section), never
         # rated one at a time: they are not summaries of this report.
-        raters = {item: names for item, names in raters.items() if item in set(summaries[ITEM])}
+        kept = set(summaries[ITEM])
+        raters = {item: names for item, names in raters.items() if item in kept}
     return answers, raters
 
 

@@ -227,8 +227,9 @@ def percent_agreement(frame: pd.DataFrame, scale: Sequence[float]) -> float:
 def cohen_kappa(frame: pd.DataFrame, scale: Sequence[float]) -> tuple[PairwiseKappa, ...]:
     """Cohen's kappa for every pair of raters, on the items both of them rated.
 
-    Unweighted, linear and quadratic weights via ``sklearn.metrics.cohen_kappa_score``
-    with ``labels=scale``: weights are spread over the positions of the FULL scale, so
+    Unweighted, linear and quadratic weights as ``sklearn.metrics.cohen_kappa_score``
+    gives them with ``labels=scale`` (computed by statsmodels' ``cohens_kappa`` from the
+    pair's table over the full scale): weights are spread over the positions of the FULL scale, so
     an unused category still counts as a step between its neighbours. A pair with no
     co-rated item, or whose chance agreement is 1, gets NaN.
     """
@@ -236,34 +237,33 @@ def cohen_kappa(frame: pd.DataFrame, scale: Sequence[float]) -> tuple[PairwiseKa
 
 
 def _cohen_kappa(prepared: _Prepared) -> tuple[PairwiseKappa, ...]:
-    # Imported here: scikit-learn takes a second or two to import, and callers that do
-    # not ask for pairwise figures (the dataset card) should not pay for it.
-    from sklearn.metrics import cohen_kappa_score
-
-    labels = list(prepared.scale)
+    # Each pair's items × items contingency table over the FULL scale is counted once, and
+    # statsmodels' cohens_kappa gives the three weightings from it (the same values as
+    # sklearn's cohen_kappa_score with labels=scale: tests/stats/test_agreement_golden.py).
+    size = len(prepared.scale)
     wide = prepared.wide.loc[:, prepared.wide.notna().any(axis=0)]
+    values = wide.to_numpy(dtype=float)
+    rated = ~np.isnan(values)
+    codes = np.zeros(values.shape, dtype=np.int64)
+    codes[rated] = scale_codes(values[rated], prepared.scale)
     results: list[PairwiseKappa] = []
-    for rater_a, rater_b in combinations(wide.columns, 2):
-        both = wide[[rater_a, rater_b]].dropna()
-        n = len(both)
-        kappas: dict[str, float] = {}
-        for name, weights in (("unweighted", None), ("linear", "linear"), ("quadratic", "quadratic")):
-            if n == 0:
-                kappas[name] = math.nan
-                continue
-            # sklearn warns and returns NaN when the pair used a single category.
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                value = cohen_kappa_score(
-                    both[rater_a].to_numpy(),
-                    both[rater_b].to_numpy(),
-                    labels=labels,
-                    weights=weights,
-                    replace_undefined_by=np.nan,
-                )
-            kappas[name] = float(value)
-        results.append(PairwiseKappa(rater_a=_plain(rater_a), rater_b=_plain(rater_b), n=n, **kappas))
+    for a, b in combinations(range(len(wide.columns)), 2):
+        both = rated[:, a] & rated[:, b]
+        n = int(both.sum())
+        table = np.bincount(codes[both, a] * size + codes[both, b], minlength=size * size).reshape(size, size)
+        kappas = {name: _kappa(table, weighting) if n else math.nan for name, weighting in KAPPA_WEIGHTINGS}
+        results.append(PairwiseKappa(rater_a=_plain(wide.columns[a]), rater_b=_plain(wide.columns[b]), n=n, **kappas))
     return tuple(results)
+
+
+KAPPA_WEIGHTINGS = (("unweighted", None), ("linear", "linear"), ("quadratic", "quadratic"))
+
+
+def _kappa(table: np.ndarray, weighting: str | None) -> float:
+    """Cohen's kappa of one contingency table; NaN when undefined (chance agreement 1)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        value = float(inter_rater.cohens_kappa(table, wt=weighting, return_results=False))
+    return value if math.isfinite(value) else math.nan
 
 
 def _plain(label: Any) -> Any:

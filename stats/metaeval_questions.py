@@ -38,7 +38,6 @@ Statistical choices:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
@@ -110,58 +109,100 @@ def human_scores(answers: pd.DataFrame, scales: dict[str, tuple[float, float]]) 
     return table
 
 
-def _tau_b(x: np.ndarray, y: np.ndarray) -> float:
-    from scipy import stats
-
-    keep = ~(np.isnan(x) | np.isnan(y))
-    x, y = x[keep], y[keep]
-    if len(x) < MIN_POINTS or np.unique(x).size < 2 or np.unique(y).size < 2:
-        return math.nan
-    return float(stats.kendalltau(x, y, variant="b").statistic)
-
-
-# Up to this many points, the resamples' tau-b are computed together from the points'
-# pair matrices (O(n^2) memory, O(n^2) per resample); above it, one scipy call per
-# resample (O(n log n) each), where scipy's own overhead no longer matters.
-PAIRWISE_MAX_POINTS = 400
+def resample_counts(indices: np.ndarray, n: int) -> np.ndarray:
+    """resamples x n: how many times each of the n points is drawn in each resample (a row
+    of `indices`)."""
+    n_resamples = indices.shape[0]
+    rows = np.arange(n_resamples)[:, None] * n
+    return np.bincount((rows + indices).ravel(), minlength=n_resamples * n).reshape(n_resamples, n)
 
 
 def resampled_tau_b(x: np.ndarray, y: np.ndarray, indices: np.ndarray) -> np.ndarray:
     """Kendall's tau-b of (x[idx], y[idx]) for each row idx of `indices` (resamples x n),
     NaN where undefined (fewer than MIN_POINTS pairs with both values, or no spread in
-    one of them): the value scipy.stats.kendalltau(variant="b") gives on the same points,
-    computed for many resamples at once. With C - D the concordant minus the discordant
-    pairs, n0 the pairs, n1 and n2 the pairs tied in x and in y (a resampled item drawn
-    twice is a pair tied in both, as in scipy): tau-b = (C - D) / sqrt((n0 - n1)(n0 - n2))."""
-    n_resamples, n = indices.shape
-    if n > PAIRWISE_MAX_POINTS:
-        return np.array([_tau_b(x[idx], y[idx]) for idx in indices])
-    # Every count is a sum over the resample's pairs (i, j) of a number that depends only on
-    # the original points the pair drew, A[idx_i, idx_j]; with c the resample's counts of
-    # each original point, that sum is c·A·c. So the pair matrices are built once, on the
-    # n original points, and each resample costs a product with its counts (exact: every
-    # number is a small integer).
+    one of them): the value scipy.stats.kendalltau(variant="b") gives on the same points."""
+    return tau_b_of_counts(x, y, resample_counts(indices, len(x)))
+
+
+def tau_b_of_counts(x: np.ndarray, y: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """tau-b of each resample given as its counts of the n points (resamples x n).
+
+    Every resample draws from the same n points, so what depends on the points alone is
+    worked out once: their order by (x, y), their tie groups and the merge steps of a merge
+    sort of y in that order. A resample then only weights each point by its count: with n0
+    its pairs, n1, n2 and n3 those tied in x, in y and in both (an item drawn twice is a
+    pair tied in both, as in scipy) and D the pairs out of order in y (discordant),
+    C - D = n0 - n1 - n2 + n3 - 2D and tau-b = (C - D) / sqrt((n0 - n1)(n0 - n2)). Exact:
+    every count is an integer."""
     valid = ~(np.isnan(x) | np.isnan(y))
-    xs, ys = np.where(valid, x, 0.0), np.where(valid, y, 0.0)
-    pair = (valid[:, None] & valid[None, :]).astype(float)
-    dx = np.sign(xs[:, None] - xs[None, :])
-    dy = np.sign(ys[:, None] - ys[None, :])
-    rows = np.arange(n_resamples)[:, None] * n
-    counts = np.bincount((rows + indices).ravel(), minlength=n_resamples * n).reshape(n_resamples, n).astype(float)
-
-    def pair_sum(matrix: np.ndarray) -> np.ndarray:
-        return np.einsum("ri,ri->r", counts @ matrix, counts)
-
-    m = counts @ valid.astype(float)
-    n0 = m * (m - 1) / 2
-    # Each unordered pair appears twice in the full matrices; the diagonal is a tie of a
-    # point with itself, in both variables, and is taken out.
-    s = pair_sum(dx * dy * pair) / 2
-    x_ties = pair_sum((dx == 0) * pair) - m
-    y_ties = pair_sum((dy == 0) * pair) - m
-    denominator = np.sqrt((n0 - x_ties / 2) * (n0 - y_ties / 2))
+    if not valid.any():
+        return np.full(counts.shape[0], np.nan)
+    order = np.lexsort((y[valid], x[valid]))
+    x_rank = np.unique(x[valid][order], return_inverse=True)[1]
+    y_rank = np.unique(y[valid][order], return_inverse=True)[1]
+    counts = counts[:, valid][:, order].astype(np.int64)
+    m = counts.sum(axis=1)
+    n0 = m * (m - 1) // 2
+    x_ties = _tied_pairs(counts, x_rank)
+    joint_ties = _tied_pairs(counts, x_rank * (y_rank.max() + 1) + y_rank)
+    by_y = np.argsort(y_rank, kind="stable")
+    y_ties = _tied_pairs(counts[:, by_y], y_rank[by_y])
+    s = n0 - x_ties - y_ties + joint_ties - 2 * _discordant_pairs(counts, y_rank)
+    denominator = np.sqrt((n0 - x_ties).astype(float) * (n0 - y_ties))
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where((m >= MIN_POINTS) & (denominator > 0), s / np.where(denominator > 0, denominator, 1), np.nan)
+
+
+def _tied_pairs(counts: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Per resample, the pairs of drawn points with equal keys (`keys` sorted, one per column)."""
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    drawn = np.add.reduceat(counts, starts, axis=1)
+    return (drawn * (drawn - 1) // 2).sum(axis=1)
+
+
+# Resamples weighted at once in the merge steps: rows that stay in the processor's cache.
+RESAMPLE_CHUNK = 32
+
+
+def _discordant_pairs(counts: np.ndarray, ranks: np.ndarray) -> np.ndarray:
+    """Per resample, the weighted pairs (i < j) with ranks[i] > ranks[j]: the inversions a
+    bottom-up merge sort of `ranks` counts, each step pairing a block's left half with its
+    right half. The steps depend on the ranks only; each resample weights them."""
+    steps = _merge_steps(ranks)
+    total = np.zeros(counts.shape[0], np.int64)
+    for low in range(0, counts.shape[0], RESAMPLE_CHUNK):
+        chunk = counts[low : low + RESAMPLE_CHUNK]
+        for left, right, block_end, not_above in steps:
+            # Running drawn counts of the left halves in rank order; for a right point j,
+            # the left points of its block ranked above it are those between its own
+            # position in that order and its block's end.
+            running = np.zeros((chunk.shape[0], len(left) + 1), np.int64)
+            np.cumsum(chunk[:, left], axis=1, out=running[:, 1:])
+            above = running[:, block_end] - running[:, not_above]
+            total[low : low + RESAMPLE_CHUNK] += np.einsum("ij,ij->i", chunk[:, right], above)
+    return total
+
+
+def _merge_steps(ranks: np.ndarray) -> list[tuple[np.ndarray, ...]]:
+    """For each width w = 1, 2, 4, ...: the left-half points of every block of 2w, sorted by
+    (block, rank); the right-half points; and for each right point, how many of those
+    sorted left points come up to the end of its block and up to its own rank."""
+    n = len(ranks)
+    positions = np.arange(n)
+    levels = int(ranks.max()) + 1 if n else 1
+    steps = []
+    width = 1
+    while width < n:
+        block = positions // (2 * width)
+        on_left = positions % (2 * width) < width
+        left, right = positions[on_left], positions[~on_left]
+        left = left[np.lexsort((ranks[left], block[left]))]
+        keys = block[left] * levels + ranks[left]
+        not_above = np.searchsorted(keys, block[right] * levels + ranks[right], side="right")
+        block_end = np.searchsorted(block[left], block[right], side="right")
+        steps.append((left, right, block_end, not_above))
+        width *= 2
+    return steps
 
 
 def bootstrap_taus(
@@ -173,7 +214,8 @@ def bootstrap_taus(
     values = {c: table[c].to_numpy(dtype=float) for c in [*metrics, *questions]}
     n = len(table)
     indices = np.stack([rng.integers(0, n, n) for _ in range(n_resamples)]) if n_resamples else np.empty((0, n), int)
-    return {(m, q): resampled_tau_b(values[m], values[q], indices) for m in metrics for q in questions}
+    counts = resample_counts(indices, n)
+    return {(m, q): tau_b_of_counts(values[m], values[q], counts) for m in metrics for q in questions}
 
 
 def percentile_interval(samples: np.ndarray, confidence: float = 0.95) -> tuple[float | None, float | None, int]:

@@ -31,28 +31,36 @@ def ratings_frame(*, study: Study, phase: str = "all", include_calibration: bool
     revisions = {
         r.pk: r for r in rater_answer_revisions(study=study, phase=phase, include_calibration=include_calibration)
     }
-    rows = []
     ratings = (
         Rating.objects.filter(revision_id__in=list(revisions))
-        .select_related("revision__assignment__summary", "rationale", "finding")
         .order_by("revision__assignment__summary__key", "revision__assignment__rater_id", "question")
+        .values_list(
+            "revision_id",
+            "revision__assignment__summary__uuid",
+            "revision__assignment__rater_id",
+            "question",
+            "finding__uuid",
+            "score",
+            "value",
+            "rationale__text",
+        )
     )
-    for rating in ratings:
-        revision = revisions[rating.revision_id]
-        rationale = getattr(rating, "rationale", None)
+    rows = []
+    for revision_id, item, rater, question, finding, score, value, rationale in ratings:
+        revision = revisions[revision_id]
         rows.append(
-            {
-                "item": str(rating.revision.assignment.summary.uuid),
-                "rater": str(rating.revision.assignment.rater_id),
-                "question": rating.question,
-                "finding": str(rating.finding.uuid) if rating.finding_id else "",
-                "score": float(rating.score) if rating.score is not None else float("nan"),
-                "answer": rating.answer,
-                "rationale": rationale.text if rationale is not None else "",
-                "phase": revision.phase,
-                "rubric_version": revision.rubric.version,
-                "submitted_at": revision.submitted_at,
-            }
+            (
+                str(item),
+                str(rater),
+                question,
+                str(finding) if finding is not None else "",
+                float(score) if score is not None else float("nan"),
+                score if score is not None else value,  # Rating.answer
+                rationale or "",
+                revision.phase,
+                revision.rubric.version,
+                revision.submitted_at,
+            )
         )
     columns = [
         "item",

@@ -162,7 +162,7 @@ def test_acc_eq_and_kl_against_every_question_and_the_average_worked_by_hand():
     assert result["system_level"]["m"][AVERAGE]["acc_eq"] is None
 
 
-@pytest.mark.parametrize("n", [3, 7, 40])
+@pytest.mark.parametrize("n", [3, 7, 40, 517])
 def test_resampled_tau_b_is_scipys_on_every_resample(n):
     """The vectorised bootstrap (stats.metaeval_questions.resampled_tau_b) gives, resample by
     resample, what scipy.stats.kendalltau(variant="b") gives on the same points: ties on a
@@ -187,15 +187,19 @@ def test_resampled_tau_b_is_scipys_on_every_resample(n):
             assert value == pytest.approx(stats.kendalltau(xs, ys, variant="b").statistic, abs=1e-12)
 
 
-def test_resampled_tau_b_above_the_pairwise_size_calls_scipy(monkeypatch):
+def test_resampled_tau_b_of_continuous_values_and_of_nothing():
+    """Values without ties at a size that is no power of two (merge steps with a short last
+    block), scipy's on every resample; no point with both values gives NaN everywhere."""
     import numpy as np
 
-    from stats import metaeval_questions
+    from stats.metaeval_questions import resampled_tau_b
 
-    monkeypatch.setattr(metaeval_questions, "PAIRWISE_MAX_POINTS", 5)
     rng = np.random.default_rng(1)
-    x, y = rng.normal(size=12), rng.normal(size=12)
-    indices = rng.integers(0, 12, (20, 12))
-    got = metaeval_questions.resampled_tau_b(x, y, indices)
+    x, y = rng.normal(size=301), rng.normal(size=301)
+    y[::7] = x[::7]  # some agreement, so that tau-b is not near 0 only
+    indices = rng.integers(0, 301, (40, 301))
+    got = resampled_tau_b(x, y, indices)
     expected = [stats.kendalltau(x[i], y[i], variant="b").statistic for i in indices]
     assert got == pytest.approx(expected, abs=1e-12)
+    x[:] = np.nan
+    assert np.isnan(resampled_tau_b(x, y, indices)).all()
