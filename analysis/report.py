@@ -172,7 +172,7 @@ def _agreement_section(
         return dataclasses.replace(section, error=str(exc))
     # All statistics of all resamples at once (stats/agreement_bootstrap.py): the same
     # intervals as bootstrap_cis over agreement_report, from the same draws, ~100x faster.
-    intervals = agreement_cis(frame, scale, n_resamples, seed, progress=progress)
+    intervals = agreement_cis(frame, scale, n_resamples, seed, progress=progress, report=report)
     return dataclasses.replace(
         section,
         report=report.to_json_dict(),

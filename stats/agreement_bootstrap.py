@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from stats.agreement import (
+    AgreementReport,
     BootstrapResult,
     _plain,
     agreement_report,
@@ -230,12 +231,15 @@ def agreement_cis(
     *,
     confidence_level: float = 0.95,
     progress: Callable[[int], None] | None = None,
+    report: AgreementReport | None = None,
 ) -> dict[str, BootstrapResult]:
     """Percentile bootstrap intervals (resampling items) for every statistic of
     report_statistics(agreement_report(frame, scale)); see the module docstring.
-    ``progress(done)`` is called after each chunk of resamples."""
+    ``progress(done)`` is called after each chunk of resamples; ``report``: that
+    agreement_report, when the caller has it already."""
     check_bootstrap_options(frame, n_resamples, confidence_level)
-    estimates = {name: float(value) for name, value in report_statistics(agreement_report(frame, scale)).items()}
+    report = agreement_report(frame, scale) if report is None else report
+    estimates = {name: float(value) for name, value in report_statistics(report).items()}
     items = _Items(frame, scale)
     if items.n == 0:
         raise AgreementInputError("Cannot bootstrap an empty frame.")

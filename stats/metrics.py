@@ -29,6 +29,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -95,10 +96,12 @@ class VerificationMetrics:
 
 
 @functools.cache
-def _rouge_scorer():
-    from rouge_score import rouge_scorer
+def _porter_stemmer() -> SimpleNamespace:
+    """nltk's Porter stemmer, as rouge_score's DefaultTokenizer(use_stemmer=True) makes it,
+    with each distinct word stemmed once: a study's texts share most of their words."""
+    from nltk.stem import porter
 
-    return rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=True)
+    return SimpleNamespace(stem=functools.lru_cache(maxsize=200_000)(porter.PorterStemmer().stem))
 
 
 @functools.cache
@@ -123,9 +126,11 @@ def _fk_grade(text: str) -> float:
 
 @functools.lru_cache(maxsize=4096)
 def _rouge_tokens(text: str) -> tuple[str, ...]:
-    """The ROUGE scorer's own tokens (lower-cased, Porter-stemmed), once per text: a
+    """rouge_score's own tokens (lower-cased, Porter-stemmed), once per text: a
     source is tokenised once for all its summaries."""
-    return tuple(_rouge_scorer()._tokenizer.tokenize(text))
+    from rouge_score import tokenize
+
+    return tuple(tokenize.tokenize(text, _porter_stemmer()))
 
 
 def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
