@@ -192,6 +192,18 @@ def ready_in_time(monkeypatch):
         time.sleep(0.1)
 
 
+def settled(ask, checks: dict, *names: str) -> dict:
+    """`checks` once each of `names` has answered: on a loaded machine a healthy check (a new
+    database connection, say) can take longer than READY_TIMEOUT=1 the first time; /readyz
+    then reports the check still running, and a later /readyz its answer. Asks again for
+    at most 60 s (a hang, not a benchmark)."""
+    deadline = time.monotonic() + 60
+    while any(checks[name].startswith("failed: no answer") for name in names) and time.monotonic() < deadline:
+        time.sleep(0.1)
+        checks = ask()[1]["checks"]
+    return checks
+
+
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("scheme", ["redis", "amqp"])
 def test_readyz_answers_not_ready_when_the_broker_accepts_and_never_answers(scheme, ready_in_time, settings, tmp_path):
@@ -214,7 +226,8 @@ def test_readyz_answers_not_ready_when_the_broker_accepts_and_never_answers(sche
             forget_connections()
     assert status == 503 and body["status"] == "failed"
     assert body["checks"]["broker"].startswith("failed: ") and silent.accepted >= 1
-    assert body["checks"]["database"] == "ok" and body["checks"]["storage"] == "ok"
+    checks = settled(ready_in_time, body["checks"], "database", "storage")
+    assert checks["database"] == "ok" and checks["storage"] == "ok"
 
 
 @pytest.mark.django_db(transaction=True)
@@ -231,4 +244,5 @@ def test_readyz_answers_not_ready_when_the_object_store_accepts_and_never_answer
         while silent.accepted < 1 and time.monotonic() < deadline:
             time.sleep(0.05)
     assert status == 503 and body["checks"]["storage"].startswith("failed: ") and silent.accepted >= 1
-    assert body["checks"]["database"] == "ok" and body["checks"]["broker"] == "not configured"
+    checks = settled(ready_in_time, body["checks"], "database", "broker")
+    assert checks["database"] == "ok" and checks["broker"] == "not configured"
