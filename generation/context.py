@@ -87,12 +87,7 @@ def context_line(text: str, ref: str) -> str:
 
 
 def embedding_method() -> str:
-    return "mmr-minilm" if _minilm() is not None else "mmr-tfidf"
-
-
-def _minilm():
-    """The packaged all-MiniLM-L6-v2 model, or None without the ML extra."""
-    return embedding_model()
+    return "mmr-minilm" if embedding_model() is not None else "mmr-tfidf"
 
 
 def sentence_vectors(texts: Sequence[str], method: str) -> np.ndarray | sparse.csr_matrix:
@@ -102,7 +97,7 @@ def sentence_vectors(texts: Sequence[str], method: str) -> np.ndarray | sparse.c
     from sklearn.preprocessing import normalize
 
     if method == "mmr-minilm":
-        vectors = np.asarray(_minilm().encode(list(texts), normalize_embeddings=True), dtype=float)
+        vectors = np.asarray(embedding_model().encode(list(texts), normalize_embeddings=True), dtype=float)
     else:
         from sklearn.feature_extraction.text import TfidfVectorizer
 
