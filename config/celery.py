@@ -39,3 +39,19 @@ def preload_report_modules(**kwargs) -> list[str]:
 
     matplotlib.use("Agg")
     return [importlib.import_module(name).__name__ for name in REPORT_MODULES]
+
+
+def load_task_machinery() -> None:
+    """Import the modules a web worker's first enqueue would import, before gunicorn forks.
+
+    Celery and kombu import their task, tracing, routing, result and transport modules on
+    the first `delay()`; done here, in the master that `preload_app` forks, they are
+    imported once for every worker and no request that enqueues pays for them. Nothing
+    connects: the transport class is looked up, not opened.
+    """
+    import celery.app.trace  # noqa: F401 - eager tasks (no broker) run through it
+
+    app.finalize(auto=True)
+    app.amqp  # noqa: B018 - routing and message building
+    with app.connection_for_write() as connection:
+        connection.transport  # noqa: B018 - the broker's transport class, unopened

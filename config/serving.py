@@ -19,20 +19,37 @@ def refuse_local_key_without_debug() -> None:
 
 
 def load_urlconf() -> None:
-    """Import the URLconf and every view it names now, not on each worker's first request.
+    """Import the URLconf and every view it names, and build its reverse lookups, now, not on
+    each worker's first request.
 
     gunicorn loads the app before it forks its workers (`preload_app`), so what is
     imported here is imported once and its memory pages are shared by every worker; and
     no rater's first request waits for the imports. The statistics stack is not among
-    them: the web app does not import it (tests/config/test_imports.py).
+    them: the web app does not import it (tests/config/test_imports.py). A `reverse()`
+    compiles the patterns and fills the lookup tables Django keeps for the process, the
+    URLconf's and each namespace's (`api:`, ...), per language: one call per namespace and
+    language does it here, once for every worker.
     """
-    from django.urls import get_resolver
+    from django.conf import settings
+    from django.urls import NoReverseMatch, get_resolver, reverse
+    from django.utils import translation
 
-    def walk(patterns):
+    first_names = {}  # namespace -> the first pattern name in it
+
+    def walk(patterns, namespace):
         for pattern in patterns:
             if hasattr(pattern, "url_patterns"):
-                walk(pattern.url_patterns)
+                walk(pattern.url_patterns, ":".join(filter(None, (namespace, pattern.namespace))))
             else:
                 pattern.callback  # noqa: B018 - resolving the callback imports the view
+                if pattern.name:
+                    first_names.setdefault(namespace, pattern.name)
 
-    walk(get_resolver().url_patterns)
+    walk(get_resolver().url_patterns, "")
+    for language, _ in settings.LANGUAGES:
+        with translation.override(language):
+            for namespace, name in first_names.items():
+                try:
+                    reverse(f"{namespace}:{name}" if namespace else name)
+                except NoReverseMatch:
+                    pass  # a name that needs arguments: the lookup tables are built all the same

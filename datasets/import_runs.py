@@ -34,6 +34,7 @@ from core import storage
 from core.background import enqueue_or_fail, heartbeat
 from core.exceptions import ApplicationError, InvalidStateError
 from datasets import run_state
+from datasets.importing import ImportLineError, import_records
 from datasets.models import ImportRun
 from datasets.run_state import NOT_QUEUED_ERROR, Status, worker_died_error
 
@@ -204,8 +205,6 @@ def run_import(*, study_slug: str, import_id: str) -> ImportStatus:
 
 def _run_claimed(row: ImportRun) -> ImportStatus:
     """Run the import of a run this worker claimed (`row.worker` is its claim)."""
-    from datasets.importing import ImportLineError, import_records
-
     study_slug, me, lines = row.study.slug, row.worker, [0]
     fail = {}
     with heartbeat(lambda: run_state.renew(ImportRun, row.pk, worker=me, progress=lines[0])):

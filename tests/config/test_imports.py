@@ -30,6 +30,10 @@ HEAVY = (
     "openai",
 )
 
+# Imported by the first `delay()` of a process unless config.wsgi imported them (no broker:
+# the in-memory transport), and the import pipeline the import task runs.
+TASK_MACHINERY = ("celery.app.trace", "celery.app.amqp", "kombu.transport.memory", "datasets.importing.writing")
+
 PROBE = """
 import json, sys
 import config.wsgi  # settings, the app, the URLconf and every view (config.serving.load_urlconf)
@@ -41,6 +45,7 @@ print(json.dumps({
         m for m in sys.modules
         if m.split(".")[0] in ("annotate", "analysis", "datasets", "generation") and m.endswith(("views", "api"))
     ),
+    "task_machinery": sorted(m for m in %r if m in sys.modules),
 }))
 """
 
@@ -68,13 +73,16 @@ def run_probe(argv: list[str], env: dict[str, str], timeout: int = 300) -> subpr
 
 def test_serving_the_app_imports_no_heavy_library(tmp_path):
     env = probe_env(tmp_path, DEBUG="1")  # a served site with DEBUG off needs its own SECRET_KEY
-    done = run_probe(["-c", PROBE % (HEAVY,)], env)
+    done = run_probe(["-c", PROBE % (HEAVY, TASK_MACHINERY)], env)
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout.strip().splitlines()[-1])
     # The probe did load the web app: the URLconf and the apps' views and APIs.
     assert found["patterns"] > 5
     assert {"annotate.views", "analysis.views", "analysis.api"} <= set(found["views"])
     assert found["heavy"] == [], f"serving the web app imported {found['heavy']}"
+    # What a worker's first enqueue would import is imported before the fork
+    # (config.celery.load_task_machinery), the import pipeline with the views.
+    assert found["task_machinery"] == sorted(TASK_MACHINERY)
 
 
 # What `make run`'s gunicorn master does after `manage.py prepare --demo` (a process of its
