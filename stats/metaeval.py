@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.lib.stride_tricks import sliding_window_view
 from scipy import stats
 from scipy.integrate import trapezoid
 
@@ -41,8 +42,6 @@ __all__ = [
 
 # Below this many paired items a rank correlation and its p-value say nothing useful.
 MIN_ITEMS_FOR_CORRELATION = 3
-# Pair blocks are built as (rows × items) matrices of about this many cells at a time.
-_BLOCK_CELLS = 2_000_000
 
 
 class MetaEvalInputError(ValueError):
@@ -150,39 +149,168 @@ def holm(pvalues: Sequence[float]) -> list[float]:
 
 # --- pairwise accuracy with tie calibration -----------------------------------------
 
+# The calibration's first pass counts the pair differences in about one bucket per this many
+# differences (at most _MAX_BUCKETS buckets); only buckets that can hold the maximum are sorted.
+_DIFFERENCES_PER_BUCKET = 16
+_MAX_BUCKETS = 1 << 16
+# Pair differences are made in blocks of about this many (item, later item) cells.
+_BLOCK_CELLS = 1 << 20
 
-def _group_pairs(h: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For one group, sorted |m_i - m_j| of the pairs that can be counted correct.
 
-    Returns (tie_d, conc_d): differences for pairs the humans tie (correct when the
-    metric difference is <= epsilon) and for pairs the humans order and the metric
-    orders the same way (correct while the metric difference is > epsilon). All other
-    pairs (metric ties or opposite order when humans order) are never correct.
+@dataclass(frozen=True)
+class _Pairs:
+    """Every within-group pair's metric difference |m_i - m_j|, group after group, as two
+    sets: the pairs the humans tie (``tie_d``; correct when the difference is <= epsilon) and
+    those the humans order and the metric orders the same way (``conc_d``; correct while it
+    is > epsilon). Every other pair is never correct. Per group: how many of each
+    (``tie_n``, ``conc_n``) and its number of pairs (``pairs``)."""
+
+    tie_d: np.ndarray
+    tie_n: np.ndarray
+    conc_d: np.ndarray
+    conc_n: np.ndarray
+    pairs: np.ndarray
+
+    def weights(self, sizes: np.ndarray) -> np.ndarray:
+        """Each difference's weight, one over its group's pairs: a single number (0-d) when
+        there is one group, so that a study-wide comparison stores no weight per pair."""
+        if self.pairs.size == 1:
+            return np.asarray(1.0 / self.pairs[0])
+        return np.repeat(1.0 / self.pairs, sizes)
+
+    def groups(self, sizes: np.ndarray) -> np.ndarray:
+        """Each difference's group (0-d when there is one)."""
+        return np.asarray(0) if self.pairs.size == 1 else np.repeat(np.arange(self.pairs.size), sizes)
+
+
+def _pairs(h: np.ndarray, m: np.ndarray, codes: np.ndarray) -> _Pairs:
+    """The pair differences of every group of two or more items.
+
+    Items are sorted by group, then metric score: the pairs of items k places apart in a
+    group have the metric difference m[i + k] - m[i] >= 0, a human tie where the human
+    scores are equal and a concordant pair where the later item's human score is higher
+    and the difference positive (a metric tie orders nothing). A block of offsets k is one
+    array operation over a window view of the group.
     """
-    n = h.size
-    tie_parts: list[np.ndarray] = []
-    conc_parts: list[np.ndarray] = []
-    block = max(1, _BLOCK_CELLS // max(n, 1))
-    for start in range(0, n - 1, block):
-        rows = np.arange(start, min(start + block, n - 1))
-        cols = np.arange(start + 1, n)
-        upper = cols[None, :] > rows[:, None]
-        dh = h[None, cols] - h[rows, None]
-        dm = m[None, cols] - m[rows, None]
-        dh, dm = dh[upper], dm[upper]
-        distance = np.abs(dm)
-        tie_parts.append(distance[dh == 0])
-        conc_parts.append(distance[((dh > 0) & (dm > 0)) | ((dh < 0) & (dm < 0))])
-    tie_d = np.sort(np.concatenate(tie_parts)) if tie_parts else np.empty(0)
-    conc_d = np.sort(np.concatenate(conc_parts)) if conc_parts else np.empty(0)
-    return tie_d, conc_d
+    order = np.lexsort((m, codes))
+    h, m, codes = h[order], m[order], codes[order]
+    bounds = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1], True]) if codes.size else np.zeros(1, dtype=int)
+    ties, conc, tie_n, conc_n, pairs = [], [], [], [], []
+    for start, end in zip(bounds[:-1], bounds[1:], strict=True):
+        if end - start < 2:
+            continue
+        pairs.append((end - start) * (end - start - 1) // 2)
+        size = end - start
+        # Row i, column k of a window: the item k places after item i (NaN past the group's
+        # end, which no comparison below counts).
+        padded_h, padded_m = (np.r_[v[start:end], np.full(size, np.nan)] for v in (h, m))
+        windows_h, windows_m = (sliding_window_view(v, size)[:size] for v in (padded_h, padded_m))
+        tie_n.append(0)
+        conc_n.append(0)
+        step = max(1, _BLOCK_CELLS // size)
+        for k in range(1, size, step):
+            rows = size - k  # the items with a partner k or more places later
+            with np.errstate(over="ignore", invalid="ignore"):  # beyond the float range is inf, as it should
+                dm = windows_m[:rows, k : k + step] - padded_m[:rows, None]
+                dh = windows_h[:rows, k : k + step] - padded_h[:rows, None]
+            ties.append(dm[dh == 0])
+            conc.append(dm[(dh > 0) & (dm > 0)])
+            tie_n[-1] += ties[-1].size
+            conc_n[-1] += conc[-1].size
+    return _Pairs(
+        np.concatenate(ties) if ties else np.empty(0),
+        np.array(tie_n, dtype=np.int64),
+        np.concatenate(conc) if conc else np.empty(0),
+        np.array(conc_n, dtype=np.int64),
+        np.array(pairs, dtype=np.int64),
+    )
 
 
-def _correct_counts(tie_d: np.ndarray, conc_d: np.ndarray, epsilons: np.ndarray) -> np.ndarray:
-    """Number of correct pairs at each epsilon: ties with d <= eps plus concordant with d > eps."""
-    ties_ok = np.searchsorted(tie_d, epsilons, side="right")
-    conc_ok = conc_d.size - np.searchsorted(conc_d, epsilons, side="right")
-    return ties_ok + conc_ok
+def _weighted_counts(index: np.ndarray, weights: np.ndarray, length: int) -> np.ndarray:
+    """np.bincount of ``index`` weighted by ``weights`` (one weight for all when 0-d)."""
+    if weights.ndim == 0:
+        return np.bincount(index, minlength=length) * float(weights)
+    return np.bincount(index, weights, length)
+
+
+def _near_maxima(p: _Pairs, tolerance: float) -> np.ndarray:
+    """The epsilons, ascending and 0 first, whose acc_eq summed in floats is within
+    ``tolerance`` of the largest: the candidates the exact comparison then settles.
+
+    Times the number of groups, acc_eq(eps) is the weight of every concordant pair plus, over
+    the differences <= eps, the ties' weights minus the concordant pairs' (a pair weighs one
+    over its group's pairs). A first pass adds the weights up in buckets of difference
+    values: a candidate in bucket k is worth at most the sum before k plus the bucket's ties,
+    and the bucket's largest tie difference at least the sum through k. Only the buckets whose
+    bound reaches the best of those are sorted and swept, difference by difference.
+    """
+    tie_w, conc_w = p.weights(p.tie_n), p.weights(p.conc_n)
+    base = float(np.broadcast_to(conc_w, p.conc_d.shape).sum())
+    zero = base + float(np.broadcast_to(tie_w, p.tie_d.shape)[p.tie_d == 0].sum())
+    top = max(p.tie_d.max(initial=0.0), p.conc_d.max(initial=0.0))
+    if p.tie_d.size == 0 or top == 0:
+        return np.zeros(1)
+    n_buckets = int(min(_MAX_BUCKETS, max(1, (p.tie_d.size + p.conc_d.size) // _DIFFERENCES_PER_BUCKET)))
+    if not np.isfinite(top) or not np.isfinite(n_buckets / top):
+        n_buckets = 1  # differences beyond the float range (or below it): one bucket, swept in full
+
+    def bucket(d: np.ndarray) -> np.ndarray:
+        """Each difference's bucket: monotone in the difference, so a bucket is an interval."""
+        if n_buckets == 1:
+            return np.zeros(d.size, dtype=np.int64)
+        return np.minimum((d * (n_buckets / top)).astype(np.int64), n_buckets - 1)
+
+    tie_b, conc_b = bucket(p.tie_d), bucket(p.conc_d)
+    tie_in = _weighted_counts(tie_b, tie_w, n_buckets)
+    net = tie_in - _weighted_counts(conc_b, conc_w, n_buckets)
+    through = base + np.cumsum(net)
+    before = through - net
+    has_tie = np.bincount(tie_b, minlength=n_buckets) > 0
+    chosen = has_tie & (before + tie_in >= max(zero, through[has_tie].max()) - tolerance)
+    if not chosen.any():
+        return np.zeros(1)  # no tie difference comes near acc_eq at 0
+
+    pick_t, pick_c = chosen[tie_b], chosen[conc_b]
+    del tie_b, conc_b
+    d = np.concatenate((p.tie_d[pick_t], p.conc_d[pick_c]))
+    order = np.argsort(d, kind="stable")
+    d = d[order]
+    w = np.concatenate(
+        (np.broadcast_to(tie_w, p.tie_d.shape)[pick_t], -np.broadcast_to(conc_w, p.conc_d.shape)[pick_c])
+    )[order]
+    is_tie = (order < np.count_nonzero(pick_t)).astype(float)
+    b = bucket(d)
+    # The sum at each difference: the buckets before its own plus its bucket's weights up to it.
+    running = np.cumsum(w)
+    first = np.flatnonzero(np.r_[True, b[1:] != b[:-1]])
+    value = before[b] + running - np.repeat((running - w)[first], np.diff(np.r_[first, d.size]))
+    # A candidate is a distinct difference some tie has, worth the value after all its pairs.
+    last = np.r_[d[1:] != d[:-1], True]
+    has_tie_here = np.bincount(np.cumsum(np.r_[True, last[:-1]]) - 1, is_tie) > 0
+    candidates, values = d[last][has_tie_here], value[last][has_tie_here]
+    best = max(zero, values.max(initial=-np.inf))
+    return np.unique(np.r_[0.0, candidates[values >= best - tolerance]])
+
+
+def _exact_accuracy(p: _Pairs, epsilons: np.ndarray) -> list[Fraction]:
+    """acc_eq at each of the ascending ``epsilons`` as an exact rational: the mean over the
+    groups of correct pairs / pairs."""
+    n_groups, slots = p.pairs.size, epsilons.size + 1
+
+    def counts(d: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+        """groups x slots: the pairs whose difference lies above epsilons[k - 1] and at most epsilons[k]."""
+        where = p.groups(sizes) * slots + np.searchsorted(epsilons, d, side="left")
+        return np.bincount(where, minlength=n_groups * slots).reshape(n_groups, slots)
+
+    # A tie is correct at every epsilon from its difference on, a concordant pair below it.
+    correct = counts(p.tie_d, p.tie_n)[:, :-1].cumsum(axis=1)
+    correct += counts(p.conc_d, p.conc_n)[:, ::-1].cumsum(axis=1)[:, ::-1][:, 1:]
+    denominator = math.lcm(*p.pairs.tolist())
+    numerators = np.zeros(epsilons.size, dtype=object)
+    for pairs in np.unique(p.pairs):
+        # Python ints (object dtype) so that a large common denominator cannot overflow.
+        numerators += correct[p.pairs == pairs].sum(axis=0).astype(object) * (denominator // int(pairs))
+    return [Fraction(int(n), denominator * n_groups) for n in numerators]
 
 
 MAX_GRID_DECIMALS = 12
@@ -233,11 +361,11 @@ def acc_eq(human: Any, metric: Any, groups: Any = None) -> AccEqResult:
     group label are dropped first.
 
     Computation: each pair is correct on an interval of epsilon ([d, inf) for human
-    ties, [0, d) for concordant pairs), so the correct count at every candidate follows
-    from binary searches in the sorted pair differences: O(P log P) for P pairs instead
-    of O(P × candidates). Only {0} and the human-tie differences need evaluating: between
-    two of them no pair becomes correct and concordant pairs can only drop out, so any
-    other candidate is never the smallest maximiser.
+    ties, [0, d) for concordant pairs), so only {0} and the human-tie differences are
+    candidates: between two of them no pair becomes correct and concordant pairs can only
+    drop out. The differences are made level by level (items sorted by human, then metric
+    score), summed in value buckets to find the few that can hold the maximum, and only
+    those are sorted; the near-maximal candidates are then compared exactly, in rationals.
     """
     h_all = _as_float_array(human, "human")
     m_all = _as_float_array(metric, "metric")
@@ -257,47 +385,24 @@ def acc_eq(human: Any, metric: Any, groups: Any = None) -> AccEqResult:
     codes, _ = pd.factorize(group_labels[keep], sort=True)
     n_dropped = int((~keep).sum())
 
-    per_group: list[tuple[np.ndarray, np.ndarray, int]] = []
-    order = np.argsort(codes, kind="stable")
-    bounds = np.flatnonzero(np.diff(codes[order])) + 1
-    for members in np.split(order, bounds) if order.size else []:
-        k = members.size
-        if k < 2:
-            continue
-        tie_d, conc_d = _group_pairs(h[members], m[members])
-        per_group.append((tie_d, conc_d, k * (k - 1) // 2))
-
-    n_pairs = sum(p for _, _, p in per_group)
-    if not per_group:
+    p = _pairs(h, m, codes)
+    if not p.pairs.size:
         return AccEqResult(math.nan, math.nan, math.nan, int(h.size), n_dropped, 0, 0)
-
-    candidates = np.unique(np.concatenate([np.zeros(1)] + [tie_d for tie_d, _, _ in per_group]))
-    totals = np.zeros(candidates.size)
-    for tie_d, conc_d, pairs in per_group:
-        totals += _correct_counts(tie_d, conc_d, candidates) / pairs
-    # Floats can split or merge equal maxima by an ulp; settle the near-maxima exactly.
-    near = np.flatnonzero(totals >= totals.max() - 1e-9 * len(per_group))
-    exact = _exact_accuracy(per_group, candidates[near])
-    best = exact.index(max(exact))  # candidates ascend, so the first maximum is the smallest epsilon
+    # Float sums of n weights (each group's add up to 1) are off by at most a few n units in
+    # the last place per group: candidates within that of the best are compared exactly.
+    n_sums = p.tie_d.size + p.conc_d.size + _MAX_BUCKETS
+    epsilons = _near_maxima(p, tolerance=p.pairs.size * (1e-9 + 8 * n_sums * np.finfo(float).eps))
+    exact = _exact_accuracy(p, epsilons)
+    best = exact.index(max(exact))  # epsilons ascend, so the first maximum is the smallest epsilon
     return AccEqResult(
-        at_zero=float(_exact_accuracy(per_group, np.zeros(1))[0]),
+        at_zero=float(exact[0]),
         value=float(exact[best]),
-        epsilon=float(candidates[near[best]]) / unit,
+        epsilon=abs(float(epsilons[best])) / unit,  # abs: a difference of 0.0 and -0.0 is -0.0
         n_items=int(h.size),
         n_dropped=n_dropped,
-        n_groups=len(per_group),
-        n_pairs=int(n_pairs),
+        n_groups=int(p.pairs.size),
+        n_pairs=int(p.pairs.sum()),
     )
-
-
-def _exact_accuracy(per_group: list[tuple[np.ndarray, np.ndarray, int]], epsilons: np.ndarray) -> list[Fraction]:
-    """acc_eq at each epsilon as an exact rational: mean over groups of correct / pairs."""
-    denominator = math.lcm(*(pairs for _, _, pairs in per_group))
-    numerators = np.zeros(epsilons.size, dtype=object)
-    for tie_d, conc_d, pairs in per_group:
-        # Python ints (object dtype) so that large common denominators cannot overflow.
-        numerators += _correct_counts(tie_d, conc_d, epsilons).astype(object) * (denominator // pairs)
-    return [Fraction(int(n), denominator * len(per_group)) for n in numerators]
 
 
 # --- distribution distance -----------------------------------------------------------
@@ -312,9 +417,12 @@ def _scott_bandwidth(data: np.ndarray) -> float:
 def _gaussian_kde(data: np.ndarray, width: float, grid: np.ndarray) -> np.ndarray:
     """gaussian_kde(data)(grid) for one dimension, in numpy: the mean of normal densities
     of sd `width` centred on the data (scipy's evaluate solves a triangular system per
-    call; tests/analysis compares the two)."""
-    z = (grid[:, None] - data[None, :]) / width
-    return np.exp(-0.5 * z * z).sum(axis=1) / (data.size * width * math.sqrt(2 * math.pi))
+    call; tests/analysis compares the two). Each distinct value's density is computed
+    once and counted as often as it occurs: human scores (means of a few ratings) take
+    few values."""
+    values, counts = np.unique(data, return_counts=True)
+    z = (grid[:, None] - values[None, :]) / width
+    return np.exp(-0.5 * z * z) @ counts / (data.size * width * math.sqrt(2 * math.pi))
 
 
 def standardised_densities(

@@ -230,6 +230,74 @@ def test_grouped_acc_eq_matches_brute_force(data):
     )
 
 
+def sweep_acc_eq(human, metric, groups):
+    """acc_eq by a second, plain route for sizes brute force cannot reach: every pair of every
+    group in numpy, each group's tie and concordant differences sorted, the correct pairs at
+    every candidate by binary search, and the near-best candidates summed exactly. Metric
+    values are given on a grid of integers here, so their differences are exact."""
+    h, m, g = (np.asarray(v) for v in (human, metric, groups))
+    per_group = []
+    for label in np.unique(g):
+        hh, mm = h[g == label], m[g == label]
+        i, j = np.triu_indices(hh.size, 1)
+        if not i.size:
+            continue
+        dh, dm = hh[j] - hh[i], mm[j] - mm[i]
+        tie = np.sort(np.abs(dm[dh == 0]))
+        conc = np.sort(np.abs(dm[(dh * dm) > 0]))
+        per_group.append((tie, conc, i.size))
+    candidates = np.unique(np.concatenate([np.zeros(1)] + [tie for tie, _, _ in per_group]))
+
+    def correct(tie, conc, eps):
+        return np.searchsorted(tie, eps, side="right") + conc.size - np.searchsorted(conc, eps, side="right")
+
+    floats = sum(correct(tie, conc, candidates) / pairs for tie, conc, pairs in per_group)
+    near = candidates[floats >= floats.max() - 1e-6]
+    exact = [sum(Fraction(int(correct(t, c, eps)), p) for t, c, p in per_group) / len(per_group) for eps in near]
+    best = exact.index(max(exact))
+    at_zero = sum(Fraction(int(correct(t, c, 0.0)), p) for t, c, p in per_group) / len(per_group)
+    return float(at_zero), float(exact[best]), float(near[best])
+
+
+@pytest.mark.parametrize("continuous_human", [False, True])
+@pytest.mark.parametrize("grouped", [False, True])
+@pytest.mark.parametrize("seed", range(4))
+def test_acc_eq_matches_a_plain_sweep_on_hundreds_of_items(seed, grouped, continuous_human):
+    # Sizes where the pair differences fill many buckets, with exact metric ties (a grid of
+    # integers, as decimal_grid makes of values with few decimals), and human scores that
+    # tie often (means of three 1-5 scores) or almost never (continuous).
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(200, 700))
+    if continuous_human:
+        human = rng.normal(3, 1, size=n).round(6)
+    else:
+        human = rng.integers(1, 6, size=n) + rng.integers(0, 3, size=n) / 3
+    spread = int(rng.choice([3, 40, 100_000]))
+    metric = (human * spread / 5 + rng.integers(0, spread, size=n)).round()
+    groups = rng.integers(0, 7, size=n) if grouped else np.zeros(n, dtype=int)
+    result = acc_eq(human, metric, groups if grouped else None)
+    at_zero, value, epsilon = sweep_acc_eq(human, metric, groups)
+    assert (result.at_zero, result.value, result.epsilon) == (
+        pytest.approx(at_zero, abs=1e-12),
+        pytest.approx(value, abs=1e-12),
+        epsilon,
+    )
+
+
+def test_acc_eq_of_differences_beyond_the_float_range():
+    # |1e308 - (-1e308)| overflows to inf: a human tie that only an infinite epsilon calls a tie.
+    result = acc_eq([1.0, 1.0], [-1e308, 1e308])
+    assert (result.at_zero, result.value, result.epsilon) == (0.0, 1.0, math.inf)
+    result = acc_eq([1.0, 2.0, 2.0], [-1e308, 1e308, 1e308])
+    assert (result.at_zero, result.value) == (pytest.approx(1.0), pytest.approx(1.0))
+
+
+def test_acc_eq_reports_a_zero_epsilon_without_a_sign():
+    result = acc_eq([1.0, 1.0, 2.0], [0.0, -0.0, 1.0])
+    assert (result.value, result.epsilon) == (1.0, 0.0)
+    assert math.copysign(1.0, result.epsilon) == 1.0
+
+
 def test_acc_eq_handles_5000_items():
     # 12.5M pairs: a pure-Python loop per candidate would take hours; the sweep takes
     # seconds (its time is a figure of tests/bench/bench_analysis.py, not a limit here).
