@@ -7,24 +7,23 @@ thread), and cached for the ratings as they are. Access follows annotate.permiss
 
 from __future__ import annotations
 
-import json
-
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.views import APIView
 
 from analysis import services, tasks
 from analysis.models import AnalysisResult
-from analysis.report_json import report_from_payload, report_json
 from annotate import permissions
 from core.run_views import RunKind, RunViews
 
 
 class ReportField(serializers.JSONField):
-    """The stored report as ``report.json`` holds it: written by analysis.report_json alone."""
+    """The stored report, as ``report.json`` holds it: analysis.report_json.report_payload
+    wrote it, and the report's version is part of the result's fingerprint, so a stored
+    report always has the current form and is served as it is."""
 
     def to_representation(self, value):
-        return None if value is None else json.loads(report_json(report_from_payload(value)))
+        return value
 
 
 class AnalysisResultSerializer(serializers.ModelSerializer):

@@ -144,6 +144,31 @@ class BetterPair:
     high: float
 
 
+# A table longer than this shows its first rows on the page and names the download that
+# holds every row: a study of 60 raters has 1,770 rater pairs per question.
+PAGE_ROWS = 200
+
+
+@dataclass(frozen=True)
+class LongTable:
+    """The first PAGE_ROWS rows of a table, how many it has, and the file with all of them."""
+
+    rows: tuple[Any, ...]
+    total: int
+    file: str
+    url: str
+
+    @property
+    def hidden(self) -> int:
+        return self.total - len(self.rows)
+
+
+def _long_table(rows, file: str, study: Study, query: str) -> LongTable:
+    rows = tuple(rows)
+    url = reverse("analysis:download", args=[study.slug, file]) + query
+    return LongTable(rows=rows[:PAGE_ROWS], total=len(rows), file=file, url=url)
+
+
 @dataclass(frozen=True)
 class ReportBody:
     """The finished report as the page shows it: ``study_report`` read into the
@@ -159,7 +184,7 @@ class ReportBody:
     agreement: tuple[Mapping[str, Any], ...]
     agreement_csv: str
     errors: tuple[AgreementSection, ...]
-    cohen: tuple[Mapping[str, Any], ...]
+    cohen: LongTable
     histograms: tuple[Histogram, ...]
     options: tuple[OptionTable, ...]
     groups: tuple[GroupView, ...]
@@ -171,6 +196,8 @@ class ReportBody:
     compare_groups: tuple[CompareTable, ...]
     compare_pairs: tuple[CompareTable, ...]
     adjudication: AfterAdjudication
+    adjudication_items: LongTable
+    drift_windows: LongTable
     retrieval: tuple[Mapping[str, Any], ...]
     plots: tuple[Plot, ...]
     plots_pending: int
@@ -231,7 +258,12 @@ def report_body(result: AnalysisResult, *, study: Study, phase: str, drawn: set[
         agreement=_agreement(report),
         agreement_csv=reverse("analysis:download", args=[study.slug, "agreement.csv"]) + query,
         errors=tuple(a for a in report.agreement if a.error),
-        cohen=tuple({**row, "subject": _subject_of(report, row)} for row in cohen_rows(report)),
+        cohen=_long_table(
+            ({**row, "subject": _subject_of(report, row)} for row in cohen_rows(report)),
+            "cohen_kappa.csv",
+            study,
+            query,
+        ),
         histograms=report.histograms,
         options=_options(report),
         groups=_groups(report),
@@ -243,6 +275,8 @@ def report_body(result: AnalysisResult, *, study: Study, phase: str, drawn: set[
         compare_groups=report.compare.groups,
         compare_pairs=report.compare.pairs,
         adjudication=report.after_adjudication,
+        adjudication_items=_long_table(report.after_adjudication.items, "after_adjudication_items.csv", study, query),
+        drift_windows=_long_table(report.drift.windows if report.drift else (), "drift.csv", study, query),
         retrieval=report.retrieval,
         plots=plots,
         plots_pending=sum(not p.drawn for p in plots),

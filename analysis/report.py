@@ -40,7 +40,7 @@ import pandas as pd
 
 from analysis.question_spec import QuestionSpec
 from analysis.report_compare import after_adjudication_section, compare_section, comparisons_section
-from analysis.report_json import from_payload, report_from_payload, report_payload, to_payload
+from analysis.report_json import from_payload, to_payload
 from analysis.sections import (
     AgreementSection,
     Correlation,
@@ -348,8 +348,9 @@ def build_study_report(
     seed: int = 0,
     progress: Callable[[float], None] | None = None,
 ) -> StudyReport:
-    """Every statistic for one study and phase (None where undefined); analysis.services
-    adds the sections that need the database.
+    """Every statistic for one study and phase (None or NaN where undefined: the stored
+    payload, analysis.report_json, has null for both); analysis.services adds the sections
+    that need the database.
 
     ``ratings`` is the tidy frame of ``annotate.selectors.frames.ratings_frame`` (item, rater,
     question, score, answer, phase); ``summaries`` has item, key, source and
@@ -398,8 +399,7 @@ def build_study_report(
     )
     if progress is not None:
         progress(1.0)
-    # As stored and read back: numpy scalars as Python numbers, NaN as None, keys as text.
-    return report_from_payload(report_payload(report))
+    return report
 
 
 def metric_columns_of(metrics: pd.DataFrame) -> list[str]:

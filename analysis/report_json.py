@@ -17,7 +17,7 @@ import json
 import math
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from analysis.sections import StudyReport
@@ -46,33 +46,44 @@ def to_payload(value: Any) -> Any:
     return value
 
 
+def _kept(value: Any) -> Any:
+    return value
+
+
 @functools.cache
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
+def _reader(kind: Any) -> Callable[[Any], Any]:
+    """The function that reads a parsed JSON value as ``kind`` (see from_payload), made once
+    per type: the type hints are looked at once, not at every value of a large report."""
+    if isinstance(kind, type) and dataclasses.is_dataclass(kind):
+        hints = typing.get_type_hints(kind)
+        readers = {field.name: _reader(hints[field.name]) for field in dataclasses.fields(kind)}
+
+        def read_dataclass(value: Any) -> Any:
+            unknown = set(value) - readers.keys()
+            if unknown:
+                raise ValueError(f"{kind.__name__} has no field {', '.join(sorted(unknown))}.")
+            return kind(**{name: None if item is None else readers[name](item) for name, item in value.items()})
+
+        return read_dataclass
+    origin, args = typing.get_origin(kind), typing.get_args(kind)
+    if origin is typing.Union or origin is types.UnionType:
+        (inner,) = [a for a in args if a is not type(None)]
+        return _reader(inner)
+    if origin is tuple:
+        item = _reader(args[0])
+        if item is _kept:
+            return tuple
+        return lambda value: tuple(None if v is None else item(v) for v in value)
+    if origin in (Mapping, dict):
+        item = _reader(args[1])
+        return lambda value: {k: None if v is None else item(v) for k, v in value.items()}
+    return _kept
 
 
 def from_payload(kind: Any, value: Any) -> Any:
     """``value`` (JSON as parsed) read as the type ``kind``: dataclasses, ``X | None``,
     ``tuple[X, ...]``, ``Mapping[str, X]``; anything else is kept as it is."""
-    if value is None:
-        return None
-    if isinstance(kind, type) and dataclasses.is_dataclass(kind):
-        hints = _hints(kind)
-        names = {f.name for f in dataclasses.fields(kind)}
-        unknown = set(value) - names
-        if unknown:
-            raise ValueError(f"{kind.__name__} has no field {', '.join(sorted(unknown))}.")
-        return kind(**{name: from_payload(hints[name], item) for name, item in value.items()})
-    origin = typing.get_origin(kind)
-    args = typing.get_args(kind)
-    if origin is typing.Union or origin is types.UnionType:
-        (inner,) = [a for a in args if a is not type(None)]
-        return from_payload(inner, value)
-    if origin is tuple:
-        return tuple(from_payload(args[0], v) for v in value)
-    if origin in (Mapping, dict):
-        return {k: from_payload(args[1], v) for k, v in value.items()}
-    return value
+    return None if value is None else _reader(kind)(value)
 
 
 def report_payload(report: StudyReport) -> dict[str, Any]:

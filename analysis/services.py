@@ -24,6 +24,7 @@ from analysis.plots import plot_names, render_plot
 from analysis.report_files import report_files
 from annotate.models import Study
 from annotate.selectors.contents import rubric_definition
+from annotate.selectors.counting import rater_answer_revisions
 from annotate.selectors.frames import (
     consensus_frame,
     raters_by_item,
@@ -124,7 +125,10 @@ def compute_study_report(
     alive = progress or (lambda fraction: None)
     resamples = BOOTSTRAP_RESAMPLES if n_resamples is None else n_resamples
     specs = question_specs(study)
-    ratings = prepare_ratings(ratings_frame(study=study, phase=phase), rubric_definition(study.rubric).na_codes)
+    counting = rater_answer_revisions(study=study, phase=phase)  # the answers every frame below reads
+    ratings = prepare_ratings(
+        ratings_frame(study=study, phase=phase, revisions=counting), rubric_definition(study.rubric).na_codes
+    )
     summaries = summaries_frame(study=study)
     claims = selectors.claims_frame(study=study)
     alive(0.0)
@@ -134,7 +138,7 @@ def compute_study_report(
     metrics = selectors.with_evaluator_metrics(study=study, metrics=metrics)
     alive(0.0)
     names = selectors.rater_names(rater_ids=ratings["rater"].unique())
-    raters = raters_by_item(study=study, phase=phase)
+    raters = raters_by_item(study=study, phase=phase, revisions=counting)
     try:
         report = build_study_report(
             ratings=ratings,
@@ -156,7 +160,7 @@ def compute_study_report(
     reference = ReferenceMetrics(stored=stored_rows, computed=int(len(texts)) - stored_rows)
     sections = _database_sections(
         study=study, phase=phase, ratings=ratings, summaries=summaries, metrics=metrics, specs=specs, names=names,
-        raters=raters, n_resamples=resamples,
+        raters=raters, n_resamples=resamples, counting=counting,
     )  # fmt: skip
     report = dataclasses.replace(report, **sections, reference_metrics=reference, study=study.slug, phase=phase)
     return report_payload(report)
@@ -173,13 +177,15 @@ def _database_sections(
     names: dict[str, str],
     raters: dict[str, list[str]],
     n_resamples: int,
+    counting: list,
 ) -> dict[str, Any]:
-    """The report's sections that read more of the database (analysis.study_sections), by field."""
+    """The report's sections that read more of the database (analysis.study_sections), by
+    field; `counting`: the answers that count (rater_answer_revisions)."""
     from analysis import rater_sections, study_sections
     from analysis.sections import RubricInfo
     from stats.pipeline_checks import check_pass_rates
 
-    spans = spans_frame(study=study, phase=phase)
+    spans = spans_frame(study=study, phase=phase, revisions=counting)
     named = ratings.assign(rater=[names.get(str(r), str(r)) for r in ratings["rater"]])
     judges = selectors.judge_scores(study=study)
     return {

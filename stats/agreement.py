@@ -532,19 +532,27 @@ def percentile_intervals(
     """Percentile intervals from each statistic's resampled values (NaN = undefined
     resample): the (alpha/2, 1-alpha/2) percentiles of the defined ones, NaN if none are."""
     tail = (1 - confidence_level) / 2 * 100
+    defined = {name: values[name][~np.isnan(values[name])] for name in estimates}
+    # np.percentile along the rows of the statistics with as many defined values: the same
+    # figures as one call per statistic, in one call per size.
+    bounds: dict[str, tuple[float, float]] = {}
+    by_size: dict[int, list[str]] = {}
+    for name, kept in defined.items():
+        by_size.setdefault(kept.size, []).append(name)
+    for size, names in by_size.items():
+        if not size:
+            bounds.update({name: (math.nan, math.nan) for name in names})
+            continue
+        low, high = np.percentile(np.stack([defined[name] for name in names]), [tail, 100 - tail], axis=1)
+        bounds.update({name: (float(lo), float(hi)) for name, lo, hi in zip(names, low, high, strict=True)})
     results: dict[str, BootstrapResult] = {}
     for name, estimate in estimates.items():
-        defined = values[name][~np.isnan(values[name])]
-        if defined.size:
-            low, high = np.percentile(defined, [tail, 100 - tail])
-        else:
-            low = high = math.nan
         results[name] = BootstrapResult(
             estimate=estimate,
-            low=float(low),
-            high=float(high),
+            low=bounds[name][0],
+            high=bounds[name][1],
             confidence_level=confidence_level,
             n_resamples=int(values[name].size),
-            n_undefined=int(values[name].size - defined.size),
+            n_undefined=int(values[name].size - defined[name].size),
         )
     return results

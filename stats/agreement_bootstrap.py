@@ -31,6 +31,7 @@ from itertools import combinations
 
 import numpy as np
 import pandas as pd
+from scipy import sparse
 
 from stats.agreement import (
     AgreementReport,
@@ -45,6 +46,8 @@ from stats.frames import ITEM, AgreementInputError, scale_codes, to_wide, valida
 
 # Resamples per matrix product: bounds memory at CHUNK × items floats per array.
 CHUNK = 250
+# Cohen's kappa takes rater pairs in blocks of about this many (pair, cell, resample) floats.
+_PAIR_CELLS = 1 << 21
 
 
 def _divide(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
@@ -84,14 +87,20 @@ class _Items:
             self.coincidences = np.where(
                 self.usable[:, None, None], outer / np.maximum(self.r - 1, 1)[:, None, None], 0.0
             ).reshape(self.n, self.q * self.q)
-        # Cohen: raters with a rating, and per pair the co-rated items' confusion cells.
+        # Cohen: raters with a rating, and per pair the co-rated items' confusion cells, as
+        # one sparse items x (pair, cell) matrix: a chunk's confusions are one product.
         self.rated_raters = [j for j in range(len(self.raters)) if present[:, j].any()]
-        self.pairs = []
-        for a, b in combinations(self.rated_raters, 2):
+        self.pairs = list(combinations(self.rated_raters, 2))
+        rows, columns = [], []
+        for index, (a, b) in enumerate(self.pairs):
             both = np.flatnonzero(present[:, a] & present[:, b])
-            cells = np.zeros((both.size, self.q * self.q))
-            cells[np.arange(both.size), self.codes[both, a] * self.q + self.codes[both, b]] = 1.0
-            self.pairs.append((a, b, both, cells))
+            rows.append(both)
+            columns.append(index * self.q * self.q + self.codes[both, a] * self.q + self.codes[both, b])
+        rows_all = np.concatenate(rows) if rows else np.empty(0, dtype=np.int64)
+        self.cells = sparse.csr_array(
+            (np.ones(rows_all.size), (np.concatenate(columns) if columns else rows_all, rows_all)),
+            shape=(len(self.pairs) * self.q * self.q, self.n),
+        )  # (pair, cell) x items
 
 
 def _weights(rng: np.random.Generator, n_items: int, count: int) -> np.ndarray:
@@ -164,7 +173,8 @@ def _alpha(items: _Items, w: np.ndarray) -> dict[str, np.ndarray]:
 def _cohen(items: _Items, w: np.ndarray, rater_present: np.ndarray) -> dict[str, np.ndarray]:
     """sklearn's cohen_kappa_score for every rater pair: 1 - sum(W C) / sum(W E), with C the
     weighted confusion matrix of the co-rated items, E = outer(column sums, row sums) / N,
-    and W the weighting over scale positions (1 - I, |i - j| or (i - j)^2)."""
+    and W the weighting over scale positions (1 - I, |i - j| or (i - j)^2). Every pair of
+    a block at once: C is (pair, cell) x resamples, one sparse product."""
     q = items.q
     position = np.arange(q)
     weightings = {
@@ -173,21 +183,25 @@ def _cohen(items: _Items, w: np.ndarray, rater_present: np.ndarray) -> dict[str,
         "quadratic": ((position[:, None] - position[None, :]) ** 2).astype(float),
     }
     out = {}
-    for a, b, both, cells in items.pairs:
-        confusion = (w[:, both] @ cells).reshape(-1, q, q)
+    block = max(1, _PAIR_CELLS // (q * q * max(1, w.shape[0])))
+    for start in range(0, len(items.pairs), block):
+        pairs = items.pairs[start : start + block]
+        rows = slice(start * q * q, (start + len(pairs)) * q * q)
+        confusion = (items.cells[rows] @ w.T).reshape(len(pairs), q, q, -1)  # pair, a's code, b's code, resample
         sum0 = confusion.sum(axis=1)
         sum1 = confusion.sum(axis=2)
-        total = sum0.sum(axis=1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            expected = sum0[:, :, None] * sum1[:, None, :] / total[:, None, None]
+        total = sum0.sum(axis=1)  # pair, resample
+        a, b = (np.array([pair[k] for pair in pairs]) for k in (0, 1))
         # A pair is in a resample's report only if both raters rated something in it.
-        defined = rater_present[:, a] & rater_present[:, b] & (total > 0)
-        name_a, name_b = _plain(items.raters[a]), _plain(items.raters[b])
+        defined = (rater_present[:, a] & rater_present[:, b]).T & (total > 0)
         for weighting, matrix in weightings.items():
-            numerator = (matrix * confusion).sum(axis=(1, 2))
-            denominator = (matrix * expected).sum(axis=(1, 2))
-            kappa = 1 - _divide(numerator, denominator)
-            out[f"cohen_kappa.{name_a}|{name_b}.{weighting}"] = np.where(defined, kappa, np.nan)
+            numerator = np.einsum("pijr,ij->pr", confusion, matrix)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                denominator = np.einsum("pir,ij,pjr->pr", sum0, matrix, sum1) / total
+            kappa = np.where(defined, 1 - _divide(numerator, denominator), np.nan)
+            for k, (rater_a, rater_b) in enumerate(pairs):
+                name = f"cohen_kappa.{_plain(items.raters[rater_a])}|{_plain(items.raters[rater_b])}.{weighting}"
+                out[name] = kappa[k]
     return out
 
 

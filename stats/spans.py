@@ -80,9 +80,12 @@ def overlapping_pairs(spans: pd.DataFrame) -> pd.DataFrame:
     per pair (pair="<item>#<a>-<b>-<n>", rater_a, rater_b, answers_a, answers_b). A span
     of rater a is paired with the span of rater b it overlaps most, each span of b used
     at most once (the first of a's spans in order takes it)."""
+    spans_of: dict[Any, dict[Any, list]] = {}  # item -> rater -> the rater's spans, in the frame's order
+    for span in spans[["item", "rater", "start", "end", "answers"]].itertuples(index=False):
+        spans_of.setdefault(span.item, {}).setdefault(span.rater, []).append(span)
     rows = []
-    for item, group in spans.groupby("item", sort=True):
-        by_rater = {r: list(g.itertuples(index=False)) for r, g in group.groupby("rater", sort=True)}
+    for item in sorted(spans_of):
+        by_rater = spans_of[item]
         for a, b in combinations(sorted(by_rater, key=str), 2):
             used: set[int] = set()
             for span in by_rater[a]:

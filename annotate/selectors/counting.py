@@ -54,7 +54,8 @@ def latest_submitted_revisions(
     """Per assignment (and phase), the newest submitted revision: the answer that counts.
     Calibration (pilot) batches are left out unless asked for."""
     revisions = submitted_revisions(study=study, phase=phase, include_calibration=include_calibration)
-    return list(counting_only(revisions.select_related("rubric"), key=lambda r: (r.assignment_id, r.phase)))
+    # One Rubric instance per rubric, not one per revision: a rubric carries its whole definition.
+    return list(counting_only(revisions.prefetch_related("rubric"), key=lambda r: (r.assignment_id, r.phase)))
 
 
 class AnswerCandidate(NamedTuple):
@@ -93,18 +94,16 @@ def rater_answer_revisions(*, study: Study, phase: str = "all", include_calibrat
     newest_rater_answers chooses: what analysis counts as one rater's answers."""
     revisions = latest_submitted_revisions(study=study, phase=phase, include_calibration=include_calibration)
     assignments = {
-        a.pk: a for a in Assignment.objects.filter(pk__in={r.assignment_id for r in revisions}).select_related("batch")
+        pk: (summary_id, rater_id, batch_name or "", str(uuid))
+        for pk, summary_id, rater_id, batch_name, uuid in Assignment.objects.filter(
+            pk__in={r.assignment_id for r in revisions}
+        ).values_list("pk", "summary_id", "rater_id", "batch__name", "uuid")
     }
-    chosen = newest_rater_answers(
-        AnswerCandidate(
-            revision_id=r.pk,
-            summary_id=assignments[r.assignment_id].summary_id,
-            rater_id=assignments[r.assignment_id].rater_id,
-            phase=r.phase,
-            submitted_at=r.submitted_at,
-            batch_name=assignments[r.assignment_id].batch.name if assignments[r.assignment_id].batch_id else "",
-            assignment_uuid=str(assignments[r.assignment_id].uuid),
-        )
-        for r in revisions
-    )
+
+    def candidates() -> Iterator[AnswerCandidate]:
+        for r in revisions:
+            summary_id, rater_id, batch_name, assignment_uuid = assignments[r.assignment_id]
+            yield AnswerCandidate(r.pk, summary_id, rater_id, r.phase, r.submitted_at, batch_name, assignment_uuid)
+
+    chosen = newest_rater_answers(candidates())
     return [r for r in revisions if r.pk in chosen]

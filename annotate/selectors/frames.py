@@ -16,7 +16,14 @@ from annotate.models import (
 from annotate.selectors.counting import rater_answer_revisions
 
 
-def ratings_frame(*, study: Study, phase: str = "all", include_calibration: bool = False):
+def _counting(study: Study, phase: str, include_calibration: bool, revisions):
+    """The revisions given, or rater_answer_revisions read now."""
+    if revisions is not None:
+        return revisions
+    return rater_answer_revisions(study=study, phase=phase, include_calibration=include_calibration)
+
+
+def ratings_frame(*, study: Study, phase: str = "all", include_calibration: bool = False, revisions=None):
     """A tidy pandas frame, one row per (item, rater, question, phase), of the answers
     that count (each assignment's newest submitted revision; of a rater's several
     assignments to one summary, the newest submitted: rater_answer_revisions).
@@ -25,12 +32,11 @@ def ratings_frame(*, study: Study, phase: str = "all", include_calibration: bool
     finding for per-finding questions, else ""), score (float, NaN for
     non-scale answers), answer (the stored answer: int, str, list or None), rationale,
     phase, rubric_version, submitted_at. Analysis code imports no ORM; it gets this.
+    `revisions`: rater_answer_revisions' answer, when the caller read it for several frames.
     """
     import pandas as pd
 
-    revisions = {
-        r.pk: r for r in rater_answer_revisions(study=study, phase=phase, include_calibration=include_calibration)
-    }
+    revisions = {r.pk: r for r in _counting(study, phase, include_calibration, revisions)}
     ratings = (
         Rating.objects.filter(revision_id__in=list(revisions))
         .order_by("revision__assignment__summary__key", "revision__assignment__rater_id", "question")
@@ -111,16 +117,14 @@ def summaries_frame(*, study: Study):
     return pd.DataFrame(rows)
 
 
-def spans_frame(*, study: Study, phase: str = "all", include_calibration: bool = False):
+def spans_frame(*, study: Study, phase: str = "all", include_calibration: bool = False, revisions=None):
     """One row per highlighted span of the answers that count: item (summary uuid),
     rater, question, target, start, end, text, answers (the span's sub-answers: key ->
     value), factual (its "factual" answer, if its question asks it), rationale, phase.
-    The revisions are ratings_frame's."""
+    The revisions are ratings_frame's (and `revisions` as there)."""
     import pandas as pd
 
-    revisions = {
-        r.pk: r for r in rater_answer_revisions(study=study, phase=phase, include_calibration=include_calibration)
-    }
+    revisions = {r.pk: r for r in _counting(study, phase, include_calibration, revisions)}
     rows = [
         {
             "item": str(span.revision.assignment.summary.uuid),
@@ -155,12 +159,15 @@ def spans_frame(*, study: Study, phase: str = "all", include_calibration: bool =
     return pd.DataFrame(rows, columns=columns)
 
 
-def raters_by_item(*, study: Study, phase: str = "all", include_calibration: bool = False) -> dict[str, list[str]]:
+def raters_by_item(
+    *, study: Study, phase: str = "all", include_calibration: bool = False, revisions=None
+) -> dict[str, list[str]]:
     """Summary uuid -> the raters whose answer counts for it (ratings_frame's revisions),
     whatever they answered: a rater who marked no span still said "nothing to mark" in
     every sentence. Span agreement takes its raters from here, not from the scale
-    answers, so a study answered only with spans (a Thresh import) has its agreement."""
-    revisions = rater_answer_revisions(study=study, phase=phase, include_calibration=include_calibration)
+    answers, so a study answered only with spans (a Thresh import) has its agreement.
+    `revisions` as ratings_frame's."""
+    revisions = _counting(study, phase, include_calibration, revisions)
     pairs = Assignment.objects.filter(pk__in={r.assignment_id for r in revisions}).values_list(
         "summary__uuid", "rater_id"
     )

@@ -111,3 +111,22 @@ def test_the_inputs_are_named_singular_or_plural():
         "1 answer",
         "0 evaluator runs",
     ]
+
+
+def test_long_tables_show_their_first_rows_and_name_the_file_with_all(done):
+    from django.template.loader import render_to_string
+
+    study, admin, result = done
+    body = pages.report_page(user=admin, study=study, phase="all", result=result).body
+    # Three raters: three pairs per agreement, all shown.
+    assert body.cohen.total == len(body.cohen.rows) > 0 and body.cohen.hidden == 0
+    assert body.cohen.url.endswith("/cohen_kappa.csv?phase=all")
+    assert render_to_string("analysis/long_table_note.html", {"table": body.cohen}).strip() == ""
+
+    rows = [{"n": i} for i in range(pages.PAGE_ROWS + 5)]
+    table = pages._long_table(rows, "drift.csv", study, "?phase=all")
+    assert table.rows == tuple(rows[: pages.PAGE_ROWS]) and table.total == pages.PAGE_ROWS + 5
+    assert table.hidden == 5
+    note = render_to_string("analysis/long_table_note.html", {"table": table})
+    assert f"The first {pages.PAGE_ROWS} of {pages.PAGE_ROWS + 5} rows" in note
+    assert f'href="/analysis/{study.slug}/download/drift.csv?phase=all"' in note
