@@ -81,12 +81,23 @@ def _save(fig, formats: Sequence[str]) -> dict[str, bytes]:
     return images
 
 
+# Up to this many raters, a histogram is a bar chart per rater; with more, one heat map
+# (raters x scale values): sixty panels in a row are neither readable nor quick to draw.
+HISTOGRAM_PANELS = 12
+# Scatter plots of more points than this are rasterised inside their SVG (matplotlib's
+# `rasterized`): thousands of vector markers make a slow, heavy file for no visible gain.
+VECTOR_POINTS = 1000
+
+
 def histogram_figure(report: dict[str, Any], question: str, formats: Sequence[str] = ("png",)) -> dict[str, bytes]:
-    """One bar chart per rater of how often they gave each scale value for ``question``."""
+    """How often each rater gave each scale value for ``question``: one bar chart per rater,
+    or one heat map of raters by values when there are more than HISTOGRAM_PANELS."""
     histogram = next((h for h in report["histograms"] if h["question"] == question), None)
     if histogram is None:
         raise KeyError(question)
     raters = histogram["raters"] or [{"rater": "(no ratings)", "counts": [0] * len(histogram["scale"])}]
+    if len(raters) > HISTOGRAM_PANELS:
+        return _histogram_heat_map(histogram, raters, question, formats)
     plt = _pyplot()
     with plt.rc_context(_CONTEXT):
         fig, axes = plt.subplots(1, len(raters), figsize=(2.6 * len(raters) + 0.6, 3.0), sharey=True, squeeze=False)
@@ -99,6 +110,26 @@ def histogram_figure(report: dict[str, Any], question: str, formats: Sequence[st
             ax.set_xlabel(_plain(question))
         axes[0][0].set_ylabel("ratings")
         fig.suptitle(f"Scores per rater: {_plain(question)}", fontsize=11)
+        return _save(fig, formats)
+
+
+def _histogram_heat_map(histogram: dict[str, Any], raters: list[dict], question: str, formats) -> dict[str, bytes]:
+    """Each rater's share of ratings at each scale value, one row per rater (n beside it)."""
+    import numpy as np
+
+    counts = np.array([r["counts"] for r in raters], dtype=float)
+    shares = counts / np.maximum(counts.sum(axis=1, keepdims=True), 1)
+    labels = [str(v) for v in histogram["scale"]]
+    plt = _pyplot()
+    with plt.rc_context(_CONTEXT):
+        fig, ax = plt.subplots(figsize=(0.8 * len(labels) + 3.4, 0.2 * len(raters) + 1.4))
+        _margins(fig, left=2.4, top=0.5, bottom=0.6)
+        image = ax.imshow(shares, aspect="auto", cmap="Blues", vmin=0, vmax=1)
+        ax.set_xticks(range(len(labels)), labels)
+        ax.set_yticks(range(len(raters)), [f"{_plain(r['rater'])} (n={sum(r['counts'])})" for r in raters], fontsize=7)
+        ax.set_xlabel(_plain(question))
+        fig.colorbar(image, ax=ax, label="share of the rater's ratings")
+        ax.set_title(f"Scores per rater: {_plain(question)}", fontsize=11)
         return _save(fig, formats)
 
 
@@ -120,7 +151,7 @@ def scatter_figure(report: dict[str, Any], metric: str, formats: Sequence[str] =
     with plt.rc_context(_CONTEXT):
         fig, ax = plt.subplots(figsize=(4.6, 3.6))
         _margins(fig)
-        ax.scatter(x, y, s=18, alpha=0.7, color="#4c72b0")
+        ax.scatter(x, y, s=18, alpha=0.7, color="#4c72b0", rasterized=len(x) > VECTOR_POINTS)
         ax.set_xlabel(_plain(metric))
         ax.set_ylabel(f"mean human score ({_plain(correlation.get('human_question') or 'none')})")
         ax.set_title(
@@ -178,7 +209,14 @@ def questions_figure(report: dict[str, Any], metric: str, formats: Sequence[str]
                 for h in meta.get("human_scores", [])
                 if h.get(q) is not None and values.get(h["item"]) is not None
             ]
-            ax.scatter([x for x, _ in points], [y for _, y in points], s=12, alpha=0.7, color="#4c72b0")
+            ax.scatter(
+                [x for x, _ in points],
+                [y for _, y in points],
+                s=12,
+                alpha=0.7,
+                color="#4c72b0",
+                rasterized=len(points) > VECTOR_POINTS,
+            )
             cell = cells.get(q, {})
             interval = (
                 f" [{_number(cell.get('ci_low'), 2)}, {_number(cell.get('ci_high'), 2)}]"

@@ -17,7 +17,7 @@ from django.urls import reverse
 
 from analysis import services
 from analysis.models import AnalysisResult
-from analysis.plots import histogram_figure
+from analysis.plots import HISTOGRAM_PANELS, histogram_figure
 from annotate.models import Assignment, Study
 from datasets.demo import DEMO_STUDY
 from tests.analysis.reports import change_first_rating, compute_queued_reports, open_computed
@@ -186,10 +186,12 @@ def test_downloads_are_the_report_files(staff_client):
     assert staff_client.get(reverse("analysis:download", args=[DEMO_STUDY, "secrets.txt"])).status_code == 404
 
 
-def test_plot_text_from_data_never_becomes_svg_markup():
+@pytest.mark.parametrize("n_raters", [1, HISTOGRAM_PANELS + 1])  # bar charts, then a heat map
+def test_plot_text_from_data_never_becomes_svg_markup(n_raters):
     # Text is drawn as glyph paths; matplotlib only repeats it, escaped, in an XML comment.
     name = "--><script>alert(1)</script><!-- $x$"
-    report = {"histograms": [{"question": "overall", "scale": [1, 2], "raters": [{"rater": name, "counts": [1, 2]}]}]}
+    raters = [{"rater": f"{name}{i}", "counts": [1, 2]} for i in range(n_raters)]
+    report = {"histograms": [{"question": "overall", "scale": [1, 2], "raters": raters}]}
     svg = histogram_figure(report, "overall", ["svg"])["svg"]
     assert b"<script" not in svg
     root = ET.fromstring(svg)
