@@ -13,17 +13,18 @@ from rest_framework.views import APIView
 
 from analysis import services, tasks
 from analysis.models import AnalysisResult
+from analysis.report_json import report_from_payload, report_payload
 from annotate import permissions
 from core.run_views import RunKind, RunViews
 
 
 class ReportField(serializers.JSONField):
-    """The stored report, as ``report.json`` holds it: analysis.report_json.report_payload
-    wrote it, and the report's version is part of the result's fingerprint, so a stored
-    report always has the current form and is served as it is."""
+    """The stored report as ``report.json`` holds it: written by analysis.report_json alone.
+    Read back through the dataclasses, which also restores their key order (PostgreSQL's
+    jsonb keeps its own)."""
 
     def to_representation(self, value):
-        return value
+        return None if value is None else report_payload(report_from_payload(value))
 
 
 class AnalysisResultSerializer(serializers.ModelSerializer):
