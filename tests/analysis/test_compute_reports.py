@@ -1,4 +1,4 @@
-"""Reports computed ahead of the first visit (issue 30, third round): `manage.py
+"""Reports computed ahead of the first visit: `manage.py
 compute_reports` fills the report cache the page reads, and `make run`'s master queues the
 demo's missing reports (config.demo_reports) so that a visit waits for that process
 rather than computing its own. The cache stays the page's: a changed answer makes the

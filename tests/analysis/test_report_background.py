@@ -1,4 +1,4 @@
-"""The report is never computed in the request (issue 15): the page answers at once with
+"""The report is never computed in the request: the page answers at once with
 nothing cached and shows progress, and the report is computed by the real in-process path
 (analysis.tasks.enqueue_study_report's background thread, no broker), then shown.
 

@@ -1,4 +1,4 @@
-"""The comparisons section of the study report (issue 31), from preferences given in a
+"""The comparisons section of the study report, from preferences given in a
 pairwise batch: the rows stats.pairwise reads keep each answer's side, and the report's
 counts are the ones worked by hand from the stored answers."""
 

@@ -1,4 +1,4 @@
-"""The study report is never served for data that changed (issue 26).
+"""The study report is never served for data that changed.
 
 Each change below is made through the code path a user's action takes (a rating submitted,
 a summary generated or imported, an evaluator or the rubric judge run, claims verified, a

@@ -242,7 +242,7 @@ def test_csv_downloads_quote_formula_text_and_keep_numbers(staff_client, rated_d
 
 @pytest.mark.django_db
 def test_a_question_study_report_counts_answers_not_summaries(client, settings):
-    """Issue 34: the report of the questions demo said "summaries" of its rated answers."""
+    """The report of the questions demo said "summaries" of its rated answers."""
     from django.contrib.auth import get_user_model
 
     from literature.demo import QUESTION_STUDY

@@ -1,5 +1,5 @@
 """The report's plots are drawn by the worker, right after the report's numbers, and stored
-with it; the web process only serves them (issue 26). A worker that stops half-way through
+with it; the web process only serves them. A worker that stops half-way through
 the plots is replaced by the next request once its lease ran out."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Accessibility beyond the automated checks (issue 35, item 8), in the markup and the CSS:
+"""Accessibility beyond the automated checks, in the markup and the CSS:
 the focus ring's contrast, aria-describedby pointing at elements that exist, and no
 heading inside a <summary>. Their behaviour in Chromium: tests/browser/test_accessibility_browser.py."""
 

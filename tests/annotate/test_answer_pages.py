@@ -1,4 +1,4 @@
-"""A page of a batch's answers reads only its own rows (issue 19).
+"""A page of a batch's answers reads only its own rows.
 
 The answers API used to build every row of the batch and then cut out the page, so
 reading all pages of a large study was quadratic. The database now picks the answers

@@ -1,4 +1,4 @@
-"""The Django admin's assignments (issue 34): found by their uuid, and a change page that
+"""The Django admin's assignments: found by their uuid, and a change page that
 does not list every assignment ("Moved to") and every batch of every study."""
 
 import re

@@ -1,4 +1,4 @@
-"""Pairwise batches (issue 31): comparisons built from the study admin's page and API with
+"""Pairwise batches: comparisons built from the study admin's page and API with
 annotate.designs.comparison_design, and the rest of the batch machinery on them."""
 
 from collections import Counter

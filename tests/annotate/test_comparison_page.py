@@ -1,4 +1,4 @@
-"""The comparison page (issue 31): both summaries in the rater's order, the plain form
+"""The comparison page: both summaries in the rater's order, the plain form
 posts preferences without JavaScript, and no response a rater gets names a generator."""
 
 import re

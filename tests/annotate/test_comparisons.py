@@ -1,4 +1,4 @@
-"""Comparison items (issue 31): one source, two or more summaries, preference questions
+"""Comparison items: one source, two or more summaries, preference questions
 whose answers name the preferred summary, the side shown stored with every revision."""
 
 import pytest

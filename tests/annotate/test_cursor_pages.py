@@ -1,4 +1,4 @@
-"""Keyset (cursor) pages of the large API lists (issue 19, annotate/api/pagination.py).
+"""Keyset (cursor) pages of the large API lists (annotate/api/pagination.py).
 
 `?cursor=` starts a walk and `next` continues it; the pages hold the same rows, in the
 same order, as the page-number pages; the number of queries of a page does not grow with

@@ -1,4 +1,4 @@
-"""Drafts keep any partial state; a submit checks everything, all at once (issue 14)."""
+"""Drafts keep any partial state; a submit checks everything, all at once."""
 
 import pytest
 

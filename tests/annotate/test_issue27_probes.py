@@ -1,4 +1,4 @@
-"""The outside probe's findings on accounts (issue 27: F3, F4, F10), as it ran them: only
+"""The outside probe's findings on accounts, as it ran them: only
 through HTTP and the database, so the same file shows them failing on the code before the
 fix and passing after."""
 

@@ -1,4 +1,4 @@
-"""Issue 35's smaller items: skip reasons on the batch page, the batch preview per system
+"""A lab's smaller needs: skip reasons on the batch page, the batch preview per system
 and per rater pair, and the answers API's summary key filter, unknown rater and page size."""
 
 import pytest

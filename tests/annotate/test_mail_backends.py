@@ -1,4 +1,4 @@
-"""Password reset mail through every kind of backend (issue 27, F11): the settings of each
+"""Password reset mail through every kind of backend: the settings of each
 come from the environment, and whatever makes a send fail (a folder the file backend
 cannot write, an SMTP server that refuses the message) is the documented 503 page, never
 a 500. The SMTP server here is a scripted local one speaking the protocol (RFC 5321)."""

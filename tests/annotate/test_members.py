@@ -1,5 +1,5 @@
-"""A study admin who is not a superuser manages the study's people on its Members page
-(issue 35): invites by e-mail with a one-time set-password link (shown when no mail is
+"""A study admin who is not a superuser manages the study's people on its Members page:
+invites by e-mail with a one-time set-password link (shown when no mail is
 sent), existing accounts added, roles set, members removed with their work kept; and
 nobody else reaches the page."""
 

@@ -84,7 +84,7 @@ def test_preview_counts_what_create_then_makes_and_keeps_nothing(study, rater_a,
 
 @pytest.mark.django_db
 def test_a_sample_is_drawn_from_the_summaries_the_raters_do_not_all_have(study, rater_a, rater_b):
-    """Issue 34: "Sample size 6" with "Assigned: Any" gave 2 summaries and 8 skipped pairs,
+    """A report from use: "Sample size 6" with "Assigned: Any" gave 2 summaries and 8 skipped pairs,
     because the sample was drawn before the summaries both raters had were left out."""
     summaries = [SummaryFactory(source__study=study) for _ in range(20)]
     first = create_batch(study=study, name="first", raters=[rater_a, rater_b], design="k_raters", k=2, seed=1, n=10)

@@ -1,4 +1,4 @@
-"""Claims judged by people (issue 18): a per-claim question asks, for each claim of a
+"""Claims judged by people: a per-claim question asks, for each claim of a
 summary (the claims a pipeline recorded, else its sentences), which option holds, with a
 rationale each. Validated like every answer, stored whole on one rating, read back
 claim by claim; the rater never sees the pipeline's verdict."""

@@ -1,4 +1,4 @@
-"""A required per-finding question about a source without findings (issue 13, item 6).
+"""A required per-finding question about a source without findings.
 
 The rule (docs/rubric-format.md): a per-finding question is asked once per finding of
 the source, so about a source without findings it is not asked. The rating page does not

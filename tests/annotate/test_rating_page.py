@@ -182,7 +182,7 @@ def test_rating_page_runs_a_bounded_number_of_queries(client, assignment_a, rate
         },
     )
     client.get(f"/rate/{assignment_a.uuid}/")
-    # 11 (was 10): issue 32 added the item's questions and guideline notes (one query) and
+    # 11: the item's questions and guideline notes (one query) and
     # the onboarding gate's check (recruit's middleware: one query when the study asks no
     # consent or instructions). The bound still does not grow with the item's contents.
     with django_assert_max_num_queries(11):

@@ -1,4 +1,4 @@
-"""Study access for staff accounts (issue 13, item 3): one rule for pages, API, analysis,
+"""Study access for staff accounts: one rule for pages, API, analysis,
 dataset exports and the Django admin. Staff alone gives nothing; annotate.view_study and
 annotate.change_study make a staff user a viewer or an admin of every study, as the
 Django admin site's own checks do (docs/security.md)."""

@@ -1,4 +1,4 @@
-"""Small leaks (issue 13, item 8): raters never receive a study's description (the study
+"""Small leaks: raters never receive a study's description (the study
 team's note), and a study admin names raters among the study's own members only, on the
 batch form, the batch page's "move" and the API. Enrolling someone new goes through a
 superuser or staff with annotate.change_study (docs/security.md)."""

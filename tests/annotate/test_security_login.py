@@ -1,4 +1,4 @@
-"""Login throttling and API tokens (issue 13, item 4; issue 27, F3, F4, F10), through the
+"""Login throttling and API tokens, through the
 real login page, the admin's login page and the token endpoint: failed logins are limited
 per (username, address) pair and per address with a lock, and per username with a
 progressive delay that a stranger cannot stretch into a lock (annotate/throttling.py);

@@ -1,4 +1,4 @@
-"""Password reset (issue 13, item 5): a send that fails is reported to the person (503,
+"""Password reset: a send that fails is reported to the person (503,
 "we could not send the e-mail"), never claimed as sent; with a working backend the mail
 goes out and its link sets a new password. The SMTP test uses Django's real SMTP backend
 against a local port where nothing listens."""

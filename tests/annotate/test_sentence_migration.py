@@ -1,4 +1,4 @@
-"""Sources stored before their sentences moved into the source's row (issue 30: annotate
+"""Sources stored before their sentences moved into the source's row (annotate
 0014) keep every sentence, in order, with its span and ref, and the rating page shows
 them; going back recreates the rows. A sentence that was not its span of the text stops
 the migration with nothing changed."""

@@ -1,4 +1,4 @@
-"""Studies and rubrics from the browser and the API (issue 35): who may create a study
+"""Studies and rubrics from the browser and the API: who may create a study
 (superusers and the permission annotate.add_study), the creator becomes its study admin,
 a rubric YAML uploaded on a page is validated and versioned as `load_rubric` does, and
 any stored rubric can be named in an import."""
@@ -210,7 +210,7 @@ def test_a_bad_rubric_is_refused_with_its_problem_and_stores_nothing(text, messa
 
 @pytest.mark.django_db
 def test_a_rubric_loaded_with_load_rubric_is_usable_by_name_in_an_import(tmp_path):
-    """Issue 35: `load_rubric labclarity.yaml` then an import naming "labclarity" failed
+    """A lab's report: `load_rubric labclarity.yaml` then an import naming "labclarity" failed
     with "no file fixtures/rubrics/labclarity.yaml"."""
     path = tmp_path / "labclarity.yaml"
     path.write_text(yaml.safe_dump(lab_rubric()))

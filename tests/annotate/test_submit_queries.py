@@ -1,4 +1,4 @@
-"""A submit costs a fixed number of queries, whatever the size of the rating (issue 16).
+"""A submit costs a fixed number of queries, whatever the size of the rating.
 
 FactPICO is the largest rubric: a rating per PICO item, one per finding of the source, a
 rationale on most, and any number of "added information" spans. The queries of one

@@ -1,5 +1,5 @@
-"""Long source and summary texts are compressed with lz4 on PostgreSQL (annotate 0015,
-issue 30): pglz took half of an import's COPY on the server. SQLite compresses nothing,
+"""Long source and summary texts are compressed with lz4 on PostgreSQL (annotate 0015):
+pglz took half of an import's COPY on the server. SQLite compresses nothing,
 and the migration leaves it as it is."""
 
 import pytest

@@ -1,6 +1,6 @@
 """Every text a rater or study admin writes has a stated limit (docs/security.md, "Limits"),
 enforced with a 400 naming the field and the limit, through the API and the pages alike,
-and nothing is stored (issue 27: F6, F7; a skip reason used to be cut to 5,000 characters
+and nothing is stored (a skip reason used to be cut to 5,000 characters
 without a word, a note had no limit at all). Scale answers are numbers (F8)."""
 
 import pytest

@@ -1,4 +1,4 @@
-"""Tokens made before they were stored hashed (issue 27, F10) keep working after the
+"""Tokens made before they were stored hashed keep working after the
 upgrade, their clear keys are gone from the database, and so is DRF's token table:
 rest_framework.authtoken is not installed, so an upgraded database is rebuilt here as that
 app left it (its table made by SQL, as its migrations made it) and migrated forward."""

@@ -1,4 +1,4 @@
-"""Benchmark: studies of tens of thousands of summaries (issue 19).
+"""Benchmark: studies of tens of thousands of summaries.
 
 Run:  .venv/bin/python tests/bench/bench_bulk.py [--sizes 500 50000] [--answers 50000]
 
@@ -127,7 +127,7 @@ def bench_import(sizes: list[int], runs: int) -> None:
 
 # The child's peak is its VmHWM (/proc/self/status): the high-water mark of this process image,
 # reset at exec. ru_maxrss is not: Linux carries it from the parent across fork and exec, so a
-# child of a large parent printed the parent's peak (254 MB for every size, issue 30).
+# child of a large parent printed the parent's peak (254 MB for every size).
 MEMORY_SCRIPT = """
 import os, sys
 sys.path.insert(0, os.environ["BENCH_ROOT"])

@@ -1,5 +1,5 @@
 """Benchmark: the study report's reference metrics read from the `reference` evaluator's
-stored run against computing them (issue 18).
+stored run against computing them.
 
 Run:  .venv/bin/python tests/bench/bench_evaluators.py [--summaries 2000] [--runs 3]
 

@@ -1,4 +1,4 @@
-"""Side by side with Label Studio and doccano: `make bench-peers` (issue 16).
+"""Side by side with Label Studio and doccano: `make bench-peers`.
 
 Runs the harness in tests/bench/peers/ (a copy of ../shared/bench-peers/, see its
 bench_ours.py) on this machine, alternating platforms so that a drift in the machine's

@@ -14,7 +14,7 @@ already computed a report does.
 
 Printed per study: CPU seconds of the process for the numbers, for the numbers and every
 SVG (the report whole on the page), and for everything (the PNGs too); the first (cold)
-run, then the median of the warm ones. The goal of issue 30 is the report with its plots in
+run, then the median of the warm ones. The goal is the report with its plots in
 ≤ 2 s on one core at rest. The load average is printed with each study: on a shared machine
 read CPU seconds, not wall time.
 """

@@ -1,4 +1,4 @@
-"""Benchmark: the demo report as a user of `make run` sees it, end to end (issue 30).
+"""Benchmark: the demo report as a user of `make run` sees it, end to end.
 
 Run:  .venv/bin/python tests/bench/bench_report_e2e.py [--rounds 3] [--port 20210]
           [--order demo-litsumm,demo-factpico] [--modes cold,start,cached]
@@ -12,8 +12,8 @@ MALLOC_ARENA_MAX=2). Once /healthz answers (and ``--ask-after`` seconds more), i
 as the demo admin and asks for each study of ``--order`` in turn, doing what the page does
 (static/js/report.js): while the report is computed, poll /analysis/<slug>/progress, then
 load the page; while plots are pending, load the page again and fetch each plot's SVG as
-it appears. ``--cadence page`` polls as report.js does, ``old`` as it did before issue 30's third
-round, ``fast`` every 0.05 s (when the server has it).
+it appears. ``--cadence page`` polls as report.js does, ``old`` as it did before its
+polling was tuned, ``fast`` every 0.05 s (when the server has it).
 
 Modes, alternated in each round: ``cold``, no report computed ahead (WEB_DEMO_REPORTS=0:
 what a lab with its own study gets: the first report of a fresh web worker, imports
@@ -48,8 +48,8 @@ TEMPLATE = ROOT / "var" / "bench-e2e-template.sqlite3"
 DB = ROOT / "var" / "bench-e2e.sqlite3"
 PASSWORD = "rate-summaries-2026"  # the demo's default password with DEBUG=1 (README)
 # What static/js/report.js waits between polls, (first, growth, most): the progress while
-# computing, then the page while plots are drawn. "old": report.js before issue 30's third
-# round (every 1 s, every 2 s); "fast": when the server has it.
+# computing, then the page while plots are drawn. "old": report.js before its polling was
+# tuned (every 1 s, every 2 s); "fast": when the server has it.
 CADENCES = {
     "page": {"progress": (0.25, 1.5, 1.0), "plots": (0.5, 1.5, 2.0)},
     "old": {"progress": (1.0, 1.0, 1.0), "plots": (2.0, 1.0, 2.0)},

@@ -7,7 +7,7 @@ worktree and on a branch's, alternated, against the database that
 tests/bench/bench_report.py builds, var/bench-report.sqlite3, through DATABASE_URL). Prints
 one JSON line: the first compute_study_report of the fresh process (imports included), the
 best of two more, every plot's SVG alone, then PNG and SVG from one figure each.
-docs/performance.md ("Issue 30, second round") has its figures.
+docs/performance.md's history has its figures.
 """
 
 from __future__ import annotations

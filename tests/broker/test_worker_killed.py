@@ -1,4 +1,4 @@
-"""Issue 27, F2: a worker killed with SIGKILL while it runs a study report, an export, an
+"""A worker killed with SIGKILL while it runs a study report, an export, an
 import, an evaluator, the rubric judge, a generation job or an answer job is seen within
 seconds, not a lease: the page and the API say "stopped: the worker died" and offer to
 resume.
@@ -222,7 +222,7 @@ def _export(study, worker) -> None:
     wait_for(lambda: api.get(url).json()["status"] == "running", "the export to run", worker=worker)
     first = ExportRun.objects.get(uuid=export_id).worker
     killed = worker.kill_pool_process()
-    # Issue 33: the run goes back to the queue at once and the worker's next pool process
+    # The run goes back to the queue at once and the worker's next pool process
     # takes it over from nothing (a second claim, a new holder), rather than failing it.
     done = wait_for(lambda: (r := api.get(url).json())["status"] == "done" and r, "the export to be taken over")
     report_death("export", worker.name, time.monotonic() - killed, "pool process, taken over")

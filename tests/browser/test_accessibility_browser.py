@@ -1,4 +1,4 @@
-"""Accessibility beyond the automated checks (issue 35, item 8), as a keyboard and screen
+"""Accessibility beyond the automated checks, as a keyboard and screen
 reader user meets it in Chromium: the summary's citations are one Tab stop of toggle
 buttons that answer Enter and Space; the Context heading is a heading outside the
 disclosure; "Rating submitted." reaches a live region after the page is shown; the focus

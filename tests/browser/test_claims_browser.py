@@ -1,4 +1,4 @@
-"""A rater judges the claims of a summary in a real browser (issue 18): each recorded
+"""A rater judges the claims of a summary in a real browser: each recorded
 claim is shown on its own with the options and a rationale; the draft is saved as the
 rater goes (the page's script collects the per-claim answers), survives a reload, and the
 submit stores every claim's judgement. The pipeline's verdicts are never on the page."""

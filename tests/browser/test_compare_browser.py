@@ -1,4 +1,4 @@
-"""The comparison page in Chromium (issue 31), keyboard only, at 1280 px (the source and
+"""The comparison page in Chromium, keyboard only, at 1280 px (the source and
 both summaries side by side) and at 800 px (stacked, with a sticky source toggle)."""
 
 import re

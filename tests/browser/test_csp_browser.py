@@ -1,4 +1,4 @@
-"""The Content-Security-Policy in a real Chromium (issue 13, item 12): the pages work under
+"""The Content-Security-Policy in a real Chromium: the pages work under
 it and nothing on them is refused (a refused inline script or style would mean a broken
 page), including the Swagger UI at /api/docs/ and the Django admin."""
 

@@ -1,4 +1,4 @@
-"""Keyboard-only rating of a FactPICO item, a highlight included (issue 14); the
+"""Keyboard-only rating of a FactPICO item, a highlight included; the
 highlight panel checks its own sub-answers; Mark selection needs a live selection."""
 
 import re

@@ -1,4 +1,4 @@
-"""A failed save is shown at the question being worked on, announced, with Retry (issue 14)."""
+"""A failed save is shown at the question being worked on, announced, with Retry."""
 
 import re
 

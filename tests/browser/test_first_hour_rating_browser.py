@@ -1,4 +1,4 @@
-"""The rating page's papercuts of a new user's first hour (issue 34), in a real Chromium:
+"""The rating page's papercuts of a new user's first hour, in a real Chromium:
 every problem of a per-finding and per-claim question listed at once, a keyboard hint
 true to the rubric, `n` through every finding and claim, digits on tickboxes, Esc giving
 focus back, the skip link first, opening an item not starting it, skip moving on like

@@ -1,4 +1,4 @@
-"""A study admin's papercuts of a new user's first hour (issue 34), on the demo as `make run`
+"""A study admin's papercuts of a new user's first hour, on the demo as `make run`
 loads it, in a real Chromium at 1280 and 800 px: the report's header counts summaries, the
 report links back to its study and fits an 800 px screen, the study page links to the
 report's downloads, and the batch builder is laid out, samples from the work the raters do

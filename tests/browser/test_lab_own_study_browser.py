@@ -1,4 +1,4 @@
-"""A lab's own study from an empty install, in a real Chromium (issue 35): no demo; the
+"""A lab's own study from an empty install, in a real Chromium: no demo; the
 first admin comes from the environment; the lab's principal investigator, who is not a
 superuser and not staff (the admin gave them the "Can add study" permission), creates a
 study on the page, invites two raters who set their passwords from the links the page

@@ -1,4 +1,4 @@
-"""Orientation on the rating page (issue 14): Item k of N, previous/next from links and
+"""Orientation on the rating page: Item k of N, previous/next from links and
 keys, shortcuts for any rubric's scale and choice questions, the shortcut list, RTL text."""
 
 import re

@@ -1,4 +1,4 @@
-"""Issue 32's whole path in a real Chromium, with CSP and CSRF on: a panel participant
+"""The recruited participant's whole path in a real Chromium, with CSP and CSRF on: a panel participant
 arrives with Prolific's identifiers, consents, reads and acknowledges the instructions,
 fails the qualification (feedback after each item), is told so and offered to leave; the
 study admin allows a retry on the qualification page; the participant passes, rates the

@@ -1,4 +1,4 @@
-"""The report page in a real Chromium (issue 15): opened with nothing cached, it answers at
+"""The report page in a real Chromium: opened with nothing cached, it answers at
 once with a progress bar, static/js/report.js follows the background computation through
 the progress endpoint (under the CSP), and the page shows the report when it is done."""
 

@@ -1,5 +1,5 @@
 """A lab's principal investigator, in Chromium, reads which system is better and how sure
-the report is (issue 35): the per-system table with intervals and every two systems paired,
+the report is: the per-system table with intervals and every two systems paired,
 and the consensus answers after adjudication beside the raters'."""
 
 import pytest

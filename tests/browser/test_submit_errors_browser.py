@@ -1,4 +1,4 @@
-"""A refused submit lists every problem once, in the page's words, focused (issue 14)."""
+"""A refused submit lists every problem once, in the page's words, focused."""
 
 import re
 

@@ -1,4 +1,4 @@
-"""Responses a browser gets compressed (issue 30): pages and JSON gzipped when the client
+"""Responses a browser gets compressed: pages and JSON gzipped when the client
 accepts gzip, already compressed downloads (images, zip archives) left as they are."""
 
 import gzip

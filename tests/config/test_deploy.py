@@ -1,5 +1,5 @@
 """`manage.py check --deploy` is clean with the production environment documented in
-docs/security.md (issue 13, item 12): the block is read from the document, so the
+docs/security.md: the block is read from the document, so the
 documentation and this test cannot drift apart."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Headers and deployment (issue 13, item 12): the Content-Security-Policy on every page
+"""Headers and deployment: the Content-Security-Policy on every page
 with no inline script or style left to need it, HSTS and the HTTPS redirect, the API
 schema closed to anonymous callers unless configured, settings read from the environment
 as docs/security.md says."""

@@ -1,4 +1,4 @@
-"""Health checks (issue 33): /healthz says the process is up without touching the
+"""Health checks: /healthz says the process is up without touching the
 database; /readyz asks the database, the broker (when one is configured) and the storage,
 and answers 503 naming the one that failed, for each of them down in a process of its own
 (a database URL, a broker URL and an S3 endpoint nobody answers at). No login, no study

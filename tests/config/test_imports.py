@@ -1,4 +1,4 @@
-"""The web app starts without the statistics and data stack (issue 16).
+"""The web app starts without the statistics and data stack.
 
 A web worker imports the settings, the URLconf and every view it names (config.wsgi
 does so before gunicorn forks). None of that may import pandas, numpy, scipy,
@@ -158,7 +158,7 @@ def test_a_celery_worker_imports_the_report_stack_before_its_pool_forks(tmp_path
     assert found["backend"].lower() == "agg"
 
 
-# `manage.py import_jsonl` (issue 30): a new interpreter for each file, so its start-up is
+# `manage.py import_jsonl`: a new interpreter for each file, so its start-up is
 # part of every import. It runs what the command runs (django.setup, then the command) and
 # records what got imported. DRF (rest_framework is an installed app, but its
 # serializers and compat modules are not needed) was a fifth of that start-up, imported through
@@ -219,7 +219,7 @@ def test_the_admin_is_discovered_by_its_system_check_not_at_start_up(tmp_path):
 # The study report's numbers read which stored `reference` run is today's and the rubric
 # judge's columns (generation.selectors); they must not import the LLM gateway for that
 # (generation.evaluators and generation.judging import openai and tiktoken: about a second of
-# a report's first computation, issue 30). The selectors are called on a database without
+# a report's first computation). The selectors are called on a database without
 # tables: their imports come before their first query.
 REPORT_PROBE = """
 import json, sys

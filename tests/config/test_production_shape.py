@@ -1,5 +1,5 @@
-"""The production shape (gunicorn, DEBUG off), probed as the outside review probed it
-(issue 27: F9, F13): no software name in `Server`, the security headers on every answer
+"""The production shape (gunicorn, DEBUG off), probed as the outside review probed it:
+no software name in `Server`, the security headers on every answer
 including the API's JSON errors, an over-size body a 413 naming the limit, and a chunked
 upload refused with a message saying what to do instead of "No file was submitted"."""
 

@@ -1,4 +1,4 @@
-"""Issue 27, F1: with the broker unreachable (its URL points at a closed port), every kind of
+"""With the broker unreachable (its URL points at a closed port), every kind of
 run that a request or a command starts is marked failed with "the task queue is
 unavailable" and the request answers 503 with that message (never 500); and a run that no
 worker claimed within RUN_CLAIM_TIMEOUT is queued again once, then failed.

@@ -127,7 +127,7 @@ def test_the_word_before_a_stop_is_found_within_its_own_word_only(split_spans):
 )
 def test_the_common_case_shortcuts_split_as_the_full_search(text, expected, split_spans):
     """The splitter reads a plain word after a space and a single space after a stop
-    without its regular expressions (issue 30); these texts go through both the short
+    without its regular expressions; these texts go through both the short
     paths and the full ones, and each expected split is worked by hand from the rules in
     the module's docstring."""
     assert split_sentences(split_spans, text) == expected

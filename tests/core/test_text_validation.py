@@ -123,7 +123,7 @@ def test_unstorable_text_is_refused_escaped_or_raw(text, field):
 )
 def test_numbers_and_edge_cases_load_exactly_as_the_standard_library_does(text):
     """The values and their types are json.loads's: a faster decoder must not change them
-    (orjson, tried for issue 30, decodes an integer past 64 bits to a float)."""
+    (orjson, once tried here, decodes an integer past 64 bits to a float)."""
     got, want = loads(text), json.loads(text)
     assert json.dumps(got) == json.dumps(want)
     assert [type(v) for v in (got.values() if isinstance(got, dict) else got if isinstance(got, list) else [got])] == [

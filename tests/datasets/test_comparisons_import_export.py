@@ -1,5 +1,5 @@
 """Comparison items in the JSON Lines import, and the dataset export's comparisons tables
-with a round trip (issue 31)."""
+with a round trip."""
 
 import json
 

@@ -183,7 +183,7 @@ def test_load_demo_exits_non_zero_in_production_without_demo_password(tmp_path):
 
 @pytest.mark.django_db
 def test_the_adjudication_page_shows_the_demo_raters_notes_in_words(client, settings):
-    """Issue 34: the seeded feedback read "Feedback 724 ✓" and the FactPICO rationales
+    """The seeded feedback read "Feedback 724 ✓" and the FactPICO rationales
     "Pop.", "Int.", "Finding 0." on the adjudication page."""
     from annotate.models import Batch, Rating, Rationale
 

@@ -1,4 +1,4 @@
-"""CSV formula injection in the dataset export (issue 13, item 9; docs/export-format.md,
+"""CSV formula injection in the dataset export ( docs/export-format.md,
 "CSV and spreadsheets"): text cells of the CSV files that a spreadsheet would run as a
 formula get a leading quote; numbers, booleans and JSON text stay as they are; JSON
 Lines and Parquet keep the exact text; removing one leading quote gives the text back."""

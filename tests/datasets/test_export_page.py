@@ -1,4 +1,4 @@
-"""The study's Export page (issue 35): a study admin who is not staff exports from the
+"""The study's Export page: a study admin who is not staff exports from the
 study's pages, and the run's status is a page (not the API's JSON), with the download
 once done; the Django admin's message links that page too. Nobody else reaches it."""
 

@@ -1,4 +1,4 @@
-"""Imports over the API (issue 19): a study admin uploads JSON Lines, the run is queued
+"""Imports over the API: a study admin uploads JSON Lines, the run is queued
 (in process without a broker) and polled; errors name the line and field, and a failed
 or refused import writes nothing."""
 

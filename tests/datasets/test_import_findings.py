@@ -1,4 +1,4 @@
-"""`finding` records in the JSON Lines import (issue 35, item 6): a lab's own abstracts get
+"""`finding` records in the JSON Lines import: a lab's own abstracts get
 FactPICO's evidence question, end to end from the file to the rating page, the submitted
 answers and the report; bad findings are refused naming line and field, changing nothing."""
 

@@ -1,4 +1,4 @@
-"""The study page's import form (issue 19): study admins upload JSON Lines through the
+"""The study page's import form: study admins upload JSON Lines through the
 same service as the API and follow the runs; the page escapes file names and errors."""
 
 import json
@@ -91,7 +91,7 @@ def test_raters_and_strangers_get_no_import_page(client, study_and_admin):
 
 
 def test_run_times_read_as_a_date_and_time_with_their_zone(client, study_and_admin):
-    """Issue 34: the Started column showed raw ISO text (2026-11-26T00:40:14), no zone."""
+    """The Started column showed raw ISO text (2026-11-26T00:40:14), no zone."""
     study, admin = study_and_admin
     client.force_login(admin)
     url = f"/studies/{study.slug}/imports/"

@@ -57,7 +57,7 @@ REFUSED = [
     "CC-BY-4.0-ND",
     "CC BY 3.0 nd",
     "Creative Commons Attribution 4.0 NC",
-    # what the audit of issue 7 found passing the substring gate
+    # what an audit found passing the substring gate
     "Creative Commons Attribution Non-Commercial 4.0",
     "CC BY Share Alike",
     "Creative Commons Attribution No Derivatives 4.0",

@@ -1,4 +1,4 @@
-"""The pairwise demo study (issue 31): three systems per abstract, seeded preferences, and
+"""The pairwise demo study: three systems per abstract, seeded preferences, and
 a report that ranks the systems; loading again changes nothing."""
 
 import pytest

@@ -1,4 +1,4 @@
-"""Issue 27, F12 and issue 33: an export that fails or is abandoned leaves no half-written
+"""An export that fails or is abandoned leaves no half-written
 files in its storage; uploads and export archives are kept for FILE_RETENTION_DAYS (default
 30) and then removed, files and rows, by the periodic task or `manage.py
 remove_expired_files`; a run whose worker process died (Celery's WorkerLostError) is handed

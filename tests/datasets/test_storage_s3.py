@@ -1,4 +1,4 @@
-"""Uploads and exports in an S3-compatible object store (issue 33): a real S3 HTTP server
+"""Uploads and exports in an S3-compatible object store: a real S3 HTTP server
 (moto in server mode, a process of its own on a port of this project's range) behind
 django-storages and boto3, as STORAGE_BACKEND=s3 configures them. An import uploaded over
 the API is stored in the bucket and imported from it; an export is stored there and

@@ -181,7 +181,7 @@ def test_the_add_button_needs_the_csrf_token(serve, study, admin):
 
 @pytest.mark.usefixtures("broker_down")
 def test_a_question_asked_while_the_queue_is_down_is_a_503_and_a_failed_job(serve, client, study, admin):
-    """Issue 27, F1, for the ask page: the broker cannot be reached, so the page says so
+    """For the ask page: the broker cannot be reached, so the page says so
     (503, never 500) and the question's job is failed, not left pending for ever."""
     serve(steps=steps())
     client.force_login(admin)

@@ -1,4 +1,4 @@
-"""The rubric judge on comparison items (issue 31), against the scripted LLM server: asked
+"""The rubric judge on comparison items, against the scripted LLM server: asked
 in both orders, a flip counts as a tie, an order without a usable answer makes the
 comparison unusable, and its position consistency is reported beside its kappa."""
 

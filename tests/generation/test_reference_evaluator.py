@@ -1,4 +1,4 @@
-"""The reference metrics as a stored evaluator (issue 18): run from the command or the
+"""The reference metrics as a stored evaluator: run from the command or the
 admin page without an API key, checked against rouge_score itself, and read back by the
 study report instead of being computed again (only today's version; the rest computed)."""
 

@@ -1,4 +1,4 @@
-"""Every CSV reader is strict (issue 27, F5): a file whose quoted cell is never closed
+"""Every CSV reader is strict: a file whose quoted cell is never closed
 (`q1,"Q?`, which Python's csv module and pandas read as a row with the cut text) is an
 error naming the line the broken record starts on, and nothing is imported. The readers:
 import_questions (the command and the study's import page), `agreement` and `correlate`."""

@@ -1,4 +1,4 @@
-"""The rehearsal of the production shape (issue 33): two gunicorn web servers and two
+"""The rehearsal of the production shape: two gunicorn web servers and two
 Celery workers, each in a working directory of its own with no shared disk, on
 PostgreSQL, Redis and an S3-compatible server (moto in server mode, a separate process),
 with the NCBI E-utilities and the LLM endpoint as scripted servers.

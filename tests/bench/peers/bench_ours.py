@@ -15,7 +15,7 @@ Configurations (OURS_CONFIG):
   c  gunicorn as in b, on SQLite (a file under the run dir), DB_CONN_MAX_AGE=0 (the default).
 
 Copied from ../shared/bench-peers/ (2026-11-25) into the project, as that harness's README allows,
-because the project's start command changed (issue 16: `make run` serves with gunicorn) and the
+because the project's start command changed (`make run` serves with gunicorn) and the
 shared copy is read-only; only bench_ours.py differs (configs a-c above; results/ under this folder).
 Env knobs as in bench_labelstudio.py (ROUNDS, COLD_RUNS, IMPORT_RUNS, PAGE_RUNS, SEQ_N, CONC_N,
 THREADS, PHASE_MAX_S, TASKS), plus OURS_PG_DB (perf_ours: config b's database, dropped and created), OURS_DIR ($TMPDIR/bench-ours, a clean clone of the project), OURS_PORT (18100/18110/18120),
