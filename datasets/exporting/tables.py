@@ -199,22 +199,30 @@ def write_raters(study, writers, pseudonyms: dict[int, str], per_rater: dict[int
 def write_consensus(writers, batches, pseudonyms: dict[int, str], rubric_versions: set[tuple[str, int]]) -> None:
     """The latest decision per (batch, summary, question) is the answer; adds the rubric
     versions the decisions were made under to `rubric_versions`."""
-    consensus = ConsensusAnswer.objects.filter(batch__in=batches).select_related("batch", "summary", "rubric")
-    latest: dict[tuple[str, str, str], ConsensusAnswer] = {}
-    for answer in consensus.order_by("created_at", "pk"):
-        latest[(answer.batch.name, answer.summary.key, answer.question)] = answer
+    # Value rows, the rubric by id: a rubric's definition is read once, not per decision.
+    rubrics = {pk: (key, version) for pk, key, version in Rubric.objects.values_list("pk", "key", "version")}
+    rows = (
+        ConsensusAnswer.objects.filter(batch__in=batches)
+        .order_by("created_at", "pk")
+        .values_list(
+            "batch__name", "summary__key", "question", "value", "rationale", "decided_by_id", "created_at", "rubric_id"
+        )
+    )
+    latest: dict[tuple[str, str, str], tuple] = {}
+    for batch, summary, question, *rest in rows.iterator(chunk_size=ITERATOR_CHUNK):
+        latest[(batch, summary, question)] = rest
     for key in sorted(latest):
-        answer = latest[key]
-        rubric_versions.add((answer.rubric.key, answer.rubric.version))
+        value, rationale, decided_by, created_at, rubric_id = latest[key]
+        rubric = rubrics[rubric_id]
+        rubric_versions.add(rubric)
         writers["consensus"].write(
             (
                 *key,
-                canonical_json(answer.value),
-                answer.rationale or None,
-                pseudonyms.get(answer.decided_by_id),
-                iso_timestamp(answer.created_at),
-                answer.rubric.key,
-                answer.rubric.version,
+                canonical_json(value),
+                rationale or None,
+                pseudonyms.get(decided_by),
+                iso_timestamp(created_at),
+                *rubric,
             )
         )
 
