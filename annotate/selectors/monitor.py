@@ -84,7 +84,14 @@ class MonitorRow:
     paused: RaterPause | None
     exclusion: RaterExclusion | None
     severity: RaterSeverity | None = None  # on the scale questions (stats.severity)
-    drift: tuple[DriftWindow, ...] = ()  # agreement by window of the rater's work
+    drift: tuple[DriftWindow, ...] = ()  # agreement by window: the last DRIFT_SHOWN windows
+    earlier_windows: int = 0  # windows before those (the report's drift table lists them all)
+    earlier_agreement: float | None = None  # their mean agreement with the others
+
+    @property
+    def earlier_answers(self) -> int:
+        """The answers the earlier windows cover (1 to this)."""
+        return self.drift[0].first - 1 if self.drift else 0
 
 
 @dataclass(frozen=True)
@@ -197,7 +204,7 @@ def batch_monitor(batch: Batch, *, fast_fraction: float = DEFAULT_FAST_FRACTION)
             paused=pauses.get(users[f.rater].pk),
             exclusion=exclusions.get(users[f.rater].pk),
             severity=severity.get(f.rater),
-            drift=tuple(drift.get(f.rater, ())),
+            **_drift_shown(drift.get(f.rater, [])),
         )
         for f in figures.raters
         if f.rater in users
@@ -210,6 +217,22 @@ def batch_monitor(batch: Batch, *, fast_fraction: float = DEFAULT_FAST_FRACTION)
         submitted=sum(row["n"] for row in live if row["state"] == Assignment.State.SUBMITTED),
         planned=sum(row["n"] for row in live),
     )
+
+
+# Windows of a rater shown on the monitor: the recent ones, where drift shows; a rater
+# with hundreds of windows would otherwise fill the page the monitor polls every 5 s.
+DRIFT_SHOWN = 12
+
+
+def _drift_shown(windows: list[DriftWindow]) -> dict[str, Any]:
+    """The last DRIFT_SHOWN windows, and how many came before with their mean agreement."""
+    earlier, shown = windows[:-DRIFT_SHOWN], windows[-DRIFT_SHOWN:]
+    values = [w.agreement_with_others for w in earlier if w.agreement_with_others is not None]
+    return {
+        "drift": tuple(shown),
+        "earlier_windows": len(earlier),
+        "earlier_agreement": sum(values) / len(values) if values else None,
+    }
 
 
 def batch_rater(batch: Batch, username: str):

@@ -28,3 +28,21 @@ def test_severity_and_drift_per_rater(world, client):  # noqa: F811
     client.force_login(admin)
     page = client.get(f"/studies/{study.slug}/batches/{batch.uuid}/monitor/").content.decode()
     assert '<td class="severity">0.75' in page and '<td class="severity">-0.75' in page
+
+
+def test_a_long_drift_shows_its_last_windows_after_the_earlier_ones_mean():
+    from annotate.selectors.monitor import DRIFT_SHOWN, MonitorRow, _drift_shown
+    from stats.severity import DriftWindow
+
+    agreement = [None, 0.2, 0.4] + [1.0] * DRIFT_SHOWN
+    windows = [
+        DriftWindow("ra", i + 1, 10 * i + 1, 10 * i + 10, 10, value, 0, None) for i, value in enumerate(agreement)
+    ]
+    shown = _drift_shown(windows)
+    assert [w.window for w in shown["drift"]] == list(range(4, 4 + DRIFT_SHOWN))
+    assert shown["earlier_windows"] == 3
+    assert shown["earlier_agreement"] == pytest.approx(0.3)  # the window without pairs left out
+    row = MonitorRow(figures=None, user=None, open_items=0, paused=None, exclusion=None, **shown)
+    assert row.earlier_answers == 30
+    short = _drift_shown(windows[:2])
+    assert (len(short["drift"]), short["earlier_windows"], short["earlier_agreement"]) == (2, 0, None)
