@@ -37,13 +37,13 @@ from annotate.selectors.access import (
 from annotate.selectors.batches import (
     answer_matches,
     batch_answers,
-    batch_disagreements,
     batch_progress,
     get_batch,
     rerating_scope,
 )
 from annotate.selectors.claims import claims_asked
 from annotate.selectors.contents import pipeline_flags_in, rubric_definition, source_metadata_example
+from annotate.selectors.disagreements import batch_disagreements
 from annotate.selectors.queue import (
     get_assignment_for_rater,
     get_study_for_rater,

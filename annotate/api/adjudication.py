@@ -12,13 +12,13 @@ from annotate.api.common import FakeViewMixin, SummaryRefSerializer, TextJSONFie
 from annotate.api.study_batches import PHASES
 from annotate.models import Batch, ConsensusAnswer, DiscussionNote, Summary
 from annotate.selectors.batches import (
-    batch_disagreements,
     consensus_answers,
     discussion_notes,
     get_batch,
     get_batch_summary,
 )
 from annotate.selectors.contents import rubric_definition
+from annotate.selectors.disagreements import batch_disagreements
 from annotate.services import adjudication
 
 

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.core.exceptions import ValidationError
-from django.db.models import BooleanField, Count, ExpressionWrapper, F, Max, Q, QuerySet
+from django.db.models import BooleanField, Count, ExpressionWrapper, F, Q, QuerySet
 
-from annotate.models import Assignment, Batch, ExpectedAnswer, ItemFlag, RaterExclusion, RaterPause, Revision, Study
-from annotate.selectors.batches import answer_matches, batch_answers, first_answers
+from annotate.models import Assignment, Batch, ExpectedAnswer, ItemFlag, RaterExclusion, RaterPause, Study
+from annotate.selectors.batches import answer_matches, batch_answers, batch_state, first_answers
 from annotate.selectors.contents import rubric_definition
 from stats.monitor import AnswerRow, BatchFigures, GoldRow, ItemRow, RaterFigures, batch_figures
 
@@ -144,15 +144,10 @@ def severity_and_drift(
 
 
 def _figures_key(batch: Batch, fast_fraction: float) -> str:
-    """The cache key of a batch's figures: it changes with anything they are computed
-    from (every write to an assignment stamps its updated_at; revisions and expected
-    answers are counted and stamped too), so a cached figure is never stale."""
-    assignments = Assignment.objects.filter(batch=batch).aggregate(n=Count("id"), at=Max("updated_at"))
-    revisions = Revision.objects.filter(assignment__batch=batch).aggregate(n=Count("id"), at=Max("updated_at"))
-    expected = ExpectedAnswer.objects.filter(study=batch.study_id).aggregate(n=Count("id"), at=Max("updated_at"))
-    state = [fast_fraction, batch.study.min_seconds_per_item, *assignments.values(), *revisions.values()]
-    state += expected.values()
-    return f"monitor-figures:{batch.pk}:" + hashlib.sha256(repr(state).encode()).hexdigest()
+    """The cache key of a batch's figures: the state of its answers (batch_state) and what
+    the figures take besides, so a cached figure is never stale."""
+    options = repr([fast_fraction, batch.study.min_seconds_per_item])
+    return f"monitor-figures:{batch.pk}:{batch_state(batch)}:" + hashlib.sha256(options.encode()).hexdigest()
 
 
 def monitor_figures(batch: Batch, usernames: list[str], *, fast_fraction: float):

@@ -8,14 +8,15 @@ from django.core.management import CommandError, call_command
 
 from annotate.models import Assignment, Batch, ConsensusAnswer, Revision
 from annotate.rubrics import AnswerValidationError
-from annotate.selectors.batches import batch_disagreements, batch_progress
+from annotate.selectors.batches import batch_progress
 from annotate.selectors.contents import filter_summaries
+from annotate.selectors.disagreements import batch_disagreements
 from annotate.selectors.frames import ratings_frame
 from annotate.selectors.queue import assignments_for_rater, revision_answers
 from annotate.services.adjudication import open_rerating, record_consensus
 from annotate.services.assignments import move_assignment, withdraw_assignment
 from annotate.services.batches import create_batch, plan_batch
-from annotate.services.ratings import save_draft, submit_rating
+from annotate.services.ratings import reopen_rating, save_draft, submit_rating
 from core.exceptions import ApplicationError, InvalidStateError
 from tests.factories import SourceFactory, SummaryFactory, UserFactory, revision_history
 
@@ -177,6 +178,22 @@ def test_disagreements_by_threshold_and_kind(rated_batch):
     assert [r.spread for r in batch_disagreements(rated_batch, question="overall", threshold=2)] == [3.0]
     ticks = batch_disagreements(rated_batch, question="failure_modes")
     assert len(ticks) == 1 and sorted(map(str, ticks[0].values.values())) == ["['hallucination']", "[]"]
+
+
+@pytest.mark.django_db
+def test_disagreements_follow_every_change_to_the_answers(rated_batch, raters):
+    """They are cached per state of the batch: a changed answer and a withdrawn assignment
+    each give the list anew."""
+    assert [r.spread for r in batch_disagreements(rated_batch, question="overall")] == [3.0, 1.0]
+    assignment = rated_batch.assignments.filter(rater=raters[1]).order_by("summary__key").first()  # 2 against 5
+    reopen_rating(assignment=assignment, rater=raters[1], version=assignment.version)
+    assignment.refresh_from_db()
+    submit_rating(
+        assignment=assignment, rater=raters[1], answers={"overall": 5, "failure_modes": []}, version=assignment.version
+    )
+    assert [r.spread for r in batch_disagreements(rated_batch, question="overall")] == [1.0]
+    withdraw_assignment(assignment=rated_batch.assignments.filter(rater=raters[1]).order_by("summary__key")[2])
+    assert batch_disagreements(rated_batch, question="overall") == []
 
 
 @pytest.mark.django_db

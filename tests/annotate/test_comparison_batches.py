@@ -201,7 +201,8 @@ def _submit(a, choice, strength=None):
 
 
 def test_disagreement_consensus_and_gold_on_comparisons(pairwise_study, raters, admin_user):
-    from annotate.selectors.batches import batch_disagreements, quality_report
+    from annotate.selectors.batches import quality_report
+    from annotate.selectors.disagreements import batch_disagreements
 
     batch = batches.create_batch(
         study=pairwise_study, name="d", raters=raters[:2], design="comparisons", seed=9, k=2, per_source=1

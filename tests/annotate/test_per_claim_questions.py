@@ -8,8 +8,8 @@ from django.test import Client
 
 from annotate.models import Claim, Rating, Revision
 from annotate.rubrics import AnswerContext, RubricDefinition, RubricDefinitionError
-from annotate.selectors.batches import batch_disagreements
 from annotate.selectors.claims import claim_units
+from annotate.selectors.disagreements import batch_disagreements
 from annotate.selectors.queue import revision_answers
 from annotate.services.ratings import save_draft, submit_rating
 from annotate.services.rubrics import load_builtin_rubric
