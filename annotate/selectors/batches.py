@@ -12,8 +12,9 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from django.contrib.auth import get_user_model
+from django.core.cache import cache
 from django.core.exceptions import ValidationError
-from django.db.models import Count, Exists, Max, OuterRef, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.http import Http404
 
 from annotate.models import (
@@ -30,6 +31,7 @@ from annotate.models import (
 )
 from annotate.selectors.counting import counting_only
 from annotate.selectors.queue import revision_answers, revisions_with_answers
+from core.models import change_states
 
 
 def get_batch(study: Study, batch_uuid, *, counts: bool = False) -> Batch:
@@ -117,8 +119,37 @@ class BatchProgress:
 
 def batch_progress(batch: Batch) -> BatchProgress:
     """Per rater: assignments by state and median active time per submitted item;
-    and the items still missing ratings (fewer submitted than planned). The assignments
-    are read as values: only the raters and the items missing ratings become objects."""
+    and the items still missing ratings (fewer submitted than planned). The counts are
+    computed from every assignment once per state of the batch (batch_state) and kept in
+    Django's cache; only the raters and the items missing ratings become objects."""
+    key = f"batch-progress:{batch.pk}:{batch_state(batch)}"
+    counts = cache.get(key)
+    if counts is None:
+        counts = _progress_counts(batch)
+        cache.set(key, counts, timeout=BATCH_CACHE_SECONDS)
+    per_rater, items, missing, skipped = counts
+    users = get_user_model().objects.in_bulk([rater_id for rater_id, *_ in per_rater])
+    raters = sorted(
+        (RaterProgress(users[rater_id], *figures) for rater_id, *figures in per_rater),
+        key=lambda r: r.rater.get_username(),
+    )
+    summaries = Summary.objects.only("uuid", "key", "study_id", "source_id").in_bulk([pk for pk, *_ in missing])
+    items_missing = sorted(((summaries[pk], *c) for pk, *c in missing), key=lambda r: (r[1] - r[2], r[0].key))
+    skips: dict[int, list[tuple[Any, str]]] = {}
+    for summary_id, rater_id, reason in sorted(skipped, key=lambda row: users[row[1]].get_username()):
+        skips.setdefault(summary_id, []).append((users[rater_id], reason))
+    return BatchProgress(batch=batch, raters=raters, items=items, items_missing=items_missing, skips=skips)
+
+
+# Keys change with the batch's state, so this only bounds how long unused entries stay.
+BATCH_CACHE_SECONDS = 3600
+
+
+def _progress_counts(batch: Batch) -> tuple[list[tuple], int, list[tuple], list[tuple]]:
+    """batch_progress's figures as plain values: per rater (id, the RaterProgress
+    figures), the number of items, the items missing ratings (summary id, submitted,
+    planned) and the skips (summary id, rater id, reason), from the assignments read as
+    values."""
     import statistics
 
     rows = Assignment.objects.filter(batch=batch).values_list("rater_id", "summary_id", "state", "active_seconds")
@@ -127,37 +158,32 @@ def batch_progress(batch: Batch) -> BatchProgress:
     for rater_id, summary_id, state, seconds in rows:
         per_rater.setdefault(rater_id, []).append((state, seconds))
         per_item.setdefault(summary_id, []).append(state)
-    users = get_user_model().objects.in_bulk(list(per_rater))
     raters = []
-    for rater_id, items in sorted(per_rater.items(), key=lambda kv: users[kv[0]].get_username()):
+    for rater_id, items in per_rater.items():
         states = [state for state, _ in items]
         active = [seconds for state, seconds in items if state == Assignment.State.SUBMITTED]
         raters.append(
-            RaterProgress(
-                rater=users[rater_id],
-                assigned=sum(s != Assignment.State.WITHDRAWN for s in states),
-                pending=states.count(Assignment.State.PENDING),
-                in_progress=states.count(Assignment.State.IN_PROGRESS),
-                submitted=states.count(Assignment.State.SUBMITTED),
-                skipped=states.count(Assignment.State.SKIPPED),
-                withdrawn=states.count(Assignment.State.WITHDRAWN),
-                median_active_seconds=statistics.median(active) if active else None,
+            (
+                rater_id,
+                sum(s != Assignment.State.WITHDRAWN for s in states),
+                states.count(Assignment.State.PENDING),
+                states.count(Assignment.State.IN_PROGRESS),
+                states.count(Assignment.State.SUBMITTED),
+                states.count(Assignment.State.SKIPPED),
+                states.count(Assignment.State.WITHDRAWN),
+                statistics.median(active) if active else None,
             )
         )
-    counts = {}
+    missing = []
     # Qualification items are screening, rated by whoever arrives: never "missing ratings".
     for summary_id, states in per_item.items() if batch.kind != Batch.Kind.QUALIFICATION else ():
         planned = sum(s != Assignment.State.WITHDRAWN for s in states)
         submitted = states.count(Assignment.State.SUBMITTED)
         if submitted < planned:
-            counts[summary_id] = (submitted, planned)
-    summaries = Summary.objects.only("uuid", "key", "study_id", "source_id").in_bulk(list(counts))
-    missing = sorted(((summaries[pk], *c) for pk, c in counts.items()), key=lambda r: (r[1] - r[2], r[0].key))
-    skips: dict[int, list[tuple[Any, str]]] = {}
-    skipped = Assignment.objects.filter(batch=batch, state=Assignment.State.SKIPPED).order_by("rater__username")
-    for summary_id, rater_id, reason in skipped.values_list("summary_id", "rater_id", "skip_reason"):
-        skips.setdefault(summary_id, []).append((users[rater_id], reason))
-    return BatchProgress(batch=batch, raters=raters, items=len(per_item), items_missing=missing, skips=skips)
+            missing.append((summary_id, submitted, planned))
+    skipped = Assignment.objects.filter(batch=batch, state=Assignment.State.SKIPPED).order_by("pk")
+    skips = list(skipped.values_list("summary_id", "rater_id", "skip_reason"))
+    return raters, len(per_item), missing, skips
 
 
 def batch_answers(batch: Batch, *, phase: str = "initial", summary: Summary | None = None) -> dict:
@@ -304,15 +330,19 @@ def answer_rows(ids: Sequence[int]) -> list[AnswerRow]:
 
 
 def batch_state(batch: Batch) -> str:
-    """A digest of the state of a batch's answers: it changes with any write to them
-    (every write to an assignment or a revision stamps its updated_at; rows added are
-    counted), with the study's expected answers and with the study's rubric version. What
-    is computed from every answer of a batch is cached under it, so it is never stale."""
-    assignments = Assignment.objects.filter(batch=batch).aggregate(n=Count("id"), at=Max("updated_at"))
-    revisions = Revision.objects.filter(assignment__batch=batch).aggregate(n=Count("id"), at=Max("updated_at"))
-    expected = ExpectedAnswer.objects.filter(study=batch.study_id).aggregate(n=Count("id"), at=Max("updated_at"))
-    state = [batch.study.rubric_id, *assignments.values(), *revisions.values(), *expected.values()]
-    return hashlib.sha256(repr(state).encode()).hexdigest()
+    """A digest of the state of a batch's answers (core.models.change_states, one query):
+    it changes with any write to them (every write to an assignment or a revision stamps
+    its updated_at; rows added are counted), with the study's expected answers and with
+    the study's rubric version. What is computed from every answer of a batch is cached
+    under it, so it is never stale."""
+    states = change_states(
+        {
+            "assignments": Assignment.objects.filter(batch=batch),
+            "revisions": Revision.objects.filter(assignment__batch=batch),
+            "expected": ExpectedAnswer.objects.filter(study=batch.study_id),
+        }
+    )
+    return hashlib.sha256(repr([batch.study.rubric_id, states]).encode()).hexdigest()
 
 
 @dataclass(frozen=True)

@@ -181,12 +181,14 @@ def test_disagreements_by_threshold_and_kind(rated_batch):
 
 
 @pytest.mark.django_db
-def test_disagreements_follow_every_change_to_the_answers(rated_batch, raters):
+def test_disagreements_and_progress_follow_every_change_to_the_answers(rated_batch, raters):
     """They are cached per state of the batch: a changed answer and a withdrawn assignment
-    each give the list anew."""
+    each give them anew."""
     assert [r.spread for r in batch_disagreements(rated_batch, question="overall")] == [3.0, 1.0]
+    assert [(r.submitted, r.in_progress) for r in batch_progress(rated_batch).raters] == [(4, 0), (4, 0)]
     assignment = rated_batch.assignments.filter(rater=raters[1]).order_by("summary__key").first()  # 2 against 5
     reopen_rating(assignment=assignment, rater=raters[1], version=assignment.version)
+    assert [(r.submitted, r.in_progress) for r in batch_progress(rated_batch).raters] == [(4, 0), (3, 1)]
     assignment.refresh_from_db()
     submit_rating(
         assignment=assignment, rater=raters[1], answers={"overall": 5, "failure_modes": []}, version=assignment.version
@@ -194,6 +196,7 @@ def test_disagreements_follow_every_change_to_the_answers(rated_batch, raters):
     assert [r.spread for r in batch_disagreements(rated_batch, question="overall")] == [1.0]
     withdraw_assignment(assignment=rated_batch.assignments.filter(rater=raters[1]).order_by("summary__key")[2])
     assert batch_disagreements(rated_batch, question="overall") == []
+    assert [(r.assigned, r.withdrawn) for r in batch_progress(rated_batch).raters] == [(4, 0), (3, 1)]
 
 
 @pytest.mark.django_db
