@@ -8,6 +8,7 @@ Pure reads: :func:`report_page` never computes or queues a report.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -178,8 +179,6 @@ class ReportBody:
     report: Mapping[str, Any]
     cites_factpico: bool
     n_resamples: int
-    computed_from: tuple[str, ...]
-    items_rated: str  # "summaries", or "answers" in a study of clinical questions
     span_sections: tuple[SpanTable, ...]
     agreement: tuple[Mapping[str, Any], ...]
     agreement_csv: str
@@ -211,30 +210,63 @@ class ReportPage:
     phases: tuple[tuple[str, str], ...]
     result: AnalysisResult
     can_recompute: bool
-    body: ReportBody | None  # None until the report is done
+    # The plots stored so far while the worker still draws them; None once all are.
+    drawn: set[tuple[str, str]] | None = None
+
+    @functools.cached_property
+    def body(self) -> ReportBody | None:
+        """The finished report's part of the page, None until the report is done. Read
+        from the stored payload on first use: the template uses it only when its cached
+        copy of that part is missing."""
+        if self.result.status != AnalysisResult.Status.DONE:
+            return None
+        return report_body(self.result, study=self.study, phase=self.phase, drawn=self.drawn)
+
+    @property
+    def asks_questions(self) -> bool:
+        """A study of clinical questions rates answers, not summaries (literature.answers)."""
+        return bool((self.result.inputs or {}).get("questions"))
+
+    @property
+    def computed_from(self) -> tuple[str, ...]:
+        return tuple(computed_from(self.result.inputs or {}, answers=self.asks_questions))
+
+    @property
+    def items_rated(self) -> str:
+        return "answers" if self.asks_questions else "summaries"
 
     def context(self) -> dict[str, Any]:
-        """The template's names: the page's, and the finished report's at the top level."""
-        names = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "body"}
-        if self.body is not None:
-            names.update({f.name: getattr(self.body, f.name) for f in dataclasses.fields(self.body)})
+        """The template's names: the page's, and the finished report's at the top level,
+        each read (building the body) only if the template asks for it. The rendered
+        body is cached for BODY_CACHE_SECONDS once every plot is drawn, 0 before."""
+        names = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "drawn"}
+        drawing = self.drawn is not None
+        names.update(drawing=drawing, body_cache_seconds=0 if drawing else BODY_CACHE_SECONDS)
+        if self.result.status == AnalysisResult.Status.DONE:
+            names.update(computed_from=self.computed_from, items_rated=self.items_rated)
+            names.update({f.name: functools.partial(_body_field, self, f.name) for f in dataclasses.fields(ReportBody)})
         return names
+
+
+# The rendered body is keyed by the report (a new report is a new row) and the page's
+# address and language, so this only bounds how long an unused copy stays.
+BODY_CACHE_SECONDS = 3600
+
+
+def _body_field(page: ReportPage, name: str) -> Any:
+    return getattr(page.body, name)
 
 
 def report_page(*, user, study: Study, phase: str, result: AnalysisResult) -> ReportPage:
     """The report page of `study` for `phase`, as `user` sees it; `result` is the report
     analysis.services.request_study_report answered (done, or its progress)."""
-    body = None
-    if result.status == AnalysisResult.Status.DONE:
-        drawn = selectors.stored_plots(result=result) if services.plots_pending(result) else None
-        body = report_body(result, study=study, phase=phase, drawn=drawn)
     return ReportPage(
         study=study,
         phase=phase,
         phases=tuple(AnalysisResult.Phase.choices),
         result=result,
         can_recompute=is_study_admin(user, study),
-        body=body,
+        drawn=selectors.stored_plots(result=result) if services.plots_pending(result) else None,
     )
 
 
@@ -244,16 +276,12 @@ def report_body(result: AnalysisResult, *, study: Study, phase: str, drawn: set[
     report = report_from_payload(result.result)
     query = f"?phase={phase}"
     plots = _plots(result.result, study, query, drawn)
-    # A study of clinical questions rates answers, not summaries (literature.answers).
-    asks_questions = bool((result.inputs or {}).get("questions"))
     meta = report.meta_evaluation
     return ReportBody(
         study_report=report,
         report=result.result,
         cites_factpico=cites_factpico(report),
         n_resamples=report.n_resamples,
-        computed_from=tuple(computed_from(result.inputs, answers=asks_questions)),
-        items_rated="answers" if asks_questions else "summaries",
         span_sections=span_sections(report),
         agreement=_agreement(report),
         agreement_csv=reverse("analysis:download", args=[study.slug, "agreement.csv"]) + query,

@@ -195,7 +195,8 @@ def rater_names(*, rater_ids) -> dict[str, str]:
 
 
 def analysis_result(*, study: Study, phase: str, fingerprint: str) -> AnalysisResult | None:
-    return AnalysisResult.objects.filter(study=study, phase=phase, fingerprint=fingerprint).first()
+    """The report row; its payload (megabytes for a large study) is read when first used."""
+    return AnalysisResult.objects.filter(study=study, phase=phase, fingerprint=fingerprint).defer("result").first()
 
 
 def stored_plots(*, result: AnalysisResult) -> set[tuple[str, str]]:

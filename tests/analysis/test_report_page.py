@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import html as html_module
 import io
+import re
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -105,12 +106,31 @@ def test_staff_see_agreement_distributions_failure_modes_and_plots(staff_client)
 
 
 def test_cached_page_is_bounded_in_queries_and_does_not_recompute(staff_client, django_assert_max_num_queries):
-    open_computed(staff_client, REPORT_URL)
+    open_computed(staff_client, REPORT_URL, plots=True)
     first = AnalysisResult.objects.get()
     with django_assert_max_num_queries(6):
         response = staff_client.get(REPORT_URL)
     assert response.status_code == 200
     assert AnalysisResult.objects.get().pk == first.pk
+
+
+def test_the_rendered_report_is_kept_and_its_payload_not_read_again(staff_client, rated_demo):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def page(response) -> str:  # without the form's CSRF token, masked anew each time
+        return re.sub(r'name="csrfmiddlewaretoken" value="[^"]*"', "", response.content.decode())
+
+    first = page(open_computed(staff_client, REPORT_URL, plots=True))
+    assert AnalysisResult.objects.get().plots_done_at is not None  # every plot drawn: the body is kept
+    with CaptureQueriesContext(connection) as queries:
+        again = page(staff_client.get(REPORT_URL))
+    assert again == first and 'id="h-agreement"' in again
+    assert not [q["sql"] for q in queries if '"result"' in q["sql"] and "analysis_analysisresult" in q["sql"]]
+    # Another report (a rating changed) is rendered anew.
+    change_first_rating(rated_demo)
+    newer = page(open_computed(staff_client, REPORT_URL, plots=True))
+    assert newer != first and 'id="h-agreement"' in newer
 
 
 def test_a_new_rating_invalidates_the_cached_report(staff_client, rated_demo):

@@ -53,7 +53,8 @@ def test_admins_may_recompute_and_viewers_may_not(done):
 
 def test_the_body_is_read_from_the_stored_report(done):
     study, admin, result = done
-    body = pages.report_page(user=admin, study=study, phase="all", result=result).body
+    page = pages.report_page(user=admin, study=study, phase="all", result=result)
+    body = page.body
     assert isinstance(body.study_report, StudyReport)
     assert body.study_report == report_from_payload(result.result)
     assert body.report == result.result
@@ -62,7 +63,7 @@ def test_the_body_is_read_from_the_stored_report(done):
         f"{study.slug}-{name}": 8 for name in ("ra", "rb", "rc")
     }
     assert body.n_resamples == 20
-    assert body.items_rated == "summaries" and body.computed_from[0] == "24 submitted ratings"
+    assert page.items_rated == "summaries" and page.computed_from[0] == "24 submitted ratings"
     assert [d.name for d in body.downloads] == list(FILE_NAMES)
     assert all(d.url.endswith(f"/{d.name}?phase=all") for d in body.downloads)
     assert not body.cites_factpico
