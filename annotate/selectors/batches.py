@@ -6,10 +6,10 @@ annotate.selectors.disagreements)."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
@@ -32,6 +32,8 @@ from annotate.models import (
 from annotate.selectors.counting import counting_only
 from annotate.selectors.queue import revision_answers, revisions_with_answers
 from core.models import change_states
+
+T = TypeVar("T")
 
 
 def get_batch(study: Study, batch_uuid, *, counts: bool = False) -> Batch:
@@ -122,12 +124,7 @@ def batch_progress(batch: Batch) -> BatchProgress:
     and the items still missing ratings (fewer submitted than planned). The counts are
     computed from every assignment once per state of the batch (batch_state) and kept in
     Django's cache; only the raters and the items missing ratings become objects."""
-    key = f"batch-progress:{batch.pk}:{batch_state(batch)}"
-    counts = cache.get(key)
-    if counts is None:
-        counts = _progress_counts(batch)
-        cache.set(key, counts, timeout=BATCH_CACHE_SECONDS)
-    per_rater, items, missing, skipped = counts
+    per_rater, items, missing, skipped = per_batch_state(batch, "batch-progress", lambda: _progress_counts(batch))
     users = get_user_model().objects.in_bulk([rater_id for rater_id, *_ in per_rater])
     raters = sorted(
         (RaterProgress(users[rater_id], *figures) for rater_id, *figures in per_rater),
@@ -139,10 +136,6 @@ def batch_progress(batch: Batch) -> BatchProgress:
     for summary_id, rater_id, reason in sorted(skipped, key=lambda row: users[row[1]].get_username()):
         skips.setdefault(summary_id, []).append((users[rater_id], reason))
     return BatchProgress(batch=batch, raters=raters, items=items, items_missing=items_missing, skips=skips)
-
-
-# Keys change with the batch's state, so this only bounds how long unused entries stay.
-BATCH_CACHE_SECONDS = 3600
 
 
 def _progress_counts(batch: Batch) -> tuple[list[tuple], int, list[tuple], list[tuple]]:
@@ -333,8 +326,7 @@ def batch_state(batch: Batch) -> str:
     """A digest of the state of a batch's answers (core.models.change_states, one query):
     it changes with any write to them (every write to an assignment or a revision stamps
     its updated_at; rows added are counted), with the study's expected answers and with
-    the study's rubric version. What is computed from every answer of a batch is cached
-    under it, so it is never stale."""
+    the study's rubric version."""
     states = change_states(
         {
             "assignments": Assignment.objects.filter(batch=batch),
@@ -343,6 +335,18 @@ def batch_state(batch: Batch) -> str:
         }
     )
     return hashlib.sha256(repr([batch.study.rubric_id, states]).encode()).hexdigest()
+
+
+def per_batch_state(batch: Batch, name: str, compute: Callable[[], T], *options: Any) -> T:
+    """compute() once per state of the batch's answers (batch_state) and `options` (what
+    it takes besides), kept in Django's cache: what is computed from every answer of a
+    batch is read back until an answer changes, and is never stale."""
+    digest = hashlib.sha256(repr([batch_state(batch), *options]).encode()).hexdigest()
+    return cache.get_or_set(f"{name}:{batch.pk}:{digest}", compute, timeout=BATCH_CACHE_SECONDS)
+
+
+# Keys change with the batch's state, so this only bounds how long unused entries stay.
+BATCH_CACHE_SECONDS = 3600
 
 
 @dataclass(frozen=True)

@@ -3,15 +3,12 @@ answers to a question differ, and how far apart they lie."""
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from django.core.cache import cache
-
 from annotate.models import Batch, Rating, Span, Summary
 from annotate.rubrics import per_claim_parts
-from annotate.selectors.batches import ItemRef, batch_answer_revisions, batch_state
+from annotate.selectors.batches import ItemRef, batch_answer_revisions, per_batch_state
 from annotate.selectors.contents import rubric_definition
 
 
@@ -183,17 +180,15 @@ def batch_disagreements(
     Computed from every answer that counts, once per state of the batch (batch_state),
     and kept in Django's cache: the pages of a large batch's disagreements read them back
     until an answer changes."""
-    options = repr((question, float(threshold), phase, sort))
-    key = f"disagreements:{batch.pk}:{batch_state(batch)}:" + hashlib.sha256(options.encode()).hexdigest()
-    found = cache.get(key)
-    if found is None:
-        found = _disagreements(batch, question=question, threshold=threshold, phase=phase, sort=sort)
-        cache.set(key, found, timeout=CACHE_SECONDS)
-    return found
-
-
-# Keys change with the batch's state, so this only bounds how long unused ones stay.
-CACHE_SECONDS = 3600
+    return per_batch_state(
+        batch,
+        "disagreements",
+        lambda: _disagreements(batch, question=question, threshold=threshold, phase=phase, sort=sort),
+        question,
+        float(threshold),
+        phase,
+        sort,
+    )
 
 
 def _disagreements(batch: Batch, *, question: str, threshold: float, phase: str, sort: str) -> list[Disagreement]:

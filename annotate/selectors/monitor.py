@@ -4,18 +4,16 @@ flags raised about items. Study admins only, except the rater's own flags."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth import get_user_model
-from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.db.models import BooleanField, Count, ExpressionWrapper, F, Q, QuerySet
 
 from annotate.models import Assignment, Batch, ExpectedAnswer, ItemFlag, RaterExclusion, RaterPause, Study
-from annotate.selectors.batches import answer_matches, batch_answers, batch_state, first_answers
+from annotate.selectors.batches import answer_matches, batch_answers, first_answers, per_batch_state
 from annotate.selectors.contents import rubric_definition
 from stats.monitor import AnswerRow, BatchFigures, GoldRow, ItemRow, RaterFigures, batch_figures
 
@@ -143,20 +141,12 @@ def severity_and_drift(
     return by_rater, windows
 
 
-def _figures_key(batch: Batch, fast_fraction: float) -> str:
-    """The cache key of a batch's figures: the state of its answers (batch_state) and what
-    the figures take besides, so a cached figure is never stale."""
-    options = repr([fast_fraction, batch.study.min_seconds_per_item])
-    return f"monitor-figures:{batch.pk}:{batch_state(batch)}:" + hashlib.sha256(options.encode()).hexdigest()
-
-
 def monitor_figures(batch: Batch, usernames: list[str], *, fast_fraction: float):
     """(figures, severity, drift) of the batch: computed from every answer that counts
     (monitor_rows, stats.monitor, stats.severity) once per state of the batch and kept in
     Django's cache, so a page that polls reads them back until an answer changes."""
-    key = _figures_key(batch, fast_fraction)
-    found = cache.get(key)
-    if found is None:
+
+    def compute():
         items, answers, gold = monitor_rows(batch)
         figures = batch_figures(
             items=items,
@@ -166,13 +156,9 @@ def monitor_figures(batch: Batch, usernames: list[str], *, fast_fraction: float)
             fast_fraction=fast_fraction,
             floor_seconds=batch.study.min_seconds_per_item,
         )
-        found = (figures, *severity_and_drift(answers, gold))
-        cache.set(key, found, timeout=FIGURES_CACHE_SECONDS)
-    return found
+        return (figures, *severity_and_drift(answers, gold))
 
-
-# Figures are keyed by the batch's state, so this only bounds how long unused ones stay.
-FIGURES_CACHE_SECONDS = 3600
+    return per_batch_state(batch, "monitor-figures", compute, fast_fraction, batch.study.min_seconds_per_item)
 
 
 def batch_monitor(batch: Batch, *, fast_fraction: float = DEFAULT_FAST_FRACTION) -> Monitor:

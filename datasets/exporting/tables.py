@@ -199,22 +199,28 @@ def write_raters(study, writers, pseudonyms: dict[int, str], per_rater: dict[int
 def write_consensus(writers, batches, pseudonyms: dict[int, str], rubric_versions: set[tuple[str, int]]) -> None:
     """The latest decision per (batch, summary, question) is the answer; adds the rubric
     versions the decisions were made under to `rubric_versions`."""
-    # Value rows, the rubric by id: a rubric's definition is read once, not per decision.
-    rubrics = {pk: (key, version) for pk, key, version in Rubric.objects.values_list("pk", "key", "version")}
+    # Value rows with the rubric's key and version: no rubric definition is read per decision.
     rows = (
         ConsensusAnswer.objects.filter(batch__in=batches)
         .order_by("created_at", "pk")
         .values_list(
-            "batch__name", "summary__key", "question", "value", "rationale", "decided_by_id", "created_at", "rubric_id"
+            "batch__name",
+            "summary__key",
+            "question",
+            "value",
+            "rationale",
+            "decided_by_id",
+            "created_at",
+            "rubric__key",
+            "rubric__version",
         )
     )
     latest: dict[tuple[str, str, str], tuple] = {}
     for batch, summary, question, *rest in rows.iterator(chunk_size=ITERATOR_CHUNK):
         latest[(batch, summary, question)] = rest
     for key in sorted(latest):
-        value, rationale, decided_by, created_at, rubric_id = latest[key]
-        rubric = rubrics[rubric_id]
-        rubric_versions.add(rubric)
+        value, rationale, decided_by, created_at, *rubric = latest[key]
+        rubric_versions.add(tuple(rubric))
         writers["consensus"].write(
             (
                 *key,
