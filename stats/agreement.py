@@ -21,6 +21,7 @@ from typing import Any, Literal
 import krippendorff
 import numpy as np
 import pandas as pd
+from scipy import sparse
 from statsmodels.stats import inter_rater
 
 from stats.frames import (
@@ -237,33 +238,69 @@ def cohen_kappa(frame: pd.DataFrame, scale: Sequence[float]) -> tuple[PairwiseKa
 
 
 def _cohen_kappa(prepared: _Prepared) -> tuple[PairwiseKappa, ...]:
-    # Each pair's items × items contingency table over the FULL scale is counted once, and
-    # statsmodels' cohens_kappa gives the three weightings from it (the same values as
-    # sklearn's cohen_kappa_score with labels=scale: tests/stats/test_agreement_golden.py).
+    # Every pair's contingency table over the FULL scale comes from one sparse product:
+    # X is items x (rater, scale position) indicators, and X'X holds, for raters a and b,
+    # the counts of (a's position, b's position) over the items both rated.
     size = len(prepared.scale)
     wide = prepared.wide.loc[:, prepared.wide.notna().any(axis=0)]
     values = wide.to_numpy(dtype=float)
-    rated = ~np.isnan(values)
-    codes = np.zeros(values.shape, dtype=np.int64)
-    codes[rated] = scale_codes(values[rated], prepared.scale)
+    n_raters = values.shape[1]
+    items, raters = np.nonzero(~np.isnan(values))
+    columns = raters * size + scale_codes(values[items, raters], prepared.scale)
+    indicators = sparse.csr_matrix((np.ones(len(items)), (items, columns)), shape=(len(values), n_raters * size))
+    cooccurrence = (indicators.T @ indicators).tocoo()
+    first, second = cooccurrence.row // size, cooccurrence.col // size
+    keep = first < second
+    first, second = first[keep], second[keep]
+    # The pair's place in combinations(range(n_raters), 2).
+    pair = first * n_raters - first * (first + 1) // 2 + second - first - 1
+    cell = (cooccurrence.row[keep] % size) * size + cooccurrence.col[keep] % size
+    rated_pairs, slot = np.unique(pair, return_inverse=True)
+    tables = np.zeros((len(rated_pairs), size * size))
+    np.add.at(tables, (slot, cell), cooccurrence.data[keep])
+    kappas = pairwise_kappas(tables.reshape(-1, size, size))
+    counts = tables.sum(axis=1)
+    where = {pair: k for k, pair in enumerate(rated_pairs.tolist())}
+    labels = [_plain(label) for label in wide.columns]
     results: list[PairwiseKappa] = []
-    for a, b in combinations(range(len(wide.columns)), 2):
-        both = rated[:, a] & rated[:, b]
-        n = int(both.sum())
-        table = np.bincount(codes[both, a] * size + codes[both, b], minlength=size * size).reshape(size, size)
-        kappas = {name: _kappa(table, weighting) if n else math.nan for name, weighting in KAPPA_WEIGHTINGS}
-        results.append(PairwiseKappa(rater_a=_plain(wide.columns[a]), rater_b=_plain(wide.columns[b]), n=n, **kappas))
+    for index, (a, b) in enumerate(combinations(range(n_raters), 2)):
+        k = where.get(index)
+        found = _NO_KAPPA if k is None else {name: float(kappas[name][k]) for name in _NO_KAPPA}
+        n = 0 if k is None else int(counts[k])
+        results.append(PairwiseKappa(rater_a=labels[a], rater_b=labels[b], n=n, **found))
     return tuple(results)
 
 
 KAPPA_WEIGHTINGS = (("unweighted", None), ("linear", "linear"), ("quadratic", "quadratic"))
+_NO_KAPPA = {name: math.nan for name, _ in KAPPA_WEIGHTINGS}
 
 
-def _kappa(table: np.ndarray, weighting: str | None) -> float:
-    """Cohen's kappa of one contingency table; NaN when undefined (chance agreement 1)."""
+def kappa_weights(size: int) -> dict[str, np.ndarray]:
+    """Cohen's weightings over ``size`` scale positions: 1 - I, |i - j| and (i - j)^2."""
+    position = np.arange(size)
+    return {
+        "unweighted": 1.0 - np.eye(size),
+        "linear": np.abs(position[:, None] - position[None, :]).astype(float),
+        "quadratic": ((position[:, None] - position[None, :]) ** 2).astype(float),
+    }
+
+
+def pairwise_kappas(tables: np.ndarray) -> dict[str, np.ndarray]:
+    """Cohen's kappa of each contingency table (tables x q x q, rows one rater's scale
+    positions, columns the other's), under each weighting; NaN where undefined (chance
+    agreement 1). statsmodels' ``cohens_kappa`` formula, for every table at once:
+    1 - sum(W C) / sum(W E), with E = outer(row sums, column sums) / n and W the weights
+    over scale positions (1 - I, |i - j| or (i - j)^2)."""
+    n = tables.sum(axis=(1, 2))
+    rows, columns = tables.sum(axis=2), tables.sum(axis=1)
+    out = {}
     with np.errstate(divide="ignore", invalid="ignore"):
-        value = float(inter_rater.cohens_kappa(table, wt=weighting, return_results=False))
-    return value if math.isfinite(value) else math.nan
+        for name, matrix in kappa_weights(tables.shape[-1]).items():
+            observed = np.einsum("pij,ij->p", tables, matrix)
+            chance = np.einsum("pi,ij,pj->p", rows, matrix, columns) / n
+            kappa = 1.0 - observed / chance
+            out[name] = np.where(np.isfinite(kappa), kappa, np.nan)
+    return out
 
 
 def _plain(label: Any) -> Any:

@@ -39,6 +39,7 @@ from stats.agreement import (
     _plain,
     agreement_report,
     check_bootstrap_options,
+    kappa_weights,
     percentile_intervals,
     report_statistics,
 )
@@ -176,12 +177,7 @@ def _cohen(items: _Items, w: np.ndarray, rater_present: np.ndarray) -> dict[str,
     and W the weighting over scale positions (1 - I, |i - j| or (i - j)^2). Every pair of
     a block at once: C is (pair, cell) x resamples, one sparse product."""
     q = items.q
-    position = np.arange(q)
-    weightings = {
-        "unweighted": 1.0 - np.eye(q),
-        "linear": np.abs(position[:, None] - position[None, :]).astype(float),
-        "quadratic": ((position[:, None] - position[None, :]) ** 2).astype(float),
-    }
+    weightings = kappa_weights(q)
     out = {}
     block = max(1, _PAIR_CELLS // (q * q * max(1, w.shape[0])))
     for start in range(0, len(items.pairs), block):
