@@ -165,22 +165,43 @@ RESAMPLE_CHUNK = 32
 
 
 def _discordant_pairs(counts: np.ndarray, ranks: np.ndarray) -> np.ndarray:
-    """Per resample, the weighted pairs (i < j) with ranks[i] > ranks[j]: the inversions a
-    bottom-up merge sort of `ranks` counts, each step pairing a block's left half with its
-    right half. The steps depend on the ranks only; each resample weights them."""
-    steps = _merge_steps(ranks)
+    """Per resample, the weighted pairs (i < j) with ranks[i] > ranks[j]. Each step of the
+    plan (_inversion_steps) is a set of left points and of right points: for each right
+    point j, the left points between two places in the left points' order come before j
+    and rank above it. The steps depend on the ranks only; each resample weights them."""
+    steps = _inversion_steps(ranks)
     total = np.zeros(counts.shape[0], np.int64)
     for low in range(0, counts.shape[0], RESAMPLE_CHUNK):
         chunk = counts[low : low + RESAMPLE_CHUNK]
         for left, right, block_end, not_above in steps:
-            # Running drawn counts of the left halves in rank order; for a right point j,
-            # the left points of its block ranked above it are those between its own
-            # position in that order and its block's end.
+            # Running drawn counts of the left points in their order; for a right point j,
+            # those between `not_above` and `block_end` are before it and above it.
             running = np.zeros((chunk.shape[0], len(left) + 1), np.int64)
             np.cumsum(chunk[:, left], axis=1, out=running[:, 1:])
             above = running[:, block_end] - running[:, not_above]
             total[low : low + RESAMPLE_CHUNK] += np.einsum("ij,ij->i", chunk[:, right], above)
     return total
+
+
+def _inversion_steps(ranks: np.ndarray) -> list[tuple[np.ndarray, ...]]:
+    """The steps of a merge sort (_merge_steps: about n log2 n points whatever the ranks),
+    or, when fewer points, one step per rank (_rank_steps: as many points as the ranks
+    sum to, few when human scores take a few values)."""
+    n = len(ranks)
+    merge_points = n * max(1, int(np.ceil(np.log2(max(n, 1)))))
+    return _rank_steps(ranks) if int(ranks.sum()) + n < merge_points else _merge_steps(ranks)
+
+
+def _rank_steps(ranks: np.ndarray) -> list[tuple[np.ndarray, ...]]:
+    """For each rank r: the points ranked above r as left points, those ranked r as right
+    points; for each right point, how many left points come before it (and 0)."""
+    positions = np.arange(len(ranks))
+    steps = []
+    for rank in range(int(ranks.max()) if len(ranks) else 0):
+        above, at = positions[ranks > rank], positions[ranks == rank]
+        if len(at):
+            steps.append((above, at, np.searchsorted(above, at), np.zeros(len(at), np.int64)))
+    return steps
 
 
 def _merge_steps(ranks: np.ndarray) -> list[tuple[np.ndarray, ...]]:

@@ -187,6 +187,30 @@ def test_resampled_tau_b_is_scipys_on_every_resample(n):
             assert value == pytest.approx(stats.kendalltau(xs, ys, variant="b").statistic, abs=1e-12)
 
 
+@pytest.mark.parametrize("raters", [1, 3])
+def test_resampled_tau_b_of_human_means_on_a_short_scale(raters):
+    """Human scores that take a few values (one rater's 1-5, or the mean of three: 13 values)
+    are counted one rank at a time (fewer points than a merge sort's steps): scipy's on
+    every resample all the same."""
+    import numpy as np
+
+    from stats.metaeval_questions import _inversion_steps, resampled_tau_b
+
+    rng = np.random.default_rng(raters)
+    n = 400
+    x = np.round(rng.normal(size=n), 2)
+    y = rng.integers(1, 6, (n, raters)).mean(axis=1)
+    y[rng.random(n) < 0.1] = np.nan
+    ranks = np.unique(y[~np.isnan(y)], return_inverse=True)[1]
+    first_step_left = _inversion_steps(ranks)[0][0]
+    assert np.array_equal(first_step_left, np.flatnonzero(ranks > 0))  # counted rank by rank
+    indices = rng.integers(0, n, (60, n))
+    got = resampled_tau_b(x, y, indices)
+    for idx, value in zip(indices, got, strict=True):
+        keep = ~np.isnan(y[idx])
+        assert value == pytest.approx(stats.kendalltau(x[idx][keep], y[idx][keep], variant="b").statistic, abs=1e-12)
+
+
 def test_resampled_tau_b_of_continuous_values_and_of_nothing():
     """Values without ties at a size that is no power of two (merge steps with a short last
     block), scipy's on every resample; no point with both values gives NaN everywhere."""
