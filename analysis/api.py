@@ -7,8 +7,13 @@ thread), and cached for the ratings as they are. Access follows annotate.permiss
 
 from __future__ import annotations
 
+import hashlib
+
+from django.core.cache import cache
+from django.http import HttpResponse
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
+from rest_framework.renderers import JSONRenderer
 from rest_framework.views import APIView
 
 from analysis import services, tasks
@@ -27,24 +32,20 @@ class ReportField(serializers.JSONField):
         return None if value is None else report_payload(report_from_payload(value))
 
 
-class AnalysisResultSerializer(serializers.ModelSerializer):
-    result = ReportField(allow_null=True, help_text="The report (docs/analysis.md) once status is done.")
+class AnalysisStatusSerializer(serializers.ModelSerializer):
+    """Every field of the row but the report itself."""
 
     class Meta:
         model = AnalysisResult
-        fields = [
-            "uuid",
-            "phase",
-            "status",
-            "progress",
-            "n_revisions",
-            "inputs",
-            "computed_at",
-            "error",
-            "result",
-            "created_at",
-            "updated_at",
-        ]
+        fields = ["uuid", "phase", "status", "progress", "n_revisions", "inputs", "computed_at", "error"]
+        fields += ["created_at", "updated_at"]
+
+
+class AnalysisResultSerializer(AnalysisStatusSerializer):
+    result = ReportField(allow_null=True, help_text="The report (docs/analysis.md) once status is done.")
+
+    class Meta(AnalysisStatusSerializer.Meta):
+        fields = [*AnalysisStatusSerializer.Meta.fields[:8], "result", "created_at", "updated_at"]
 
 
 class AnalysisQuery(serializers.Serializer):
@@ -55,8 +56,28 @@ def _waiting(result: AnalysisResult) -> bool:
     return result.status in (AnalysisResult.Status.PENDING, AnalysisResult.Status.RUNNING)
 
 
+# How long a finished report's rendered JSON is kept (per process, Django's cache).
+ANSWER_CACHE_SECONDS = 3600
+
+
 class StudyAnalysis(RunViews, APIView):
     run_kind = RunKind(serializer=AnalysisResultSerializer, waiting=_waiting)
+
+    def run_status(self, request, status):
+        """A finished report's JSON is rendered once and kept (megabytes for a large study),
+        under a digest of every other field of its row: a recomputed report, a plot drawn or
+        any change to the row gives a new key (and so does the media type asked for)."""
+        if status.status != AnalysisResult.Status.DONE:
+            return super().run_status(request, status)
+        row = JSONRenderer().render(AnalysisStatusSerializer(status).data)
+        key = f"report-api:{status.pk}:{request.accepted_media_type}:{hashlib.sha256(row).hexdigest()}"
+
+        def render() -> bytes:
+            data = self.run_data(request, status)
+            return request.accepted_renderer.render(data, request.accepted_media_type, self.get_renderer_context())
+
+        body = cache.get_or_set(key, render, ANSWER_CACHE_SECONDS)
+        return HttpResponse(body, content_type=request.accepted_renderer.media_type)
 
     @extend_schema(
         parameters=[AnalysisQuery],

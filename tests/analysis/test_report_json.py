@@ -86,3 +86,36 @@ def test_the_api_report_is_report_json_byte_for_byte(client, rated):
 
     stored = AnalysisResult.objects.get(study=study, phase="all").result
     assert report_json(report_from_payload(stored)) == text == report_files(stored)["report.json"]
+
+
+def test_the_api_keeps_a_finished_report_rendered_and_renders_anew_when_its_row_changes(client, rated):
+    """The second request answers the same bytes without reading the stored payload; a change
+    to any other field of the row (here its error text, set without touching the payload)
+    gives a new answer."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from analysis.models import AnalysisResult
+
+    study, admin = rated
+    client.force_login(admin)
+    url = reverse("api:study-analysis", args=[study.slug])
+    first = open_computed(client, url)
+    assert first.status_code == 200 and first.json()["status"] == "done"
+    payload_column = '"analysis_analysisresult"."result"'
+    with CaptureQueriesContext(connection) as queries:
+        again = client.get(url)
+    assert again.status_code == 200 and again["Content-Type"] == "application/json"
+    assert again.content == first.content
+    assert not [q["sql"] for q in queries.captured_queries if payload_column in q["sql"]]
+
+    AnalysisResult.objects.filter(study=study, phase="all").update(error="a note")
+    with CaptureQueriesContext(connection) as queries:
+        changed = client.get(url)
+    assert changed.json()["error"] == "a note"
+    assert changed.json()["result"] == first.json()["result"]
+    assert [q["sql"] for q in queries.captured_queries if payload_column in q["sql"]]
+    # An indented answer asked for is kept apart from the compact one.
+    indented = client.get(url, HTTP_ACCEPT="application/json; indent=2")
+    assert indented.content.startswith(b'{\n  "uuid"') and indented.json() == changed.json()
+    assert client.get(url).content == changed.content

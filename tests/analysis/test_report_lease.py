@@ -129,7 +129,7 @@ def test_a_report_whose_worker_is_killed_fails_with_the_reason_and_is_computed_a
     client = api_client_for(get_user_model().objects.get(username="admin"))
     try:
         first = client.get(API_URL)
-        assert first.status_code == 202 and first.data["status"] == Status.PENDING
+        assert first.status_code == 202 and first.json()["status"] == Status.PENDING
         assert len(workers) == 1
 
         # Running for longer than one lease: the worker renewed it, and a poll leaves it alone.
@@ -142,8 +142,8 @@ def test_a_report_whose_worker_is_killed_fails_with_the_reason_and_is_computed_a
             log=log,
         )
         alive = client.get(API_URL)
-        assert alive.status_code == 202 and alive.data["status"] == Status.RUNNING
-        assert alive.data["error"] == ""
+        assert alive.status_code == 202 and alive.json()["status"] == Status.RUNNING
+        assert alive.json()["error"] == ""
 
         workers[0].send_signal(signal.SIGKILL)
         assert workers[0].wait(timeout=30) == -signal.SIGKILL
@@ -152,20 +152,20 @@ def test_a_report_whose_worker_is_killed_fails_with_the_reason_and_is_computed_a
         # Polled until the answer is not 202 any more: failed, with the reason.
         dead = wait_for(lambda: (r := client.get(API_URL)).status_code != 202 and r, "the report to fail")
         assert dead.status_code == 200
-        assert dead.data["status"] == Status.FAILED and dead.data["result"] is None
-        assert dead.data["error"] == services.ABANDONED_ERROR
-        assert dead.data["error"].startswith("Stopped: the worker died")
+        assert dead.json()["status"] == Status.FAILED and dead.json()["result"] is None
+        assert dead.json()["error"] == services.ABANDONED_ERROR
+        assert dead.json()["error"].startswith("Stopped: the worker died")
 
         # It stays failed, with the reason, until someone resumes it (a POST), then it is
         # computed anew, on a new worker, and completes.
-        assert client.get(API_URL).data["status"] == Status.FAILED and len(workers) == 1
+        assert client.get(API_URL).json()["status"] == Status.FAILED and len(workers) == 1
         again = client.post(API_URL, {"phase": "all"}, format="json")
-        assert again.status_code == 202 and again.data["status"] == Status.PENDING
-        assert again.data["uuid"] == first.data["uuid"] and len(workers) == 2
+        assert again.status_code == 202 and again.json()["status"] == Status.PENDING
+        assert again.json()["uuid"] == first.json()["uuid"] and len(workers) == 2
         done = wait_for(lambda: (r := client.get(API_URL)).status_code != 202 and r, "the report to be done")
-        assert done.data["status"] == Status.DONE, done.data["error"]
-        assert done.data["progress"] == 100 and done.data["result"]["agreement"][0]["question"] == "overall"
-        assert done.data["result"]["agreement"][0]["n_resamples"] == 30  # computed by the second worker
+        assert done.json()["status"] == Status.DONE, done.json()["error"]
+        assert done.json()["progress"] == 100 and done.json()["result"]["agreement"][0]["question"] == "overall"
+        assert done.json()["result"]["agreement"][0]["n_resamples"] == 30  # computed by the second worker
         assert workers[1].wait(timeout=600) == 0  # it draws the plots after the numbers
         assert AnalysisResult.objects.count() == 1
     finally:
@@ -213,7 +213,7 @@ def test_a_running_report_with_a_fresh_lease_is_not_marked_failed(rated_demo, ad
     result = running_report(rated_demo, lease_expires_at=timezone.now() + timedelta(minutes=5))
     response = admin_api.get(API_URL)
     assert response.status_code == 202
-    assert (response.data["status"], response.data["progress"], response.data["error"]) == ("running", 40, "")
+    assert (response.json()["status"], response.json()["progress"], response.json()["error"]) == ("running", 40, "")
     result.refresh_from_db()
     assert result.status == Status.RUNNING
 
@@ -222,15 +222,15 @@ def test_a_report_whose_lease_ran_out_is_failed_then_computed_by_the_next_reques
     result = running_report(rated_demo, lease_expires_at=timezone.now() - timedelta(seconds=1))
     response = admin_api.get(API_URL)
     assert response.status_code == 200
-    assert (response.data["status"], response.data["error"]) == ("failed", services.ABANDONED_ERROR)
+    assert (response.json()["status"], response.json()["error"]) == ("failed", services.ABANDONED_ERROR)
     response = admin_api.get(API_URL)  # still failed: the API says the worker died until resumed
-    assert response.status_code == 200 and response.data["status"] == "failed"
+    assert response.status_code == 200 and response.json()["status"] == "failed"
     response = admin_api.post(API_URL, {"phase": "all"}, format="json")  # queued anew, never computed here
-    assert response.status_code == 202 and response.data["status"] == "pending"
+    assert response.status_code == 202 and response.json()["status"] == "pending"
     assert compute_queued_reports() == 1  # the worker's part
     response = admin_api.get(API_URL)
-    assert response.status_code == 200 and response.data["status"] == "done"
-    assert response.data["uuid"] == str(result.uuid) and response.data["result"]["agreement"]
+    assert response.status_code == 200 and response.json()["status"] == "done"
+    assert response.json()["uuid"] == str(result.uuid) and response.json()["result"]["agreement"]
 
 
 def test_the_report_page_shows_why_a_report_stopped_and_offers_to_compute_it_again(rated_demo, client):
