@@ -125,6 +125,12 @@ def _fk_grade(text: str) -> float:
 
 
 @functools.lru_cache(maxsize=4096)
+def _source_fk_grade(source: str) -> float:
+    """A source's grade, once for all its summaries."""
+    return _fk_grade(source)
+
+
+@functools.lru_cache(maxsize=4096)
 def _rouge_tokens(text: str) -> tuple[str, ...]:
     """rouge_score's own tokens (lower-cased, Porter-stemmed), once per text: a
     source is tokenised once for all its summaries."""
@@ -174,7 +180,7 @@ def text_metrics(summary: str, source: str) -> TextMetrics:
     computed from its own tokens; the LCS of ROUGE-L is found bit-parallel (lcs_length).
     tests/stats/test_metrics_fast.py compares them with RougeScorer.score."""
     target, prediction = _rouge_tokens(source), _rouge_tokens(summary)
-    fk_summary, fk_source = _fk_grade(summary), _fk_grade(source)
+    fk_summary, fk_source = _fk_grade(summary), _source_fk_grade(source)
     lcs = lcs_length(target, prediction)
     return TextMetrics(
         rouge1=_ngram_f(target, prediction, 1),
