@@ -140,24 +140,36 @@ def tau_b_of_counts(x: np.ndarray, y: np.ndarray, counts: np.ndarray) -> np.ndar
     order = np.lexsort((y[valid], x[valid]))
     x_rank = np.unique(x[valid][order], return_inverse=True)[1]
     y_rank = np.unique(y[valid][order], return_inverse=True)[1]
-    counts = counts[:, valid][:, order].astype(np.int64)
+    counts = counts[:, np.flatnonzero(valid)[order]].astype(np.int64, copy=False)
     m = counts.sum(axis=1)
     n0 = m * (m - 1) // 2
-    x_ties = _tied_pairs(counts, x_rank)
-    joint_ties = _tied_pairs(counts, x_rank * (y_rank.max() + 1) + y_rank)
+    # A point drawn c times is c(c - 1)/2 pairs tied in everything.
+    self_pairs = (counts * (counts - 1) // 2).sum(axis=1)
+    x_ties = _tied_pairs(counts, x_rank, self_pairs)
+    joint_ties = _tied_pairs(counts, x_rank * (y_rank.max() + 1) + y_rank, self_pairs)
     by_y = np.argsort(y_rank, kind="stable")
-    y_ties = _tied_pairs(counts[:, by_y], y_rank[by_y])
+    y_ties = _tied_pairs(counts[:, by_y], y_rank[by_y], self_pairs)
     s = n0 - x_ties - y_ties + joint_ties - 2 * _discordant_pairs(counts, y_rank)
     denominator = np.sqrt((n0 - x_ties).astype(float) * (n0 - y_ties))
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where((m >= MIN_POINTS) & (denominator > 0), s / np.where(denominator > 0, denominator, 1), np.nan)
 
 
-def _tied_pairs(counts: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """Per resample, the pairs of drawn points with equal keys (`keys` sorted, one per column)."""
+def _tied_pairs(counts: np.ndarray, keys: np.ndarray, self_pairs: np.ndarray) -> np.ndarray:
+    """Per resample, the pairs of drawn points with equal keys (`keys` sorted, one per
+    column), given each resample's pairs of a point with itself: only the points that share
+    their key with another point are summed by group (few where the values rarely tie)."""
     starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-    drawn = np.add.reduceat(counts, starts, axis=1)
-    return (drawn * (drawn - 1) // 2).sum(axis=1)
+    sizes = np.diff(np.r_[starts, len(keys)])
+    shared = np.repeat(sizes > 1, sizes)
+    if shared.all():
+        drawn = np.add.reduceat(counts, starts, axis=1)
+        return (drawn * (drawn - 1) // 2).sum(axis=1)
+    grouped, grouped_keys = counts[:, shared], keys[shared]
+    if not len(grouped_keys):
+        return self_pairs
+    drawn = np.add.reduceat(grouped, np.flatnonzero(np.r_[True, grouped_keys[1:] != grouped_keys[:-1]]), axis=1)
+    return self_pairs - (grouped * (grouped - 1) // 2).sum(axis=1) + (drawn * (drawn - 1) // 2).sum(axis=1)
 
 
 # Resamples weighted at once in the merge steps: rows that stay in the processor's cache.
