@@ -25,8 +25,16 @@ from analysis.sections import StudyReport
 __all__ = ["from_payload", "json_text", "report_from_payload", "report_json", "report_payload", "to_payload"]
 
 
+_SCALARS = frozenset({str, int, bool, type(None)})
+
+
 def to_payload(value: Any) -> Any:
     """A dataclass, mapping or sequence as JSON-ready values (recursively)."""
+    kind = type(value)
+    if kind in _SCALARS:  # most values of a report: answered first
+        return value
+    if kind is float:
+        return value if math.isfinite(value) else None
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         out = {}
         for field in dataclasses.fields(value):
