@@ -171,6 +171,7 @@ def _decisions(answers: pd.DataFrame, consensus: pd.DataFrame, by_item: pd.DataF
     given_of = whole["answer"].tolist() if len(whole) else []
     # As _scored: N/A has no place in a mean, nor has an answer without a score.
     score_of = whole["score"].where(whole["answer"] != "na").tolist() if len(whole) else []
+    keys, generators = by_item["key"].to_dict(), by_item["generator"].to_dict()
     items = []
     for row in consensus.sort_values([ITEM, QUESTION]).itertuples(index=False):
         rows = groups.get((row.item, row.question), ())
@@ -178,8 +179,8 @@ def _decisions(answers: pd.DataFrame, consensus: pd.DataFrame, by_item: pd.DataF
         items.append(
             AdjudicatedItem(
                 item=row.item,
-                key=by_item.at[row.item, "key"],
-                generator=by_item.at[row.item, "generator"],
+                key=keys[row.item],
+                generator=generators[row.item],
                 question=row.question,
                 raters="; ".join(f"{raters_of[i]}: {_shown(given_of[i])}" for i in rows),
                 raters_mean=float(sum(scores) / len(scores)) if scores else None,
@@ -202,13 +203,19 @@ def _adjudicated_systems(
     raters = summary_scores(_scored(answers), scale)
     adjudicated = raters.copy()
     decided = {q: 0 for q in scale}
+    numbers: dict[str, dict] = {q: {} for q in scale}  # question -> item -> the decided score
     for row in consensus.itertuples(index=False):
         if row.question not in scale:
             continue
         value = row.value
         number = float(value) if isinstance(value, int | float) and not isinstance(value, bool) else math.nan
-        adjudicated.loc[row.item, row.question] = number
+        if row.item not in adjudicated.index:
+            adjudicated.loc[row.item, row.question] = number  # a summary the raters left unscored: a new row
+        numbers[row.question][row.item] = number
         decided[row.question] += 1
+    for question, by_item in numbers.items():
+        if by_item:
+            adjudicated.loc[list(by_item), question] = list(by_item.values())
     before = describe_groups(raters, generators, n_resamples=n_resamples, seed=seed)
     after = describe_groups(adjudicated, generators, n_resamples=n_resamples, seed=seed)
     rows = []
