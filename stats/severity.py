@@ -101,11 +101,13 @@ def drift(frame: pd.DataFrame, *, window: int = 20) -> list[DriftWindow]:
     frame = frame.assign(_same=_share_of_others_agreeing(frame))
     rows = []
     for rater, mine in frame.groupby(RATER, sort=True):
-        mine = mine.sort_values(ORDER, kind="stable").reset_index(drop=True)
+        mine = mine.sort_values(ORDER, kind="stable")
+        same, gold = mine["_same"].to_numpy(dtype=float), mine[GOLD].tolist()
         for start in range(0, len(mine), window):
-            part = mine.iloc[start : start + window]
-            shared = part["_same"].dropna()
-            matches = [bool(v) for v in part[GOLD] if v is not None and not (isinstance(v, float) and np.isnan(v))]
+            shared = same[start : start + window]
+            shared = shared[~np.isnan(shared)]
+            part = gold[start : start + window]
+            matches = [bool(v) for v in part if v is not None and not (isinstance(v, float) and np.isnan(v))]
             rows.append(
                 DriftWindow(
                     rater=str(rater),
