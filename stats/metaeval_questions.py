@@ -43,6 +43,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
+from scipy import sparse
 
 from stats.frames import ITEM, QUESTION
 
@@ -128,8 +129,8 @@ def tau_b_of_counts(x: np.ndarray, y: np.ndarray, counts: np.ndarray) -> np.ndar
     """tau-b of each resample given as its counts of the n points (resamples x n).
 
     Every resample draws from the same n points, so what depends on the points alone is
-    worked out once: their order by (x, y), their tie groups and the merge steps of a merge
-    sort of y in that order. A resample then only weights each point by its count: with n0
+    worked out once: their order by (x, y), their tie groups and the steps that count the
+    pairs out of order in y (_inversion_steps). A resample then only weights each point by its count: with n0
     its pairs, n1, n2 and n3 those tied in x, in y and in both (an item drawn twice is a
     pair tied in both, as in scipy) and D the pairs out of order in y (discordant),
     C - D = n0 - n1 - n2 + n3 - 2D and tau-b = (C - D) / sqrt((n0 - n1)(n0 - n2)). Exact:
@@ -140,36 +141,29 @@ def tau_b_of_counts(x: np.ndarray, y: np.ndarray, counts: np.ndarray) -> np.ndar
     order = np.lexsort((y[valid], x[valid]))
     x_rank = np.unique(x[valid][order], return_inverse=True)[1]
     y_rank = np.unique(y[valid][order], return_inverse=True)[1]
-    counts = counts[:, np.flatnonzero(valid)[order]].astype(np.int64, copy=False)
+    # Every count, running count and per-step sum is at most n squared (n the points a
+    # resample draws): 32 bits while that fits (half the memory traffic of 64), else 64.
+    points = np.flatnonzero(valid)[order]
+    counts = counts[:, points].astype(np.int32 if counts.shape[1] ** 2 < 2**31 else np.int64)
     m = counts.sum(axis=1)
     n0 = m * (m - 1) // 2
-    # A point drawn c times is c(c - 1)/2 pairs tied in everything.
-    self_pairs = (counts * (counts - 1) // 2).sum(axis=1)
-    x_ties = _tied_pairs(counts, x_rank, self_pairs)
-    joint_ties = _tied_pairs(counts, x_rank * (y_rank.max() + 1) + y_rank, self_pairs)
-    by_y = np.argsort(y_rank, kind="stable")
-    y_ties = _tied_pairs(counts[:, by_y], y_rank[by_y], self_pairs)
+    x_ties = _tied_pairs(counts, x_rank)
+    joint_ties = _tied_pairs(counts, x_rank * (y_rank.max() + 1) + y_rank)
+    y_ties = _tied_pairs(counts, y_rank)
     s = n0 - x_ties - y_ties + joint_ties - 2 * _discordant_pairs(counts, y_rank)
     denominator = np.sqrt((n0 - x_ties).astype(float) * (n0 - y_ties))
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where((m >= MIN_POINTS) & (denominator > 0), s / np.where(denominator > 0, denominator, 1), np.nan)
 
 
-def _tied_pairs(counts: np.ndarray, keys: np.ndarray, self_pairs: np.ndarray) -> np.ndarray:
-    """Per resample, the pairs of drawn points with equal keys (`keys` sorted, one per
-    column), given each resample's pairs of a point with itself: only the points that share
-    their key with another point are summed by group (few where the values rarely tie)."""
-    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-    sizes = np.diff(np.r_[starts, len(keys)])
-    shared = np.repeat(sizes > 1, sizes)
-    if shared.all():
-        drawn = np.add.reduceat(counts, starts, axis=1)
-        return (drawn * (drawn - 1) // 2).sum(axis=1)
-    grouped, grouped_keys = counts[:, shared], keys[shared]
-    if not len(grouped_keys):
-        return self_pairs
-    drawn = np.add.reduceat(grouped, np.flatnonzero(np.r_[True, grouped_keys[1:] != grouped_keys[:-1]]), axis=1)
-    return self_pairs - (grouped * (grouped - 1) // 2).sum(axis=1) + (drawn * (drawn - 1) // 2).sum(axis=1)
+def _tied_pairs(counts: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Per resample, the pairs of drawn points with equal keys (one key per column; a point
+    drawn twice is a pair): the drawn points of each key summed by one sparse product."""
+    _, group = np.unique(keys, return_inverse=True)
+    n = len(keys)
+    indicator = sparse.csr_array((np.ones(n, counts.dtype), (np.arange(n), group)), shape=(n, group.max() + 1))
+    drawn = counts @ indicator
+    return (drawn * (drawn - 1) // 2).sum(axis=1)
 
 
 # Resamples weighted at once in the merge steps: rows that stay in the processor's cache.
@@ -188,7 +182,7 @@ def _discordant_pairs(counts: np.ndarray, ranks: np.ndarray) -> np.ndarray:
         for left, right, block_end, not_above in steps:
             # Running drawn counts of the left points in their order; for a right point j,
             # those between `not_above` and `block_end` are before it and above it.
-            running = np.zeros((chunk.shape[0], len(left) + 1), np.int64)
+            running = np.zeros((chunk.shape[0], len(left) + 1), counts.dtype)
             np.cumsum(chunk[:, left], axis=1, out=running[:, 1:])
             above = running[:, block_end] - running[:, not_above]
             total[low : low + RESAMPLE_CHUNK] += np.einsum("ij,ij->i", chunk[:, right], above)
