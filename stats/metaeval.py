@@ -193,7 +193,11 @@ def _pairs(h: np.ndarray, m: np.ndarray, codes: np.ndarray) -> _Pairs:
     array operation over a window view of the group.
     """
     order = np.lexsort((m, codes))
-    h, m, codes = h[order], m[order], codes[order]
+    m, codes = m[order], codes[order]
+    # Human scores as their ranks (equal scores, equal ranks): small integers compare faster
+    # than floats; -1 past a group's end is below every rank, so never a tie nor above.
+    levels = np.unique(h, return_inverse=True)[1]
+    h = levels[order].astype(np.int16 if levels.size and levels.max() < 2**15 - 1 else np.int64)
     bounds = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1], True]) if codes.size else np.zeros(1, dtype=int)
     ties, conc, tie_n, conc_n, pairs = [], [], [], [], []
     for start, end in zip(bounds[:-1], bounds[1:], strict=True):
@@ -203,7 +207,8 @@ def _pairs(h: np.ndarray, m: np.ndarray, codes: np.ndarray) -> _Pairs:
         size = end - start
         # Row i, column k of a window: the item k places after item i (NaN past the group's
         # end, which no comparison below counts).
-        padded_h, padded_m = (np.r_[v[start:end], np.full(size, np.nan)] for v in (h, m))
+        padded_h = np.r_[h[start:end], np.full(size, -1, h.dtype)]
+        padded_m = np.r_[m[start:end], np.full(size, np.nan)]
         windows_h, windows_m = (sliding_window_view(v, size)[:size] for v in (padded_h, padded_m))
         tie_n.append(0)
         conc_n.append(0)
