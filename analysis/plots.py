@@ -197,6 +197,8 @@ def questions_figure(report: dict[str, Any], metric: str, formats: Sequence[str]
     cells = meta.get("summary_level", {}).get(metric)
     if cells is None:
         raise KeyError(metric)
+    import numpy as np
+
     values = {r["item"]: r.get(metric) for r in report["metrics"]}
     questions = meta["questions"]
     plt = _pyplot()
@@ -209,9 +211,11 @@ def questions_figure(report: dict[str, Any], metric: str, formats: Sequence[str]
                 for h in meta.get("human_scores", [])
                 if h.get(q) is not None and values.get(h["item"]) is not None
             ]
+            # Arrays, not lists: matplotlib masks a list element by element.
+            xy = np.array(points, dtype=float).reshape(-1, 2)
             ax.scatter(
-                [x for x, _ in points],
-                [y for _, y in points],
+                xy[:, 0],
+                xy[:, 1],
                 s=12,
                 alpha=0.7,
                 color="#4c72b0",
