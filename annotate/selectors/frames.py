@@ -125,23 +125,37 @@ def spans_frame(*, study: Study, phase: str = "all", include_calibration: bool =
     import pandas as pd
 
     revisions = {r.pk: r for r in _counting(study, phase, include_calibration, revisions)}
+    spans = (
+        Span.objects.filter(revision_id__in=list(revisions))
+        .order_by("revision__assignment__summary__key", "revision__assignment__rater_id", "question", "index")
+        .values_list(
+            "revision__assignment__summary__uuid",
+            "revision__assignment__rater_id",
+            "question",
+            "target",
+            "start",
+            "end",
+            "text",
+            "answers",
+            "rationale",
+            "revision_id",
+        )
+    )
     rows = [
         {
-            "item": str(span.revision.assignment.summary.uuid),
-            "rater": str(span.revision.assignment.rater_id),
-            "question": span.question,
-            "target": span.target,
-            "start": span.start,
-            "end": span.end,
-            "text": span.text,
-            "answers": dict(span.answers or {}),
-            "factual": (span.answers or {}).get("factual"),
-            "rationale": span.rationale,
-            "phase": revisions[span.revision_id].phase,
+            "item": str(summary_uuid),
+            "rater": str(rater_id),
+            "question": question,
+            "target": target,
+            "start": start,
+            "end": end,
+            "text": text,
+            "answers": dict(answers or {}),
+            "factual": (answers or {}).get("factual"),
+            "rationale": rationale,
+            "phase": revisions[revision_id].phase,
         }
-        for span in Span.objects.filter(revision_id__in=list(revisions))
-        .select_related("revision__assignment__summary")
-        .order_by("revision__assignment__summary__key", "revision__assignment__rater_id", "question", "index")
+        for summary_uuid, rater_id, question, target, start, end, text, answers, rationale, revision_id in spans
     ]
     columns = [
         "item",
