@@ -82,7 +82,11 @@ def run_child(kind: str, args, env: dict[str, str]) -> dict:
 
 
 def child_report(slug: str) -> dict:
-    """The report as a worker computes it: the numbers, then every plot (SVG and PNG)."""
+    """The report as a worker computes it: the numbers, then every plot (SVG and PNG). A
+    worker imports the report's modules when it starts (config.celery), so this does too."""
+    from config.celery import preload_report_modules
+
+    preload_report_modules()
     from analysis import services
     from analysis.models import AnalysisResult
     from annotate.models import Study
