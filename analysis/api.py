@@ -70,7 +70,8 @@ class StudyAnalysis(RunViews, APIView):
         if status.status != AnalysisResult.Status.DONE:
             return super().run_status(request, status)
         row = JSONRenderer().render(AnalysisStatusSerializer(status).data)
-        key = f"report-api:{status.pk}:{request.accepted_media_type}:{hashlib.sha256(row).hexdigest()}"
+        digest = hashlib.sha256(row + request.accepted_media_type.encode()).hexdigest()
+        key = f"report-api:{status.pk}:{digest}"
 
         def render() -> bytes:
             data = self.run_data(request, status)
