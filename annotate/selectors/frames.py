@@ -128,49 +128,18 @@ def spans_frame(*, study: Study, phase: str = "all", include_calibration: bool =
     spans = (
         Span.objects.filter(revision_id__in=list(revisions))
         .order_by("revision__assignment__summary__key", "revision__assignment__rater_id", "question", "index")
-        .values_list(
-            "revision__assignment__summary__uuid",
-            "revision__assignment__rater_id",
-            "question",
-            "target",
-            "start",
-            "end",
-            "text",
-            "answers",
-            "rationale",
-            "revision_id",
-        )
+        .values_list(*_SPAN_OWNERS, *_SPAN_FIELDS)
     )
     rows = [
-        {
-            "item": str(summary_uuid),
-            "rater": str(rater_id),
-            "question": question,
-            "target": target,
-            "start": start,
-            "end": end,
-            "text": text,
-            "answers": dict(answers or {}),
-            "factual": (answers or {}).get("factual"),
-            "rationale": rationale,
-            "phase": revisions[revision_id].phase,
-        }
-        for summary_uuid, rater_id, question, target, start, end, text, answers, rationale, revision_id in spans
+        (str(item), str(rater), question, target, start, end, text, dict(answers or {}))
+        + ((answers or {}).get("factual"), rationale, revisions[revision_id].phase)
+        for item, rater, revision_id, question, target, start, end, text, answers, rationale in spans
     ]
-    columns = [
-        "item",
-        "rater",
-        "question",
-        "target",
-        "start",
-        "end",
-        "text",
-        "answers",
-        "factual",
-        "rationale",
-        "phase",
-    ]
-    return pd.DataFrame(rows, columns=columns)
+    return pd.DataFrame(rows, columns=["item", "rater", *_SPAN_FIELDS[:-1], "factual", "rationale", "phase"])
+
+
+_SPAN_OWNERS = ("revision__assignment__summary__uuid", "revision__assignment__rater_id", "revision_id")
+_SPAN_FIELDS = ("question", "target", "start", "end", "text", "answers", "rationale")
 
 
 def raters_by_item(
