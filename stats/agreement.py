@@ -271,8 +271,7 @@ def _cohen_kappa(prepared: _Prepared) -> tuple[PairwiseKappa, ...]:
     return tuple(results)
 
 
-KAPPA_WEIGHTINGS = (("unweighted", None), ("linear", "linear"), ("quadratic", "quadratic"))
-_NO_KAPPA = {name: math.nan for name, _ in KAPPA_WEIGHTINGS}
+_NO_KAPPA = dict.fromkeys(("unweighted", "linear", "quadratic"), math.nan)
 
 
 def kappa_weights(size: int) -> dict[str, np.ndarray]:
