@@ -130,11 +130,11 @@ def tau_b_of_counts(x: np.ndarray, y: np.ndarray, counts: np.ndarray) -> np.ndar
 
     Every resample draws from the same n points, so what depends on the points alone is
     worked out once: their order by (x, y), their tie groups and the steps that count the
-    pairs out of order in y (_inversion_steps). A resample then only weights each point by its count: with n0
-    its pairs, n1, n2 and n3 those tied in x, in y and in both (an item drawn twice is a
-    pair tied in both, as in scipy) and D the pairs out of order in y (discordant),
-    C - D = n0 - n1 - n2 + n3 - 2D and tau-b = (C - D) / sqrt((n0 - n1)(n0 - n2)). Exact:
-    every count is an integer."""
+    pairs out of order in y (_inversion_steps). A resample then only weights each point by
+    its count: with n0 its pairs, n1, n2 and n3 those tied in x, in y and in both (an item
+    drawn twice is a pair tied in both, as in scipy) and D the pairs out of order in y
+    (discordant), C - D = n0 - n1 - n2 + n3 - 2D and tau-b = (C - D) / sqrt((n0 - n1)(n0 -
+    n2)). Exact: every count is an integer."""
     valid = ~(np.isnan(x) | np.isnan(y))
     if not valid.any():
         return np.full(counts.shape[0], np.nan)
