@@ -32,20 +32,24 @@ class ReportField(serializers.JSONField):
         return None if value is None else report_payload(report_from_payload(value))
 
 
+# The row's fields before and after its report, in the order the API answers them.
+_RUN_FIELDS = ["uuid", "phase", "status", "progress", "n_revisions", "inputs", "computed_at", "error"]
+_STAMPS = ["created_at", "updated_at"]
+
+
 class AnalysisStatusSerializer(serializers.ModelSerializer):
     """Every field of the row but the report itself."""
 
     class Meta:
         model = AnalysisResult
-        fields = ["uuid", "phase", "status", "progress", "n_revisions", "inputs", "computed_at", "error"]
-        fields += ["created_at", "updated_at"]
+        fields = [*_RUN_FIELDS, *_STAMPS]
 
 
 class AnalysisResultSerializer(AnalysisStatusSerializer):
     result = ReportField(allow_null=True, help_text="The report (docs/analysis.md) once status is done.")
 
     class Meta(AnalysisStatusSerializer.Meta):
-        fields = [*AnalysisStatusSerializer.Meta.fields[:8], "result", "created_at", "updated_at"]
+        fields = [*_RUN_FIELDS, "result", *_STAMPS]
 
 
 class AnalysisQuery(serializers.Serializer):
