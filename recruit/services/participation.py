@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import Count, Max, Q
 from django.utils import timezone
 from django.utils.translation import gettext_noop
@@ -50,23 +50,24 @@ class TooManyArrivals(ArrivalRefused):
     http_status = 429
 
 
-def _free_items(link: RecruitmentLink) -> int:
-    """Summaries of the link's pool with fewer than k live raters (a newcomer has none of
-    them yet). The caller holds the batch's row lock."""
-    batch = link.batch
-    pool = set(batch.design.get("pool") or [])
-    # The batch's items outside the pool (attention checks) drop out of the difference
-    # below: the pool's ids are not sent as a parameter list, whose size would grow every
-    # arrival's work under the lock with the study.
-    full = set(
+def _live_counts(batch: Batch) -> dict[int, int]:
+    """Live (not withdrawn) assignments per summary of the batch. The batch's items outside
+    the pool (attention checks) are counted too and ignored by the callers: the pool's ids
+    are not sent as a parameter list, whose size would grow every arrival's work under the
+    lock with the study."""
+    return dict(
         Assignment.objects.filter(batch=batch)
         .exclude(state=Assignment.State.WITHDRAWN)
-        .values("summary_id")
+        .values_list("summary_id")
         .annotate(n=Count("pk"))
-        .filter(n__gte=batch.raters_per_item)
-        .values_list("summary_id", flat=True)
+        .values_list("summary_id", "n")
     )
-    return len(pool - full)
+
+
+def _free_items(batch: Batch, live: dict[int, int]) -> int:
+    """Summaries of the batch's pool with fewer than k live raters (a newcomer has none of
+    them yet)."""
+    return sum(1 for s in set(batch.design.get("pool") or []) if live.get(s, 0) < batch.raters_per_item)
 
 
 def _count_arrival(address: str) -> None:
@@ -141,13 +142,14 @@ def _tie_break(participant_id: int, summary_id: int, seed: int) -> bytes:
     return hashlib.sha256(f"{seed}:{participant_id}:{summary_id}".encode()).digest()
 
 
-def assign_work(*, participant: Participant) -> list[Assignment]:
+def assign_work(*, participant: Participant, live: dict[int, int] | None = None) -> list[Assignment]:
     """Hand the participant items of the link's pool, fewest live ratings first (ties in
     an order of the participant's own), never more than k live raters on an item, up to
     `items_per_participant` items in all (withdrawn ones not counted again).
 
     The caller holds the batch's row lock (arrive()), so concurrent arrivals count live
-    ratings one after the other and k holds."""
+    ratings one after the other and k holds; `live` is the batch's _live_counts when the
+    caller read them under that lock."""
     link = participant.link
     batch = link.batch
     pool = list(batch.design.get("pool") or [])
@@ -157,13 +159,8 @@ def assign_work(*, participant: Participant) -> list[Assignment]:
     wanted = link.items_per_participant - kept
     if wanted <= 0:
         return []
-    live = dict(
-        Assignment.objects.filter(batch=batch)
-        .exclude(state=Assignment.State.WITHDRAWN)
-        .values_list("summary_id")
-        .annotate(n=Count("pk"))
-        .values_list("summary_id", "n")
-    )
+    if live is None:
+        live = _live_counts(batch)
     had = set(
         Assignment.objects.filter(study=participant.study, rater=participant.user).values_list("summary_id", flat=True)
     )
@@ -194,6 +191,34 @@ def assign_work(*, participant: Participant) -> list[Assignment]:
     )
 
 
+def _refuse_if_full(link: RecruitmentLink, *, locked: bool) -> dict[int, int]:
+    """Refuse a newcomer the link cannot take: closed, at its participant limit, or (under
+    the batch's lock, after release_absent gave back what it could) no item with a free
+    place; else the batch's live counts (_live_counts) when locked."""
+    if not link.enabled:
+        raise ArrivalRefused(gettext_noop("This study is closed to new participants."), link=link)
+    if Participant.objects.filter(link=link).count() >= link.max_participants:
+        raise ArrivalRefused(gettext_noop("This study has all the participants it needs."), link=link)
+    if not locked:
+        return {}
+    live = _live_counts(link.batch)
+    if not _free_items(link.batch, live):
+        raise ArrivalRefused(gettext_noop("Every item of this study has all the raters it needs."), link=link)
+    return live
+
+
+def _new_account(link: RecruitmentLink, address: str):
+    """A newcomer's account, their membership and their qualification items: nothing here
+    counts against k or the participant limit, so it is made before the batch's lock."""
+    _count_arrival(address)
+    user = get_user_model().objects.create_user(username=f"participant-{secrets.token_hex(8)}", password=None)
+    add_study_member(study=link.study, user=user, role=StudyMembership.Role.RATER)
+    # Behind a qualification gate the study's qualification items come first; the link's
+    # items stay hidden until the participant passes (visible_to_rater).
+    enrol_in_qualification(study=link.study, rater=user)
+    return user
+
+
 def arrive(
     *,
     link: RecruitmentLink,
@@ -206,10 +231,20 @@ def arrive(
     """A participant arrives through the link: their account is made (first visit) or
     found (a return), and work is handed out. Returns (participant, created).
 
-    The batch row is locked first (select_for_update; SQLite's writers queue on the
-    database lock, settings' IMMEDIATE transactions), so arrivals on one link are counted
-    one at a time: the participant limit and k per item hold under concurrency."""
+    A newcomer's account is made first, then the batch row is locked (select_for_update;
+    SQLite's writers queue on the database lock, settings' IMMEDIATE transactions) and the
+    link's counts are checked again, all in one transaction: arrivals on one link are
+    counted one at a time, so the participant limit and k per item hold under concurrency,
+    while the lock is held only for the counting and the handing out; a refused newcomer
+    leaves no account."""
     with transaction.atomic():
+        returning = Participant.objects.filter(link=link, external_id=external_id).exists()
+        user, live = None, None
+        if not returning:
+            # Decided before any step (consent, instructions, qualification): someone who
+            # cannot get an item leaves at once with the screen-out code.
+            _refuse_if_full(link, locked=False)
+            user = _new_account(link, address)
         Batch.objects.select_for_update().filter(pk=link.batch_id).update(updated_at=timezone.now())
         link = RecruitmentLink.objects.select_related("study", "batch").get(pk=link.pk)
         now = timezone.now()
@@ -219,45 +254,30 @@ def arrive(
             .filter(link=link, external_id=external_id)
             .first()
         )
-        created = participant is None
-        if created:
-            # Decided before any step (consent, instructions, qualification): someone who
-            # cannot get an item leaves at once with the screen-out code.
-            if not link.enabled:
-                raise ArrivalRefused(gettext_noop("This study is closed to new participants."), link=link)
-            if Participant.objects.filter(link=link).count() >= link.max_participants:
-                raise ArrivalRefused(gettext_noop("This study has all the participants it needs."), link=link)
-            if not _free_items(link):
-                raise ArrivalRefused(gettext_noop("Every item of this study has all the raters it needs."), link=link)
-            _count_arrival(address)
-            user = get_user_model().objects.create_user(username=f"participant-{secrets.token_hex(8)}", password=None)
-            add_study_member(study=link.study, user=user, role=StudyMembership.Role.RATER)
-            try:
-                with transaction.atomic():
-                    participant = Participant.objects.create(
-                        user=user,
-                        link=link,
-                        study=link.study,
-                        panel=panel,
-                        external_id=external_id,
-                        panel_study_id=panel_study_id,
-                        panel_session_id=panel_session_id,
-                        address=address,
-                        last_seen_at=now,
-                    )
-            except IntegrityError:
-                raise ArrivalRefused(
-                    gettext_noop("This participant arrived twice at once: please reload the page.")
-                ) from None
+        if (user is None) == (participant is None):
+            # Made by another arrival with the same ids after this one looked (or gone since).
+            raise ArrivalRefused(gettext_noop("This participant arrived twice at once: please reload the page."))
+        if user is not None:
+            live = _refuse_if_full(link, locked=True)  # again: others may have taken the last places
+            participant = Participant.objects.create(
+                user=user,
+                link=link,
+                study=link.study,
+                panel=panel,
+                external_id=external_id,
+                panel_study_id=panel_study_id,
+                panel_session_id=panel_session_id,
+                address=address,
+                last_seen_at=now,
+            )
         else:
             Participant.objects.filter(pk=participant.pk).update(last_seen_at=now, released_at=None)
             participant.refresh_from_db()
         if participant.outcome == "" and not time_is_up(participant, now=now):
-            # Behind a qualification gate the study's qualification items come first; the
-            # link's items stay hidden until the participant passes (visible_to_rater).
-            enrol_in_qualification(study=link.study, rater=participant.user)
-            assign_work(participant=participant)
-        return participant, created
+            if user is None:
+                enrol_in_qualification(study=link.study, rater=participant.user)
+            assign_work(participant=participant, live=live)
+        return participant, user is not None
 
 
 def time_is_up(participant: Participant, *, now=None) -> bool:

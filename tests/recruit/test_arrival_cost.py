@@ -32,3 +32,20 @@ def test_an_arrivals_queries_do_not_grow_with_the_pool():
     # The pool's ids are never sent as a parameter list: 400 ids would add thousands of
     # characters (and as many parameters to bind) to every arrival.
     assert large_sql - small_sql < 400, (small_sql, large_sql)
+
+
+@pytest.mark.django_db
+def test_a_newcomers_account_is_made_before_the_batch_is_locked():
+    """The account, its membership and its qualification items count against neither k nor
+    the participant limit: they are written before the batch's row lock is taken, and under
+    the lock only the participant and its items are."""
+    link = make_link(StudyFactory(), items=3, k=2, summaries=10, participants=100)
+    participation.arrive(link=link, panel="prolific", external_id="early", address="10.1.0.1")
+    with CaptureQueriesContext(connection) as ctx:
+        _, created = participation.arrive(link=link, panel="prolific", external_id="newcomer", address="10.1.0.2")
+    assert created
+    sql = [q["sql"] for q in ctx.captured_queries]
+    lock = next(i for i, s in enumerate(sql) if s.startswith('UPDATE "annotate_batch"'))
+    written = lambda queries: {s.split('"')[1] for s in queries if s.startswith("INSERT")}  # noqa: E731
+    assert {"auth_user", "annotate_studymembership"} <= written(sql[:lock])
+    assert written(sql[lock:]) == {"recruit_participant", "annotate_assignment"}

@@ -6,6 +6,7 @@ import threading
 from collections import Counter
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.db import connection
 
 from annotate.models import Assignment
@@ -16,23 +17,25 @@ from tests.recruit.helpers import make_link
 ARRIVALS = 30
 
 
-def _arrive_all(link_pk: int, ids: list[str]) -> dict[str, str]:
+def _arrive_all(link_pk: int, ids: list[str]) -> dict[int, str]:
+    """Each id's arrival in a thread of its own, all at once: "in" or the refusal's code, by
+    the id's place in `ids`."""
     barrier = threading.Barrier(len(ids))
-    outcomes: dict[str, str] = {}
+    outcomes: dict[int, str] = {}
 
-    def go(external_id: str):
+    def go(index: int, external_id: str):
         try:
             link = RecruitmentLink.objects.get(pk=link_pk)
             barrier.wait(timeout=300)
             address = f"10.0.0.{external_id[-3:]}"
             participation.arrive(link=link, panel="prolific", external_id=external_id, address=address)
-            outcomes[external_id] = "in"
+            outcomes[index] = "in"
         except participation.ArrivalRefused as exc:
-            outcomes[external_id] = exc.code
+            outcomes[index] = exc.code
         finally:
             connection.close()
 
-    threads = [threading.Thread(target=go, args=(i,)) for i in ids]
+    threads = [threading.Thread(target=go, args=(i, external_id)) for i, external_id in enumerate(ids)]
     for t in threads:
         t.start()
     for t in threads:
@@ -73,3 +76,19 @@ def test_thirty_arrivals_at_once_respect_the_participant_limit(study, settings):
         Assignment.objects.filter(batch=link.batch).exclude(state="withdrawn").values_list("summary_id", flat=True)
     )
     assert max(per_item.values()) <= 3 and sum(per_item.values()) == 25
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_same_participant_arriving_eight_times_at_once_gets_one_account(study, settings):
+    """A double click, or a panel's retry: one participant, one account, one set of items.
+    A twin that looked before the first was made is asked to reload, and its account is
+    undone with its transaction."""
+    settings.RECRUIT_ARRIVALS_PER_ADDRESS = 1000
+    link = make_link(study, items=3, k=2, summaries=10, participants=100)
+    users_before = get_user_model().objects.count()
+    outcomes = _arrive_all(link.pk, ["PID0001"] * 8)
+    assert len(outcomes) == 8 and set(outcomes.values()) <= {"in", "refused"} and "in" in outcomes.values()
+    assert Participant.objects.filter(link=link).count() == 1
+    assert get_user_model().objects.count() == users_before + 1
+    live = Assignment.objects.filter(batch=link.batch).exclude(state="withdrawn")
+    assert live.count() == 3 and live.values("rater").distinct().count() == 1
