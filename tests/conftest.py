@@ -20,6 +20,34 @@ def pytest_configure(config):
     os.environ.pop("HF_TOKEN", None)
 
 
+# pytest-django's ways for a test to reach the database: the marker, these fixtures, or a
+# Django TransactionTestCase (TestCase and LiveServerTestCase are ones).
+DATABASE_FIXTURES = {
+    "db",
+    "transactional_db",
+    "django_db_reset_sequences",
+    "django_db_serialized_rollback",
+    "live_server",
+}
+
+
+def uses_database(item) -> bool:
+    if item.get_closest_marker("django_db") is not None or DATABASE_FIXTURES & set(getattr(item, "fixturenames", ())):
+        return True
+    from django.test import TransactionTestCase
+
+    cls = getattr(item, "cls", None)
+    return cls is not None and issubclass(cls, TransactionTestCase)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark the tests that reach the database `database`: CI runs the suite on SQLite, then
+    only these on PostgreSQL (`-m database`), since the others cannot tell the two apart."""
+    for item in items:
+        if uses_database(item):
+            item.add_marker(pytest.mark.database)
+
+
 @pytest.fixture
 def admin_user(db):
     return UserFactory(username="admin", is_staff=True, is_superuser=True)
