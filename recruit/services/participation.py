@@ -191,16 +191,17 @@ def assign_work(*, participant: Participant, live: dict[int, int] | None = None)
     )
 
 
-def _refuse_if_full(link: RecruitmentLink, *, locked: bool) -> dict[int, int]:
-    """Refuse a newcomer the link cannot take: closed, at its participant limit, or (under
-    the batch's lock, after release_absent gave back what it could) no item with a free
-    place; else the batch's live counts (_live_counts) when locked."""
+def _refuse_if_closed_or_full(link: RecruitmentLink) -> None:
+    """Refuse a newcomer when the link is closed or at its participant limit."""
     if not link.enabled:
         raise ArrivalRefused(gettext_noop("This study is closed to new participants."), link=link)
     if Participant.objects.filter(link=link).count() >= link.max_participants:
         raise ArrivalRefused(gettext_noop("This study has all the participants it needs."), link=link)
-    if not locked:
-        return {}
+
+
+def _live_counts_with_a_free_item(link: RecruitmentLink) -> dict[int, int]:
+    """The batch's live counts (_live_counts), or a refusal when no item of the pool has a
+    free place. Under the batch's lock, after release_absent gave back what it could."""
     live = _live_counts(link.batch)
     if not _free_items(link.batch, live):
         raise ArrivalRefused(gettext_noop("Every item of this study has all the raters it needs."), link=link)
@@ -243,7 +244,7 @@ def arrive(
         if not returning:
             # Decided before any step (consent, instructions, qualification): someone who
             # cannot get an item leaves at once with the screen-out code.
-            _refuse_if_full(link, locked=False)
+            _refuse_if_closed_or_full(link)
             user = _new_account(link, address)
         Batch.objects.select_for_update().filter(pk=link.batch_id).update(updated_at=timezone.now())
         link = RecruitmentLink.objects.select_related("study", "batch").get(pk=link.pk)
@@ -258,7 +259,8 @@ def arrive(
             # Made by another arrival with the same ids after this one looked (or gone since).
             raise ArrivalRefused(gettext_noop("This participant arrived twice at once: please reload the page."))
         if user is not None:
-            live = _refuse_if_full(link, locked=True)  # again: others may have taken the last places
+            _refuse_if_closed_or_full(link)  # again: others may have taken the last places
+            live = _live_counts_with_a_free_item(link)
             participant = Participant.objects.create(
                 user=user,
                 link=link,
