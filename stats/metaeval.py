@@ -16,15 +16,14 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from numpy.lib.stride_tricks import sliding_window_view
 from scipy import stats
 from scipy.integrate import trapezoid
 
+from stats import tie_calibration
 from stats.frames import numeric_array
 
 __all__ = [
@@ -149,174 +148,6 @@ def holm(pvalues: Sequence[float]) -> list[float]:
 
 # --- pairwise accuracy with tie calibration -----------------------------------------
 
-# The calibration's first pass counts the pair differences in about one bucket per this many
-# differences (at most _MAX_BUCKETS buckets); only buckets that can hold the maximum are sorted.
-_DIFFERENCES_PER_BUCKET = 16
-_MAX_BUCKETS = 1 << 16
-# Pair differences are made in blocks of about this many (item, later item) cells.
-_BLOCK_CELLS = 1 << 20
-
-
-@dataclass(frozen=True)
-class _Pairs:
-    """Every within-group pair's metric difference |m_i - m_j|, group after group, as two
-    sets: the pairs the humans tie (``tie_d``; correct when the difference is <= epsilon) and
-    those the humans order and the metric orders the same way (``conc_d``; correct while it
-    is > epsilon). Every other pair is never correct. Per group: how many of each
-    (``tie_n``, ``conc_n``) and its number of pairs (``pairs``)."""
-
-    tie_d: np.ndarray
-    tie_n: np.ndarray
-    conc_d: np.ndarray
-    conc_n: np.ndarray
-    pairs: np.ndarray
-
-    def weights(self, sizes: np.ndarray) -> np.ndarray:
-        """Each difference's weight, one over its group's pairs: a single number (0-d) when
-        there is one group, so that a study-wide comparison stores no weight per pair."""
-        if self.pairs.size == 1:
-            return np.asarray(1.0 / self.pairs[0])
-        return np.repeat(1.0 / self.pairs, sizes)
-
-    def groups(self, sizes: np.ndarray) -> np.ndarray:
-        """Each difference's group (0-d when there is one)."""
-        return np.asarray(0) if self.pairs.size == 1 else np.repeat(np.arange(self.pairs.size), sizes)
-
-
-def _pairs(h: np.ndarray, m: np.ndarray, codes: np.ndarray) -> _Pairs:
-    """The pair differences of every group of two or more items.
-
-    Items are sorted by group, then metric score: the pairs of items k places apart in a
-    group have the metric difference m[i + k] - m[i] >= 0, a human tie where the human
-    scores are equal and a concordant pair where the later item's human score is higher
-    and the difference positive (a metric tie orders nothing). A block of offsets k is one
-    array operation over a window view of the group.
-    """
-    order = np.lexsort((m, codes))
-    m, codes = m[order], codes[order]
-    # Human scores as their ranks (equal scores, equal ranks): small integers compare faster
-    # than floats; -1 past a group's end is below every rank, so never a tie nor above.
-    levels = np.unique(h, return_inverse=True)[1]
-    h = levels[order].astype(np.int16 if levels.size and levels.max() < 2**15 - 1 else np.int64)
-    bounds = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1], True]) if codes.size else np.zeros(1, dtype=int)
-    ties, conc, tie_n, conc_n, pairs = [], [], [], [], []
-    for start, end in zip(bounds[:-1], bounds[1:], strict=True):
-        if end - start < 2:
-            continue
-        pairs.append((end - start) * (end - start - 1) // 2)
-        size = end - start
-        # Row i, column k of a window: the item k places after item i (NaN past the group's
-        # end, which no comparison below counts).
-        padded_h = np.r_[h[start:end], np.full(size, -1, h.dtype)]
-        padded_m = np.r_[m[start:end], np.full(size, np.nan)]
-        windows_h, windows_m = (sliding_window_view(v, size)[:size] for v in (padded_h, padded_m))
-        tie_n.append(0)
-        conc_n.append(0)
-        step = max(1, _BLOCK_CELLS // size)
-        for k in range(1, size, step):
-            rows = size - k  # the items with a partner k or more places later
-            with np.errstate(over="ignore", invalid="ignore"):  # beyond the float range is inf, as it should
-                dm = windows_m[:rows, k : k + step] - padded_m[:rows, None]
-                dh = windows_h[:rows, k : k + step] - padded_h[:rows, None]
-            ties.append(dm[dh == 0])
-            conc.append(dm[(dh > 0) & (dm > 0)])
-            tie_n[-1] += ties[-1].size
-            conc_n[-1] += conc[-1].size
-    return _Pairs(
-        np.concatenate(ties) if ties else np.empty(0),
-        np.array(tie_n, dtype=np.int64),
-        np.concatenate(conc) if conc else np.empty(0),
-        np.array(conc_n, dtype=np.int64),
-        np.array(pairs, dtype=np.int64),
-    )
-
-
-def _weighted_counts(index: np.ndarray, weights: np.ndarray, length: int) -> np.ndarray:
-    """np.bincount of ``index`` weighted by ``weights`` (one weight for all when 0-d)."""
-    if weights.ndim == 0:
-        return np.bincount(index, minlength=length) * float(weights)
-    return np.bincount(index, weights, length)
-
-
-def _near_maxima(p: _Pairs, tolerance: float) -> np.ndarray:
-    """The epsilons, ascending and 0 first, whose acc_eq summed in floats is within
-    ``tolerance`` of the largest: the candidates the exact comparison then settles.
-
-    Times the number of groups, acc_eq(eps) is the weight of every concordant pair plus, over
-    the differences <= eps, the ties' weights minus the concordant pairs' (a pair weighs one
-    over its group's pairs). A first pass adds the weights up in buckets of difference
-    values: a candidate in bucket k is worth at most the sum before k plus the bucket's ties,
-    and the bucket's largest tie difference at least the sum through k. Only the buckets whose
-    bound reaches the best of those are sorted and swept, difference by difference.
-    """
-    tie_w, conc_w = p.weights(p.tie_n), p.weights(p.conc_n)
-    base = float(np.broadcast_to(conc_w, p.conc_d.shape).sum())
-    zero = base + float(np.broadcast_to(tie_w, p.tie_d.shape)[p.tie_d == 0].sum())
-    top = max(p.tie_d.max(initial=0.0), p.conc_d.max(initial=0.0))
-    if p.tie_d.size == 0 or top == 0:
-        return np.zeros(1)
-    n_buckets = int(min(_MAX_BUCKETS, max(1, (p.tie_d.size + p.conc_d.size) // _DIFFERENCES_PER_BUCKET)))
-    if not np.isfinite(top) or not np.isfinite(n_buckets / top):
-        n_buckets = 1  # differences beyond the float range (or below it): one bucket, swept in full
-
-    def bucket(d: np.ndarray) -> np.ndarray:
-        """Each difference's bucket: monotone in the difference, so a bucket is an interval."""
-        if n_buckets == 1:
-            return np.zeros(d.size, dtype=np.int64)
-        return np.minimum((d * (n_buckets / top)).astype(np.int64), n_buckets - 1)
-
-    tie_b, conc_b = bucket(p.tie_d), bucket(p.conc_d)
-    tie_in = _weighted_counts(tie_b, tie_w, n_buckets)
-    net = tie_in - _weighted_counts(conc_b, conc_w, n_buckets)
-    through = base + np.cumsum(net)
-    before = through - net
-    has_tie = np.bincount(tie_b, minlength=n_buckets) > 0
-    chosen = has_tie & (before + tie_in >= max(zero, through[has_tie].max()) - tolerance)
-    if not chosen.any():
-        return np.zeros(1)  # no tie difference comes near acc_eq at 0
-
-    pick_t, pick_c = chosen[tie_b], chosen[conc_b]
-    del tie_b, conc_b
-    d = np.concatenate((p.tie_d[pick_t], p.conc_d[pick_c]))
-    order = np.argsort(d, kind="stable")
-    d = d[order]
-    w = np.concatenate(
-        (np.broadcast_to(tie_w, p.tie_d.shape)[pick_t], -np.broadcast_to(conc_w, p.conc_d.shape)[pick_c])
-    )[order]
-    is_tie = (order < np.count_nonzero(pick_t)).astype(float)
-    b = bucket(d)
-    # The sum at each difference: the buckets before its own plus its bucket's weights up to it.
-    running = np.cumsum(w)
-    first = np.flatnonzero(np.r_[True, b[1:] != b[:-1]])
-    value = before[b] + running - np.repeat((running - w)[first], np.diff(np.r_[first, d.size]))
-    # A candidate is a distinct difference some tie has, worth the value after all its pairs.
-    last = np.r_[d[1:] != d[:-1], True]
-    has_tie_here = np.bincount(np.cumsum(np.r_[True, last[:-1]]) - 1, is_tie) > 0
-    candidates, values = d[last][has_tie_here], value[last][has_tie_here]
-    best = max(zero, values.max(initial=-np.inf))
-    return np.unique(np.r_[0.0, candidates[values >= best - tolerance]])
-
-
-def _exact_accuracy(p: _Pairs, epsilons: np.ndarray) -> list[Fraction]:
-    """acc_eq at each of the ascending ``epsilons`` as an exact rational: the mean over the
-    groups of correct pairs / pairs."""
-    n_groups, slots = p.pairs.size, epsilons.size + 1
-
-    def counts(d: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-        """groups x slots: the pairs whose difference lies above epsilons[k - 1] and at most epsilons[k]."""
-        where = p.groups(sizes) * slots + np.searchsorted(epsilons, d, side="left")
-        return np.bincount(where, minlength=n_groups * slots).reshape(n_groups, slots)
-
-    # A tie is correct at every epsilon from its difference on, a concordant pair below it.
-    correct = counts(p.tie_d, p.tie_n)[:, :-1].cumsum(axis=1)
-    correct += counts(p.conc_d, p.conc_n)[:, ::-1].cumsum(axis=1)[:, ::-1][:, 1:]
-    denominator = math.lcm(*p.pairs.tolist())
-    numerators = np.zeros(epsilons.size, dtype=object)
-    for pairs in np.unique(p.pairs):
-        # Python ints (object dtype) so that a large common denominator cannot overflow.
-        numerators += correct[p.pairs == pairs].sum(axis=0).astype(object) * (denominator // int(pairs))
-    return [Fraction(int(n), denominator * n_groups) for n in numerators]
-
 
 MAX_GRID_DECIMALS = 12
 
@@ -368,9 +199,10 @@ def acc_eq(human: Any, metric: Any, groups: Any = None) -> AccEqResult:
     Computation: each pair is correct on an interval of epsilon ([d, inf) for human
     ties, [0, d) for concordant pairs), so only {0} and the human-tie differences are
     candidates: between two of them no pair becomes correct and concordant pairs can only
-    drop out. The differences are made level by level (items sorted by human, then metric
-    score), summed in value buckets to find the few that can hold the maximum, and only
-    those are sorted; the near-maximal candidates are then compared exactly, in rationals.
+    drop out. The pairs correct at an epsilon are counted, not listed
+    (stats.tie_calibration): intervals of epsilons that cannot hold the maximum are
+    dropped, the rest split until few pairs are left to list; the near-maximal candidates
+    are then compared exactly, in rationals.
     """
     h_all = _as_float_array(human, "human")
     m_all = _as_float_array(metric, "metric")
@@ -390,14 +222,13 @@ def acc_eq(human: Any, metric: Any, groups: Any = None) -> AccEqResult:
     codes, _ = pd.factorize(group_labels[keep], sort=True)
     n_dropped = int((~keep).sum())
 
-    p = _pairs(h, m, codes)
-    if not p.pairs.size:
+    lay = tie_calibration.layout(h, m, codes)
+    if not lay.n_groups:
         return AccEqResult(math.nan, math.nan, math.nan, int(h.size), n_dropped, 0, 0)
     # Float sums of n weights (each group's add up to 1) are off by at most a few n units in
     # the last place per group: candidates within that of the best are compared exactly.
-    n_sums = p.tie_d.size + p.conc_d.size + _MAX_BUCKETS
-    epsilons = _near_maxima(p, tolerance=p.pairs.size * (1e-9 + 8 * n_sums * np.finfo(float).eps))
-    exact = _exact_accuracy(p, epsilons)
+    epsilons = tie_calibration.calibrate(lay, tolerance=lay.n_groups * (1e-9 + 8 * h.size * np.finfo(float).eps))
+    exact = tie_calibration.exact(lay, epsilons)
     best = exact.index(max(exact))  # epsilons ascend, so the first maximum is the smallest epsilon
     return AccEqResult(
         at_zero=float(exact[0]),
@@ -405,8 +236,8 @@ def acc_eq(human: Any, metric: Any, groups: Any = None) -> AccEqResult:
         epsilon=abs(float(epsilons[best])) / unit,  # abs: a difference of 0.0 and -0.0 is -0.0
         n_items=int(h.size),
         n_dropped=n_dropped,
-        n_groups=int(p.pairs.size),
-        n_pairs=int(p.pairs.sum()),
+        n_groups=lay.n_groups,
+        n_pairs=int(lay.pairs.sum()),
     )
 
 

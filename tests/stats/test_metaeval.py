@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from scipy import stats
 from scipy.integrate import quad
 
+from stats import tie_calibration
 from stats.metaeval import (
     MetaEvalInputError,
     acc_eq,
@@ -230,6 +231,29 @@ def test_grouped_acc_eq_matches_brute_force(data):
     )
 
 
+@settings(max_examples=300, deadline=None)
+@given(scored_items(with_groups=True))
+def test_acc_eq_split_to_single_pairs_matches_brute_force(data):
+    # The calibration lists the pairs of an interval of epsilons once it holds few enough,
+    # and splits it otherwise: with a limit of one pair and two draws per split, every
+    # interval on the way is split down to single differences.
+    human, metric, groups = data
+    expected = brute_force_acc_eq(human, metric, groups)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tie_calibration, "LIST_ENTRIES", 1)
+        patch.setattr(tie_calibration, "SPLIT_SAMPLES", 2)
+        patch.setattr(tie_calibration, "CHECKPOINT_SPAN", 2)
+        result = acc_eq(human, metric, groups)
+    if expected is None:
+        assert math.isnan(result.value)
+        return
+    assert (result.at_zero, result.value, result.epsilon) == (
+        pytest.approx(expected[0], abs=1e-12),
+        pytest.approx(expected[1], abs=1e-12),
+        expected[2],
+    )
+
+
 def sweep_acc_eq(human, metric, groups):
     """acc_eq by a second, plain route for sizes brute force cannot reach: every pair of every
     group in numpy, each group's tie and concordant differences sorted, the correct pairs at
@@ -282,6 +306,35 @@ def test_acc_eq_matches_a_plain_sweep_on_hundreds_of_items(seed, grouped, contin
         pytest.approx(value, abs=1e-12),
         epsilon,
     )
+
+
+@pytest.mark.parametrize("shape", ["calibrated", "heavy ties", "continuous human", "one large group among small ones"])
+def test_acc_eq_matches_a_plain_sweep_where_intervals_are_split(shape):
+    # 2,500 items: millions of pairs, more than the calibration lists at once, so the
+    # intervals of epsilons near the best are split (tests/bench times it on larger studies).
+    rng = np.random.default_rng(7)
+    n = 2500
+    human = rng.integers(1, 6, size=(n, 3)).mean(axis=1)
+    groups = np.zeros(n, dtype=int)
+    if shape == "calibrated":  # human ties the metric only calls ties with an epsilon above 0
+        metric = (human * 300 + rng.normal(0, 60, n)).round()
+    elif shape == "heavy ties":  # a few metric values shared by hundreds of items
+        metric = (human + rng.integers(0, 3, n)).round()
+    elif shape == "continuous human":
+        human = rng.normal(3, 1, n).round(6)
+        metric = (human * 1000 + rng.normal(0, 500, n)).round()
+    else:
+        metric = (human * 300 + rng.normal(0, 60, n)).round()
+        groups = np.where(np.arange(n) < 1500, 0, 1 + np.arange(n) % 300)
+    result = acc_eq(human, metric, None if shape != "one large group among small ones" else groups)
+    at_zero, value, epsilon = sweep_acc_eq(human, metric, groups)
+    assert (result.at_zero, result.value, result.epsilon) == (
+        pytest.approx(at_zero, abs=1e-12),
+        pytest.approx(value, abs=1e-12),
+        epsilon,
+    )
+    if shape == "calibrated":
+        assert result.epsilon > 0 and result.value > result.at_zero
 
 
 def test_acc_eq_of_differences_beyond_the_float_range():
