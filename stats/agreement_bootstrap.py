@@ -102,6 +102,8 @@ class _Items:
             (np.ones(rows_all.size), (np.concatenate(columns) if columns else rows_all, rows_all)),
             shape=(len(self.pairs) * self.q * self.q, self.n),
         )  # (pair, cell) x items
+        pair_names = [f"{_plain(self.raters[a])}|{_plain(self.raters[b])}" for a, b in self.pairs]
+        self.cohen_names = [f"cohen_kappa.{p}.{weighting}" for weighting in kappa_weights(self.q) for p in pair_names]
 
 
 def _weights(rng: np.random.Generator, n_items: int, count: int) -> np.ndarray:
@@ -171,14 +173,15 @@ def _alpha(items: _Items, w: np.ndarray) -> dict[str, np.ndarray]:
     return out
 
 
-def _cohen(items: _Items, w: np.ndarray, rater_present: np.ndarray) -> dict[str, np.ndarray]:
+def _cohen(items: _Items, w: np.ndarray, rater_present: np.ndarray) -> np.ndarray:
     """sklearn's cohen_kappa_score for every rater pair: 1 - sum(W C) / sum(W E), with C the
     weighted confusion matrix of the co-rated items, E = outer(column sums, row sums) / N,
     and W the weighting over scale positions (1 - I, |i - j| or (i - j)^2). Every pair of
-    a block at once: C is (pair, cell) x resamples, one sparse product."""
+    a block at once: C is (pair, cell) x resamples, one sparse product. Returns (weighting,
+    pair) x resamples, in the order of items.cohen_names."""
     q = items.q
     weightings = kappa_weights(q)
-    out = {}
+    out: dict[str, list[np.ndarray]] = {weighting: [] for weighting in weightings}
     block = max(1, _PAIR_CELLS // (q * q * max(1, w.shape[0])))
     for start in range(0, len(items.pairs), block):
         pairs = items.pairs[start : start + block]
@@ -194,15 +197,14 @@ def _cohen(items: _Items, w: np.ndarray, rater_present: np.ndarray) -> dict[str,
             numerator = np.einsum("pijr,ij->pr", confusion, matrix)
             with np.errstate(divide="ignore", invalid="ignore"):
                 denominator = np.einsum("pir,ij,pjr->pr", sum0, matrix, sum1) / total
-            kappa = np.where(defined, 1 - _divide(numerator, denominator), np.nan)
-            for k, (rater_a, rater_b) in enumerate(pairs):
-                name = f"cohen_kappa.{_plain(items.raters[rater_a])}|{_plain(items.raters[rater_b])}.{weighting}"
-                out[name] = kappa[k]
-    return out
+            out[weighting].append(np.where(defined, 1 - _divide(numerator, denominator), np.nan))
+    parts = [kappa for weighting in weightings for kappa in out[weighting]]
+    return np.concatenate(parts) if parts else np.empty((0, w.shape[0]))
 
 
-def _statistics(items: _Items, w: np.ndarray) -> dict[str, np.ndarray]:
-    """Every statistic for each row of weights (NaN where undefined)."""
+def _statistics(items: _Items, w: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """Every statistic for each row of weights: (names, statistics x resamples), NaN where
+    undefined."""
     rater_present = (w @ items.present) > 0  # resamples × raters
     refused = rater_present.sum(axis=1) < 2  # validate_ratings: fewer than two raters
     usable_total = w[:, items.usable].sum(axis=1)
@@ -224,13 +226,10 @@ def _statistics(items: _Items, w: np.ndarray) -> dict[str, np.ndarray]:
         "krippendorff_alpha.nominal": alpha["nominal"],
         "krippendorff_alpha.ordinal": alpha["ordinal"],
         "krippendorff_alpha.interval": alpha["interval"],
-        **_cohen(items, w, rater_present),
     }
-    for name, array in values.items():
-        array = np.asarray(array, dtype=float).copy()
-        array[~np.isfinite(array) | refused] = np.nan
-        values[name] = array
-    return values
+    matrix = np.vstack([*(np.asarray(v, dtype=float) for v in values.values()), _cohen(items, w, rater_present)])
+    matrix[~np.isfinite(matrix) | refused[None, :]] = np.nan
+    return [*values, *items.cohen_names], matrix
 
 
 def agreement_cis(
@@ -256,15 +255,17 @@ def agreement_cis(
     if pd.factorize(frame[ITEM], sort=True)[0].max() + 1 != items.n:
         raise AgreementInputError("Every item must appear in the ratings frame.")
     rng = np.random.default_rng(seed)
-    collected: dict[str, list[np.ndarray]] = {name: [] for name in estimates}
+    names, chunks = [], []
     done = 0
     while done < n_resamples:
         count = min(CHUNK, n_resamples - done)
-        computed = _statistics(items, _weights(rng, items.n, count))
-        for name in estimates:
-            collected[name].append(computed.get(name, np.full(count, np.nan)))
+        names, computed = _statistics(items, _weights(rng, items.n, count))
+        chunks.append(computed)
         done += count
         if progress is not None:
             progress(done)
-    values = {name: np.concatenate(parts) for name, parts in collected.items()}
+    resampled = np.concatenate(chunks, axis=1)
+    row = {name: index for index, name in enumerate(names)}
+    undefined = np.full(n_resamples, np.nan)  # a statistic no resample has (a pair never co-rated)
+    values = {name: resampled[row[name]] if name in row else undefined for name in estimates}
     return percentile_intervals(estimates, values, confidence_level=confidence_level)

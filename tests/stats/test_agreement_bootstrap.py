@@ -62,7 +62,7 @@ def test_each_resample_matches_the_packages():
     items = _Items(frame, SCALE)
     rng = np.random.default_rng(11)
     w = _weights(np.random.default_rng(11), items.n, 30)
-    computed = _statistics(items, w)
+    computed = dict(zip(*_statistics(items, w), strict=True))
     for b in range(30):
         drawn = rng.integers(0, items.n, size=items.n)
         assert np.array_equal(np.bincount(drawn, minlength=items.n), w[b])
