@@ -38,7 +38,9 @@ Statistical choices:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -242,13 +244,18 @@ def bootstrap_taus(
     table: pd.DataFrame, metrics: Sequence[str], questions: Sequence[str], *, n_resamples: int, seed: int
 ) -> dict[tuple[str, str], np.ndarray]:
     """tau-b of every (metric, question) in each of `n_resamples` resamples of the rows
-    (the same resamples for all pairs); NaN where undefined."""
+    (the same resamples for all pairs); NaN where undefined. The pairs are computed in a
+    thread per core (each pair's figures are its own, whatever the order)."""
     rng = np.random.default_rng(seed)
     values = {c: table[c].to_numpy(dtype=float) for c in [*metrics, *questions]}
     n = len(table)
     indices = np.stack([rng.integers(0, n, n) for _ in range(n_resamples)]) if n_resamples else np.empty((0, n), int)
     counts = resample_counts(indices, n)
-    return {(m, q): tau_b_of_counts(values[m], values[q], counts) for m in metrics for q in questions}
+    pairs = [(m, q) for m in metrics for q in questions]
+    # numpy's array loops let other threads run: the pairs are shared out among the cores.
+    with ThreadPoolExecutor(max_workers=min(len(pairs), os.cpu_count() or 1) or 1) as pool:
+        taus = pool.map(lambda pair: tau_b_of_counts(values[pair[0]], values[pair[1]], counts), pairs)
+        return dict(zip(pairs, taus, strict=True))
 
 
 def percentile_interval(samples: np.ndarray, confidence: float = 0.95) -> tuple[float | None, float | None, int]:
