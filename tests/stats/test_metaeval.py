@@ -199,59 +199,44 @@ def scored_items(draw, with_groups: bool):
     return human, metric, groups
 
 
+def assert_is_brute_force(result, expected):
+    """acc_eq's (at_zero, value, epsilon) are brute_force_acc_eq's; undefined when it is None."""
+    if expected is None:
+        assert math.isnan(result.value)
+        return
+    assert (result.at_zero, result.value, result.epsilon) == (
+        pytest.approx(expected[0], abs=1e-12),
+        pytest.approx(expected[1], abs=1e-12),
+        expected[2],
+    )
+
+
 @settings(max_examples=300, deadline=None)
 @given(scored_items(with_groups=False))
 def test_acc_eq_matches_brute_force(data):
     human, metric, _ = data
     expected = brute_force_acc_eq(human, metric)
     result = acc_eq(human, metric)
-    if expected is None:
-        assert math.isnan(result.value)
-        return
-    assert (result.at_zero, result.value, result.epsilon) == (
-        pytest.approx(expected[0], abs=1e-12),
-        pytest.approx(expected[1], abs=1e-12),
-        expected[2],
-    )
+    assert_is_brute_force(result, expected)
 
 
+# The calibration lists the pairs of an interval of epsilons once it holds few enough, and
+# splits it otherwise: "split down" lists at most one pair with two draws per split, so every
+# interval on the way is split down to single differences.
+SPLIT_DOWN = {"LIST_ENTRIES": 1, "SPLIT_SAMPLES": 2, "CHECKPOINT_SPAN": 2}
+
+
+@pytest.mark.parametrize("limits", [{}, SPLIT_DOWN], ids=["as shipped", "split down"])
 @settings(max_examples=300, deadline=None)
-@given(scored_items(with_groups=True))
-def test_grouped_acc_eq_matches_brute_force(data):
-    human, metric, groups = data
-    expected = brute_force_acc_eq(human, metric, groups)
-    result = acc_eq(human, metric, groups)
-    if expected is None:
-        assert math.isnan(result.value)
-        return
-    assert (result.at_zero, result.value, result.epsilon) == (
-        pytest.approx(expected[0], abs=1e-12),
-        pytest.approx(expected[1], abs=1e-12),
-        expected[2],
-    )
-
-
-@settings(max_examples=300, deadline=None)
-@given(scored_items(with_groups=True))
-def test_acc_eq_split_to_single_pairs_matches_brute_force(data):
-    # The calibration lists the pairs of an interval of epsilons once it holds few enough,
-    # and splits it otherwise: with a limit of one pair and two draws per split, every
-    # interval on the way is split down to single differences.
+@given(data=scored_items(with_groups=True))
+def test_grouped_acc_eq_matches_brute_force(limits, data):
     human, metric, groups = data
     expected = brute_force_acc_eq(human, metric, groups)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(tie_calibration, "LIST_ENTRIES", 1)
-        patch.setattr(tie_calibration, "SPLIT_SAMPLES", 2)
-        patch.setattr(tie_calibration, "CHECKPOINT_SPAN", 2)
+        for name, value in limits.items():
+            patch.setattr(tie_calibration, name, value)
         result = acc_eq(human, metric, groups)
-    if expected is None:
-        assert math.isnan(result.value)
-        return
-    assert (result.at_zero, result.value, result.epsilon) == (
-        pytest.approx(expected[0], abs=1e-12),
-        pytest.approx(expected[1], abs=1e-12),
-        expected[2],
-    )
+    assert_is_brute_force(result, expected)
 
 
 def sweep_acc_eq(human, metric, groups):
