@@ -2,10 +2,12 @@
 instead of listing them.
 
 Items are sorted by (group, human score, metric score). Within a group, a human score is a
-level and a distinct metric value a code. One table per group, ``ge[l, c]``, holds how many
-of its items have a level >= l and a code <= c. For an item i and an epsilon e, the last
-code c* whose value v satisfies fl(v - m_i) <= e (a prefix of the codes, as a rounded
-difference grows with v) gives, read from the table:
+level and a distinct metric value a code. A table holds, for checkpoints along each group
+(a level's start, at most every CHECKPOINT_SPAN items), how many of the group's items from
+the checkpoint on have a code <= c; the few items between a level's end and the next
+checkpoint are kept beside it. For an item i and an epsilon e, the last code c* whose value
+v satisfies fl(v - m_i) <= e (a prefix of the codes, as a rounded difference grows with v)
+gives, by lookups:
 
 - the human ties of i correct at e: the items of its own level after it with a code <= c*;
 - its concordant pairs correct at e: the items of a higher level with a code > c*.
@@ -130,7 +132,9 @@ def layout(h: np.ndarray, m: np.ndarray, codes: np.ndarray) -> Layout:
     unique, code_global = np.unique(values, return_inverse=True)
     width = unique.size + 1
 
-    table, end_row, partial_key, partial_start = _checkpoints(group, code, first, ends, group_start, n_codes, width)
+    table, end_row, partial_key, partial_start = _checkpoints(
+        group, code, first, ends, group_start, group_end, n_codes, width
+    )
     pairs = sizes * (sizes - 1) // 2
     return Layout(
         m=m,
@@ -154,7 +158,7 @@ def layout(h: np.ndarray, m: np.ndarray, codes: np.ndarray) -> Layout:
     )
 
 
-def _checkpoints(group, code, first, ends, group_start, n_codes, width):
+def _checkpoints(group, code, first, ends, group_start, group_end, n_codes, width):
     """The table rows and partial rows: a checkpoint is a group's first level, a level of at
     least CHECKPOINT_SPAN items, a level starting in another span of CHECKPOINT_SPAN items of
     its group than the level before, and every group's end; a checkpoint's row holds, per
@@ -162,7 +166,6 @@ def _checkpoints(group, code, first, ends, group_start, n_codes, width):
     end). From a level's end to the next checkpoint lie fewer than 2 * CHECKPOINT_SPAN items,
     kept as that level's partial row (sorted keys segment * width + code)."""
     seg_group = group[first]
-    group_end = group_start + np.bincount(group, minlength=group_start.size)
     lengths = ends - first
     span = (first - group_start[seg_group]) // CHECKPOINT_SPAN
     is_cp = np.r_[True, (seg_group[1:] != seg_group[:-1]) | (span[1:] != span[:-1])] | (lengths >= CHECKPOINT_SPAN)
@@ -209,8 +212,8 @@ def _chunk_suffix(table: np.ndarray, row_offset: np.ndarray, rows: np.ndarray, c
 @dataclass(frozen=True)
 class Counts:
     """At each epsilon: every item's last code (items x epsilons), its correct ties and
-    concordant pairs, and sums over the items: weighted (a group's share of its pairs) and
-    plain."""
+    its correct concordant pairs; summed over the items weighted (each pair as its group's
+    share of its pairs) or per group."""
 
     last: np.ndarray
     ties: np.ndarray
@@ -231,7 +234,7 @@ def _last_code(lay: Layout, eps: np.ndarray) -> np.ndarray:
     """items x epsilons: the last code c of the item's group with fl(value_c - m_i) <= eps."""
     m = lay.m[:, None]
     guess = np.searchsorted(lay.unique, m + eps[None, :], side="right") - 1
-    key = lay.group[:, None] * (lay.unique.size + 1) + guess
+    key = lay.group[:, None] * lay.width + guess
     last = np.searchsorted(lay.value_key, key, side="right") - 1 - lay.value_start[:, None]
     start, top = lay.value_start[:, None], lay.n_codes[:, None] - 1
     with np.errstate(over="ignore", invalid="ignore"):
@@ -264,8 +267,8 @@ def count(lay: Layout, eps: np.ndarray) -> Counts:
 
 def _entries(lay: Layout, low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, ...]:
     """The pairs whose difference lies in an interval, for items whose partners there have
-    the codes in (low, high]: (item, difference, weight of the ties, weight of the
-    concordant pairs) per (item, partner code)."""
+    the codes in (low, high]: (difference, weight of the ties, weight of the concordant
+    pairs) per (item, partner code)."""
     n_codes = high - low
     item = np.repeat(np.arange(lay.m.size), n_codes)
     code = _ragged_arange(low + 1, n_codes)
@@ -273,7 +276,7 @@ def _entries(lay: Layout, low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray
     here = lay.own(item, code) - lay.own(item, code - 1)
     with np.errstate(over="ignore", invalid="ignore"):
         difference = lay.values[lay.value_start[item] + code] - lay.m[item]
-    return item, difference, here * lay.weight[item], above * lay.weight[item]
+    return difference, here * lay.weight[item], above * lay.weight[item]
 
 
 def _sample(lay: Layout, low: np.ndarray, high: np.ndarray, a: float, b: float) -> np.ndarray:
@@ -331,7 +334,7 @@ def calibrate(lay: Layout, tolerance: float) -> np.ndarray:
 def _listed(lay: Layout, low: np.ndarray, high: np.ndarray, start: float) -> tuple[np.ndarray, np.ndarray]:
     """The tie differences of an interval, each with acc_eq at it: ``start`` (acc_eq at the
     interval's lower end) plus the ties minus the concordant pairs up to it."""
-    _, difference, tie_w, conc_w = _entries(lay, low, high)
+    difference, tie_w, conc_w = _entries(lay, low, high)
     order = np.argsort(difference, kind="stable")
     difference, tie_w, conc_w = difference[order], tie_w[order], conc_w[order]
     value = start + np.cumsum(tie_w - conc_w)
