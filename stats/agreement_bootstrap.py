@@ -88,20 +88,21 @@ class _Items:
             self.coincidences = np.where(
                 self.usable[:, None, None], outer / np.maximum(self.r - 1, 1)[:, None, None], 0.0
             ).reshape(self.n, self.q * self.q)
-        # Cohen: raters with a rating, and per pair the co-rated items' confusion cells, as
-        # one sparse items x (pair, cell) matrix: a chunk's confusions are one product.
+        # Cohen: raters with a rating, and each co-rated item's confusion cell of each pair.
         self.rated_raters = [j for j in range(len(self.raters)) if present[:, j].any()]
         self.pairs = list(combinations(self.rated_raters, 2))
-        rows, columns = [], []
+        pair_of, cell_of, item_of = [], [], []
         for index, (a, b) in enumerate(self.pairs):
             both = np.flatnonzero(present[:, a] & present[:, b])
-            rows.append(both)
-            columns.append(index * self.q * self.q + self.codes[both, a] * self.q + self.codes[both, b])
-        rows_all = np.concatenate(rows) if rows else np.empty(0, dtype=np.int64)
-        self.cells = sparse.csr_array(
-            (np.ones(rows_all.size), (np.concatenate(columns) if columns else rows_all, rows_all)),
-            shape=(len(self.pairs) * self.q * self.q, self.n),
-        )  # (pair, cell) x items
+            pair_of.append(np.full(both.size, index))
+            cell_of.append(self.codes[both, a] * self.q + self.codes[both, b])
+            item_of.append(both)
+        self.cohen_blocks = _pair_blocks(
+            *(np.concatenate(part) if part else np.empty(0, dtype=np.int64) for part in (pair_of, cell_of, item_of)),
+            n_pairs=len(self.pairs),
+            q=self.q,
+            n_items=self.n,
+        )
         pair_names = [f"{_plain(self.raters[a])}|{_plain(self.raters[b])}" for a, b in self.pairs]
         self.cohen_names = [f"cohen_kappa.{p}.{weighting}" for weighting in kappa_weights(self.q) for p in pair_names]
 
@@ -173,33 +174,49 @@ def _alpha(items: _Items, w: np.ndarray) -> dict[str, np.ndarray]:
     return out
 
 
-def _cohen(items: _Items, w: np.ndarray, rater_present: np.ndarray) -> np.ndarray:
+def _pair_blocks(
+    pair: np.ndarray, cell: np.ndarray, item: np.ndarray, *, n_pairs: int, q: int, n_items: int
+) -> list[tuple[int, sparse.csr_array]]:
+    """The rater pairs in blocks of about _PAIR_CELLS (cell, pair, resample) floats for a
+    chunk of CHUNK resamples: (pairs in the block, its sparse (cell, pair) x items matrix),
+    one 1 per co-rated item of a pair, at the cell of the pair's two codes (a's code * q +
+    b's code), so that a chunk's confusion matrices are one product with its weights."""
+    size = max(1, _PAIR_CELLS // (q * q * CHUNK))
+    blocks = []
+    for start in range(0, n_pairs, size):
+        count = min(size, n_pairs - start)
+        mine = (pair >= start) & (pair < start + count)
+        rows = cell[mine] * count + (pair[mine] - start)
+        matrix = sparse.csr_array((np.ones(rows.size), (rows, item[mine])), shape=(q * q * count, n_items))
+        blocks.append((count, matrix))
+    return blocks
+
+
+def _cohen(items: _Items, w: np.ndarray) -> np.ndarray:
     """sklearn's cohen_kappa_score for every rater pair: 1 - sum(W C) / sum(W E), with C the
     weighted confusion matrix of the co-rated items, E = outer(column sums, row sums) / N,
     and W the weighting over scale positions (1 - I, |i - j| or (i - j)^2). Every pair of
-    a block at once: C is (pair, cell) x resamples, one sparse product. Returns (weighting,
-    pair) x resamples, in the order of items.cohen_names."""
-    q = items.q
-    weightings = kappa_weights(q)
-    out: dict[str, list[np.ndarray]] = {weighting: [] for weighting in weightings}
-    block = max(1, _PAIR_CELLS // (q * q * max(1, w.shape[0])))
-    for start in range(0, len(items.pairs), block):
-        pairs = items.pairs[start : start + block]
-        rows = slice(start * q * q, (start + len(pairs)) * q * q)
-        confusion = (items.cells[rows] @ w.T).reshape(len(pairs), q, q, -1)  # pair, a's code, b's code, resample
-        sum0 = confusion.sum(axis=1)
-        sum1 = confusion.sum(axis=2)
-        total = sum0.sum(axis=1)  # pair, resample
-        a, b = (np.array([pair[k] for pair in pairs]) for k in (0, 1))
-        # A pair is in a resample's report only if both raters rated something in it.
-        defined = (rater_present[:, a] & rater_present[:, b]).T & (total > 0)
-        for weighting, matrix in weightings.items():
-            numerator = np.einsum("pijr,ij->pr", confusion, matrix)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                denominator = np.einsum("pir,ij,pjr->pr", sum0, matrix, sum1) / total
-            out[weighting].append(np.where(defined, 1 - _divide(numerator, denominator), np.nan))
-    parts = [kappa for weighting in weightings for kappa in out[weighting]]
-    return np.concatenate(parts) if parts else np.empty((0, w.shape[0]))
+    a block at once: C is (cell, pair) x resamples, one sparse product, and each sum over
+    cells a matrix product. Returns (weighting, pair) x resamples, in the order of
+    items.cohen_names."""
+    q, resamples = items.q, w.shape[0]
+    weightings = np.stack(list(kappa_weights(q).values()))  # weighting, a's code, b's code
+    columns = np.ascontiguousarray(w.T)  # items x resamples, as the sparse product reads it
+    out = []
+    for count, cells in items.cohen_blocks:
+        confusion = (cells @ columns).reshape(q, q, count * resamples)  # a's code, b's code, (pair, resample)
+        sum0 = confusion.sum(axis=0)  # b's code, (pair, resample)
+        sum1 = confusion.sum(axis=1)  # a's code, (pair, resample)
+        total = sum0.sum(axis=0)
+        numerator = weightings.reshape(-1, q * q) @ confusion.reshape(q * q, -1)  # sum(W C)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            denominator = (sum0[None] * (weightings @ sum1[None])).sum(axis=1) / total  # sum(W E)
+        # A pair is in a resample's report only if it has a co-rated item there.
+        kappa = np.where(total > 0, 1 - _divide(numerator, denominator), np.nan)
+        out.append(kappa.reshape(-1, count, resamples))  # weighting, pair, resample
+    if not out:
+        return np.empty((0, resamples))
+    return np.concatenate(out, axis=1).reshape(-1, resamples)
 
 
 def _statistics(items: _Items, w: np.ndarray) -> tuple[list[str], np.ndarray]:
@@ -227,7 +244,7 @@ def _statistics(items: _Items, w: np.ndarray) -> tuple[list[str], np.ndarray]:
         "krippendorff_alpha.ordinal": alpha["ordinal"],
         "krippendorff_alpha.interval": alpha["interval"],
     }
-    matrix = np.vstack([*(np.asarray(v, dtype=float) for v in values.values()), _cohen(items, w, rater_present)])
+    matrix = np.vstack([*(np.asarray(v, dtype=float) for v in values.values()), _cohen(items, w)])
     matrix[~np.isfinite(matrix) | refused[None, :]] = np.nan
     return [*values, *items.cohen_names], matrix
 

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
+import stats.agreement_bootstrap
 from stats.agreement import agreement_report, bootstrap_cis, report_statistics
 from stats.agreement_bootstrap import _Items, _statistics, _weights, agreement_cis
 
@@ -40,9 +41,14 @@ def loop(frame, n, seed):
         (1, 12, ["rater1", "rater2"], 0.0),  # the demo's shape: two raters, every item doubly rated
         (2, 25, ["a", "b", "c"], 0.25),  # missing ratings: several modal sizes, pairs come and go
         (3, 8, ["a", "b", "c", "d"], 0.5),  # small and sparse: many undefined resamples
+        (4, 20, ["a", "b", "c", "d", "e"], 0.3),  # ten pairs: blocks of three leave one of one
     ],
 )
-def test_the_same_intervals_as_the_loop(seed, n_items, raters, missing):
+@pytest.mark.parametrize("pairs_per_block", [None, 3], ids=["as shipped", "three pairs a block"])
+def test_the_same_intervals_as_the_loop(seed, n_items, raters, missing, pairs_per_block, monkeypatch):
+    if pairs_per_block is not None:  # Cohen's kappa over several blocks of rater pairs
+        cells = pairs_per_block * len(SCALE) ** 2 * stats.agreement_bootstrap.CHUNK
+        monkeypatch.setattr(stats.agreement_bootstrap, "_PAIR_CELLS", cells)
     frame = ratings(seed, n_items, raters, missing)
     expected = loop(frame, 150, seed=7)
     got = agreement_cis(frame, SCALE, 150, seed=7)
