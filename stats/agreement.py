@@ -285,21 +285,27 @@ def kappa_weights(size: int) -> dict[str, np.ndarray]:
 
 
 def pairwise_kappas(tables: np.ndarray) -> dict[str, np.ndarray]:
-    """Cohen's kappa of each contingency table (tables x q x q, rows one rater's scale
-    positions, columns the other's), under each weighting; NaN where undefined (chance
-    agreement 1). statsmodels' ``cohens_kappa`` formula, for every table at once:
-    1 - sum(W C) / sum(W E), with E = outer(row sums, column sums) / n and W the weights
-    over scale positions (1 - I, |i - j| or (i - j)^2)."""
-    n = tables.sum(axis=(1, 2))
-    rows, columns = tables.sum(axis=2), tables.sum(axis=1)
-    out = {}
+    """kappas_of_cells of tables x q x q (rows one rater's scale positions), by weighting."""
+    kappas = kappas_of_cells(np.moveaxis(tables, 0, -1))
+    return dict(zip(kappa_weights(tables.shape[-1]), kappas, strict=True))
+
+
+def kappas_of_cells(cells: np.ndarray) -> np.ndarray:
+    """Cohen's kappa of contingency tables given cells first (q x q x tables: one rater's
+    scale position, the other's, the table), as weightings x tables in kappa_weights'
+    order; NaN where undefined (no item, or chance agreement 1). statsmodels' ``cohens_kappa``
+    formula, every table at once: 1 - sum(W C) / sum(W E), with E = outer(row sums, column
+    sums) / n and W the weights (1 - I, |i - j| or (i - j)^2), each sum a matrix product."""
+    q = cells.shape[0]
+    flat = cells.reshape(q, q, -1)
+    weights = np.stack(list(kappa_weights(q).values()))  # weighting, row, column
+    rows, columns = flat.sum(axis=1), flat.sum(axis=0)  # position x tables
+    n = rows.sum(axis=0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        for name, matrix in kappa_weights(tables.shape[-1]).items():
-            observed = np.einsum("pij,ij->p", tables, matrix)
-            chance = np.einsum("pi,ij,pj->p", rows, matrix, columns) / n
-            kappa = 1.0 - observed / chance
-            out[name] = np.where(np.isfinite(kappa), kappa, np.nan)
-    return out
+        observed = weights.reshape(-1, q * q) @ flat.reshape(q * q, -1)
+        chance = (rows[None] * (weights @ columns[None])).sum(axis=1) / n
+        kappa = 1.0 - observed / chance
+    return np.where(np.isfinite(kappa), kappa, np.nan)
 
 
 def _plain(label: Any) -> Any:

@@ -40,6 +40,7 @@ from stats.agreement import (
     agreement_report,
     check_bootstrap_options,
     kappa_weights,
+    kappas_of_cells,
     percentile_intervals,
     report_statistics,
 )
@@ -193,27 +194,17 @@ def _pair_blocks(
 
 
 def _cohen(items: _Items, w: np.ndarray) -> np.ndarray:
-    """sklearn's cohen_kappa_score for every rater pair: 1 - sum(W C) / sum(W E), with C the
-    weighted confusion matrix of the co-rated items, E = outer(column sums, row sums) / N,
-    and W the weighting over scale positions (1 - I, |i - j| or (i - j)^2). Every pair of
-    a block at once: C is (cell, pair) x resamples, one sparse product, and each sum over
-    cells a matrix product. Returns (weighting, pair) x resamples, in the order of
-    items.cohen_names."""
+    """sklearn's cohen_kappa_score for every rater pair under every weighting, on the
+    weighted confusion matrices of the co-rated items (stats.agreement.kappas_of_cells).
+    Every pair of a block at once: its confusion matrices are one sparse product, cells
+    first. Returns (weighting, pair) x resamples, in the order of items.cohen_names."""
     q, resamples = items.q, w.shape[0]
-    weightings = np.stack(list(kappa_weights(q).values()))  # weighting, a's code, b's code
     columns = np.ascontiguousarray(w.T)  # items x resamples, as the sparse product reads it
     out = []
     for count, cells in items.cohen_blocks:
         confusion = (cells @ columns).reshape(q, q, count * resamples)  # a's code, b's code, (pair, resample)
-        sum0 = confusion.sum(axis=0)  # b's code, (pair, resample)
-        sum1 = confusion.sum(axis=1)  # a's code, (pair, resample)
-        total = sum0.sum(axis=0)
-        numerator = weightings.reshape(-1, q * q) @ confusion.reshape(q * q, -1)  # sum(W C)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            denominator = (sum0[None] * (weightings @ sum1[None])).sum(axis=1) / total  # sum(W E)
-        # A pair is in a resample's report only if it has a co-rated item there.
-        kappa = np.where(total > 0, 1 - _divide(numerator, denominator), np.nan)
-        out.append(kappa.reshape(-1, count, resamples))  # weighting, pair, resample
+        # A pair without a co-rated item in a resample (no table) is undefined there.
+        out.append(kappas_of_cells(confusion).reshape(-1, count, resamples))  # weighting, pair, resample
     if not out:
         return np.empty((0, resamples))
     return np.concatenate(out, axis=1).reshape(-1, resamples)
